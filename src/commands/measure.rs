@@ -1,0 +1,163 @@
+//! Where a run's trace comes from, shared by record, capture, check and
+//! report: launch a command, attach to a PID, or replay recorded traces.
+//! Live measurement always goes through a trace file, so a live run and its
+//! replay are judged by exactly the same code.
+
+use crate::error::GateError;
+use crate::trace::Trace;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct MeasureArgs {
+    /// Replay recorded trace(s) instead of measuring live (one per run or per node)
+    #[arg(long, num_args = 1.., value_name = "TRACE", conflicts_with_all = ["pid", "command"])]
+    pub replay: Vec<PathBuf>,
+
+    /// Attach to a running process (and its children) instead of launching one
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+
+    /// Length of the measured window after warm-up (e.g. 30s, 5m). Launch mode: the
+    /// command is stopped (SIGTERM) when it outlives warm-up + duration. Default: until it exits
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Option<Duration>,
+
+    /// Samples in the first DURATION are kept but marked warm-up and excluded from statistics
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    pub warmup: Duration,
+
+    /// Sampling interval (10ms to 10s). GPM metrics are paired at least 100 ms apart regardless
+    #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
+    pub interval: Duration,
+
+    /// GPUs to sample: '0,2' or 'all'. Default: the GPUs the target uses (all GPUs until it opens one)
+    #[arg(long, value_name = "LIST")]
+    pub gpu: Option<String>,
+
+    /// Record host counters only (no NVML)
+    #[arg(long)]
+    pub no_gpu: bool,
+
+    /// Label stored in the trace header and carried into baselines and reports (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+
+    /// A file the benchmark writes with its own metrics; its text is stored in the trace
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
+
+    /// Free-text provenance stored in the trace header (e.g. where a fixture was recorded)
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+
+    /// Command to launch, after `--` (argv, never through a shell)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl MeasureArgs {
+    pub fn is_replay(&self) -> bool {
+        !self.replay.is_empty()
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.pid.is_some() || !self.command.is_empty()
+    }
+}
+
+/// Parse `100ms`, `30s`, `5m`, `1h`, `1.5s`; a bare number means seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration; use e.g. 100ms, 30s, 5m"))?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m or h")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{s}' is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!(
+            "tag '{s}' must be KEY=VALUE, e.g. --tag model=resnet50"
+        )),
+    }
+}
+
+/// Obtain `runs` traces: replay the given files, or record the live target
+/// `runs` times into `trace_dir`. Returns the loaded traces.
+pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Result<Vec<Trace>> {
+    if args.is_replay() {
+        return args
+            .replay
+            .iter()
+            .map(|p| Trace::load(p).map_err(anyhow::Error::from))
+            .collect();
+    }
+    if !args.is_live() {
+        return Err(GateError::usage(
+            "nothing to measure: give a command after '--', --pid PID, or --replay TRACE...",
+        )
+        .into());
+    }
+    std::fs::create_dir_all(trace_dir).map_err(|e| {
+        GateError::usage(format!(
+            "cannot create trace directory '{}': {e}; pass --trace-dir to a writable place",
+            trace_dir.display()
+        ))
+    })?;
+    let mut traces = Vec::new();
+    for run in 0..runs.max(1) {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let path = trace_dir.join(format!("run-{stamp}-{}.jsonl", run + 1));
+        if runs > 1 {
+            eprintln!("gate: run {}/{}", run + 1, runs);
+        }
+        let outcome = crate::commands::record::record_to(args, &path)?;
+        traces.push(Trace::load(&outcome)?);
+    }
+    Ok(traces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("100ms").unwrap(), Duration::from_millis(100));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
+        assert!(parse_duration("3parsecs").is_err());
+    }
+
+    #[test]
+    fn tags_need_a_key() {
+        assert_eq!(
+            parse_tag("model=resnet").unwrap(),
+            ("model".into(), "resnet".into())
+        );
+        assert!(parse_tag("=x").is_err());
+        assert!(parse_tag("novalue").is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! The public exit-code contract of `gate`. Pipelines branch on these numbers
+//! (GitLab's `retry:exit_codes: [3]`, a GitHub step's `if:`), so each one is
+//! part of the interface: change them only with a major version.
+
+/// Everything measured and judged: no regression (improvements included).
+pub const PASS: i32 = 0;
+/// At least one gated metric regressed beyond its threshold and the noise.
+pub const REGRESSION: i32 = 1;
+/// The user's input is wrong: bad flags, a broken baseline, `gate.toml`,
+/// trace or rule. Fix the input; retrying will not help.
+pub const USAGE: i32 = 2;
+/// Measurement or infrastructure problem: no GPU or NVML, the benchmark
+/// crashed or exited nonzero, the environment does not match the baseline.
+/// Retrying on another runner may help.
+pub const INFRA: i32 = 3;

@@ -1,0 +1,24 @@
+//! `gate`: keeps GPU performance from silently regressing.
+//!
+//! Data flows one way:
+//! target -> samplers (nvml | host | replay) -> trace -> stats -> baseline /
+//! diagnose -> gate verdicts -> reporters -> exit code.
+//! Everything after `trace` is pure: no NVML, no clock, no terminal.
+
+pub mod baseline;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod diagnose;
+pub mod error;
+pub mod exit_code;
+pub mod gate;
+pub mod metrics;
+pub mod report;
+pub mod sampler;
+pub mod stats;
+pub mod target;
+pub mod trace;
+
+/// The version stamped into traces and baselines.
+pub const GATE_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,23 @@
+//! Thin entry point: parse, run, map the outcome to the exit-code contract.
+//! Nothing else in the program calls `process::exit`.
+
+use clap::Parser;
+use gpugate::{cli::Cli, commands, error::exit_code_of};
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match commands::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            // One line: the outermost context, then the cause chain.
+            let msg = err
+                .chain()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(": ");
+            eprintln!("gate: error: {msg}");
+            exit_code_of(&err)
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,353 @@
+//! The metric catalogue: every counter `gate` records, with its unit, which
+//! way is better, and how it is gated by default. The trace stores columns in
+//! the order of `GPU_METRICS` / `HOST_METRICS` (the header names them, so a
+//! reader never depends on this order).
+//!
+//! Default gating policy, and why (see README "How a regression is decided"):
+//! - Utilizations that should stay high (SM active, tensor, GPU busy) are
+//!   gated on the **mean** of the steady window: a p95 stays at 100 % while
+//!   a job that stalls every other step loses half its mean.
+//! - Fractions of time throttled, and counts of foreign processes, are gated
+//!   with an **absolute** tolerance: their baseline is usually 0, where a
+//!   relative threshold means nothing.
+//! - Pipe mixes (FP32, FP16, DRAM, PCIe, power, clocks...) are **neutral**:
+//!   they explain a regression (diagnose uses them) but moving is not a
+//!   regression by itself (a faster kernel can legitimately use more DRAM).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HigherIsBetter,
+    LowerIsBetter,
+    Neutral,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "higher_is_better",
+            Direction::LowerIsBetter => "lower_is_better",
+            Direction::Neutral => "neutral",
+        }
+    }
+}
+
+/// Which statistic of a run's steady window a metric is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Statistic {
+    Mean,
+    P5,
+    P50,
+    P95,
+    P99,
+    Max,
+    Min,
+}
+
+impl Statistic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Statistic::Mean => "mean",
+            Statistic::P5 => "p5",
+            Statistic::P50 => "p50",
+            Statistic::P95 => "p95",
+            Statistic::P99 => "p99",
+            Statistic::Max => "max",
+            Statistic::Min => "min",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Statistic> {
+        Some(match s {
+            "mean" => Statistic::Mean,
+            "p5" => Statistic::P5,
+            "p50" | "median" => Statistic::P50,
+            "p95" => Statistic::P95,
+            "p99" => Statistic::P99,
+            "max" => Statistic::Max,
+            "min" => Statistic::Min,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// One value per GPU per sample.
+    Gpu,
+    /// One value per sample for the target's process tree or the machine.
+    Host,
+}
+
+/// Static description of one metric.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricDef {
+    pub id: &'static str,
+    pub unit: &'static str,
+    pub direction: Direction,
+    pub scope: Scope,
+    /// Gated by default (neutral metrics never are).
+    pub gated: bool,
+    pub statistic: Statistic,
+    /// Absolute tolerance in the metric's unit, used alongside the relative
+    /// threshold: a change must exceed both (see `gate.rs`).
+    pub abs_tolerance: f64,
+    /// Where the number comes from.
+    pub source: &'static str,
+    pub description: &'static str,
+}
+
+const fn m(
+    id: &'static str,
+    unit: &'static str,
+    direction: Direction,
+    scope: Scope,
+    gated: bool,
+    statistic: Statistic,
+    abs_tolerance: f64,
+    source: &'static str,
+    description: &'static str,
+) -> MetricDef {
+    MetricDef {
+        id,
+        unit,
+        direction,
+        scope,
+        gated,
+        statistic,
+        abs_tolerance,
+        source,
+        description,
+    }
+}
+
+use Direction::*;
+use Scope::*;
+use Statistic::*;
+
+/// Per-GPU metrics, in trace column order.
+pub const GPU_METRICS: &[MetricDef] = &[
+    m("gpu_busy_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "NVML utilization.gpu", "Time some kernel was resident (busy, not useful work)"),
+    m("mem_busy_pct", "%", Neutral, Gpu, false, Mean, 5.0, "NVML utilization.memory", "Time the memory controller was reading or writing (coarse)"),
+    m("sm_clock_mhz", "MHz", HigherIsBetter, Gpu, false, Mean, 50.0, "NVML clock SM", "SM clock"),
+    m("mem_clock_mhz", "MHz", Neutral, Gpu, false, Mean, 50.0, "NVML clock MEM", "Memory clock"),
+    m("throttle_power_pct", "%", LowerIsBetter, Gpu, false, Mean, 10.0, "NVML clock-event reasons", "Share of samples with clocks held down by the power cap (SW or HW power brake)"),
+    m("throttle_thermal_pct", "%", LowerIsBetter, Gpu, true, Mean, 10.0, "NVML clock-event reasons", "Share of samples with clocks held down by temperature (SW or HW thermal slowdown)"),
+    m("throttle_other_pct", "%", LowerIsBetter, Gpu, false, Mean, 10.0, "NVML clock-event reasons", "Share of samples with clocks held down for another reason (sync boost, HW slowdown, app clocks)"),
+    m("power_w", "W", Neutral, Gpu, false, Mean, 20.0, "NVML power usage", "Board power draw"),
+    m("energy_j", "J", Neutral, Gpu, false, Max, 0.0, "NVML total energy consumption", "Energy used since the recording started"),
+    m("temperature_c", "C", Neutral, Gpu, false, Mean, 5.0, "NVML temperature (GPU die)", "GPU temperature"),
+    m("mem_used_mib", "MiB", Neutral, Gpu, false, P95, 512.0, "NVML memory info", "Framebuffer memory in use (all processes)"),
+    m("mem_used_pct", "%", LowerIsBetter, Gpu, false, P95, 5.0, "NVML memory info", "Framebuffer memory in use, share of total"),
+    m("target_mem_mib", "MiB", Neutral, Gpu, false, P95, 512.0, "NVML running compute processes", "GPU memory held by the target's process tree"),
+    m("processes", "count", Neutral, Gpu, false, Max, 0.5, "NVML running compute + graphics processes", "Processes with a context on the GPU"),
+    m("other_processes", "count", LowerIsBetter, Gpu, true, Mean, 0.5, "NVML running processes not in the target tree", "Processes outside the target tree on the GPU (contention)"),
+    m("target_sm_share_pct", "%", HigherIsBetter, Gpu, false, Mean, 10.0, "NVML process utilization", "SM utilization attributed to the target tree"),
+    m("other_sm_share_pct", "%", LowerIsBetter, Gpu, true, Mean, 10.0, "NVML process utilization", "SM utilization attributed to processes outside the target tree"),
+    m("graphics_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 1 graphics util", "Time any graphics or compute engine was active"),
+    m("sm_active_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "GPM 2 SM util", "Time SMs had a warp resident, averaged over SMs"),
+    m("sm_occupancy_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 3 SM occupancy", "Resident warps over the maximum, averaged over SMs"),
+    m("integer_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 4 integer util", "Integer pipe activity"),
+    m("tensor_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "GPM 5 any tensor util", "Tensor-core activity (any precision)"),
+    m("dfma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 6 DFMA tensor util", "FP64 tensor-core activity"),
+    m("hmma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 7 HMMA tensor util", "FP16/BF16 tensor-core activity"),
+    m("imma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 9 IMMA tensor util", "Integer tensor-core activity"),
+    m("dram_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 10 DRAM bandwidth util", "DRAM bandwidth in use, share of peak"),
+    m("fp64_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 11 FP64 util", "FP64 pipe activity"),
+    m("fp32_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 12 FP32 util", "FP32 pipe activity"),
+    m("fp16_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 13 FP16 util", "FP16 pipe activity"),
+    m("pcie_tx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 20 PCIe TX", "PCIe traffic from the GPU"),
+    m("pcie_rx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 21 PCIe RX", "PCIe traffic to the GPU"),
+    m("nvlink_tx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 61 NVLink total TX", "NVLink traffic from the GPU"),
+    m("nvlink_rx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 60 NVLink total RX", "NVLink traffic to the GPU"),
+];
+
+/// Host metrics (target process tree and machine), in trace column order.
+pub const HOST_METRICS: &[MetricDef] = &[
+    m(
+        "target_cpu_pct",
+        "%",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/PID/stat utime+stime",
+        "CPU used by the target tree (100 = one core)",
+    ),
+    m(
+        "target_cpu_user_pct",
+        "%",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/PID/stat utime",
+        "User CPU of the target tree (100 = one core)",
+    ),
+    m(
+        "target_cpu_sys_pct",
+        "%",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/PID/stat stime",
+        "System CPU of the target tree (100 = one core)",
+    ),
+    m(
+        "target_rss_mib",
+        "MiB",
+        LowerIsBetter,
+        Host,
+        false,
+        P95,
+        256.0,
+        "/proc/PID/statm",
+        "Resident memory of the target tree",
+    ),
+    m(
+        "target_threads",
+        "count",
+        Neutral,
+        Host,
+        false,
+        Max,
+        1.0,
+        "/proc/PID/stat num_threads",
+        "Threads in the target tree",
+    ),
+    m(
+        "target_processes",
+        "count",
+        Neutral,
+        Host,
+        false,
+        Max,
+        1.0,
+        "/proc children",
+        "Processes in the target tree",
+    ),
+    m(
+        "target_read_mib_s",
+        "MiB/s",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/PID/io read_bytes",
+        "Storage reads of the target tree",
+    ),
+    m(
+        "target_write_mib_s",
+        "MiB/s",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/PID/io write_bytes",
+        "Storage writes of the target tree",
+    ),
+    m(
+        "target_ctx_switches_per_s",
+        "1/s",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        100.0,
+        "/proc/PID/status ctxt switches",
+        "Voluntary + involuntary context switches of the target tree",
+    ),
+    m(
+        "target_vol_ctx_switches_per_s",
+        "1/s",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        100.0,
+        "/proc/PID/status voluntary_ctxt_switches",
+        "Voluntary context switches (blocking waits) of the target tree",
+    ),
+    m(
+        "host_cpu_busy_pct",
+        "%",
+        Neutral,
+        Host,
+        false,
+        Mean,
+        10.0,
+        "/proc/stat",
+        "Machine-wide CPU busy (100 = all cores)",
+    ),
+    m(
+        "host_iowait_pct",
+        "%",
+        LowerIsBetter,
+        Host,
+        false,
+        Mean,
+        5.0,
+        "/proc/stat",
+        "Machine-wide iowait (100 = all cores)",
+    ),
+];
+
+/// Run-level metrics that are not sampled: the benchmark's own numbers.
+pub const WALL_TIME: MetricDef = m(
+    "wall_time_s",
+    "s",
+    LowerIsBetter,
+    Host,
+    true,
+    Mean,
+    0.5,
+    "target exit - target start",
+    "Wall time of the benchmark command",
+);
+
+pub fn find(id: &str) -> Option<&'static MetricDef> {
+    GPU_METRICS
+        .iter()
+        .chain(HOST_METRICS.iter())
+        .chain(std::iter::once(&WALL_TIME))
+        .find(|d| d.id == id)
+}
+
+pub fn all() -> impl Iterator<Item = &'static MetricDef> {
+    GPU_METRICS
+        .iter()
+        .chain(HOST_METRICS.iter())
+        .chain(std::iter::once(&WALL_TIME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_neutral_metrics_are_never_gated() {
+        let mut seen = std::collections::BTreeSet::new();
+        for d in all() {
+            assert!(seen.insert(d.id), "duplicate metric id {}", d.id);
+            if d.direction == Direction::Neutral {
+                assert!(!d.gated, "{} is neutral but gated", d.id);
+            }
+        }
+    }
+
+    #[test]
+    fn statistic_names_round_trip() {
+        for s in [Mean, P5, P50, P95, P99, Max, Min] {
+            assert_eq!(Statistic::parse(s.as_str()), Some(s));
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Reporters (not yet implemented).

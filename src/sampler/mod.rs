@@ -1,0 +1,1 @@
+//! Samplers (not yet implemented).

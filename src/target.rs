@@ -1,0 +1,1 @@
+//! Launch or attach (not yet implemented).

@@ -1,0 +1,625 @@
+//! The trace: what `gate record` writes and every other command reads.
+//!
+//! Format (schema_version 1): JSON Lines, one record per line.
+//! - line 1: `{"type":"header", ...}` environment fingerprint, settings, and
+//!   the column names of the per-GPU and host sample vectors;
+//! - then any number of `sample`, `event`, `processes` and `output` records,
+//!   in time order;
+//! - last: `{"type":"end", ...}`. A trace without it was cut short (crash,
+//!   kill, full disk): readers keep the complete prefix and say so.
+//!
+//! Samples are column vectors (`g`: one array per GPU, `h`: host) rather than
+//! objects, so a 1-hour, 8-GPU trace at 100 ms stays well under 100 MB.
+//! Missing or unsupported values are `null`, never 0.
+//!
+//! The writer flushes after every record and writes to `PATH.partial`,
+//! renaming onto `PATH` only when the recording ends: a crash leaves a
+//! readable `.partial` prefix and never replaces a good trace.
+
+use crate::error::GateError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cpu_count: u32,
+    pub kernel: String,
+    pub os: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GpuInfo {
+    pub index: u32,
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub pci_bus_id: String,
+    #[serde(default)]
+    pub memory_total_mib: f64,
+    #[serde(default)]
+    pub power_limit_w: Option<f64>,
+    #[serde(default)]
+    pub mig_enabled: Option<bool>,
+    #[serde(default)]
+    pub ecc_enabled: Option<bool>,
+    #[serde(default)]
+    pub gpm_supported: bool,
+    /// Metric ids this GPU cannot report (recorded as null, never 0).
+    #[serde(default)]
+    pub unsupported: Vec<String>,
+}
+
+/// Everything that must match for two runs to be comparable, plus provenance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Fingerprint {
+    pub host: HostInfo,
+    pub gpus: Vec<GpuInfo>,
+    pub driver_version: Option<String>,
+    pub nvml_version: Option<String>,
+    pub cuda_driver_version: Option<String>,
+}
+
+impl Fingerprint {
+    pub fn gpu_model(&self) -> String {
+        self.gpus
+            .first()
+            .map(|g| g.name.clone())
+            .unwrap_or_else(|| "none".into())
+    }
+
+    pub fn driver_major(&self) -> Option<String> {
+        self.driver_version
+            .as_deref()
+            .and_then(|v| v.split('.').next())
+            .map(str::to_string)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub schema_version: u32,
+    pub gate_version: String,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub start_time: String,
+    pub interval_ms: u64,
+    pub warmup_ms: u64,
+    pub duration_ms: Option<u64>,
+    /// argv of the launched command; empty when attached to a PID.
+    pub command: Vec<String>,
+    pub attach_pid: Option<u32>,
+    pub tags: BTreeMap<String, String>,
+    pub fingerprint: Fingerprint,
+    /// Column names of each per-GPU sample vector.
+    pub gpu_columns: Vec<String>,
+    /// Column names of the host sample vector.
+    pub host_columns: Vec<String>,
+    /// Free text: where and how a fixture was made.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SampleRecord {
+    /// Milliseconds since the recording started (monotonic clock).
+    pub t: f64,
+    /// True for warm-up samples (kept, excluded from statistics).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub w: bool,
+    /// One vector per GPU, in the header's `gpu_columns` order.
+    pub g: Vec<Vec<Option<f64>>>,
+    /// Host vector, in the header's `host_columns` order.
+    pub h: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    TargetStart,
+    TargetExit,
+    Xid,
+    NvmlError,
+    GpmInvalid,
+    LateSample,
+    OutputTruncated,
+    Note,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EventRecord {
+    pub t: f64,
+    pub kind: EventKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Exit code for `target_exit`, Xid number for `xid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub name: String,
+    #[serde(default)]
+    pub cmdline: String,
+    /// Part of the target's process tree.
+    pub in_target: bool,
+    #[serde(default)]
+    pub gpu_mem_mib: Option<f64>,
+    #[serde(default)]
+    pub sm_share_pct: Option<f64>,
+    #[serde(default)]
+    pub cpu_pct: Option<f64>,
+    #[serde(default)]
+    pub rss_mib: Option<f64>,
+}
+
+/// Who is on a GPU; written when the set of PIDs changes and at the end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessesRecord {
+    pub t: f64,
+    pub gpu: u32,
+    pub procs: Vec<ProcessInfo>,
+}
+
+/// One line the target printed on stdout (kept so user metrics can be
+/// parsed from a replayed trace).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutputRecord {
+    pub t: f64,
+    pub line: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EndRecord {
+    pub t: f64,
+    pub samples: u64,
+    pub late_samples: u64,
+    /// Exit code of the launched command (None when attached or killed by a signal).
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Wall time of the target, seconds (launch to exit), when launched.
+    pub target_wall_s: Option<f64>,
+    /// Why the recording stopped: "target_exited", "duration_reached", "interrupted".
+    pub reason: String,
+    /// Contents of the `--metrics-file` the benchmark wrote, if any.
+    #[serde(default)]
+    pub metrics_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Header(Box<Header>),
+    Sample(SampleRecord),
+    Event(EventRecord),
+    Processes(ProcessesRecord),
+    Output(OutputRecord),
+    End(EndRecord),
+}
+
+/// A trace loaded in memory. Sample values are stored flat as f32 with NaN
+/// for missing: an 8-GPU hour at 100 ms then takes ~40 MB, not ~150 MB.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub path: PathBuf,
+    pub header: Header,
+    pub times_ms: Vec<f64>,
+    pub warmup: Vec<bool>,
+    /// `[sample][gpu][gpu_column]`, flattened.
+    pub gpu_values: Vec<f32>,
+    /// `[sample][host_column]`, flattened.
+    pub host_values: Vec<f32>,
+    pub events: Vec<EventRecord>,
+    pub processes: Vec<ProcessesRecord>,
+    pub output: Vec<OutputRecord>,
+    pub end: Option<EndRecord>,
+    /// The file ended without an `end` record, or with a cut-off last line.
+    pub truncated: bool,
+}
+
+impl Trace {
+    pub fn gpu_count(&self) -> usize {
+        self.header.fingerprint.gpus.len()
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.times_ms.len()
+    }
+
+    pub fn gpu_column(&self, id: &str) -> Option<usize> {
+        self.header.gpu_columns.iter().position(|c| c == id)
+    }
+
+    pub fn host_column(&self, id: &str) -> Option<usize> {
+        self.header.host_columns.iter().position(|c| c == id)
+    }
+
+    /// Value of GPU column `col` on GPU slot `gpu` (position in the header's
+    /// GPU list) at sample `i`; NaN when missing.
+    pub fn gpu_value(&self, i: usize, gpu: usize, col: usize) -> f32 {
+        let ncols = self.header.gpu_columns.len();
+        self.gpu_values[(i * self.gpu_count() + gpu) * ncols + col]
+    }
+
+    pub fn host_value(&self, i: usize, col: usize) -> f32 {
+        self.host_values[i * self.header.host_columns.len() + col]
+    }
+
+    /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
+    /// other malformed line is an error naming the file and line.
+    pub fn load(path: &Path) -> Result<Trace, GateError> {
+        let file = File::open(path).map_err(|e| {
+            GateError::bad_file(
+                path,
+                format!(
+                    "cannot open trace: {e}; record one with 'gate record --output FILE -- CMD'"
+                ),
+            )
+        })?;
+        Self::read(BufReader::with_capacity(1 << 20, file), path)
+    }
+
+    pub fn read<R: BufRead>(mut reader: R, path: &Path) -> Result<Trace, GateError> {
+        let mut trace = Trace {
+            path: path.to_path_buf(),
+            ..Default::default()
+        };
+        let mut line = String::new();
+        let mut lineno = 0usize;
+        let mut have_header = false;
+        loop {
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .map_err(|e| GateError::bad_file(path, format!("read error: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            lineno += 1;
+            let complete = line.ends_with('\n');
+            let text = line.trim_end();
+            if text.is_empty() {
+                continue;
+            }
+            let record: Record = match serde_json::from_str(text) {
+                Ok(r) => r,
+                Err(_) if !complete && have_header => {
+                    // The writer died mid-line: keep the complete prefix.
+                    trace.truncated = true;
+                    break;
+                }
+                Err(e) => {
+                    if lineno == 1 {
+                        return Err(header_error(path, text, e));
+                    }
+                    return Err(GateError::bad_file(
+                        path,
+                        format!(
+                            "line {lineno}, column {}: {e}; the trace is corrupt, record it again",
+                            e.column()
+                        ),
+                    ));
+                }
+            };
+            match record {
+                Record::Header(h) => {
+                    if have_header {
+                        return Err(GateError::bad_file(
+                            path,
+                            format!("line {lineno}: a second header"),
+                        ));
+                    }
+                    if h.schema_version != SCHEMA_VERSION {
+                        return Err(GateError::bad_file(
+                            path,
+                            format!(
+                                "trace schema_version {} is not supported (this gate reads {}); re-record with this gate version",
+                                h.schema_version, SCHEMA_VERSION
+                            ),
+                        ));
+                    }
+                    trace.header = *h;
+                    have_header = true;
+                }
+                _ if !have_header => {
+                    return Err(GateError::bad_file(
+                        path,
+                        "line 1: not a gate trace (the first line must be the header record)",
+                    ))
+                }
+                Record::Sample(s) => trace.push_sample(s, path, lineno)?,
+                Record::Event(e) => trace.events.push(e),
+                Record::Processes(p) => trace.processes.push(p),
+                Record::Output(o) => trace.output.push(o),
+                Record::End(e) => trace.end = Some(e),
+            }
+        }
+        if !have_header {
+            return Err(GateError::bad_file(path, "empty file: not a gate trace"));
+        }
+        if trace.end.is_none() {
+            trace.truncated = true;
+        }
+        Ok(trace)
+    }
+
+    fn push_sample(
+        &mut self,
+        s: SampleRecord,
+        path: &Path,
+        lineno: usize,
+    ) -> Result<(), GateError> {
+        let ngpu = self.gpu_count();
+        let ncols = self.header.gpu_columns.len();
+        if s.g.len() != ngpu
+            || s.g.iter().any(|v| v.len() != ncols)
+            || s.h.len() != self.header.host_columns.len()
+        {
+            return Err(GateError::bad_file(
+                path,
+                format!(
+                    "line {lineno}: sample shape does not match the header's GPU list and columns"
+                ),
+            ));
+        }
+        self.times_ms.push(s.t);
+        self.warmup.push(s.w);
+        for gpu in &s.g {
+            self.gpu_values
+                .extend(gpu.iter().map(|v| v.map(|x| x as f32).unwrap_or(f32::NAN)));
+        }
+        self.host_values
+            .extend(s.h.iter().map(|v| v.map(|x| x as f32).unwrap_or(f32::NAN)));
+        Ok(())
+    }
+
+    /// Exit code of the launched command, if it ran to completion.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.end.as_ref().and_then(|e| e.exit_code)
+    }
+}
+
+fn header_error(path: &Path, text: &str, e: serde_json::Error) -> GateError {
+    let hint = if text.contains("\"schema_version\"") && !text.contains("\"schema_version\":1,") {
+        "; this trace was written by another gate version"
+    } else {
+        ""
+    };
+    GateError::bad_file(
+        path,
+        format!(
+            "line 1, column {}: not a valid gate trace header: {e}{hint}",
+            e.column()
+        ),
+    )
+}
+
+/// Round to a few significant decimals so traces stay small and diffs stable.
+pub fn round_value(v: f64) -> f64 {
+    if !v.is_finite() {
+        return v;
+    }
+    let a = v.abs();
+    let scale = if a >= 1000.0 {
+        1.0
+    } else if a >= 10.0 {
+        100.0
+    } else {
+        1000.0
+    };
+    (v * scale).round() / scale
+}
+
+/// Incremental trace writer. Writes `PATH.partial`, flushes each record, and
+/// renames onto `PATH` in `finish`.
+pub struct TraceWriter {
+    out: BufWriter<File>,
+    partial: PathBuf,
+    final_path: PathBuf,
+}
+
+impl TraceWriter {
+    pub fn create(path: &Path, header: &Header) -> Result<TraceWriter, GateError> {
+        let partial = partial_path(path);
+        let file = File::create(&partial).map_err(|e| {
+            GateError::usage(format!(
+                "cannot create trace file '{}': {e}; choose a writable --output path",
+                partial.display()
+            ))
+        })?;
+        let mut w = TraceWriter {
+            out: BufWriter::with_capacity(64 * 1024, file),
+            partial,
+            final_path: path.to_path_buf(),
+        };
+        w.write(&Record::Header(Box::new(header.clone())))?;
+        Ok(w)
+    }
+
+    pub fn write(&mut self, record: &Record) -> Result<(), GateError> {
+        let io = |e: std::io::Error| {
+            GateError::infra(format!(
+                "writing trace '{}': {e}",
+                self_display(&self.partial)
+            ))
+        };
+        serde_json::to_writer(&mut self.out, record)
+            .map_err(|e| GateError::infra(format!("encoding trace record: {e}")))?;
+        self.out.write_all(b"\n").map_err(io)?;
+        self.out.flush().map_err(io)?;
+        Ok(())
+    }
+
+    /// Write the end record, fsync, and move the file into place.
+    pub fn finish(mut self, end: EndRecord) -> Result<PathBuf, GateError> {
+        self.write(&Record::End(end))?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| GateError::infra(format!("flushing trace: {e}")))?;
+        file.sync_all()
+            .map_err(|e| GateError::infra(format!("syncing trace: {e}")))?;
+        std::fs::rename(&self.partial, &self.final_path).map_err(|e| {
+            GateError::infra(format!(
+                "moving '{}' to '{}': {e}",
+                self.partial.display(),
+                self.final_path.display()
+            ))
+        })?;
+        Ok(self.final_path)
+    }
+
+    pub fn partial_path(&self) -> &Path {
+        &self.partial
+    }
+}
+
+fn self_display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+pub fn partial_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".partial");
+    PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            schema_version: SCHEMA_VERSION,
+            gate_version: "test".into(),
+            start_time: "2026-11-29T00:00:00Z".into(),
+            interval_ms: 100,
+            warmup_ms: 0,
+            duration_ms: None,
+            command: vec!["true".into()],
+            attach_pid: None,
+            tags: BTreeMap::new(),
+            fingerprint: Fingerprint {
+                gpus: vec![GpuInfo {
+                    index: 0,
+                    uuid: "GPU-x".into(),
+                    name: "Synthetic".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            gpu_columns: vec!["gpu_busy_pct".into(), "sm_active_pct".into()],
+            host_columns: vec!["target_cpu_pct".into()],
+            note: Some("synthetic, written by a unit test".into()),
+        }
+    }
+
+    fn sample(t: f64) -> Record {
+        Record::Sample(SampleRecord {
+            t,
+            w: t < 100.0,
+            g: vec![vec![Some(50.0), None]],
+            h: vec![Some(99.5)],
+        })
+    }
+
+    #[test]
+    fn round_trip_keeps_values_and_missing_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w = TraceWriter::create(&path, &header()).unwrap();
+        w.write(&sample(0.0)).unwrap();
+        w.write(&sample(100.0)).unwrap();
+        let end = EndRecord {
+            t: 200.0,
+            samples: 2,
+            late_samples: 0,
+            exit_code: Some(0),
+            signal: None,
+            target_wall_s: Some(0.2),
+            reason: "target_exited".into(),
+            metrics_file: None,
+        };
+        w.finish(end).unwrap();
+        assert!(!partial_path(&path).exists());
+        let t = Trace::load(&path).unwrap();
+        assert!(!t.truncated);
+        assert_eq!(t.sample_count(), 2);
+        assert_eq!(t.warmup, vec![true, false]);
+        assert_eq!(t.gpu_value(1, 0, 0), 50.0);
+        assert!(
+            t.gpu_value(1, 0, 1).is_nan(),
+            "missing must stay missing, not 0"
+        );
+        assert_eq!(t.host_value(0, 0), 99.5);
+        assert_eq!(t.exit_code(), Some(0));
+    }
+
+    #[test]
+    fn truncated_trace_keeps_its_complete_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w = TraceWriter::create(&path, &header()).unwrap();
+        w.write(&sample(0.0)).unwrap();
+        w.write(&sample(100.0)).unwrap();
+        drop(w); // crash: no end record, no rename
+        let partial = partial_path(&path);
+        let mut text = std::fs::read_to_string(&partial).unwrap();
+        text.push_str("{\"type\":\"sample\",\"t\":200.0,\"g\":[[1"); // cut mid-line
+        std::fs::write(&partial, text).unwrap();
+        let t = Trace::load(&partial).unwrap();
+        assert!(t.truncated);
+        assert_eq!(t.sample_count(), 2);
+    }
+
+    #[test]
+    fn corrupt_middle_line_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let head = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
+        std::fs::write(&path, format!("{head}\nnot json\n{head}\n")).unwrap();
+        let err = Trace::load(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn wrong_schema_version_is_rejected_with_a_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut h = header();
+        h.schema_version = 99;
+        let head = serde_json::to_string(&Record::Header(Box::new(h))).unwrap();
+        std::fs::write(&path, format!("{head}\n")).unwrap();
+        let err = Trace::load(&path).unwrap_err().to_string();
+        assert!(err.contains("schema_version 99"), "{err}");
+    }
+
+    #[test]
+    fn rounding_keeps_three_significant_decimals_for_small_values() {
+        assert_eq!(round_value(0.04321), 0.043);
+        assert_eq!(round_value(97.456), 97.46);
+        assert_eq!(round_value(20270.4), 20270.0);
+    }
+}
