@@ -180,6 +180,37 @@ pub struct RunSummary {
     /// Benchmark-reported numbers (parsed from its output per gate.toml).
     #[serde(default)]
     pub user_metrics: BTreeMap<String, f64>,
+    /// Derived time-window features (idle fraction, periodicity, imbalance...)
+    /// computed by `diagnose::features`; keyed "metric.feature".
+    #[serde(default)]
+    pub features: BTreeMap<String, f64>,
+}
+
+/// Anything rules and verdicts can read numbers from: a run summary or a
+/// stored baseline. `gpu: None` means the aggregate over GPUs.
+pub trait MetricSource {
+    /// Statistic `stat` ("mean", "p50", "p95", "stdev", ...) of `metric`.
+    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64>;
+    /// A derived feature ("gpu_busy_pct.idle_frac", ...).
+    fn feature(&self, name: &str) -> Option<f64>;
+    fn gpu_count(&self) -> usize;
+}
+
+impl MetricSource for RunSummary {
+    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+        match gpu {
+            Some(g) => self.gpus.get(g)?.metrics.get(metric)?.get_named(stat),
+            None => self.metric(metric)?.get_named(stat),
+        }
+    }
+
+    fn feature(&self, name: &str) -> Option<f64> {
+        self.features.get(name).copied()
+    }
+
+    fn gpu_count(&self) -> usize {
+        self.gpus.len()
+    }
 }
 
 impl RunSummary {
@@ -254,6 +285,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
         exit_code: trace.exit_code(),
         truncated: trace.truncated,
         user_metrics: BTreeMap::new(),
+        features: BTreeMap::new(),
     }
 }
 

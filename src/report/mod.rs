@@ -1,1 +1,3 @@
-//! Reporters (not yet implemented).
+//! Reporters: one file per output format.
+
+pub mod github;

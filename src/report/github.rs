@@ -1,0 +1,120 @@
+//! GitHub Actions conventions: workflow-command escaping for `::error`
+//! annotations, the 10-annotations-per-step cap, and the 1 MiB cap on
+//! `$GITHUB_STEP_SUMMARY`.
+//! Escaping follows @actions/core `command.ts` (escapeData / escapeProperty).
+
+use std::io::Write;
+use std::path::Path;
+
+/// GitHub shows at most 10 error annotations per step.
+pub const MAX_ERROR_ANNOTATIONS: usize = 10;
+/// `$GITHUB_STEP_SUMMARY` content above 1 MiB is rejected by the runner.
+pub const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
+
+/// Escape a workflow-command message: `%`, CR, LF.
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escape a workflow-command property value: as data, plus `:` and `,`.
+pub fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error title=...::message` lines for `(title, message)` pairs: at most
+/// `MAX_ERROR_ANNOTATIONS`, the last one a roll-up when there are more.
+pub fn error_annotations(items: &[(String, String)]) -> Vec<String> {
+    let line = |title: &str, msg: &str| {
+        format!(
+            "::error title={}::{}",
+            escape_property(title),
+            escape_data(msg)
+        )
+    };
+    if items.len() <= MAX_ERROR_ANNOTATIONS {
+        return items.iter().map(|(t, m)| line(t, m)).collect();
+    }
+    let shown = MAX_ERROR_ANNOTATIONS - 1;
+    let mut out: Vec<String> = items[..shown].iter().map(|(t, m)| line(t, m)).collect();
+    let rest: Vec<&str> = items[shown..].iter().map(|(t, _)| t.as_str()).collect();
+    out.push(line(
+        &format!("gate: {} more regressions", rest.len()),
+        &format!(
+            "Also regressed: {}. See the job summary or JUnit report.",
+            rest.join(", ")
+        ),
+    ));
+    out
+}
+
+/// Cut `markdown` so that it fits in `max_bytes` (on a char boundary), with a
+/// note saying where the full report is.
+pub fn cap_summary(markdown: &str, max_bytes: usize) -> String {
+    if markdown.len() <= max_bytes {
+        return markdown.to_string();
+    }
+    let note = "\n\n_Summary truncated to fit GitHub's 1 MiB step-summary limit; see the Markdown/JSON report artifacts._\n";
+    let mut cut = max_bytes.saturating_sub(note.len());
+    while cut > 0 && !markdown.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{}", &markdown[..cut], note)
+}
+
+/// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under
+/// the cap (what is already there counts).
+pub fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return Ok(false);
+    };
+    let path = Path::new(&path);
+    let existing = std::fs::metadata(path)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    let room = STEP_SUMMARY_MAX_BYTES.saturating_sub(existing);
+    let text = cap_summary(markdown, room);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_and_properties_are_escaped() {
+        assert_eq!(escape_data("50% down\r\nnext"), "50%25 down%0D%0Anext");
+        assert_eq!(escape_property("gpu:0, sm"), "gpu%3A0%2C sm");
+        let lines = error_annotations(&[("sm_active_pct[gpu:0]".into(), "fell 40%\nsee".into())]);
+        assert_eq!(
+            lines,
+            vec!["::error title=sm_active_pct[gpu%3A0]::fell 40%25%0Asee".to_string()]
+        );
+    }
+
+    #[test]
+    fn at_most_ten_annotations_with_a_roll_up() {
+        let items: Vec<(String, String)> = (0..25)
+            .map(|i| (format!("m{i}"), "x".to_string()))
+            .collect();
+        let lines = error_annotations(&items);
+        assert_eq!(lines.len(), MAX_ERROR_ANNOTATIONS);
+        assert!(lines[9].contains("16 more regressions"), "{}", lines[9]);
+        assert!(lines[9].contains("m24"));
+    }
+
+    #[test]
+    fn summary_is_capped_on_a_char_boundary() {
+        let big = "é".repeat(STEP_SUMMARY_MAX_BYTES); // 2 MiB of 2-byte chars
+        let capped = cap_summary(&big, STEP_SUMMARY_MAX_BYTES);
+        assert!(capped.len() <= STEP_SUMMARY_MAX_BYTES);
+        assert!(capped.ends_with("artifacts._\n"));
+        assert_eq!(cap_summary("small", 100), "small");
+    }
+}
