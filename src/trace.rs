@@ -206,6 +206,10 @@ pub struct EndRecord {
     /// Contents of the `--metrics-file` the benchmark wrote, if any.
     #[serde(default)]
     pub metrics_file: Option<String>,
+    /// GPUs (NVML indices) on which the target's process tree was seen.
+    /// When GPUs were not chosen with `--gpu`, statistics use these only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_gpus: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -561,6 +565,7 @@ mod tests {
             target_wall_s: Some(0.2),
             reason: "target_exited".into(),
             metrics_file: None,
+            target_gpus: None,
         };
         w.finish(end).unwrap();
         assert!(!partial_path(&path).exists());

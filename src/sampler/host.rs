@@ -1,0 +1,437 @@
+//! Host counters from `/proc`: the target's process tree (CPU, RSS, threads,
+//! I/O, context switches) and the machine (CPU busy, iowait).
+//!
+//! Rates are deltas between two consecutive samples. A process that appears
+//! between samples contributes from its second sample on; one that exits
+//! takes its last interval with it (its parent's `cutime` only grows after a
+//! `wait`, which we cannot see). Both are short compared to a window.
+
+use crate::metrics::HOST_METRICS;
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::time::Instant;
+
+/// Raw per-process counters from one read of /proc/PID/{stat,status,io}.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcCounters {
+    pub utime_ticks: u64,
+    pub stime_ticks: u64,
+    pub threads: u64,
+    pub rss_pages: u64,
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    pub vol_ctx: u64,
+    pub invol_ctx: u64,
+}
+
+/// Fields of /proc/PID/stat we need: (ppid, utime, stime, num_threads, rss).
+/// The command name (field 2) may contain spaces and ')' so parse from the
+/// last ')'.
+pub fn parse_stat(text: &str) -> Option<(u32, u64, u64, u64, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the comm: state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... rss(21)
+    Some((
+        f.get(1)?.parse().ok()?,
+        f.get(11)?.parse().ok()?,
+        f.get(12)?.parse().ok()?,
+        f.get(17)?.parse().ok()?,
+        f.get(21)?.parse().ok()?,
+    ))
+}
+
+/// (voluntary, nonvoluntary) context switches from /proc/PID/status.
+pub fn parse_status_ctx(text: &str) -> (u64, u64) {
+    let mut vol = 0;
+    let mut invol = 0;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+            vol = v.trim().parse().unwrap_or(0);
+        } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+            invol = v.trim().parse().unwrap_or(0);
+        }
+    }
+    (vol, invol)
+}
+
+/// (read_bytes, write_bytes) from /proc/PID/io (storage-layer bytes).
+pub fn parse_io(text: &str) -> (Option<u64>, Option<u64>) {
+    let mut read = None;
+    let mut write = None;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("read_bytes:") {
+            read = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("write_bytes:") {
+            write = v.trim().parse().ok();
+        }
+    }
+    (read, write)
+}
+
+/// Machine CPU times from the first line of /proc/stat: (busy, iowait, total) in ticks.
+pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
+    let line = text.lines().next()?;
+    let mut it = line.split_whitespace();
+    if it.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = it.filter_map(|x| x.parse().ok()).collect();
+    if v.len() < 5 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal guest guest_nice;
+    // guest times are already inside user/nice, so stop at steal.
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3];
+    let iowait = v[4];
+    Some((total - idle - iowait, iowait, total))
+}
+
+pub fn read_proc(pid: u32) -> Option<ProcCounters> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_ppid, utime, stime, threads, rss) = parse_stat(&stat)?;
+    let (vol, invol) = fs::read_to_string(format!("/proc/{pid}/status"))
+        .map(|s| parse_status_ctx(&s))
+        .unwrap_or((0, 0));
+    let (read_bytes, write_bytes) = fs::read_to_string(format!("/proc/{pid}/io"))
+        .map(|s| parse_io(&s))
+        .unwrap_or((None, None));
+    Some(ProcCounters {
+        utime_ticks: utime,
+        stime_ticks: stime,
+        threads,
+        rss_pages: rss,
+        read_bytes,
+        write_bytes,
+        vol_ctx: vol,
+        invol_ctx: invol,
+    })
+}
+
+/// The process tree rooted at `root`: the root and all its descendants.
+/// Uses /proc/PID/task/TID/children (cheap); falls back to scanning every
+/// /proc/PID/stat for parent links when the kernel lacks that file.
+pub fn process_tree(root: u32) -> HashSet<u32> {
+    let mut tree = HashSet::new();
+    if !std::path::Path::new(&format!("/proc/{root}")).exists() {
+        return tree;
+    }
+    tree.insert(root);
+    let children_supported =
+        std::path::Path::new(&format!("/proc/{root}/task/{root}/children")).exists();
+    if children_supported {
+        let mut stack = vec![root];
+        while let Some(pid) = stack.pop() {
+            let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let path = task.path().join("children");
+                if let Ok(text) = fs::read_to_string(path) {
+                    for child in text
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok())
+                    {
+                        if tree.insert(child) {
+                            stack.push(child);
+                        }
+                    }
+                }
+            }
+        }
+        return tree;
+    }
+    let mut parent_of: HashMap<u32, u32> = HashMap::new();
+    if let Ok(dir) = fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some((ppid, ..)) = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .as_deref()
+                .and_then(parse_stat)
+            {
+                parent_of.insert(pid, ppid);
+            }
+        }
+    }
+    loop {
+        let before = tree.len();
+        for (pid, ppid) in &parent_of {
+            if tree.contains(ppid) {
+                tree.insert(*pid);
+            }
+        }
+        if tree.len() == before {
+            return tree;
+        }
+    }
+}
+
+/// `comm` and the command line of a process (NUL separators -> spaces).
+pub fn process_name(pid: u32) -> (String, String) {
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default();
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    (comm, cmdline)
+}
+
+/// Samples host counters for a process tree.
+pub struct HostSampler {
+    ticks_per_s: f64,
+    page_mib: f64,
+    last: HashMap<u32, ProcCounters>,
+    last_machine: Option<(u64, u64, u64)>,
+    last_at: Option<Instant>,
+    /// Latest per-process CPU % (for the processes table).
+    pub last_cpu_pct: HashMap<u32, f64>,
+}
+
+impl Default for HostSampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostSampler {
+    pub fn new() -> HostSampler {
+        // SAFETY: sysconf only reads configuration values.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        HostSampler {
+            ticks_per_s: if ticks > 0 { ticks as f64 } else { 100.0 },
+            page_mib: if page > 0 {
+                page as f64 / 1048576.0
+            } else {
+                4096.0 / 1048576.0
+            },
+            last: HashMap::new(),
+            last_machine: None,
+            last_at: None,
+            last_cpu_pct: HashMap::new(),
+        }
+    }
+
+    /// One host sample vector in `HOST_METRICS` order. Rates are None on the
+    /// first call (no previous sample to difference against).
+    pub fn sample(&mut self, tree: &HashSet<u32>, now: Instant) -> Vec<Option<f64>> {
+        let dt_s = self
+            .last_at
+            .map(|t| now.duration_since(t).as_secs_f64())
+            .filter(|d| *d > 0.0);
+        let mut current = HashMap::with_capacity(tree.len());
+        for &pid in tree {
+            if let Some(c) = read_proc(pid) {
+                current.insert(pid, c);
+            }
+        }
+        let mut user = 0u64;
+        let mut sys = 0u64;
+        let mut read = 0u64;
+        let mut write = 0u64;
+        let mut ctx = 0u64;
+        let mut vol = 0u64;
+        let mut io_known = false;
+        self.last_cpu_pct.clear();
+        for (pid, c) in &current {
+            if let Some(p) = self.last.get(pid) {
+                let du = c.utime_ticks.saturating_sub(p.utime_ticks);
+                let ds = c.stime_ticks.saturating_sub(p.stime_ticks);
+                user += du;
+                sys += ds;
+                if let (Some(r1), Some(r0), Some(w1), Some(w0)) =
+                    (c.read_bytes, p.read_bytes, c.write_bytes, p.write_bytes)
+                {
+                    read += r1.saturating_sub(r0);
+                    write += w1.saturating_sub(w0);
+                    io_known = true;
+                }
+                let dv = c.vol_ctx.saturating_sub(p.vol_ctx);
+                vol += dv;
+                ctx += dv + c.invol_ctx.saturating_sub(p.invol_ctx);
+                if let Some(dt) = dt_s {
+                    self.last_cpu_pct
+                        .insert(*pid, (du + ds) as f64 / self.ticks_per_s / dt * 100.0);
+                }
+            }
+        }
+        let rss_mib: f64 = current
+            .values()
+            .map(|c| c.rss_pages as f64 * self.page_mib)
+            .sum();
+        let threads: u64 = current.values().map(|c| c.threads).sum();
+        let machine = fs::read_to_string("/proc/stat")
+            .ok()
+            .as_deref()
+            .and_then(parse_proc_stat_cpu);
+        let (host_busy, host_iowait) = match (machine, self.last_machine) {
+            (Some((b1, w1, t1)), Some((b0, w0, t0))) if t1 > t0 => {
+                let dt = (t1 - t0) as f64;
+                (
+                    Some((b1.saturating_sub(b0)) as f64 / dt * 100.0),
+                    Some((w1.saturating_sub(w0)) as f64 / dt * 100.0),
+                )
+            }
+            _ => (None, None),
+        };
+        let have_rates = dt_s.is_some() && !current.is_empty();
+        let rate = |x: u64, scale: f64| dt_s.filter(|_| have_rates).map(|dt| x as f64 / scale / dt);
+        let cpu = |ticks: u64| rate(ticks, self.ticks_per_s / 100.0);
+        let values: Vec<(&str, Option<f64>)> = vec![
+            ("target_cpu_pct", cpu(user + sys)),
+            ("target_cpu_user_pct", cpu(user)),
+            ("target_cpu_sys_pct", cpu(sys)),
+            ("target_rss_mib", (!current.is_empty()).then_some(rss_mib)),
+            (
+                "target_threads",
+                (!current.is_empty()).then_some(threads as f64),
+            ),
+            (
+                "target_processes",
+                (!current.is_empty()).then_some(current.len() as f64),
+            ),
+            (
+                "target_read_mib_s",
+                rate(read, 1048576.0).filter(|_| io_known),
+            ),
+            (
+                "target_write_mib_s",
+                rate(write, 1048576.0).filter(|_| io_known),
+            ),
+            ("target_ctx_switches_per_s", rate(ctx, 1.0)),
+            ("target_vol_ctx_switches_per_s", rate(vol, 1.0)),
+            ("host_cpu_busy_pct", host_busy),
+            ("host_iowait_pct", host_iowait),
+        ];
+        self.last = current;
+        self.last_machine = machine.or(self.last_machine);
+        self.last_at = Some(now);
+        HOST_METRICS
+            .iter()
+            .map(|d| {
+                values
+                    .iter()
+                    .find(|(id, _)| *id == d.id)
+                    .and_then(|(_, v)| *v)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_spaces_and_parens_in_comm() {
+        let line = "1234 (my (weird) proc) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 7 0 12345 1000000 2560 18446744073709551615";
+        let (ppid, utime, stime, threads, rss) = parse_stat(line).unwrap();
+        assert_eq!((ppid, utime, stime, threads, rss), (1, 250, 50, 7, 2560));
+    }
+
+    #[test]
+    fn status_and_io_fields() {
+        let status =
+            "Name:\tpython\nvoluntary_ctxt_switches:\t150\nnonvoluntary_ctxt_switches:\t7\n";
+        assert_eq!(parse_status_ctx(status), (150, 7));
+        let io =
+            "rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io(io), (Some(4096), Some(8192)));
+    }
+
+    #[test]
+    fn machine_cpu_counts_iowait_separately_and_ignores_guest() {
+        let stat = "cpu  100 10 50 800 40 0 0 0 30 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        let (busy, iowait, total) = parse_proc_stat_cpu(stat).unwrap();
+        assert_eq!((busy, iowait, total), (160, 40, 1000));
+    }
+
+    #[test]
+    fn own_process_tree_includes_a_child() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let tree = process_tree(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(tree.contains(&std::process::id()));
+        assert!(
+            tree.contains(&child.id()),
+            "child {} not in {:?}",
+            child.id(),
+            tree
+        );
+    }
+
+    #[test]
+    fn sampling_own_process_gives_rss_and_later_rates() {
+        let mut s = HostSampler::new();
+        let tree: HashSet<u32> = [std::process::id()].into_iter().collect();
+        let first = s.sample(&tree, Instant::now());
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        assert!(
+            first[idx("target_cpu_pct")].is_none(),
+            "no rate without a previous sample"
+        );
+        assert!(first[idx("target_rss_mib")].unwrap() > 1.0);
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed().as_millis() < 200 {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let second = s.sample(&tree, Instant::now());
+        let cpu = second[idx("target_cpu_pct")].unwrap();
+        assert!(cpu > 20.0, "busy loop should show CPU, got {cpu}");
+    }
+}
+
+/// The host half of the environment fingerprint.
+pub fn host_info() -> crate::trace::HostInfo {
+    let read = |p: &str| {
+        fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let cpu_model = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let os = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap_or_default();
+    crate::trace::HostInfo {
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpu_model,
+        cpu_count: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        os,
+    }
+}

@@ -1,0 +1,753 @@
+//! GPU counters through NVML and, on Hopper and newer, its GPM metrics.
+//! The only file that imports `nvml_wrapper`.
+//!
+//! Rules this file keeps (DOMAIN.md section 7):
+//! - NVML is initialised once per process and leaked: devices and GPM
+//!   samples borrow it for the whole recording.
+//! - GPM metrics come from two samples more than 100 ms apart
+//!   (`MIN_GPM_PAIR`), whatever the sampling interval; ticks between pairs
+//!   carry no GPM value (null), never a repeated or zero one.
+//! - A GPM reading that is NaN, or the all-zero glitch while NVML says the
+//!   GPU is busy, is missing data (null + a `gpm_invalid` event).
+//! - `nvmlDeviceGetPcieThroughput` blocks ~21 ms: never called; PCIe comes
+//!   from GPM 20/21.
+//! - What a GPU cannot report (`NotSupported`) is listed in the header's
+//!   `unsupported` and recorded as null.
+//! - Process utilization returns `NotFound` when nothing is newer than the
+//!   timestamp given: "no new sample", not an error.
+
+use crate::error::GateError;
+use crate::metrics::GPU_METRICS;
+use crate::trace::{EventKind, EventRecord, GpuInfo, ProcessInfo, ProcessesRecord};
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::enums::event::XidError;
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::gpm::{gpm_metrics_get, GpmSample};
+use nvml_wrapper::{Device, EventSet, Nvml};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::{Duration, Instant};
+
+/// Minimum spacing of a GPM pair. Pairs exactly 100 ms apart glitched about
+/// once in 200 on the H200; 120 ms keeps a margin for timer jitter.
+pub const MIN_GPM_PAIR: Duration = Duration::from_millis(120);
+/// Process lists and per-process utilization refresh at most this often:
+/// NVML refreshes process utilization only every ~200 ms anyway, and a
+/// process list costs ~6 µs per call.
+pub const PROCESS_REFRESH: Duration = Duration::from_millis(200);
+/// Xid events are polled this often (non-blocking).
+pub const XID_POLL: Duration = Duration::from_millis(500);
+/// Without any process-utilization sample for this long, nothing ran on the
+/// SMs: shares read 0 rather than the last value.
+const PROCESS_UTIL_STALE: Duration = Duration::from_secs(1);
+
+/// GPM metrics we read, with the column they fill.
+const GPM_COLUMNS: &[(GpmMetricId, &str)] = &[
+    (GpmMetricId::GraphicsUtil, "graphics_pct"),
+    (GpmMetricId::SmUtil, "sm_active_pct"),
+    (GpmMetricId::SmOccupancy, "sm_occupancy_pct"),
+    (GpmMetricId::IntegerUtil, "integer_pct"),
+    (GpmMetricId::AnyTensorUtil, "tensor_pct"),
+    (GpmMetricId::DfmaTensorUtil, "dfma_tensor_pct"),
+    (GpmMetricId::HmmaTensorUtil, "hmma_tensor_pct"),
+    (GpmMetricId::ImmaTensorUtil, "imma_tensor_pct"),
+    (GpmMetricId::DramBwUtil, "dram_pct"),
+    (GpmMetricId::Fp64Util, "fp64_pct"),
+    (GpmMetricId::Fp32Util, "fp32_pct"),
+    (GpmMetricId::Fp16Util, "fp16_pct"),
+    (GpmMetricId::PcieTxPerSec, "pcie_tx_mib_s"),
+    (GpmMetricId::PcieRxPerSec, "pcie_rx_mib_s"),
+    (GpmMetricId::NvlinkTotalTxPerSec, "nvlink_tx_mib_s"),
+    (GpmMetricId::NvlinkTotalRxPerSec, "nvlink_rx_mib_s"),
+];
+
+/// Column of a GPU metric in the sample vector.
+pub fn col(id: &str) -> usize {
+    GPU_METRICS
+        .iter()
+        .position(|d| d.id == id)
+        .unwrap_or_else(|| panic!("unknown GPU metric id {id}"))
+}
+
+/// The message for a missing NVML library: names it and the fix.
+pub fn missing_nvml_message(err: &str) -> String {
+    format!(
+        "NVML (libnvidia-ml.so.1) could not be loaded ({err}): install the NVIDIA driver, or in a container \
+         run with the GPU runtime (--gpus all) so the library and /dev/nvidia* are mounted; \
+         use --no-gpu to record host counters only"
+    )
+}
+
+/// An initialised NVML, leaked for the life of the process.
+pub struct NvmlContext {
+    nvml: &'static Nvml,
+}
+
+pub struct Versions {
+    pub driver: Option<String>,
+    pub nvml: Option<String>,
+    pub cuda_driver: Option<String>,
+}
+
+impl NvmlContext {
+    pub fn init() -> Result<NvmlContext, GateError> {
+        match Nvml::init() {
+            Ok(nvml) => Ok(NvmlContext {
+                nvml: Box::leak(Box::new(nvml)),
+            }),
+            Err(e @ (NvmlError::LibloadingError(_) | NvmlError::LibraryNotFound)) => {
+                Err(GateError::infra(missing_nvml_message(&e.to_string())))
+            }
+            Err(NvmlError::NoPermission) => Err(GateError::infra(
+                "NVML refused access (NoPermission): run as a user that can open /dev/nvidia*, \
+                 or use --no-gpu to record host counters only",
+            )),
+            Err(NvmlError::DriverNotLoaded) => Err(GateError::infra(
+                "NVML found no loaded NVIDIA driver (DriverNotLoaded): load the driver (nvidia-smi should work), \
+                 or use --no-gpu to record host counters only",
+            )),
+            Err(e) => Err(GateError::infra(format!(
+                "NVML initialisation failed: {e}; check that nvidia-smi works, or use --no-gpu"
+            ))),
+        }
+    }
+
+    pub fn versions(&self) -> Versions {
+        let cuda = self.nvml.sys_cuda_driver_version().ok().map(|v| {
+            format!(
+                "{}.{}",
+                nvml_wrapper::cuda_driver_version_major(v),
+                nvml_wrapper::cuda_driver_version_minor(v)
+            )
+        });
+        Versions {
+            driver: self.nvml.sys_driver_version().ok(),
+            nvml: self.nvml.sys_nvml_version().ok(),
+            cuda_driver: cuda,
+        }
+    }
+
+    pub fn device_count(&self) -> Result<u32, GateError> {
+        self.nvml
+            .device_count()
+            .map_err(|e| GateError::infra(format!("NVML could not count GPUs: {e}")))
+    }
+
+    fn device(&self, index: u32) -> Result<Device<'static>, GateError> {
+        self.nvml.device_by_index(index).map_err(|e| {
+            GateError::usage(format!(
+                "GPU {index} cannot be opened ({e}); 'gate doctor' lists the GPUs this machine has"
+            ))
+        })
+    }
+
+    /// Static facts about a GPU for the trace header.
+    pub fn gpu_info(&self, index: u32) -> Result<GpuInfo, GateError> {
+        let d = self.device(index)?;
+        let gpm = d.gpm_support().unwrap_or(false);
+        Ok(GpuInfo {
+            index,
+            uuid: d.uuid().unwrap_or_default(),
+            name: d.name().unwrap_or_else(|_| "unknown".into()),
+            pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+            memory_total_mib: d
+                .memory_info()
+                .map(|m| m.total as f64 / 1048576.0)
+                .unwrap_or(0.0),
+            power_limit_w: d.enforced_power_limit().ok().map(|mw| mw as f64 / 1000.0),
+            mig_enabled: d.mig_mode().ok().map(|m| m.current == 1),
+            ecc_enabled: d.is_ecc_enabled().ok().map(|e| e.currently_enabled),
+            gpm_supported: gpm,
+            unsupported: Vec::new(),
+        })
+    }
+
+    /// GPU indices selected by `--gpu` ("all", "0,2") or, by default, every
+    /// GPU the process may see (CUDA_VISIBLE_DEVICES applied).
+    pub fn select(&self, spec: Option<&str>) -> Result<Vec<u32>, GateError> {
+        let count = self.device_count()?;
+        let all: Vec<u32> = (0..count).collect();
+        let spec = match spec {
+            None => return Ok(self.visible(&all)),
+            Some(s) => s.trim(),
+        };
+        if spec.eq_ignore_ascii_case("all") {
+            return Ok(all);
+        }
+        let mut out = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let idx: u32 = part.parse().map_err(|_| {
+                GateError::usage(format!(
+                    "--gpu '{spec}': '{part}' is not a GPU index; use e.g. --gpu 0,2 or --gpu all"
+                ))
+            })?;
+            if idx >= count {
+                return Err(GateError::usage(format!(
+                    "--gpu '{spec}': GPU {idx} does not exist (this machine has {count}: 0..{})",
+                    count.saturating_sub(1)
+                )));
+            }
+            if !out.contains(&idx) {
+                out.push(idx);
+            }
+        }
+        if out.is_empty() {
+            return Err(GateError::usage(format!(
+                "--gpu '{spec}' selects no GPU; use e.g. --gpu 0 or --gpu all"
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Honour CUDA_VISIBLE_DEVICES (indices or UUID prefixes), as the
+    /// target will.
+    fn visible(&self, all: &[u32]) -> Vec<u32> {
+        let Ok(spec) = std::env::var("CUDA_VISIBLE_DEVICES") else {
+            return all.to_vec();
+        };
+        let mut out = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Ok(i) = part.parse::<u32>() {
+                if all.contains(&i) {
+                    out.push(i);
+                }
+            } else if part.starts_with("GPU-") {
+                for &i in all {
+                    if self
+                        .device(i)
+                        .ok()
+                        .and_then(|d| d.uuid().ok())
+                        .is_some_and(|u| u.starts_with(part))
+                    {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            all.to_vec()
+        } else {
+            out
+        }
+    }
+
+    pub fn sampler(&self, indices: &[u32], start: Instant) -> Result<GpuSampler, GateError> {
+        let mut gpus = Vec::new();
+        for &index in indices {
+            let device = self.device(index)?;
+            let gpm_supported = device.gpm_support().unwrap_or(false);
+            let energy_start_mj = device.total_energy_consumption().ok();
+            gpus.push(GpuState {
+                index,
+                slot: gpus.len(),
+                device,
+                gpm_supported,
+                gpm_prev: None,
+                energy_start_mj,
+                unsupported: BTreeSet::new(),
+                errors_seen: BTreeSet::new(),
+                procs_at: None,
+                proc_util_ts: 0,
+                proc_util_at: None,
+                proc_cols: ProcCols::default(),
+                last_pids: BTreeSet::new(),
+                last_busy_pct: None,
+            });
+        }
+        let xid = self.xid_events(&gpus);
+        Ok(GpuSampler {
+            nvml: self.nvml,
+            gpus,
+            xid,
+            xid_polled_at: start,
+            target_gpus: BTreeSet::new(),
+        })
+    }
+
+    /// One event set for critical Xid errors on all sampled GPUs; None when
+    /// unsupported (noted in the trace, never fatal).
+    fn xid_events(&self, gpus: &[GpuState]) -> Option<EventSet<'static>> {
+        let mut set = self.nvml.create_event_set().ok()?;
+        for g in gpus {
+            set = match g
+                .device
+                .register_events(EventTypes::CRITICAL_XID_ERROR, set)
+            {
+                Ok(s) => s,
+                Err(_) => self.nvml.create_event_set().ok()?,
+            };
+        }
+        Some(set)
+    }
+}
+
+/// Per-process columns refreshed every `PROCESS_REFRESH`, carried between.
+#[derive(Debug, Clone, Default)]
+struct ProcCols {
+    processes: Option<f64>,
+    other_processes: Option<f64>,
+    target_mem_mib: Option<f64>,
+    target_sm_share_pct: Option<f64>,
+    other_sm_share_pct: Option<f64>,
+    /// Latest SM share by PID (for the processes table).
+    sm_by_pid: BTreeMap<u32, f64>,
+    mem_by_pid: BTreeMap<u32, Option<f64>>,
+}
+
+struct GpuState {
+    index: u32,
+    slot: usize,
+    device: Device<'static>,
+    gpm_supported: bool,
+    gpm_prev: Option<(GpmSample<'static>, Instant)>,
+    energy_start_mj: Option<u64>,
+    unsupported: BTreeSet<&'static str>,
+    errors_seen: BTreeSet<String>,
+    procs_at: Option<Instant>,
+    proc_util_ts: u64,
+    proc_util_at: Option<Instant>,
+    proc_cols: ProcCols,
+    last_pids: BTreeSet<u32>,
+    last_busy_pct: Option<f64>,
+}
+
+/// What one tick produced besides the sample vectors.
+#[derive(Debug, Default)]
+pub struct TickExtras {
+    pub events: Vec<EventRecord>,
+    /// Emitted when the set of PIDs on a GPU changed.
+    pub processes: Vec<ProcessesRecord>,
+}
+
+pub struct GpuSampler {
+    nvml: &'static Nvml,
+    gpus: Vec<GpuState>,
+    xid: Option<EventSet<'static>>,
+    xid_polled_at: Instant,
+    /// GPUs on which a process of the target tree has been seen.
+    pub target_gpus: BTreeSet<u32>,
+}
+
+impl GpuSampler {
+    /// Metric ids each GPU turned out not to support, by GPU index.
+    pub fn unsupported(&self) -> BTreeMap<u32, Vec<String>> {
+        self.gpus
+            .iter()
+            .map(|g| {
+                let mut u: Vec<String> = g.unsupported.iter().map(|s| s.to_string()).collect();
+                if !g.gpm_supported {
+                    u.extend(GPM_COLUMNS.iter().map(|(_, c)| c.to_string()));
+                }
+                (g.index, u)
+            })
+            .collect()
+    }
+
+    /// Take one sample of every GPU. `tree` is the target's process tree.
+    pub fn sample(
+        &mut self,
+        now: Instant,
+        t_ms: f64,
+        tree: &HashSet<u32>,
+    ) -> (Vec<Vec<Option<f64>>>, TickExtras) {
+        let mut extras = TickExtras::default();
+        let mut out = Vec::with_capacity(self.gpus.len());
+        for g in &mut self.gpus {
+            let mut v = vec![None; GPU_METRICS.len()];
+            g.sample_basic(&mut v, t_ms, &mut extras.events);
+            g.sample_processes(&mut v, now, t_ms, tree, &mut extras);
+            if g.proc_cols.last_pids_in_target(tree) {
+                self.target_gpus.insert(g.index);
+            }
+            g.sample_gpm(self.nvml, &mut v, now, t_ms, &mut extras.events);
+            out.push(v);
+        }
+        if now.duration_since(self.xid_polled_at) >= XID_POLL {
+            self.xid_polled_at = now;
+            self.poll_xid(t_ms, &mut extras.events);
+        }
+        (out, extras)
+    }
+
+    fn poll_xid(&mut self, t_ms: f64, events: &mut Vec<EventRecord>) {
+        let Some(set) = &self.xid else { return };
+        // Drain what is queued; wait(0) returns Timeout when nothing is.
+        for _ in 0..16 {
+            match set.wait(0) {
+                Ok(data) => {
+                    let code = match data.event_data {
+                        Some(XidError::Value(x)) => Some(x as i64),
+                        _ => None,
+                    };
+                    let uuid = data.device.uuid().unwrap_or_default();
+                    let gpu = self
+                        .gpus
+                        .iter()
+                        .find(|g| g.device.uuid().ok().as_deref() == Some(uuid.as_str()))
+                        .map(|g| g.index);
+                    events.push(EventRecord {
+                        t: t_ms,
+                        kind: EventKind::Xid,
+                        gpu,
+                        pid: None,
+                        code,
+                        message: format!(
+                            "Xid {} on {uuid}",
+                            code.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
+                        ),
+                    });
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl ProcCols {
+    fn last_pids_in_target(&self, tree: &HashSet<u32>) -> bool {
+        self.mem_by_pid.keys().any(|p| tree.contains(p))
+    }
+}
+
+impl GpuState {
+    /// Record an NVML result: NotSupported marks the metric unsupported;
+    /// other errors become one `nvml_error` event per (metric, error).
+    fn ok<T>(
+        &mut self,
+        metric: &'static str,
+        r: Result<T, NvmlError>,
+        t_ms: f64,
+        events: &mut Vec<EventRecord>,
+    ) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(NvmlError::NotSupported) => {
+                self.unsupported.insert(metric);
+                None
+            }
+            Err(e) => {
+                let key = format!("{metric}: {e}");
+                if self.errors_seen.insert(key.clone()) {
+                    events.push(EventRecord {
+                        t: t_ms,
+                        kind: EventKind::NvmlError,
+                        gpu: Some(self.index),
+                        pid: None,
+                        code: None,
+                        message: key,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    fn sample_basic(&mut self, v: &mut [Option<f64>], t_ms: f64, events: &mut Vec<EventRecord>) {
+        let d = &self.device;
+        let util = d.utilization_rates();
+        let sm_clock = d.clock_info(Clock::SM);
+        let mem_clock = d.clock_info(Clock::Memory);
+        // Deprecated in CUDA 13 but still served (DOMAIN.md section 8).
+        let reasons = d.current_throttle_reasons();
+        let power = d.power_usage();
+        let energy = d.total_energy_consumption();
+        let temp = d.temperature(TemperatureSensor::Gpu);
+        let mem = d.memory_info();
+        if let Some(u) = self.ok("gpu_busy_pct", util, t_ms, events) {
+            v[col("gpu_busy_pct")] = Some(u.gpu as f64);
+            v[col("mem_busy_pct")] = Some(u.memory as f64);
+            self.last_busy_pct = Some(u.gpu as f64);
+        } else {
+            self.last_busy_pct = None;
+        }
+        v[col("sm_clock_mhz")] = self
+            .ok("sm_clock_mhz", sm_clock, t_ms, events)
+            .map(|c| c as f64);
+        v[col("mem_clock_mhz")] = self
+            .ok("mem_clock_mhz", mem_clock, t_ms, events)
+            .map(|c| c as f64);
+        if let Some(r) = self.ok("throttle_power_pct", reasons, t_ms, events) {
+            let pct = |mask: ThrottleReasons| if r.intersects(mask) { 100.0 } else { 0.0 };
+            v[col("throttle_power_pct")] = Some(pct(
+                ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN
+            ));
+            v[col("throttle_thermal_pct")] = Some(pct(
+                ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN
+            ));
+            v[col("throttle_other_pct")] = Some(pct(ThrottleReasons::HW_SLOWDOWN
+                | ThrottleReasons::SYNC_BOOST
+                | ThrottleReasons::APPLICATIONS_CLOCKS_SETTING
+                | ThrottleReasons::DISPLAY_CLOCK_SETTING));
+        }
+        v[col("power_w")] = self
+            .ok("power_w", power, t_ms, events)
+            .map(|mw| mw as f64 / 1000.0);
+        if let (Some(now_mj), Some(start_mj)) = (
+            self.ok("energy_j", energy, t_ms, events),
+            self.energy_start_mj,
+        ) {
+            v[col("energy_j")] = Some(now_mj.saturating_sub(start_mj) as f64 / 1000.0);
+        }
+        v[col("temperature_c")] = self
+            .ok("temperature_c", temp, t_ms, events)
+            .map(|c| c as f64);
+        if let Some(m) = self.ok("mem_used_mib", mem, t_ms, events) {
+            v[col("mem_used_mib")] = Some(m.used as f64 / 1048576.0);
+            if m.total > 0 {
+                v[col("mem_used_pct")] = Some(m.used as f64 / m.total as f64 * 100.0);
+            }
+        }
+    }
+
+    fn sample_processes(
+        &mut self,
+        v: &mut [Option<f64>],
+        now: Instant,
+        t_ms: f64,
+        tree: &HashSet<u32>,
+        extras: &mut TickExtras,
+    ) {
+        let due = self
+            .procs_at
+            .is_none_or(|t| now.duration_since(t) >= PROCESS_REFRESH);
+        if due {
+            self.procs_at = Some(now);
+            let compute = self.device.running_compute_processes();
+            let graphics = self.device.running_graphics_processes();
+            let compute = self.ok("processes", compute, t_ms, &mut extras.events);
+            let graphics = graphics.ok();
+            if let Some(compute) = compute {
+                let mut mem_by_pid: BTreeMap<u32, Option<f64>> = BTreeMap::new();
+                for p in compute.iter().chain(graphics.iter().flatten()) {
+                    let mib = match p.used_gpu_memory {
+                        nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => {
+                            Some(b as f64 / 1048576.0)
+                        }
+                        nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => None,
+                    };
+                    mem_by_pid.insert(p.pid, mib);
+                }
+                let others = mem_by_pid.keys().filter(|p| !tree.contains(p)).count();
+                self.proc_cols.processes = Some(mem_by_pid.len() as f64);
+                self.proc_cols.other_processes = Some(others as f64);
+                let target_mem: f64 = mem_by_pid
+                    .iter()
+                    .filter(|(p, _)| tree.contains(p))
+                    .filter_map(|(_, m)| *m)
+                    .sum();
+                self.proc_cols.target_mem_mib = Some(target_mem);
+                self.proc_cols.mem_by_pid = mem_by_pid;
+            }
+            self.sample_process_util(now, t_ms, tree, &mut extras.events);
+            let pids: BTreeSet<u32> = self.proc_cols.mem_by_pid.keys().copied().collect();
+            if pids != self.last_pids {
+                self.last_pids = pids;
+                extras.processes.push(self.processes_record(t_ms, tree));
+            }
+        }
+        let c = &self.proc_cols;
+        v[col("processes")] = c.processes;
+        v[col("other_processes")] = c.other_processes;
+        v[col("target_mem_mib")] = c.target_mem_mib;
+        v[col("target_sm_share_pct")] = c.target_sm_share_pct;
+        v[col("other_sm_share_pct")] = c.other_sm_share_pct;
+    }
+
+    fn sample_process_util(
+        &mut self,
+        now: Instant,
+        t_ms: f64,
+        tree: &HashSet<u32>,
+        events: &mut Vec<EventRecord>,
+    ) {
+        match self.device.process_utilization_stats(self.proc_util_ts) {
+            Ok(samples) if !samples.is_empty() => {
+                let mut by_pid: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+                for s in &samples {
+                    self.proc_util_ts = self.proc_util_ts.max(s.timestamp);
+                    let e = by_pid.entry(s.pid).or_insert((0.0, 0));
+                    e.0 += s.sm_util as f64;
+                    e.1 += 1;
+                }
+                let share: BTreeMap<u32, f64> = by_pid
+                    .into_iter()
+                    .map(|(p, (sum, n))| (p, sum / n as f64))
+                    .collect();
+                self.proc_cols.target_sm_share_pct = Some(
+                    share
+                        .iter()
+                        .filter(|(p, _)| tree.contains(p))
+                        .map(|(_, s)| s)
+                        .sum(),
+                );
+                self.proc_cols.other_sm_share_pct = Some(
+                    share
+                        .iter()
+                        .filter(|(p, _)| !tree.contains(p))
+                        .map(|(_, s)| s)
+                        .sum(),
+                );
+                self.proc_cols.sm_by_pid = share;
+                self.proc_util_at = Some(now);
+            }
+            // Empty or NotFound: nothing newer than our timestamp.
+            Ok(_) | Err(NvmlError::NotFound) => {
+                let stale = self
+                    .proc_util_at
+                    .is_none_or(|t| now.duration_since(t) >= PROCESS_UTIL_STALE);
+                if stale {
+                    self.proc_cols.target_sm_share_pct = Some(0.0);
+                    self.proc_cols.other_sm_share_pct = Some(0.0);
+                    self.proc_cols.sm_by_pid.clear();
+                }
+            }
+            Err(e) => {
+                let _ = self.ok::<()>("target_sm_share_pct", Err(e), t_ms, events);
+                self.proc_cols.target_sm_share_pct = None;
+                self.proc_cols.other_sm_share_pct = None;
+            }
+        }
+    }
+
+    fn processes_record(&self, t_ms: f64, tree: &HashSet<u32>) -> ProcessesRecord {
+        let procs = self
+            .proc_cols
+            .mem_by_pid
+            .iter()
+            .map(|(&pid, &mem)| {
+                let (name, cmdline) = super::host::process_name(pid);
+                ProcessInfo {
+                    pid,
+                    name,
+                    cmdline,
+                    in_target: tree.contains(&pid),
+                    gpu_mem_mib: mem,
+                    sm_share_pct: self.proc_cols.sm_by_pid.get(&pid).copied(),
+                    cpu_pct: None,
+                    rss_mib: None,
+                }
+            })
+            .collect();
+        ProcessesRecord {
+            t: t_ms,
+            gpu: self.index,
+            procs,
+        }
+    }
+
+    fn sample_gpm(
+        &mut self,
+        nvml: &'static Nvml,
+        v: &mut [Option<f64>],
+        now: Instant,
+        t_ms: f64,
+        events: &mut Vec<EventRecord>,
+    ) {
+        if !self.gpm_supported {
+            return;
+        }
+        if let Some((_, at)) = &self.gpm_prev {
+            if now.duration_since(*at) < MIN_GPM_PAIR {
+                return;
+            }
+        }
+        let sample = match self.device.gpm_sample() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = self.ok::<()>("sm_active_pct", Err(e), t_ms, events);
+                return;
+            }
+        };
+        let Some((prev, _)) = self.gpm_prev.replace((sample, now)) else {
+            return;
+        };
+        let ids: Vec<GpmMetricId> = GPM_COLUMNS.iter().map(|(id, _)| *id).collect();
+        let current = &self.gpm_prev.as_ref().expect("just set").0;
+        let results = match gpm_metrics_get(nvml, &prev, current, &ids) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.ok::<()>("sm_active_pct", Err(e), t_ms, events);
+                return;
+            }
+        };
+        let mut values: Vec<Option<f64>> = Vec::with_capacity(results.len());
+        let mut any_nan = false;
+        for (r, (_, column)) in results.into_iter().zip(GPM_COLUMNS) {
+            match r {
+                Ok(m) if m.value.is_finite() => values.push(Some(m.value)),
+                Ok(_) => {
+                    any_nan = true;
+                    values.push(None);
+                }
+                Err(NvmlError::NotSupported) => {
+                    self.unsupported.insert(column);
+                    values.push(None);
+                }
+                Err(_) => {
+                    any_nan = true;
+                    values.push(None);
+                }
+            }
+        }
+        if is_gpm_glitch(&values, any_nan, self.last_busy_pct) {
+            events.push(EventRecord {
+                t: t_ms,
+                kind: EventKind::GpmInvalid,
+                gpu: Some(self.index),
+                pid: None,
+                code: None,
+                message: "GPM pair read all zero/NaN while the GPU was busy; recorded as missing"
+                    .into(),
+            });
+            return;
+        }
+        for (value, (_, column)) in values.into_iter().zip(GPM_COLUMNS) {
+            v[col(column)] = value;
+        }
+        let _ = self.slot;
+    }
+}
+
+/// The glitch seen on the H200: every GPM metric 0 and DRAM NaN while NVML
+/// says the GPU is busy. All-zero readings are also rejected when the GPU is
+/// clearly busy (idle PCIe alone reads ~1 MiB/s, never exactly 0).
+pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
+    let finite: Vec<f64> = values.iter().flatten().copied().collect();
+    let all_zero = finite.iter().all(|v| *v == 0.0);
+    let busy = busy_pct.unwrap_or(0.0);
+    all_zero && ((any_nan && busy > 0.0) || busy >= 50.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glitch_all_zero_and_nan_while_busy_is_missing_data() {
+        let zeros = vec![Some(0.0); 15];
+        assert!(is_gpm_glitch(&zeros, true, Some(100.0)));
+        assert!(is_gpm_glitch(&zeros, false, Some(100.0)));
+        // An idle GPU really reads zero: that is data.
+        assert!(!is_gpm_glitch(&zeros, false, Some(0.0)));
+        // Pinned H2D: busy 100, SM 0, but PCIe RX high: real.
+        let mut h2d = zeros.clone();
+        h2d[13] = Some(56345.0);
+        assert!(!is_gpm_glitch(&h2d, false, Some(100.0)));
+    }
+
+    #[test]
+    fn every_gpm_column_is_a_gpu_metric() {
+        for (_, c) in GPM_COLUMNS {
+            let _ = col(c);
+        }
+    }
+
+    #[test]
+    fn missing_library_message_names_it_and_the_fix() {
+        let m = missing_nvml_message("libnvidia-ml.so.1: cannot open shared object file");
+        assert!(m.contains("libnvidia-ml.so.1"));
+        assert!(m.contains("--no-gpu"));
+    }
+}
