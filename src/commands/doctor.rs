@@ -1,10 +1,304 @@
-//! `gate doctor` (not yet implemented).
+//! `gate doctor`: can this machine measure? Checks NVML, versions, GPM and
+//! process-utilization support, device permissions, then a 3-second dry run
+//! that every metric returns values. Exit 0 when all is well, 3 otherwise.
 
+use crate::error::GateError;
+use crate::exit_code;
+use crate::metrics::GPU_METRICS;
+use crate::sampler::nvml::{DeviceProbe, NvmlContext};
 use clap::Args;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// GPUs to check: '0,2' or 'all' (default: all visible)
+    #[arg(long, value_name = "LIST")]
+    pub gpu: Option<String>,
+    /// Length of the dry run
+    #[arg(long, default_value = "3s", value_parser = super::measure::parse_duration, value_name = "DURATION")]
+    pub dry_run: Duration,
+    /// Print the findings as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: DoctorArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("'gate doctor' is not implemented yet")
+/// Counters that read nonzero on any powered GPU: all-zero means broken.
+const ALWAYS_NONZERO: &[&str] = &[
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "power_w",
+    "temperature_c",
+    "mem_used_mib",
+];
+
+#[derive(Debug, Serialize)]
+struct MetricCheck {
+    metric: &'static str,
+    /// ok | idle-zero | unsupported | missing | fail
+    status: &'static str,
+    samples: usize,
+    detail: String,
+}
+
+#[derive(Debug, Serialize)]
+struct GpuCheck {
+    index: u32,
+    name: String,
+    uuid: String,
+    probe: DeviceProbe,
+    metrics: Vec<MetricCheck>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    ok: bool,
+    nvml: String,
+    driver_version: Option<String>,
+    nvml_version: Option<String>,
+    cuda_driver_version: Option<String>,
+    device_files: Vec<String>,
+    container_hints: Vec<String>,
+    problems: Vec<String>,
+    gpus: Vec<GpuCheck>,
+}
+
+pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
+    let mut report = Report {
+        ok: true,
+        nvml: String::new(),
+        driver_version: None,
+        nvml_version: None,
+        cuda_driver_version: None,
+        device_files: device_files(),
+        container_hints: container_hints(),
+        problems: Vec::new(),
+        gpus: Vec::new(),
+    };
+    match NvmlContext::init() {
+        Err(e) => {
+            report.nvml = e.to_string();
+            report.problems.push(e.to_string());
+        }
+        Ok(nvml) => {
+            report.nvml = "found".into();
+            let v = nvml.versions();
+            report.driver_version = v.driver;
+            report.nvml_version = v.nvml;
+            report.cuda_driver_version = v.cuda_driver;
+            if let Err(e) = check_gpus(&nvml, &args, &mut report) {
+                report.problems.push(e.to_string());
+            }
+        }
+    }
+    if report.device_files.is_empty() {
+        report
+            .problems
+            .push("no /dev/nvidia* device files: in a container, run with the NVIDIA runtime (--gpus all)".into());
+    }
+    report.ok = report.problems.is_empty();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(if report.ok {
+        exit_code::PASS
+    } else {
+        exit_code::INFRA
+    })
+}
+
+fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Result<(), GateError> {
+    let indices = nvml.select(args.gpu.as_deref())?;
+    if indices.is_empty() {
+        return Err(GateError::infra("NVML sees no GPU"));
+    }
+    let start = Instant::now();
+    let mut sampler = nvml.sampler(&indices, start)?;
+    let mut series: Vec<Vec<Vec<Option<f64>>>> = vec![Vec::new(); indices.len()];
+    let none = HashSet::new();
+    let interval = Duration::from_millis(100);
+    let mut next = Instant::now();
+    while start.elapsed() < args.dry_run {
+        next += interval;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let (values, _) = sampler.sample(
+            Instant::now(),
+            start.elapsed().as_secs_f64() * 1000.0,
+            &none,
+        );
+        for (slot, v) in values.into_iter().enumerate() {
+            series[slot].push(v);
+        }
+    }
+    let unsupported = sampler.unsupported();
+    for (slot, &index) in indices.iter().enumerate() {
+        let info = nvml.gpu_info(index)?;
+        let probe = nvml.probe(index)?;
+        let unsupported = unsupported.get(&index).cloned().unwrap_or_default();
+        if !probe.gpm_supported {
+            report.problems.push(format!(
+                "GPU {index} ({}): no GPM (needs Hopper or newer, and in containers may need privileges): \
+                 SM active, tensor, DRAM and PCIe metrics will be missing",
+                info.name
+            ));
+        }
+        if !probe.process_utilization_ok {
+            report.problems.push(format!(
+                "GPU {index}: per-process utilization {}",
+                probe.process_utilization
+            ));
+        }
+        if !probe.invisible_pids.is_empty() {
+            report.problems.push(format!(
+                "GPU {index}: NVML reports PIDs {:?} that this /proc cannot see: gate runs in another PID namespace; \
+                 run the container with --pid=host so processes can be attributed",
+                probe.invisible_pids
+            ));
+        }
+        let busy_col = GPU_METRICS
+            .iter()
+            .position(|d| d.id == "gpu_busy_pct")
+            .unwrap_or(0);
+        let busy_seen = series[slot]
+            .iter()
+            .any(|v| v[busy_col].is_some_and(|b| b > 0.0));
+        let mut metrics = Vec::new();
+        for (col, def) in GPU_METRICS.iter().enumerate() {
+            let values: Vec<f64> = series[slot].iter().filter_map(|v| v[col]).collect();
+            let nonzero = values.iter().any(|v| *v != 0.0);
+            let (status, detail) = if unsupported.iter().any(|u| u == def.id) {
+                (
+                    "unsupported",
+                    "this GPU cannot report it; recorded as missing, never 0".to_string(),
+                )
+            } else if values.is_empty() {
+                ("fail", "no value in the dry run".to_string())
+            } else if nonzero {
+                (
+                    "ok",
+                    format!("last {}", values.last().copied().unwrap_or_default()),
+                )
+            } else if ALWAYS_NONZERO.contains(&def.id) {
+                ("fail", "always 0: the counter is broken".to_string())
+            } else if busy_seen
+                && def.source.starts_with("GPM")
+                && ["sm_active_pct", "graphics_pct"].contains(&def.id)
+            {
+                (
+                    "fail",
+                    "0 while the GPU was busy: GPM readings look invalid".to_string(),
+                )
+            } else {
+                (
+                    "idle-zero",
+                    "0 (nothing ran on the GPU during the dry run)".to_string(),
+                )
+            };
+            if status == "fail" {
+                report
+                    .problems
+                    .push(format!("GPU {index}: {}: {detail}", def.id));
+            }
+            metrics.push(MetricCheck {
+                metric: def.id,
+                status,
+                samples: values.len(),
+                detail,
+            });
+        }
+        report.gpus.push(GpuCheck {
+            index,
+            name: info.name,
+            uuid: info.uuid,
+            probe,
+            metrics,
+        });
+    }
+    Ok(())
+}
+
+fn device_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("nvidia"))
+                .map(|n| format!("/dev/{n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn container_hints() -> Vec<String> {
+    let in_container = std::path::Path::new("/.dockerenv").exists()
+        || std::path::Path::new("/run/.containerenv").exists()
+        || std::fs::read_to_string("/proc/1/cgroup")
+            .map(|c| c.contains("docker") || c.contains("kubepods") || c.contains("containerd"))
+            .unwrap_or(false);
+    if !in_container {
+        return Vec::new();
+    }
+    vec![
+        "running in a container: NVML reports host PIDs; use --pid=host (Docker) or hostPID (Kubernetes) so GPU processes map to /proc".into(),
+        "the NVIDIA runtime must mount libnvidia-ml.so.1 and /dev/nvidia* (--gpus all)".into(),
+        "GPM metrics may need extra privileges in a container (CAP_SYS_ADMIN or a profiling-enabled driver setting)".into(),
+    ]
+}
+
+fn print_text(r: &Report) {
+    println!("NVML library:     {}", r.nvml);
+    println!(
+        "driver:           {}",
+        r.driver_version.as_deref().unwrap_or("-")
+    );
+    println!(
+        "NVML version:     {}",
+        r.nvml_version.as_deref().unwrap_or("-")
+    );
+    println!(
+        "CUDA driver API:  {}",
+        r.cuda_driver_version.as_deref().unwrap_or("-")
+    );
+    println!(
+        "device files:     {}",
+        if r.device_files.is_empty() {
+            "none".to_string()
+        } else {
+            r.device_files.join(" ")
+        }
+    );
+    for g in &r.gpus {
+        println!();
+        println!("GPU {} {} ({})", g.index, g.name, g.uuid);
+        println!(
+            "  GPM:                  {}",
+            if g.probe.gpm_supported {
+                "supported"
+            } else {
+                "NOT supported"
+            }
+        );
+        println!("  process utilization:  {}", g.probe.process_utilization);
+        for m in &g.metrics {
+            println!("  {:<26} {:<12} {}", m.metric, m.status, m.detail);
+        }
+    }
+    for h in &r.container_hints {
+        println!("hint: {h}");
+    }
+    println!();
+    if r.problems.is_empty() {
+        println!("all checks passed: gate can measure on this machine");
+    } else {
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+    }
 }

@@ -751,3 +751,38 @@ mod tests {
         assert!(m.contains("--no-gpu"));
     }
 }
+
+/// What `gate doctor` learns about one GPU beyond the trace header.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceProbe {
+    pub gpm_supported: bool,
+    /// "ok", "no new sample yet (ok)", "not supported", or the NVML error.
+    pub process_utilization: String,
+    pub process_utilization_ok: bool,
+    /// PIDs NVML reports that are not visible in this /proc (container PID namespace).
+    pub invisible_pids: Vec<u32>,
+}
+
+impl NvmlContext {
+    pub fn probe(&self, index: u32) -> Result<DeviceProbe, GateError> {
+        let d = self.device(index)?;
+        let (process_utilization, process_utilization_ok) = match d.process_utilization_stats(0) {
+            Ok(_) => ("ok".to_string(), true),
+            Err(NvmlError::NotFound) => ("ok (no process sample yet)".to_string(), true),
+            Err(NvmlError::NotSupported) => ("not supported".to_string(), false),
+            Err(e) => (format!("error: {e}"), false),
+        };
+        let mut invisible_pids = Vec::new();
+        for p in d.running_compute_processes().unwrap_or_default() {
+            if !std::path::Path::new(&format!("/proc/{}", p.pid)).exists() {
+                invisible_pids.push(p.pid);
+            }
+        }
+        Ok(DeviceProbe {
+            gpm_supported: d.gpm_support().unwrap_or(false),
+            process_utilization,
+            process_utilization_ok,
+            invisible_pids,
+        })
+    }
+}
