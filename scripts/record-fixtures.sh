@@ -90,7 +90,7 @@ for name in "${FIXTURES[@]}"; do
     seed="$(seed_of "$name")"
     trace="$OUT_DIR/$name.jsonl"
     workload=("$PYTHON" fixtures/workloads/train.py --mode "$mode" --seconds "$SECONDS_PER_RUN" --seed "$seed")
-    cmd=("$GATE" record -o "$trace" --warmup "$WARMUP" --interval "$INTERVAL" --tag "workload=$mode")
+    cmd=("$GATE" record -o "$trace" --warmup "$WARMUP" --interval "$INTERVAL" --tag "workload=$mode" --tag "fixture=$name")
     extra=""
     if [ "$name" = contention ]; then
         comp_s=$((SECONDS_PER_RUN + 20))
