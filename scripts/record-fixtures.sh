@@ -21,8 +21,8 @@ set -u -o pipefail
 
 ALL_FIXTURES=(healthy-1 healthy-2 healthy-3 launch-storm fp32-no-tf32 memory-bound
               pageable-h2d sync-stall host-bound contention)
-SECONDS_PER_RUN="${SECONDS_PER_RUN:-25}"
-WARMUP="${WARMUP:-5s}"
+SECONDS_PER_RUN="${SECONDS_PER_RUN:-22}"
+WARMUP="${WARMUP:-14s}"
 INTERVAL="${INTERVAL:-100ms}"
 GATE="${GATE:-target/release/gate}"
 PYTHON="${PYTHON:-python3}"
