@@ -62,7 +62,7 @@ sleep 2
 for iv in "${INTERVALS[@]}"; do
     "${MEASURE[@]}" --json "$D/gate-$iv.json" --stdout "$D/gate-$iv.stdout" --stderr "$D/gate-$iv.stderr" \
         --timeout $((ATTACH_SECONDS + 60)) -- \
-        "$GATE" record --pid "$WL_PID" --duration "${ATTACH_SECONDS}s" --interval "$iv" --gpu 0 \
+        env GATE_PROFILE=1 "$GATE" record --pid "$WL_PID" --duration "${ATTACH_SECONDS}s" --interval "$iv" --gpu 0 \
         --tag bench=attach-"$iv" -o "$D/attach-$iv.jsonl" &
     gate_measure=$!
     "${MEASURE[@]}" --json "$D/dmon-$iv.json" --stdout "$D/dmon-$iv.txt" --stderr "$D/dmon-$iv.stderr" \

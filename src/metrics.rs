@@ -138,7 +138,7 @@ pub const GPU_METRICS: &[MetricDef] = &[
     m("throttle_thermal_pct", "%", LowerIsBetter, Gpu, true, Mean, 10.0, "NVML clock-event reasons", "Share of samples with clocks held down by temperature (SW or HW thermal slowdown)"),
     m("throttle_other_pct", "%", LowerIsBetter, Gpu, false, Mean, 10.0, "NVML clock-event reasons", "Share of samples with clocks held down for another reason (sync boost, HW slowdown, app clocks)"),
     m("power_w", "W", Neutral, Gpu, false, Mean, 20.0, "NVML power usage", "Board power draw"),
-    m("energy_j", "J", Neutral, Gpu, false, Max, 0.0, "NVML total energy consumption", "Energy used since the recording started"),
+    m("energy_j", "J", Neutral, Gpu, false, Max, 0.0, "integral of NVML power (counter read at start/end)", "Energy used since the recording started"),
     m("temperature_c", "C", Neutral, Gpu, false, Mean, 5.0, "NVML temperature (GPU die)", "GPU temperature"),
     m("mem_used_mib", "MiB", Neutral, Gpu, false, P95, 512.0, "NVML memory info", "Framebuffer memory in use (all processes)"),
     m("mem_used_pct", "%", LowerIsBetter, Gpu, false, P95, 5.0, "NVML memory info", "Framebuffer memory in use, share of total"),

@@ -425,6 +425,7 @@ pub fn round_value(v: f64) -> f64 {
     if !v.is_finite() {
         return v;
     }
+    let v = v + 0.0; // -0.0 -> 0.0
     let a = v.abs();
     let scale = if a >= 1000.0 {
         1.0

@@ -32,6 +32,11 @@ pub struct MeasureArgs {
     #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub interval: Duration,
 
+    /// GPM (SM active, tensor, DRAM, PCIe...) period: each value averages the whole period, so a
+    /// longer one costs less CPU and loses time resolution, not coverage (min 120ms)
+    #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
+    pub gpm_interval: Duration,
+
     /// GPUs to sample: '0,2' or 'all'. Default: the GPUs the target uses (all GPUs until it opens one)
     #[arg(long, value_name = "LIST")]
     pub gpu: Option<String>,

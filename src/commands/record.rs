@@ -44,6 +44,9 @@ pub struct RecordArgs {
 /// above 10 s a run has too few samples to judge.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 const MAX_INTERVAL: Duration = Duration::from_secs(10);
+/// Host counters are sampled at most this often (95 ms: a 100 ms tick that
+/// fires a little early still samples).
+const HOST_PERIOD: Duration = Duration::from_millis(95);
 /// How often the process tree is rescanned for new children.
 const TREE_REFRESH: Duration = Duration::from_millis(500);
 /// Stdout kept in the trace, at most (the rest still passes through).
@@ -137,7 +140,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         for &i in &indices {
             fingerprint.gpus.push(nvml.gpu_info(i)?);
         }
-        let mut sampler = nvml.sampler(&indices, start)?;
+        let mut sampler = nvml.sampler(&indices, start, args.gpm_interval)?;
         // A probe tick discovers what each GPU cannot report, so the header
         // can say so, and primes the first GPM sample.
         let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());
@@ -190,7 +193,9 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         },
     }))?;
 
+    let mut profile = crate::sampler::CpuProfile::from_env();
     let mut host_sampler = HostSampler::new();
+    let mut host_at: Option<Instant> = None;
     let mut tree: HashSet<u32> = host::process_tree(target.pid());
     let mut tree_at = Instant::now();
     let window_end = args.duration.map(|d| args.warmup + d);
@@ -228,6 +233,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         }
         let now = Instant::now();
         let t_ms = ms_since(now);
+        let c = profile.start();
         if now.duration_since(tree_at) >= TREE_REFRESH {
             let fresh = host::process_tree(target.pid());
             if !fresh.is_empty() {
@@ -235,11 +241,22 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             }
             tree_at = now;
         }
-        let h = host_sampler.sample(&tree, now);
+        profile.stop("tree", c);
+        // /proc CPU times tick at 10 ms, so host counters sampled faster
+        // than HOST_PERIOD would be noise; in between they are missing.
+        let c = profile.start();
+        let h = if host_at.is_none_or(|t| now.duration_since(t) >= HOST_PERIOD) {
+            host_at = Some(now);
+            host_sampler.sample(&tree, now)
+        } else {
+            vec![None; HOST_METRICS.len()]
+        };
+        profile.stop("host", c);
         let (g, extras) = match gpu_sampler.as_mut() {
             Some(s) => s.sample(now, t_ms, &tree),
             None => (Vec::new(), Default::default()),
         };
+        let c = profile.start();
         let warm = now.saturating_duration_since(t0) < args.warmup;
         if live && now.duration_since(live_at) >= Duration::from_secs(1) {
             live_at = now;
@@ -280,6 +297,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             &mut output_bytes,
             &mut output_capped,
         )?;
+        profile.stop("trace_write", c);
         if target.poll_exit().is_some() {
             reason = "target_exited";
             break;
@@ -297,6 +315,10 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
     }
     if live {
         eprintln!();
+    }
+    profile.print();
+    if let Some(s) = &gpu_sampler {
+        s.profile.print();
     }
     let exit = target.wait();
     write_output(
@@ -322,6 +344,16 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         }))?;
     }
     if let Some(s) = &gpu_sampler {
+        for (gpu, joules) in s.energy_counter_j() {
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(Instant::now()),
+                kind: EventKind::Note,
+                gpu: Some(gpu),
+                pid: None,
+                code: None,
+                message: format!("NVML energy counter over the recording: {joules:.1} J (energy_j integrates power samples)"),
+            }))?;
+        }
         for (gpu, unsupported) in s.unsupported() {
             let header_knew = header
                 .fingerprint

@@ -4,3 +4,64 @@
 
 pub mod host;
 pub mod nvml;
+
+/// CPU time of the calling thread in nanoseconds (for `GATE_PROFILE`).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Where the sampler's own CPU time goes, by section; filled only when the
+/// environment variable `GATE_PROFILE` is set (the overhead benchmark uses it).
+#[derive(Debug, Default, Clone)]
+pub struct CpuProfile {
+    pub enabled: bool,
+    pub sections: std::collections::BTreeMap<&'static str, (u64, u64)>,
+}
+
+impl CpuProfile {
+    pub fn from_env() -> CpuProfile {
+        CpuProfile {
+            enabled: std::env::var_os("GATE_PROFILE").is_some(),
+            sections: Default::default(),
+        }
+    }
+
+    /// Start a section: returns the CPU clock now (0 when disabled).
+    pub fn start(&self) -> u64 {
+        if self.enabled {
+            thread_cpu_ns()
+        } else {
+            0
+        }
+    }
+
+    pub fn stop(&mut self, name: &'static str, started_ns: u64) {
+        if self.enabled {
+            let e = self.sections.entry(name).or_insert((0, 0));
+            e.0 += thread_cpu_ns().saturating_sub(started_ns);
+            e.1 += 1;
+        }
+    }
+
+    pub fn print(&self) {
+        if !self.enabled {
+            return;
+        }
+        eprintln!("gate: GATE_PROFILE sampler CPU time by section (this thread):");
+        for (name, (ns, calls)) in &self.sections {
+            eprintln!(
+                "  {name:<14} {:>10.3} ms total  {:>8.1} us/call  {calls} calls",
+                *ns as f64 / 1e6,
+                *ns as f64 / 1e3 / (*calls).max(1) as f64
+            );
+        }
+    }
+}

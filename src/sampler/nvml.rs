@@ -33,10 +33,15 @@ use std::time::{Duration, Instant};
 /// Minimum spacing of a GPM pair. Pairs exactly 100 ms apart glitched about
 /// once in 200 on the H200; 120 ms keeps a margin for timer jitter.
 pub const MIN_GPM_PAIR: Duration = Duration::from_millis(120);
+/// Default GPM period (`--gpm-interval`). A GPM pair averages the counters
+/// over the whole time between its two samples, so a longer period loses
+/// time resolution but no coverage: means stay exact. One sample+readout
+/// costs ~1.8 ms of CPU on the H200 VM, so 500 ms keeps it near 0.4 %.
+pub const DEFAULT_GPM_PERIOD: Duration = Duration::from_millis(500);
 /// Process lists and per-process utilization refresh at most this often:
-/// NVML refreshes process utilization only every ~200 ms anyway, and a
-/// process list costs ~6 µs per call.
-pub const PROCESS_REFRESH: Duration = Duration::from_millis(200);
+/// NVML refreshes process utilization only every ~200 ms anyway, and the
+/// three calls cost ~1.7 ms of CPU together on the H200 VM (GATE_PROFILE).
+pub const PROCESS_REFRESH: Duration = Duration::from_millis(1000);
 /// Xid events are polled this often (non-blocking).
 pub const XID_POLL: Duration = Duration::from_millis(500);
 /// Without any process-utilization sample for this long, nothing ran on the
@@ -233,7 +238,12 @@ impl NvmlContext {
         }
     }
 
-    pub fn sampler(&self, indices: &[u32], start: Instant) -> Result<GpuSampler, GateError> {
+    pub fn sampler(
+        &self,
+        indices: &[u32],
+        start: Instant,
+        gpm_period: Duration,
+    ) -> Result<GpuSampler, GateError> {
         let mut gpus = Vec::new();
         for &index in indices {
             let device = self.device(index)?;
@@ -245,7 +255,10 @@ impl NvmlContext {
                 device,
                 gpm_supported,
                 gpm_prev: None,
+                gpm_period: gpm_period.max(MIN_GPM_PAIR),
                 energy_start_mj,
+                energy_j: 0.0,
+                last_power: None,
                 unsupported: BTreeSet::new(),
                 errors_seen: BTreeSet::new(),
                 procs_at: None,
@@ -263,6 +276,7 @@ impl NvmlContext {
             xid,
             xid_polled_at: start,
             target_gpus: BTreeSet::new(),
+            profile: super::CpuProfile::from_env(),
         })
     }
 
@@ -302,7 +316,10 @@ struct GpuState {
     device: Device<'static>,
     gpm_supported: bool,
     gpm_prev: Option<(GpmSample<'static>, Instant)>,
+    gpm_period: Duration,
     energy_start_mj: Option<u64>,
+    energy_j: f64,
+    last_power: Option<(f64, f64)>,
     unsupported: BTreeSet<&'static str>,
     errors_seen: BTreeSet<String>,
     procs_at: Option<Instant>,
@@ -328,9 +345,25 @@ pub struct GpuSampler {
     xid_polled_at: Instant,
     /// GPUs on which a process of the target tree has been seen.
     pub target_gpus: BTreeSet<u32>,
+    pub profile: super::CpuProfile,
 }
 
 impl GpuSampler {
+    /// Energy by the NVML counter since the sampler started, per GPU index,
+    /// in joules (one call per GPU: see the cost note in `sample_basic`).
+    pub fn energy_counter_j(&self) -> Vec<(u32, f64)> {
+        self.gpus
+            .iter()
+            .filter_map(|g| {
+                let now = g.device.total_energy_consumption().ok()?;
+                Some((
+                    g.index,
+                    now.saturating_sub(g.energy_start_mj?) as f64 / 1000.0,
+                ))
+            })
+            .collect()
+    }
+
     /// Metric ids each GPU turned out not to support, by GPU index.
     pub fn unsupported(&self) -> BTreeMap<u32, Vec<String>> {
         self.gpus
@@ -356,17 +389,25 @@ impl GpuSampler {
         let mut out = Vec::with_capacity(self.gpus.len());
         for g in &mut self.gpus {
             let mut v = vec![None; GPU_METRICS.len()];
-            g.sample_basic(&mut v, t_ms, &mut extras.events);
+            let c = self.profile.start();
+            g.sample_basic(&mut v, t_ms, &mut extras.events, &mut self.profile);
+            self.profile.stop("nvml_basic", c);
+            let c = self.profile.start();
             g.sample_processes(&mut v, now, t_ms, tree, &mut extras);
+            self.profile.stop("nvml_procs", c);
             if g.proc_cols.last_pids_in_target(tree) {
                 self.target_gpus.insert(g.index);
             }
+            let c = self.profile.start();
             g.sample_gpm(self.nvml, &mut v, now, t_ms, &mut extras.events);
+            self.profile.stop("nvml_gpm", c);
             out.push(v);
         }
         if now.duration_since(self.xid_polled_at) >= XID_POLL {
             self.xid_polled_at = now;
+            let c = self.profile.start();
             self.poll_xid(t_ms, &mut extras.events);
+            self.profile.stop("nvml_xid", c);
         }
         (out, extras)
     }
@@ -444,17 +485,30 @@ impl GpuState {
         }
     }
 
-    fn sample_basic(&mut self, v: &mut [Option<f64>], t_ms: f64, events: &mut Vec<EventRecord>) {
+    fn sample_basic(
+        &mut self,
+        v: &mut [Option<f64>],
+        t_ms: f64,
+        events: &mut Vec<EventRecord>,
+        prof: &mut super::CpuProfile,
+    ) {
         let d = &self.device;
-        let util = d.utilization_rates();
-        let sm_clock = d.clock_info(Clock::SM);
-        let mem_clock = d.clock_info(Clock::Memory);
+        macro_rules! timed {
+            ($name:literal, $e:expr) => {{
+                let c = prof.start();
+                let r = $e;
+                prof.stop($name, c);
+                r
+            }};
+        }
+        let util = timed!("utilization", d.utilization_rates());
+        let sm_clock = timed!("clock_sm", d.clock_info(Clock::SM));
+        let mem_clock = timed!("clock_mem", d.clock_info(Clock::Memory));
         // Deprecated in CUDA 13 but still served (DOMAIN.md section 8).
-        let reasons = d.current_throttle_reasons();
-        let power = d.power_usage();
-        let energy = d.total_energy_consumption();
-        let temp = d.temperature(TemperatureSensor::Gpu);
-        let mem = d.memory_info();
+        let reasons = timed!("throttle", d.current_throttle_reasons());
+        let power = timed!("power", d.power_usage());
+        let temp = timed!("temperature", d.temperature(TemperatureSensor::Gpu));
+        let mem = timed!("memory_info", d.memory_info());
         if let Some(u) = self.ok("gpu_busy_pct", util, t_ms, events) {
             v[col("gpu_busy_pct")] = Some(u.gpu as f64);
             v[col("mem_busy_pct")] = Some(u.memory as f64);
@@ -484,11 +538,15 @@ impl GpuState {
         v[col("power_w")] = self
             .ok("power_w", power, t_ms, events)
             .map(|mw| mw as f64 / 1000.0);
-        if let (Some(now_mj), Some(start_mj)) = (
-            self.ok("energy_j", energy, t_ms, events),
-            self.energy_start_mj,
-        ) {
-            v[col("energy_j")] = Some(now_mj.saturating_sub(start_mj) as f64 / 1000.0);
+        // Energy is the running integral of power (trapezoid rule): the NVML
+        // energy counter costs ~5 ms of CPU per call on the H200 VM (measured
+        // with GATE_PROFILE), so it is read only at the start and the end.
+        if let Some(w) = v[col("power_w")] {
+            if let Some((prev_t_ms, prev_w)) = self.last_power {
+                self.energy_j += (w + prev_w) / 2.0 * (t_ms - prev_t_ms).max(0.0) / 1000.0;
+            }
+            self.last_power = Some((t_ms, w));
+            v[col("energy_j")] = Some(self.energy_j);
         }
         v[col("temperature_c")] = self
             .ok("temperature_c", temp, t_ms, events)
@@ -649,7 +707,7 @@ impl GpuState {
             return;
         }
         if let Some((_, at)) = &self.gpm_prev {
-            if now.duration_since(*at) < MIN_GPM_PAIR {
+            if now.duration_since(*at) < self.gpm_period {
                 return;
             }
         }
