@@ -61,10 +61,9 @@ fn classname(report: &CheckReport, m: &MetricResult) -> String {
 
 /// Seconds for `time` attributes (SUREFIRE_TIME: plain decimal).
 fn seconds(v: Option<f64>) -> String {
-    format!(
-        "{:.3}",
-        v.filter(|v| v.is_finite() && *v >= 0.0).unwrap_or(0.0)
-    )
+    let v = v.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(0.0);
+    // An empty f64 sum is -0.0, which SUREFIRE_TIME's pattern rejects.
+    format!("{:.3}", v.abs())
 }
 
 impl Reporter for Junit {
