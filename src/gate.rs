@@ -343,6 +343,8 @@ impl MetricResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
     pub source: String,
+    /// The benchmark's command line (argv joined by spaces; empty when attached).
+    pub command: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<usize>,
     pub gpu_model: String,
@@ -399,8 +401,11 @@ pub struct CheckReport {
     /// First-class metrics first, then gated ones, then per GPU / node,
     /// then context (info).
     pub metrics: Vec<MetricResult>,
-    /// Root-cause findings for what changed (`RuleSet::explain_change`).
+    /// Root-cause findings for what changed (`RuleSet::explain_change`),
+    /// most likely first.
     pub diagnosis: Vec<Finding>,
+    /// `Finding::text()` of each finding, in the same order.
+    pub diagnosis_text: Vec<String>,
     pub counts: Counts,
 }
 
@@ -409,11 +414,6 @@ impl CheckReport {
         self.metrics
             .iter()
             .filter(|m| m.verdict == Verdict::Regression)
-    }
-
-    /// The diagnosis as text lines (`Finding::text`).
-    pub fn diagnosis_text(&self) -> Vec<String> {
-        self.diagnosis.iter().map(Finding::text).collect()
     }
 }
 
@@ -673,6 +673,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         }
         runs_info.push(RunInfo {
             source: t.path.display().to_string(),
+            command: t.header.command.join(" "),
             node: input.multi_node.then_some(i),
             gpu_model: env.gpu_model,
             gpu_count: env.gpu_count,
@@ -886,6 +887,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         fail_on_improvement: input.fail_on_improvement,
         runs: runs_info,
         metrics: results,
+        diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
         diagnosis,
         counts,
     }

@@ -12,7 +12,14 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
     let d = dir.path();
     let t1 = trace(d, "h1.jsonl", &healthy(1));
     gate(d)
-        .args(["capture", "--baseline", "train", "--commit", "c", "--replay"])
+        .args([
+            "capture",
+            "--baseline",
+            "train",
+            "--commit",
+            "c",
+            "--replay",
+        ])
         .arg(&t1)
         .assert()
         .success();
@@ -27,7 +34,14 @@ fn expect_usage_error(d: &Path, t3: &Path, needles: &[&str]) {
     let before = std::fs::read(&bpath).unwrap();
     let _ = std::fs::remove_file(d.join("j.xml"));
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--junit", "j.xml", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--replay",
+        ])
         .arg(t3)
         .output()
         .unwrap();
@@ -65,12 +79,18 @@ fn line_of(d: &Path, needle: &str) -> usize {
 fn corrupted_baseline() {
     let (dir, t3) = setup();
     let d = dir.path();
-    edit_baseline(d, |t| t.replace("[environment]", "[environment\ngarbage ]]"));
+    edit_baseline(d, |t| {
+        t.replace("[environment]", "[environment\ngarbage ]]")
+    });
     let l = line_of(d, "[environment");
     expect_usage_error(
         d,
         &t3,
-        &["baselines/train.toml", &format!("line {l}, column"), "re-capture"],
+        &[
+            "baselines/train.toml",
+            &format!("line {l}, column"),
+            "re-capture",
+        ],
     );
 }
 
@@ -111,13 +131,20 @@ fn unknown_field_in_baseline() {
     let (dir, t3) = setup();
     let d = dir.path();
     edit_baseline(d, |t| {
-        t.replace("[metrics.gpu_busy_pct]\n", "[metrics.gpu_busy_pct]\nthreshold = 0.5\n")
+        t.replace(
+            "[metrics.gpu_busy_pct]\n",
+            "[metrics.gpu_busy_pct]\nthreshold = 0.5\n",
+        )
     });
     let l = line_of(d, "threshold = 0.5");
     expect_usage_error(
         d,
         &t3,
-        &["baselines/train.toml", &format!("line {l}, column 1"), "threshold"],
+        &[
+            "baselines/train.toml",
+            &format!("line {l}, column 1"),
+            "threshold",
+        ],
     );
 }
 
@@ -126,14 +153,23 @@ fn missing_baseline_names_the_capture_command() {
     let (dir, t3) = setup();
     let d = dir.path();
     let out = gate(d)
-        .args(["check", "--baseline", "other", "--junit", "j.xml", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "other",
+            "--junit",
+            "j.xml",
+            "--replay",
+        ])
         .arg(&t3)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = output(&out).1;
     assert!(
-        stderr.contains("baseline 'other' not found in 'baselines/'; run 'gate capture --baseline other' first"),
+        stderr.contains(
+            "baseline 'other' not found in 'baselines/'; run 'gate capture --baseline other' first"
+        ),
         "{stderr}"
     );
     assert_valid_junit(&d.join("j.xml"));
@@ -169,7 +205,14 @@ fn bad_gate_toml() {
     // --config pointing nowhere is an error, the default path is optional.
     std::fs::remove_file(d.join("gate.toml")).unwrap();
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--config", "nope.toml", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--config",
+            "nope.toml",
+            "--replay",
+        ])
         .arg(&t3)
         .output()
         .unwrap();
@@ -187,7 +230,14 @@ fn corrupt_trace_is_a_usage_error_naming_the_line() {
     let bad = d.join("bad.jsonl");
     std::fs::write(&bad, text).unwrap();
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--junit", "j.xml", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--replay",
+        ])
         .arg(&bad)
         .output()
         .unwrap();
@@ -208,7 +258,14 @@ fn bad_flags_and_names() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--threshold", "15", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--threshold",
+            "15",
+            "--replay",
+        ])
         .arg(&t3)
         .output()
         .unwrap();
@@ -220,7 +277,10 @@ fn bad_flags_and_names() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = gate(d).args(["check", "--baseline", "train"]).output().unwrap();
+    let out = gate(d)
+        .args(["check", "--baseline", "train"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(output(&out).1.contains("nothing to measure"));
 }

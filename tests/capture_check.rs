@@ -18,7 +18,14 @@ fn capture_healthy(dir: &Path, name: &str) {
     let t1 = trace(dir, "healthy-1.jsonl", &healthy(1));
     let t2 = trace(dir, "healthy-2.jsonl", &healthy(2));
     gate(dir)
-        .args(["capture", "--baseline", name, "--commit", "abc123", "--replay"])
+        .args([
+            "capture",
+            "--baseline",
+            name,
+            "--commit",
+            "abc123",
+            "--replay",
+        ])
         .arg(&t1)
         .arg(&t2)
         .assert()
@@ -44,9 +51,8 @@ fn capture_writes_a_reviewable_baseline() {
     assert!(stdout.contains("wrote baseline 'train-h200'"), "{stdout}");
     let text = std::fs::read_to_string(d.join("baselines/train-h200.toml")).unwrap();
     assert!(text.starts_with("# gate baseline 'train-h200'"), "{text}");
-    assert!(
-        text.contains("gate capture --baseline train-h200 --replace -- python train.py --synthetic")
-    );
+    assert!(text
+        .contains("gate capture --baseline train-h200 --replace -- python train.py --synthetic"));
     for needle in [
         "schema_version = 1\n",
         "commit = \"deadbeef\"",
@@ -63,13 +69,22 @@ fn capture_writes_a_reviewable_baseline() {
     }
     // Two runs, each with its own summary.
     let sm = text.split("[metrics.sm_active_pct]").nth(1).unwrap();
-    let runs_block = sm.split("runs = [\n").nth(1).unwrap().split("\n]").next().unwrap();
+    let runs_block = sm
+        .split("runs = [\n")
+        .nth(1)
+        .unwrap()
+        .split("\n]")
+        .next()
+        .unwrap();
     assert_eq!(runs_block.lines().count(), 2, "{runs_block}");
     // The baseline reads back (deny_unknown_fields) and stays stable.
     let b = gpugate::baseline::parse(&text, "x").unwrap();
     assert_eq!(b.capture.runs, 2);
     assert!(b.metrics["samples_per_s"].mean > 900.0);
-    assert!(!text.contains("[gpus."), "one GPU: no per-GPU duplicate tables");
+    assert!(
+        !text.contains("[gpus."),
+        "one GPU: no per-GPU duplicate tables"
+    );
 }
 
 #[test]
@@ -79,10 +94,14 @@ fn existing_baseline_needs_replace_and_shows_the_diff() {
     capture_healthy(d, "b");
     let path = d.join("baselines/b.toml");
     let before = std::fs::read(&path).unwrap();
-    let t3 = trace(d, "fp32.jsonl", &Synth {
-        profile: Profile::Fp32NoTf32,
-        ..healthy(3)
-    });
+    let t3 = trace(
+        d,
+        "fp32.jsonl",
+        &Synth {
+            profile: Profile::Fp32NoTf32,
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
         .args(["capture", "--baseline", "b", "--replay"])
         .arg(&t3)
@@ -141,7 +160,15 @@ fn healthy_run_passes_and_reports_every_format() {
     capture_healthy(d, "train");
     let t3 = trace(d, "healthy-3.jsonl", &healthy(3));
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--junit", "j.xml", "--markdown", "r.md"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--markdown",
+            "r.md",
+        ])
         .args(["--json", "r.json", "--openmetrics", "m.txt", "--replay"])
         .arg(&t3)
         .output()
@@ -149,7 +176,10 @@ fn healthy_run_passes_and_reports_every_format() {
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("VERDICT: PASS (exit 0)"), "{stdout}");
-    assert!(!stdout.contains("\x1b["), "no colour when stdout is not a TTY");
+    assert!(
+        !stdout.contains("\x1b["),
+        "no colour when stdout is not a TTY"
+    );
     // First-class metrics first.
     let wall = stdout.find("wall_time_s").unwrap();
     let tput = stdout.find("samples_per_s").unwrap();
@@ -165,7 +195,10 @@ fn healthy_run_passes_and_reports_every_format() {
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["verdict"], "pass");
     let md = std::fs::read_to_string(d.join("r.md")).unwrap();
-    assert!(md.starts_with("### gate: PASS against baseline `train`"), "{md}");
+    assert!(
+        md.starts_with("### gate: PASS against baseline `train`"),
+        "{md}"
+    );
     let om = std::fs::read_to_string(d.join("m.txt")).unwrap();
     assert!(om.ends_with("# EOF\n"));
     assert!(om.contains("gate_sm_active_pct_mean "), "{om}");
@@ -173,12 +206,26 @@ fn healthy_run_passes_and_reports_every_format() {
 
     // A replayed trace gives the same report byte for byte.
     let again = gate(d)
-        .args(["check", "--baseline", "train", "--format", "json", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--format",
+            "json",
+            "--replay",
+        ])
         .arg(&t3)
         .output()
         .unwrap();
     let first = gate(d)
-        .args(["check", "--baseline", "train", "--format", "json", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--format",
+            "json",
+            "--replay",
+        ])
         .arg(&t3)
         .output()
         .unwrap();
@@ -211,13 +258,24 @@ fn every_pathology_regresses_and_names_what_moved() {
     capture_healthy(d, "train");
     for (i, p) in Profile::PATHOLOGIES.iter().enumerate() {
         let name = format!("{p:?}.jsonl");
-        let t = trace(d, &name, &Synth {
-            profile: *p,
-            ..healthy(10 + i as u64)
-        });
+        let t = trace(
+            d,
+            &name,
+            &Synth {
+                profile: *p,
+                ..healthy(10 + i as u64)
+            },
+        );
         let junit = d.join(format!("{p:?}.xml"));
         let out = gate(d)
-            .args(["check", "--baseline", "train", "--format", "json", "--junit"])
+            .args([
+                "check",
+                "--baseline",
+                "train",
+                "--format",
+                "json",
+                "--junit",
+            ])
             .arg(&junit)
             .arg("--replay")
             .arg(&t)
@@ -235,7 +293,10 @@ fn every_pathology_regresses_and_names_what_moved() {
             .map(|m| m["id"].as_str().unwrap().to_string())
             .collect();
         for id in expected_regressions(*p) {
-            assert!(regressed.iter().any(|r| r == id), "{p:?}: {id} not in {regressed:?}");
+            assert!(
+                regressed.iter().any(|r| r == id),
+                "{p:?}: {id} not in {regressed:?}"
+            );
         }
         assert!(
             regressed.iter().any(|r| r == "samples_per_s"),
@@ -257,9 +318,30 @@ fn failed_benchmarks_are_errors_never_passes() {
     let d = dir.path();
     capture_healthy(d, "train");
     let cases = [
-        ("exit1.jsonl", Synth { exit_code: Some(1), ..healthy(5) }, "exited with code 1"),
-        ("sig.jsonl", Synth { signal: Some(9), ..healthy(6) }, "killed by signal 9"),
-        ("cut.jsonl", Synth { truncated: true, ..healthy(7) }, "truncated"),
+        (
+            "exit1.jsonl",
+            Synth {
+                exit_code: Some(1),
+                ..healthy(5)
+            },
+            "exited with code 1",
+        ),
+        (
+            "sig.jsonl",
+            Synth {
+                signal: Some(9),
+                ..healthy(6)
+            },
+            "killed by signal 9",
+        ),
+        (
+            "cut.jsonl",
+            Synth {
+                truncated: true,
+                ..healthy(7)
+            },
+            "truncated",
+        ),
     ];
     for (name, s, needle) in cases {
         let t = trace(d, name, &s);
@@ -280,7 +362,14 @@ fn failed_benchmarks_are_errors_never_passes() {
         assert!(xml.contains("<error type=\"error\""), "{xml}");
     }
     // A failed run can not become a baseline either.
-    let bad = trace(d, "bad.jsonl", &Synth { exit_code: Some(2), ..healthy(8) });
+    let bad = trace(
+        d,
+        "bad.jsonl",
+        &Synth {
+            exit_code: Some(2),
+            ..healthy(8)
+        },
+    );
     let out = gate(d)
         .args(["capture", "--baseline", "nope", "--replay"])
         .arg(&bad)
@@ -295,10 +384,14 @@ fn environment_mismatch_is_invalid_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let a100 = trace(d, "a100.jsonl", &Synth {
-        gpu_name: "NVIDIA A100-SXM4-80GB".into(),
-        ..healthy(3)
-    });
+    let a100 = trace(
+        d,
+        "a100.jsonl",
+        &Synth {
+            gpu_name: "NVIDIA A100-SXM4-80GB".into(),
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&a100)
@@ -309,21 +402,33 @@ fn environment_mismatch_is_invalid_unless_allowed() {
     assert!(stdout.contains("VERDICT: INVALID"), "{stdout}");
     assert!(stdout.contains("GPU model 'NVIDIA H200' (baseline) vs 'NVIDIA A100-SXM4-80GB'"));
     gate(d)
-        .args(["check", "--baseline", "train", "--allow-env-mismatch", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--allow-env-mismatch",
+            "--replay",
+        ])
         .arg(&a100)
         .assert()
         .code(0);
-    let driver = trace(d, "drv.jsonl", &Synth {
-        driver: "570.86.15".into(),
-        ..healthy(4)
-    });
+    let driver = trace(
+        d,
+        "drv.jsonl",
+        &Synth {
+            driver: "570.86.15".into(),
+            ..healthy(4)
+        },
+    );
     let out = gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&driver)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(output(&out).0.contains("driver major version 580 (baseline) vs 570"));
+    assert!(output(&out)
+        .0
+        .contains("driver major version 580 (baseline) vs 570"));
 }
 
 #[test]
@@ -331,7 +436,14 @@ fn too_few_samples_is_inconclusive() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let short = trace(d, "short.jsonl", &Synth { samples: 12, ..healthy(3) });
+    let short = trace(
+        d,
+        "short.jsonl",
+        &Synth {
+            samples: 12,
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&short)
@@ -348,18 +460,32 @@ fn gated_metric_missing_from_the_new_run_does_not_pass() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let no_gpm = trace(d, "nogpm.jsonl", &Synth {
-        no_gpu_columns: vec!["sm_active_pct".into(), "tensor_pct".into()],
-        ..healthy(3)
-    });
+    let no_gpm = trace(
+        d,
+        "nogpm.jsonl",
+        &Synth {
+            no_gpu_columns: vec!["sm_active_pct".into(), "tensor_pct".into()],
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--junit", "j.xml", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--replay",
+        ])
         .arg(&no_gpm)
         .output()
         .unwrap();
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("not measured in this run: sm_active_pct, tensor_pct"), "{stdout}");
+    assert!(
+        stdout.contains("not measured in this run: sm_active_pct, tensor_pct"),
+        "{stdout}"
+    );
     assert_valid_junit(&d.join("j.xml"));
 }
 
@@ -369,12 +495,23 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
-    let slow = trace(d, "slow.jsonl", &Synth {
-        throughput_scale: 0.7,
-        ..healthy(3)
-    });
+    let slow = trace(
+        d,
+        "slow.jsonl",
+        &Synth {
+            throughput_scale: 0.7,
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--format", "json", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--format",
+            "json",
+            "--replay",
+        ])
         .arg(&slow)
         .output()
         .unwrap();
@@ -395,7 +532,14 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
     )
     .unwrap();
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--format", "json", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--format",
+            "json",
+            "--replay",
+        ])
         .arg(&slow)
         .output()
         .unwrap();
@@ -408,7 +552,11 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
         .unwrap()
         .clone();
     assert_eq!(tp["verdict"], "missing", "not in the baseline: {tp}");
-    assert_eq!(out.status.code(), Some(0), "missing from the baseline does not fail");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "missing from the baseline does not fail"
+    );
 }
 
 #[test]
@@ -425,10 +573,14 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            trace(d, &format!("b{i}.jsonl"), &Synth {
-                throughput_scale: *s,
-                ..healthy(i as u64 + 1)
-            })
+            trace(
+                d,
+                &format!("b{i}.jsonl"),
+                &Synth {
+                    throughput_scale: *s,
+                    ..healthy(i as u64 + 1)
+                },
+            )
         })
         .collect();
     gate(d)
@@ -437,12 +589,23 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
         .assert()
         .success();
     // 10 % slower: beyond the 5 % threshold, inside 2 sd (~30 %).
-    let t = trace(d, "new.jsonl", &Synth {
-        throughput_scale: 0.9,
-        ..healthy(9)
-    });
+    let t = trace(
+        d,
+        "new.jsonl",
+        &Synth {
+            throughput_scale: 0.9,
+            ..healthy(9)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "noisy", "--format", "json", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "noisy",
+            "--format",
+            "json",
+            "--replay",
+        ])
         .arg(&t)
         .output()
         .unwrap();
@@ -466,10 +629,14 @@ fn improvements_fail_only_on_request() {
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
-    let fast = trace(d, "fast.jsonl", &Synth {
-        throughput_scale: 1.5,
-        ..healthy(3)
-    });
+    let fast = trace(
+        d,
+        "fast.jsonl",
+        &Synth {
+            throughput_scale: 1.5,
+            ..healthy(3)
+        },
+    );
     gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&fast)
@@ -477,7 +644,14 @@ fn improvements_fail_only_on_request() {
         .code(0)
         .stdout(predicates::str::contains("improvement"));
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--fail-on-improvement", "--junit", "j.xml"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--fail-on-improvement",
+            "--junit",
+            "j.xml",
+        ])
         .arg("--replay")
         .arg(&fast)
         .output()
@@ -491,8 +665,22 @@ fn improvements_fail_only_on_request() {
 fn straggler_gpu_is_judged_per_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let b1 = trace(d, "b1.jsonl", &Synth { gpus: 4, ..healthy(1) });
-    let b2 = trace(d, "b2.jsonl", &Synth { gpus: 4, ..healthy(2) });
+    let b1 = trace(
+        d,
+        "b1.jsonl",
+        &Synth {
+            gpus: 4,
+            ..healthy(1)
+        },
+    );
+    let b2 = trace(
+        d,
+        "b2.jsonl",
+        &Synth {
+            gpus: 4,
+            ..healthy(2)
+        },
+    );
     gate(d)
         .args(["capture", "--baseline", "multi", "--replay"])
         .arg(&b1)
@@ -502,13 +690,25 @@ fn straggler_gpu_is_judged_per_gpu() {
     let text = std::fs::read_to_string(d.join("baselines/multi.toml")).unwrap();
     assert!(text.contains("[gpus.gpu3]\nindex = 3\n"), "per-GPU tables");
     assert!(text.contains("[gpus.gpu3.metrics.sm_active_pct]"));
-    let t = trace(d, "straggler.jsonl", &Synth {
-        gpus: 4,
-        degrade_gpu: Some((2, Profile::SyncStall)),
-        ..healthy(3)
-    });
+    let t = trace(
+        d,
+        "straggler.jsonl",
+        &Synth {
+            gpus: 4,
+            degrade_gpu: Some((2, Profile::SyncStall)),
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "multi", "--junit", "j.xml", "--format", "json"])
+        .args([
+            "check",
+            "--baseline",
+            "multi",
+            "--junit",
+            "j.xml",
+            "--format",
+            "json",
+        ])
         .arg("--replay")
         .arg(&t)
         .output()
@@ -521,10 +721,18 @@ fn straggler_gpu_is_judged_per_gpu() {
         .unwrap()
         .iter()
         .filter(|m| m["verdict"] == "regression" && m["gpu"].is_u64())
-        .map(|m| (m["gpu"].as_u64().unwrap(), m["id"].as_str().unwrap().to_string()))
+        .map(|m| {
+            (
+                m["gpu"].as_u64().unwrap(),
+                m["id"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     assert!(per_gpu.iter().all(|(g, _)| *g == 2), "{per_gpu:?}");
-    assert!(per_gpu.contains(&(2, "sm_active_pct".into())), "{per_gpu:?}");
+    assert!(
+        per_gpu.contains(&(2, "sm_active_pct".into())),
+        "{per_gpu:?}"
+    );
     assert_valid_junit(&d.join("j.xml"));
     let xml = std::fs::read_to_string(d.join("j.xml")).unwrap();
     assert!(xml.contains("classname=\"gate.multi.gpu2\" name=\"sm_active_pct\""));
@@ -545,12 +753,23 @@ fn multi_node_judges_each_node_and_the_aggregate() {
     let text = std::fs::read_to_string(d.join("baselines/mn.toml")).unwrap();
     assert!(text.contains("runs = 1\nmulti_node = true\n"), "{text}");
     let c0 = trace(d, "c0.jsonl", &healthy(3));
-    let c1 = trace(d, "c1.jsonl", &Synth {
-        profile: Profile::HostBound,
-        ..healthy(4)
-    });
+    let c1 = trace(
+        d,
+        "c1.jsonl",
+        &Synth {
+            profile: Profile::HostBound,
+            ..healthy(4)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "mn", "--multi-node", "--junit", "j.xml"])
+        .args([
+            "check",
+            "--baseline",
+            "mn",
+            "--multi-node",
+            "--junit",
+            "j.xml",
+        ])
         .args(["--format", "json", "--replay"])
         .arg(&c0)
         .arg(&c1)
@@ -567,8 +786,14 @@ fn multi_node_judges_each_node_and_the_aggregate() {
         .map(|m| format!("{}:{}", m["node"], m["id"].as_str().unwrap()))
         .collect();
     assert!(reg.contains(&"1:gpu_busy_pct".to_string()), "{reg:?}");
-    assert!(!reg.iter().any(|x| x.starts_with("0:")), "node 0 is healthy: {reg:?}");
-    assert!(reg.contains(&"null:gpu_busy_pct".to_string()), "aggregate too: {reg:?}");
+    assert!(
+        !reg.iter().any(|x| x.starts_with("0:")),
+        "node 0 is healthy: {reg:?}"
+    );
+    assert!(
+        reg.contains(&"null:gpu_busy_pct".to_string()),
+        "aggregate too: {reg:?}"
+    );
     assert_valid_junit(&d.join("j.xml"));
     let xml = std::fs::read_to_string(d.join("j.xml")).unwrap();
     assert!(xml.contains("classname=\"gate.mn.node1\" name=\"gpu_busy_pct\""));
@@ -580,10 +805,14 @@ fn github_actions_gets_annotations_summary_and_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let t = trace(d, "storm.jsonl", &Synth {
-        profile: Profile::LaunchStorm,
-        ..healthy(3)
-    });
+    let t = trace(
+        d,
+        "storm.jsonl",
+        &Synth {
+            profile: Profile::LaunchStorm,
+            ..healthy(3)
+        },
+    );
     std::fs::write(d.join("summary.md"), "# earlier step\n").unwrap();
     let out = gate(d)
         .env("GITHUB_ACTIONS", "true")
@@ -595,12 +824,18 @@ fn github_actions_gets_annotations_summary_and_outputs() {
         .unwrap();
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(1));
-    let ann: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::error ")).collect();
+    let ann: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("::error "))
+        .collect();
     assert!(!ann.is_empty() && ann.len() <= 10, "{stdout}");
     assert!(ann.iter().any(|a| a.contains("sm_active_pct")), "{ann:?}");
     assert!(ann.iter().all(|a| !a[2..].contains('\n')));
     let summary = std::fs::read_to_string(d.join("summary.md")).unwrap();
-    assert!(summary.starts_with("# earlier step\n### gate: REGRESSION"), "{summary}");
+    assert!(
+        summary.starts_with("# earlier step\n### gate: REGRESSION"),
+        "{summary}"
+    );
     let outputs = std::fs::read_to_string(d.join("out.txt")).unwrap();
     assert!(outputs.contains("verdict=regression\n"), "{outputs}");
     assert!(outputs.contains("regressions="), "{outputs}");
@@ -611,14 +846,26 @@ fn hostile_names_still_give_valid_junit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let t = trace(d, "we\"ird]]>&<run>\u{1b}.jsonl", &Synth {
-        profile: Profile::SyncStall,
-        command: vec!["py\u{1b}[31m".into(), "]]>".into(), "\u{0}\u{7}".into()],
-        extra_output: vec!["samples_per_s: 12 \u{1b}[0m ]]> \u{fffe}".into()],
-        ..healthy(3)
-    });
+    let t = trace(
+        d,
+        "we\"ird]]>&<run>\u{1b}.jsonl",
+        &Synth {
+            profile: Profile::SyncStall,
+            command: vec!["py\u{1b}[31m".into(), "]]>".into(), "\u{0}\u{7}".into()],
+            extra_output: vec!["samples_per_s: 12 \u{1b}[0m ]]> \u{fffe}".into()],
+            ..healthy(3)
+        },
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--junit", "j.xml", "--markdown", "r.md"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--markdown",
+            "r.md",
+        ])
         .arg("--replay")
         .arg(&t)
         .output()
@@ -626,7 +873,10 @@ fn hostile_names_still_give_valid_junit() {
     assert_eq!(out.status.code(), Some(1), "{}", output(&out).1);
     assert_valid_junit(&d.join("j.xml"));
     let xml = std::fs::read(d.join("j.xml")).unwrap();
-    assert!(!xml.contains(&0x1b), "control characters never reach the XML");
+    assert!(
+        !xml.contains(&0x1b),
+        "control characters never reach the XML"
+    );
 }
 
 #[test]
@@ -634,10 +884,14 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "a");
-    let t = trace(d, "fp32.jsonl", &Synth {
-        profile: Profile::Fp32NoTf32,
-        ..healthy(3)
-    });
+    let t = trace(
+        d,
+        "fp32.jsonl",
+        &Synth {
+            profile: Profile::Fp32NoTf32,
+            ..healthy(3)
+        },
+    );
     gate(d)
         .args(["capture", "--baseline", "b", "--replay"])
         .arg(&t)
@@ -646,9 +900,18 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
     let out = gate(d).args(["diff", "a", "b"]).output().unwrap();
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let tensor = stdout.lines().find(|l| l.starts_with("tensor_pct ")).unwrap();
-    assert!(tensor.contains("-100") || tensor.contains("-99"), "{tensor}");
-    assert!(stdout.contains("TOML diff:\n--- baselines/a.toml\n+++ baselines/b.toml"), "{stdout}");
+    let tensor = stdout
+        .lines()
+        .find(|l| l.starts_with("tensor_pct "))
+        .unwrap();
+    assert!(
+        tensor.contains("-100") || tensor.contains("-99"),
+        "{tensor}"
+    );
+    assert!(
+        stdout.contains("TOML diff:\n--- baselines/a.toml\n+++ baselines/b.toml"),
+        "{stdout}"
+    );
     // A baseline against a trace, as JSON.
     let out = gate(d)
         .args(["diff", "baselines/a.toml"])
@@ -667,7 +930,10 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
     assert!(fp32["b"].as_f64().unwrap() > 70.0, "{fp32}");
     assert!(r["toml_diff"].as_str().unwrap().contains("@@"));
     // Unknown operand: exit 2 with the fix.
-    let out = gate(d).args(["diff", "a", "no such/thing"]).output().unwrap();
+    let out = gate(d)
+        .args(["diff", "a", "no such/thing"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -696,10 +962,14 @@ fn baseline_ref_reads_the_target_branch_copy() {
     assert!(git(&["add", "baselines/train.toml"]));
     assert!(git(&["commit", "-qm", "baseline"]));
     // The "merge request" lowers its own baseline to let a regression pass.
-    let storm = trace(d, "storm.jsonl", &Synth {
-        profile: Profile::LaunchStorm,
-        ..healthy(3)
-    });
+    let storm = trace(
+        d,
+        "storm.jsonl",
+        &Synth {
+            profile: Profile::LaunchStorm,
+            ..healthy(3)
+        },
+    );
     gate(d)
         .args(["capture", "--baseline", "train", "--replace", "--replay"])
         .arg(&storm)
@@ -711,7 +981,14 @@ fn baseline_ref_reads_the_target_branch_copy() {
         .assert()
         .code(0);
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--baseline-ref", "HEAD", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--baseline-ref",
+            "HEAD",
+            "--replay",
+        ])
         .arg(&storm)
         .output()
         .unwrap();
@@ -720,9 +997,55 @@ fn baseline_ref_reads_the_target_branch_copy() {
     assert!(stderr.contains("differs from 'HEAD'"), "{stderr}");
     assert!(stdout.contains("HEAD:baselines/train.toml") || stdout.contains("'train'"));
     let out = gate(d)
-        .args(["check", "--baseline", "train", "--baseline-ref", "no-such-ref", "--replay"])
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--baseline-ref",
+            "no-such-ref",
+            "--replay",
+        ])
         .arg(&storm)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", output(&out).1);
+}
+
+#[test]
+fn non_utf8_trace_path_still_gives_valid_reports() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    capture_healthy(d, "train");
+    let name = std::ffi::OsStr::from_bytes(b"run-\xff\xfe-\x1b.jsonl");
+    let p = d.join(name);
+    common::synth::write(
+        &p,
+        &Synth {
+            profile: Profile::LaunchStorm,
+            ..healthy(3)
+        },
+    );
+    let out = gate(d)
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--junit",
+            "j.xml",
+            "--json",
+            "r.json",
+        ])
+        .arg("--replay")
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", output(&out).1);
+    assert_valid_junit(&d.join("j.xml"));
+    let json = std::fs::read_to_string(d.join("r.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(r["runs"][0]["source"]
+        .as_str()
+        .unwrap()
+        .contains('\u{fffd}'));
 }

@@ -80,10 +80,10 @@ impl Reporter for Junit {
             seconds(Some(run_time))
         );
         let mut body = r.reasons.join("\n");
-        let diag = r.diagnosis_text();
+        let diag = &r.diagnosis_text;
         if !diag.is_empty() {
             body.push_str("\nDiagnosis:\n");
-            for d in &diag {
+            for d in diag {
                 body.push_str(&format!("- {d}\n"));
             }
         }
@@ -115,9 +115,14 @@ impl Reporter for Junit {
         let mut out_text = String::new();
         for run in &r.runs {
             out_text.push_str(&format!(
-                "{}{}: {} steady samples, wall {} s, exit {}\n",
+                "{}{} ({}): {} steady samples, wall {} s, exit {}\n",
                 run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
                 run.source,
+                if run.command.is_empty() {
+                    "attached"
+                } else {
+                    &run.command
+                },
                 run.steady_samples,
                 run.wall_time_s
                     .map(|w| w.to_string())
@@ -216,6 +221,9 @@ impl Reporter for Junit {
         ];
         if let Some(c) = &r.baseline.commit {
             props.push(("baseline.commit", c.clone()));
+        }
+        if let Some(run) = r.runs.first() {
+            props.push(("run.command", run.command.clone()));
         }
         for (k, v) in props {
             xml.push_str(&format!(

@@ -83,9 +83,14 @@ impl Reporter for Markdown {
         ));
         for run in &r.runs {
             out.push_str(&format!(
-                "{}Run `{}`: {} steady samples ({} valid), wall {}, exit {}{}.  \n",
+                "{}Run `{}` (`{}`): {} steady samples ({} valid), wall {}, exit {}{}.  \n",
                 run.node.map(|n| format!("Node {n}: ")).unwrap_or_default(),
                 cell(&run.source),
+                if run.command.is_empty() {
+                    "attached to a PID".to_string()
+                } else {
+                    cell(&run.command)
+                },
                 run.steady_samples,
                 run.valid_samples,
                 value_with_unit(run.wall_time_s, "s"),

@@ -78,7 +78,7 @@ pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> Stri
         noise_text(m),
         m.reason
     );
-    let diag = report.diagnosis_text();
+    let diag = report.diagnosis_text.clone();
     if !diag.is_empty() {
         s.push_str("\nDiagnosis:\n");
         for d in diag {

@@ -41,9 +41,23 @@ pub fn stdout_wants_color() -> bool {
     !no_color && std::io::stdout().is_terminal()
 }
 
+/// Text from traces and files (paths, benchmark output) may hold escape
+/// sequences; a report must not be able to drive the user's terminal.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 fn row(m: &MetricResult) -> [String; 8] {
     [
-        m.label(),
+        clean(&m.label()),
         m.statistic.as_str().to_string(),
         value_with_unit(m.baseline, &m.unit),
         value_with_unit(m.new, &m.unit),
@@ -60,10 +74,10 @@ impl Reporter for Terminal {
         let b = &r.baseline;
         out.push_str(&format!(
             "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
-            b.name,
+            clean(&b.name),
             b.runs,
             if b.runs == 1 { "" } else { "s" },
-            b.gpu_model,
+            clean(&b.gpu_model),
             b.gpu_count,
             if b.created.is_empty() {
                 String::new()
@@ -79,7 +93,7 @@ impl Reporter for Terminal {
             out.push_str(&format!(
                 "{}{}: {} steady samples ({} valid), wall {}, exit {}{}\n",
                 run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
-                run.source,
+                clean(&run.source),
                 run.steady_samples,
                 run.valid_samples,
                 value_with_unit(run.wall_time_s, "s"),
@@ -162,17 +176,17 @@ impl Reporter for Terminal {
         if !regressions.is_empty() {
             out.push_str("\nWhy:\n");
             for m in regressions {
-                out.push_str(&format!("  {}: {}\n", m.label(), m.reason));
+                out.push_str(&format!("  {}: {}\n", clean(&m.label()), clean(&m.reason)));
             }
         }
         if !r.diagnosis.is_empty() {
             out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
-            for (i, d) in r.diagnosis_text().iter().enumerate() {
-                out.push_str(&format!("  {}. {d}\n", i + 1));
+            for (i, d) in r.diagnosis_text.iter().enumerate() {
+                out.push_str(&format!("  {}. {}\n", i + 1, clean(d)));
             }
         }
         for w in &r.warnings {
-            out.push_str(&format!("\nwarning: {w}"));
+            out.push_str(&format!("\nwarning: {}", clean(w)));
         }
         if !r.warnings.is_empty() {
             out.push('\n');
@@ -197,9 +211,36 @@ impl Reporter for Terminal {
         } else {
             out.push('\n');
             for reason in &r.reasons {
-                out.push_str(&format!("  - {reason}\n"));
+                out.push_str(&format!("  - {}\n", clean(reason)));
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_when_asked_and_table_is_aligned() {
+        let r = crate::report::tests_support::sample_report();
+        let plain = Terminal { color: false }.render(&r);
+        assert!(!plain.contains('\x1b'), "{plain}");
+        assert!(plain.contains("VERDICT: REGRESSION (exit 1)"));
+        assert!(plain.contains("Diagnosis (what changed"));
+        let header = plain.lines().find(|l| l.starts_with("metric")).unwrap();
+        let row = plain
+            .lines()
+            .find(|l| l.starts_with("sm_active_pct[gpu1]"))
+            .unwrap();
+        let col = header.chars().position(|c| c == 'v').unwrap();
+        let cell: String = row.chars().skip(col).take(10).collect();
+        assert_eq!(cell, "regression", "{header}\n{row}");
+        let coloured = Terminal { color: true }.render(&r);
+        assert!(coloured.contains("\x1b[1;31mregression\x1b[0m"));
+        // Context metrics that moved a lot are shown, marked as not gated.
+        assert!(plain.contains("-- context, not gated"));
+        assert!(plain.contains("dram_pct"));
     }
 }

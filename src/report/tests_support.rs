@@ -40,7 +40,7 @@ fn metric(
 }
 
 pub fn sample_report() -> CheckReport {
-    CheckReport {
+    let mut r = CheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
         gate_version: "0.1.0".into(),
         baseline: BaselineInfo {
@@ -60,6 +60,7 @@ pub fn sample_report() -> CheckReport {
         fail_on_improvement: false,
         runs: vec![RunInfo {
             source: "run\u{7}\"1\".jsonl".into(),
+            command: "python train.py --tag ]]> \u{1b}[0m".into(),
             node: None,
             gpu_model: "NVIDIA H200".into(),
             gpu_count: 2,
@@ -92,6 +93,7 @@ pub fn sample_report() -> CheckReport {
             ),
             metric("dram_pct", None, 18.0, 88.0, Verdict::Info, false),
         ],
+        diagnosis_text: vec![],
         diagnosis: vec![Finding {
             rule: "kernels_too_small".into(),
             severity: Severity::High,
@@ -107,5 +109,7 @@ pub fn sample_report() -> CheckReport {
             info: 1,
             ..Default::default()
         },
-    }
+    };
+    r.diagnosis_text = r.diagnosis.iter().map(Finding::text).collect();
+    r
 }

@@ -7,6 +7,7 @@ pub mod synth;
 
 use std::path::{Path, PathBuf};
 
+#[allow(unused_imports)] // not every test file uses both
 pub use synth::{Profile, Synth};
 
 /// The `gate` binary, run in `dir`, with CI variables cleared so the

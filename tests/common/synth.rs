@@ -7,8 +7,8 @@
 
 use gpugate::metrics::{GPU_METRICS, HOST_METRICS};
 use gpugate::trace::{
-    EndRecord, EventKind, EventRecord, Fingerprint, GpuInfo, Header, HostInfo,
-    OutputRecord, Record, SampleRecord, TraceWriter, SCHEMA_VERSION,
+    EndRecord, EventKind, EventRecord, Fingerprint, GpuInfo, Header, HostInfo, OutputRecord,
+    Record, SampleRecord, TraceWriter, SCHEMA_VERSION,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -56,7 +56,7 @@ impl Profile {
             "mem_busy_pct" => dram * 0.8,
             "sm_clock_mhz" => 1470.0,
             "mem_clock_mhz" => 2619.0,
-            "throttle_power_pct" => if power > 600.0 { 100.0 } else { 0.0 },
+            "throttle_power_pct" => pick(power > 600.0, 100.0, 0.0),
             "throttle_thermal_pct" | "throttle_other_pct" => 0.0,
             "power_w" => power,
             "energy_j" => 1000.0,
@@ -64,10 +64,10 @@ impl Profile {
             "mem_used_mib" => 40000.0,
             "mem_used_pct" => 28.0,
             "target_mem_mib" => 38000.0,
-            "processes" => if contention { 2.0 } else { 1.0 },
-            "other_processes" => if contention { 1.0 } else { 0.0 },
-            "target_sm_share_pct" => if contention { 50.0 } else { sm },
-            "other_sm_share_pct" => if contention { 50.0 } else { 0.0 },
+            "processes" => pick(contention, 2.0, 1.0),
+            "other_processes" => pick(contention, 1.0, 0.0),
+            "target_sm_share_pct" => pick(contention, 50.0, sm),
+            "other_sm_share_pct" => pick(contention, 50.0, 0.0),
             "graphics_pct" => busy,
             "sm_active_pct" => sm,
             "sm_occupancy_pct" => occ,
@@ -86,15 +86,15 @@ impl Profile {
     pub fn host_mean(self, id: &str) -> f64 {
         let host_bound = self == Profile::HostBound;
         match id {
-            "target_cpu_pct" => if host_bound { 100.0 } else { 60.0 },
-            "target_cpu_user_pct" => if host_bound { 92.0 } else { 50.0 },
-            "target_cpu_sys_pct" => if host_bound { 8.0 } else { 10.0 },
+            "target_cpu_pct" => pick(host_bound, 100.0, 60.0),
+            "target_cpu_user_pct" => pick(host_bound, 92.0, 50.0),
+            "target_cpu_sys_pct" => pick(host_bound, 8.0, 10.0),
             "target_rss_mib" => 4096.0,
             "target_threads" => 24.0,
             "target_processes" => 1.0,
             "target_ctx_switches_per_s" => 2000.0,
             "target_vol_ctx_switches_per_s" => 1500.0,
-            "host_cpu_busy_pct" => if host_bound { 55.0 } else { 30.0 },
+            "host_cpu_busy_pct" => pick(host_bound, 55.0, 30.0),
             _ => 0.0,
         }
     }
@@ -112,6 +112,15 @@ impl Profile {
             HostBound => 280.0,
             Contention => 520.0,
         }
+    }
+}
+
+/// `yes` when `cond`, else `no` (keeps the profile tables one line per metric).
+fn pick(cond: bool, yes: f64, no: f64) -> f64 {
+    if cond {
+        yes
+    } else {
+        no
     }
 }
 
@@ -285,7 +294,8 @@ pub fn write(path: &Path, s: &Synth) {
         }))
         .unwrap();
         if i % 10 == 9 && i >= s.warmup_samples {
-            let tput = s.profile.samples_per_s() * s.throughput_scale * (1.0 + (rng.next() - 0.5) * 0.02);
+            let tput =
+                s.profile.samples_per_s() * s.throughput_scale * (1.0 + (rng.next() - 0.5) * 0.02);
             w.write(&Record::Output(OutputRecord {
                 t,
                 line: format!("step {i} loss 0.42 samples_per_s: {tput:.1}"),
@@ -314,7 +324,11 @@ pub fn write(path: &Path, s: &Synth) {
         t: end_t,
         samples: total as u64,
         late_samples: 0,
-        exit_code: if s.signal.is_some() { None } else { s.exit_code },
+        exit_code: if s.signal.is_some() {
+            None
+        } else {
+            s.exit_code
+        },
         signal: s.signal,
         target_wall_s: Some(end_t / 1000.0),
         reason: "target_exited".into(),
