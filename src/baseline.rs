@@ -840,13 +840,13 @@ pub enum StoreOutcome {
 
 /// Write `text` to `path` without ever losing data:
 /// - an exclusive lock on `PATH.lock` (fs4) serialises concurrent captures
-///   of one baseline, so the existence check and the rename are one step;
+///   of one baseline, so the existence check and the rename are one step
+///   (the lock file is removed afterwards, see `LockGuard`);
 /// - an existing file is only replaced with `replace`, and the diff is
 ///   returned either way for the user to review;
 /// - the write goes to a temp file in the same directory, is fsynced, then
 ///   renamed over the target (atomic on POSIX), and the directory fsynced.
 pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, GateError> {
-    use fs4::fs_std::FileExt;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -860,13 +860,8 @@ pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, Gat
     std::fs::create_dir_all(&dir).map_err(|e| io_err("cannot create the directory of", e))?;
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(PathBuf::from(&lock_path))
-        .map_err(|e| io_err("cannot open the lock file of", e))?;
-    FileExt::lock_exclusive(&lock).map_err(|e| io_err("cannot lock", e))?;
+    let _lock = LockGuard::acquire(PathBuf::from(lock_path))
+        .map_err(|e| io_err("cannot lock (NAME.toml.lock)", e))?;
 
     let outcome = match std::fs::read_to_string(path) {
         Ok(old) => {
@@ -902,8 +897,57 @@ pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, Gat
     if let Ok(d) = std::fs::File::open(&dir) {
         let _ = d.sync_all(); // make the rename durable
     }
-    drop(lock); // releases the lock
     Ok(outcome)
+}
+
+/// Exclusive lock on `NAME.toml.lock`, removed again on drop so no stale
+/// lock files are left next to baselines. Removing a lock file is only safe
+/// if a waiter that then gets the lock notices it locked an unlinked file:
+/// after locking, the path must still name the inode we locked, else retry.
+struct LockGuard {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl LockGuard {
+    fn acquire(path: PathBuf) -> std::io::Result<LockGuard> {
+        use fs4::fs_std::FileExt;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            FileExt::lock_exclusive(&file)?;
+            if same_file(&file, &path) {
+                return Ok(LockGuard { file, path });
+            }
+            // Another capture removed it between our open and our lock.
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &std::fs::File, path: &Path) -> bool {
+    path.exists()
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Unlink while still holding the lock; closing the file unlocks.
+        #[cfg(unix)]
+        let _ = std::fs::remove_file(&self.path);
+        let _ = &self.file;
+    }
 }
 
 /// Unified diff of two texts (3 lines of context), `a/` and `b/` headers.
@@ -1094,6 +1138,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert!(names.iter().all(|n| !n.ends_with(".lock")), "{names:?}");
     }
 
     #[test]
