@@ -1,1 +1,539 @@
-//! (not yet implemented)
+//! `gate.toml`: the repository's gating policy. Owns parsing and validation
+//! of the file and the resolution of each metric's effective policy
+//! (statistic, direction, tolerances) from catalogue defaults, the file and
+//! the command line.
+//!
+//! ```toml
+//! [defaults]
+//! threshold = 0.10            # relative tolerance for every gated metric
+//!
+//! [metrics.sm_active_pct]     # any id of the metric catalogue (src/metrics.rs)
+//! relative = 0.05             # fraction of the baseline value
+//! absolute = 3.0              # in the metric's unit
+//! statistic = "mean"          # mean | p5 | p50 | median | p95 | p99 | min | max
+//! direction = "higher_is_better"
+//! enabled = true              # false: report only, never fail
+//!
+//! [user_metrics.samples_per_s]  # numbers the benchmark prints itself
+//! regex = 'samples_per_s: ([0-9.eE+-]+)'
+//! source = "stdout"           # or "metrics_file"
+//! direction = "higher_is_better"
+//! unit = "1/s"
+//! aggregate = "mean"          # mean | median | last over matching lines
+//!
+//! [rules]                     # handed to diagnose::RuleSet::with_user_rules
+//! ```
+//!
+//! Precedence of the relative tolerance: `[metrics.<id>].relative`, then
+//! `--threshold`, then `[defaults].threshold`, then 0.10. The most specific
+//! setting wins: a flag on the command line loosens or tightens the default,
+//! not a limit someone chose for one metric on purpose.
+//!
+//! Unknown keys, unknown metric ids, bad regexes and wrong types are errors
+//! (exit 2) naming the file, line and column, never silently ignored: a typo
+//! in a gate's policy must not turn into a gate that checks nothing.
+
+use crate::error::GateError;
+use crate::metrics::{self, Direction, Statistic};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use toml::Spanned;
+
+/// Relative tolerance when neither the file nor the command line sets one:
+/// the 10 % the source documents use for their CI gates.
+pub const DEFAULT_THRESHOLD: f64 = 0.10;
+
+/// The parsed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub metrics: BTreeMap<Spanned<String>, MetricOverride>,
+    #[serde(default)]
+    pub user_metrics: BTreeMap<Spanned<String>, UserMetricDef>,
+    /// Raw rule table; `diagnose::RuleSet::with_user_rules` owns its schema.
+    #[serde(default)]
+    pub rules: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Relative tolerance (fraction) for all gated metrics.
+    pub threshold: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricOverride {
+    pub relative: Option<f64>,
+    pub absolute: Option<f64>,
+    pub direction: Option<Direction>,
+    pub statistic: Option<Spanned<String>>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserSource {
+    /// Lines the benchmark printed on stdout (the trace's `output` records).
+    #[default]
+    Stdout,
+    /// The text of `--metrics-file` stored in the trace's end record.
+    MetricsFile,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregate {
+    #[default]
+    Mean,
+    Median,
+    Last,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserMetricDef {
+    /// Regular expression with exactly one capture group: the number.
+    pub regex: Spanned<String>,
+    #[serde(default)]
+    pub source: UserSource,
+    /// Required: whether more is better depends on the number (throughput vs latency).
+    pub direction: Direction,
+    #[serde(default)]
+    pub unit: String,
+    pub relative: Option<f64>,
+    pub absolute: Option<f64>,
+    #[serde(default)]
+    pub aggregate: Aggregate,
+    pub enabled: Option<bool>,
+}
+
+/// The effective gating policy of one metric after all overrides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub id: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub statistic: Statistic,
+    /// Fraction of the baseline value.
+    pub relative: f64,
+    /// In the metric's unit.
+    pub absolute: f64,
+    /// Judged (can fail the run) rather than only reported.
+    pub gated: bool,
+    /// Numbers of the benchmark itself (wall time, user metrics): listed first.
+    pub first_class: bool,
+}
+
+/// A loaded `gate.toml` plus the compiled user-metric regexes.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub file: GateConfig,
+    /// Where it came from (for messages); None when no file exists.
+    pub origin: Option<String>,
+    pub user_regexes: BTreeMap<String, regex::Regex>,
+}
+
+impl Config {
+    /// Load `path`. A missing file is the empty policy when `required` is
+    /// false (the default `gate.toml` need not exist), an error otherwise.
+    pub fn load(path: &Path, required: bool) -> Result<Config, GateError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, &path.display().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                Ok(Config::default())
+            }
+            Err(e) => Err(GateError::bad_file(
+                path,
+                format!("cannot read gate config: {e}; pass --config FILE to point at it"),
+            )),
+        }
+    }
+
+    /// Parse the text of a `gate.toml`; `origin` names it in messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, GateError> {
+        let file: GateConfig = toml::from_str(text).map_err(|e| {
+            toml_error(
+                origin,
+                text,
+                &e,
+                "see the gate.toml reference in docs/gating.md",
+            )
+        })?;
+        let at = |span: std::ops::Range<usize>| {
+            let (l, c) = line_col(text, span.start);
+            format!("line {l}, column {c}")
+        };
+        let bad = |msg: String| GateError::bad_file(origin, msg);
+        if let Some(t) = file.defaults.threshold {
+            check_fraction(t).map_err(|m| bad(format!("[defaults] threshold: {m}")))?;
+        }
+        for (id, o) in &file.metrics {
+            let Some(def) = metrics::find(id.get_ref()) else {
+                return Err(bad(format!(
+                    "{}: unknown metric '{}' in [metrics]; use an id from 'src/metrics.rs' (e.g. sm_active_pct) or define it under [user_metrics]",
+                    at(id.span()),
+                    id.get_ref()
+                )));
+            };
+            if let Some(r) = o.relative {
+                check_fraction(r).map_err(|m| {
+                    bad(format!(
+                        "{}: [metrics.{}] relative: {m}",
+                        at(id.span()),
+                        id.get_ref()
+                    ))
+                })?;
+            }
+            if let Some(a) = o.absolute {
+                if !(a.is_finite() && a >= 0.0) {
+                    return Err(bad(format!(
+                        "{}: [metrics.{}] absolute must be a number >= 0 in {}",
+                        at(id.span()),
+                        id.get_ref(),
+                        def.unit
+                    )));
+                }
+            }
+            if let Some(s) = &o.statistic {
+                if Statistic::parse(s.get_ref()).is_none() {
+                    return Err(bad(format!(
+                        "{}: unknown statistic '{}'; use one of mean, p5, p50 (median), p95, p99, min, max",
+                        at(s.span()),
+                        s.get_ref()
+                    )));
+                }
+            }
+            let direction = o.direction.unwrap_or(def.direction);
+            if o.enabled == Some(true) && direction == Direction::Neutral {
+                return Err(bad(format!(
+                    "{}: [metrics.{}] is neutral (moving either way is not a regression by itself); set direction = \"higher_is_better\" or \"lower_is_better\" to gate it",
+                    at(id.span()),
+                    id.get_ref()
+                )));
+            }
+        }
+        let mut user_regexes = BTreeMap::new();
+        for (name, u) in &file.user_metrics {
+            if metrics::find(name.get_ref()).is_some() {
+                return Err(bad(format!(
+                    "{}: user metric '{}' has the name of a built-in metric; rename it",
+                    at(name.span()),
+                    name.get_ref()
+                )));
+            }
+            if !valid_name(name.get_ref()) {
+                return Err(bad(format!(
+                    "{}: user metric name '{}' may only use letters, digits and '_'",
+                    at(name.span()),
+                    name.get_ref()
+                )));
+            }
+            let re = regex::Regex::new(u.regex.get_ref()).map_err(|e| {
+                bad(format!(
+                    "{}: [user_metrics.{}] regex does not compile: {}",
+                    at(u.regex.span()),
+                    name.get_ref(),
+                    e.to_string().replace('\n', " ")
+                ))
+            })?;
+            if re.captures_len() != 2 {
+                return Err(bad(format!(
+                    "{}: [user_metrics.{}] regex needs exactly one capture group around the number, e.g. 'samples_per_s: ([0-9.eE+-]+)'",
+                    at(u.regex.span()),
+                    name.get_ref()
+                )));
+            }
+            if let Some(r) = u.relative {
+                check_fraction(r).map_err(|m| {
+                    bad(format!(
+                        "{}: [user_metrics.{}] relative: {m}",
+                        at(name.span()),
+                        name.get_ref()
+                    ))
+                })?;
+            }
+            user_regexes.insert(name.get_ref().clone(), re);
+        }
+        Ok(Config {
+            file,
+            origin: Some(origin.to_string()),
+            user_regexes,
+        })
+    }
+
+    fn metric_override(&self, id: &str) -> Option<&MetricOverride> {
+        self.file.metrics.get(id)
+    }
+
+    /// The default relative tolerance after `--threshold` and `[defaults]`.
+    pub fn default_relative(&self, cli_threshold: Option<f64>) -> f64 {
+        cli_threshold
+            .or(self.file.defaults.threshold)
+            .unwrap_or(DEFAULT_THRESHOLD)
+    }
+
+    /// Effective policy of a catalogue metric or a user metric; None when
+    /// the id is neither.
+    pub fn policy(&self, id: &str, cli_threshold: Option<f64>) -> Option<Policy> {
+        let default_rel = self.default_relative(cli_threshold);
+        if let Some(def) = metrics::find(id) {
+            let o = self.metric_override(id);
+            let direction = o.and_then(|o| o.direction).unwrap_or(def.direction);
+            let enabled = o.and_then(|o| o.enabled);
+            let gated = direction != Direction::Neutral
+                && match enabled {
+                    Some(e) => e,
+                    // A direction set on purpose in gate.toml gates the metric.
+                    None => def.gated || o.and_then(|o| o.direction).is_some(),
+                };
+            return Some(Policy {
+                id: id.to_string(),
+                unit: def.unit.to_string(),
+                direction,
+                statistic: o
+                    .and_then(|o| o.statistic.as_ref())
+                    .and_then(|s| Statistic::parse(s.get_ref()))
+                    .unwrap_or(def.statistic),
+                relative: o.and_then(|o| o.relative).unwrap_or(default_rel),
+                absolute: o.and_then(|o| o.absolute).unwrap_or(def.abs_tolerance),
+                gated,
+                first_class: id == metrics::WALL_TIME.id,
+            });
+        }
+        let u = self.file.user_metrics.get(id)?;
+        Some(Policy {
+            id: id.to_string(),
+            unit: u.unit.clone(),
+            direction: u.direction,
+            // One value per run (the aggregate over matching lines); several
+            // runs are averaged like any other per-run statistic.
+            statistic: Statistic::Mean,
+            relative: u.relative.unwrap_or(default_rel),
+            absolute: u.absolute.unwrap_or(0.0),
+            gated: u.direction != Direction::Neutral && u.enabled.unwrap_or(true),
+            first_class: true,
+        })
+    }
+
+    /// Names of the user metrics, in file (sorted) order.
+    pub fn user_metric_names(&self) -> Vec<String> {
+        self.user_regexes.keys().cloned().collect()
+    }
+
+    /// Values of each user metric in one trace: every match of its regex,
+    /// then the configured aggregate. Unparsable captures are skipped.
+    pub fn user_metric_values(
+        &self,
+        trace: &crate::trace::Trace,
+    ) -> BTreeMap<String, UserMetricValue> {
+        let mut out = BTreeMap::new();
+        for (name, re) in &self.user_regexes {
+            let def = &self.file.user_metrics[name.as_str()];
+            let mut values = Vec::new();
+            let mut scan = |line: &str| {
+                if let Some(v) = re
+                    .captures(line)
+                    .and_then(|c| c.get(1))
+                    .and_then(|m| m.as_str().trim().parse::<f64>().ok())
+                    .filter(|v| v.is_finite())
+                {
+                    values.push(v);
+                }
+            };
+            match def.source {
+                UserSource::Stdout => trace.output.iter().for_each(|o| scan(&o.line)),
+                UserSource::MetricsFile => {
+                    if let Some(text) = trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
+                        text.lines().for_each(&mut scan);
+                    }
+                }
+            }
+            if values.is_empty() {
+                continue;
+            }
+            let value = match def.aggregate {
+                Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
+                Aggregate::Median => {
+                    let mut s = values.clone();
+                    s.sort_by(|a, b| a.total_cmp(b));
+                    crate::stats::percentile_sorted(&s, 50.0)
+                }
+                Aggregate::Last => *values.last().unwrap_or(&f64::NAN),
+            };
+            // Lines within a run are autocorrelated like samples: batch means.
+            let ci95 = match def.aggregate {
+                Aggregate::Last => None,
+                _ => crate::stats::batch_means_ci95(&values),
+            };
+            out.insert(
+                name.clone(),
+                UserMetricValue {
+                    value,
+                    lines: values.len(),
+                    ci95,
+                },
+            );
+        }
+        out
+    }
+}
+
+/// One user metric of one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserMetricValue {
+    pub value: f64,
+    /// Matching lines.
+    pub lines: usize,
+    /// 95 % half-width over the lines (batch means), when there are enough.
+    pub ci95: Option<f64>,
+}
+
+fn check_fraction(v: f64) -> Result<(), String> {
+    if v.is_finite() && (0.0..=10.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{v} is not a fraction; write 0.10 for 10 % (0 to 10 allowed)"
+        ))
+    }
+}
+
+/// Names that are safe as a file stem, a JUnit classname part and an
+/// OpenMetrics name part.
+pub fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && !s.starts_with('.')
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut cut = offset;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let before = &text[..cut];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// A one-line error for a TOML parse/deserialize failure: `origin: line L,
+/// column C: message; fix`.
+pub fn toml_error(origin: &str, text: &str, e: &toml::de::Error, fix: &str) -> GateError {
+    let message = e.message().trim().replace('\n', " ");
+    let location = match e.span() {
+        Some(span) => {
+            let (l, c) = line_col(text, span.start);
+            format!("line {l}, column {c}: ")
+        }
+        None => String::new(),
+    };
+    GateError::bad_file(origin, format!("{location}{message}; {fix}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_catalogue_defaults() {
+        let c = Config::parse("", "gate.toml").unwrap();
+        let p = c.policy("sm_active_pct", None).unwrap();
+        assert!(p.gated);
+        assert_eq!(p.statistic, Statistic::Mean);
+        assert_eq!(p.relative, DEFAULT_THRESHOLD);
+        assert_eq!(p.absolute, 5.0);
+        assert!(!c.policy("dram_pct", None).unwrap().gated);
+        assert!(c.policy("no_such_metric", None).is_none());
+    }
+
+    #[test]
+    fn overrides_and_precedence() {
+        let text = r#"
+[defaults]
+threshold = 0.2
+
+[metrics.sm_active_pct]
+relative = 0.05
+statistic = "median"
+
+[metrics.dram_pct]
+direction = "lower_is_better"
+
+[metrics.tensor_pct]
+enabled = false
+"#;
+        let c = Config::parse(text, "gate.toml").unwrap();
+        let sm = c.policy("sm_active_pct", Some(0.3)).unwrap();
+        assert_eq!(sm.relative, 0.05, "per-metric beats the command line");
+        assert_eq!(sm.statistic, Statistic::P50);
+        assert_eq!(c.policy("gpu_busy_pct", Some(0.3)).unwrap().relative, 0.3);
+        assert_eq!(c.policy("gpu_busy_pct", None).unwrap().relative, 0.2);
+        assert!(c.policy("dram_pct", None).unwrap().gated);
+        assert!(!c.policy("tensor_pct", None).unwrap().gated);
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_column() {
+        let text = "[defaults]\nthreshold = 0.1\n\n[metrics.sm_active_pct]\nrelativ = 0.05\n";
+        let err = Config::parse(text, "gate.toml").unwrap_err().to_string();
+        assert!(err.starts_with("gate.toml: line 5, column 1:"), "{err}");
+        assert!(err.contains("relativ"), "{err}");
+    }
+
+    #[test]
+    fn unknown_metric_and_bad_regex_are_located() {
+        let err = Config::parse("[metrics.sm_activ_pct]\nrelative = 0.1\n", "g.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1, column 10"), "{err}");
+        assert!(err.contains("sm_activ_pct"), "{err}");
+        let err = Config::parse(
+            "[user_metrics.tput]\nregex = 'tput: [0-9]+'\ndirection = \"higher_is_better\"\n",
+            "g.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("capture group"),
+            "{err}"
+        );
+        let err = Config::parse("[user_metrics.tput]\nregex = '(x'\n", "g.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("direction"), "{err}");
+    }
+
+    #[test]
+    fn neutral_metric_cannot_be_enabled_without_a_direction() {
+        let err = Config::parse("[metrics.power_w]\nenabled = true\n", "g.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("neutral"), "{err}");
+    }
+
+    #[test]
+    fn rules_table_is_kept_raw() {
+        let c = Config::parse(
+            "[rules.launch_storm]\nthreshold = 3\n[rules.x]\nwhen = 'a > b'\n",
+            "g.toml",
+        )
+        .unwrap();
+        assert_eq!(c.file.rules.len(), 2);
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncé d", 7), (2, 4));
+        assert_eq!(line_col("x", 0), (1, 1));
+    }
+}

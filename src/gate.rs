@@ -1,1 +1,1015 @@
-//! (not yet implemented)
+//! Verdicts: is a new run worse than its baseline, metric by metric and as a
+//! whole? Owns the decision rule, the run-level checks (crash, environment,
+//! too little data) and the `CheckReport` every reporter renders.
+//!
+//! # The decision rule (also in docs/gating.md)
+//!
+//! For a metric with baseline value `b` and new value `x` of its statistic
+//! (mean, p95, ...), let `worse` be the change in the bad direction
+//! (`b - x` when higher is better, `x - b` when lower is better).
+//!
+//! - **tolerance** `tol = max(relative * |b|, absolute)`: a change must
+//!   exceed both the relative threshold and the absolute one (a 10 % rise of
+//!   a 0.3 % throttle share is not news).
+//! - **noise** `noise = max(2 * sd_runs, ci_base + ci_new)` where `sd_runs`
+//!   is the standard deviation of the statistic across the baseline's runs
+//!   (run-to-run noise: process start, clocks, data order; needs >= 2 runs)
+//!   and `ci_*` are 95 % half-widths of each side's mean from batch means
+//!   (`stats::batch_means_ci95`; for several runs `sqrt(sum ci_i^2) / k`).
+//!   Samples 100 ms apart are autocorrelated, so they are never treated as
+//!   independent draws: `stdev / sqrt(n)` would call every wobble
+//!   significant. For percentile statistics the mean's interval is used as
+//!   the scale of within-run noise (an approximation, stated as such).
+//!   Adding the two half-widths (instead of combining them in quadrature)
+//!   is deliberately conservative, in the spirit of criterion.rs: a change
+//!   counts only when the whole interval clears the noise.
+//! - `worse > tol` and `worse > noise`: **regression**.
+//!   `worse > tol` but `worse <= noise`: **inconclusive** (reported, does
+//!   not fail: rerun or capture the baseline with more `--runs`).
+//!   `-worse > tol` and `-worse > noise`: **improvement**. Otherwise **pass**.
+//! - Neutral or disabled metrics are reported as **info**, never judged.
+//!
+//! # Run-level verdict and exit code
+//!
+//! `error` (benchmark crashed, exited nonzero, trace truncated; exit 3) >
+//! `invalid` (GPU model, GPU count or driver major differ from the
+//! baseline, unless allowed; exit 3) > `regression` (exit 1) >
+//! `inconclusive` (fewer than `MIN_STEADY_SAMPLES` valid samples, or a gated
+//! metric not measured; exit 3) > `pass` (exit 0). A crashed benchmark is
+//! never a pass, whatever its counters say.
+
+use crate::baseline::{Baseline, BaselineMetric, Environment, RunInput};
+use crate::config::{Config, Policy};
+use crate::diagnose::{Finding, RuleSet};
+use crate::exit_code;
+use crate::metrics::{self, Direction, Statistic};
+use crate::stats::MetricStats;
+use serde::Serialize;
+
+/// Version of the JSON report format.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Fewer valid steady samples than this give no verdict: 20 samples at
+/// 100 ms is 2 s, less than two batch-means batches, too little to tell a
+/// regression from a pause.
+pub const MIN_STEADY_SAMPLES: usize = 20;
+
+/// Per-metric verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Regression,
+    Improvement,
+    /// Beyond the threshold but within the measured noise.
+    Inconclusive,
+    /// Gated, but absent from the baseline or the new run.
+    Missing,
+    /// Not gated (neutral or disabled): reported for context.
+    Info,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Regression => "regression",
+            Verdict::Improvement => "improvement",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Missing => "missing",
+            Verdict::Info => "info",
+        }
+    }
+}
+
+/// Verdict of the whole run; decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunVerdict {
+    Pass,
+    Inconclusive,
+    Regression,
+    Invalid,
+    Error,
+}
+
+impl RunVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "pass",
+            RunVerdict::Regression => "regression",
+            RunVerdict::Inconclusive => "inconclusive",
+            RunVerdict::Invalid => "invalid",
+            RunVerdict::Error => "error",
+        }
+    }
+
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunVerdict::Pass => exit_code::PASS,
+            RunVerdict::Regression => exit_code::REGRESSION,
+            RunVerdict::Inconclusive | RunVerdict::Invalid | RunVerdict::Error => exit_code::INFRA,
+        }
+    }
+}
+
+/// One side's value of a metric statistic, with its uncertainty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Mean over runs of each run's statistic.
+    pub value: f64,
+    /// 95 % half-width of `value` from within-run batch means, when known.
+    pub ci95: Option<f64>,
+    /// Each run's statistic.
+    pub runs: Vec<f64>,
+}
+
+impl Observation {
+    /// Combine per-run `(statistic, ci95)` pairs: the mean of the values and
+    /// the half-width of a mean of independent estimates,
+    /// `sqrt(sum ci_i^2) / k` (None when any run has none).
+    pub fn from_runs(per_run: &[(f64, Option<f64>)]) -> Option<Observation> {
+        let vals: Vec<(f64, Option<f64>)> = per_run
+            .iter()
+            .copied()
+            .filter(|(v, _)| v.is_finite())
+            .collect();
+        if vals.is_empty() {
+            return None;
+        }
+        let k = vals.len() as f64;
+        let value = vals.iter().map(|v| v.0).sum::<f64>() / k;
+        let ci95 = vals
+            .iter()
+            .map(|v| v.1.map(|c| c * c))
+            .sum::<Option<f64>>()
+            .map(|s| s.sqrt() / k);
+        Some(Observation {
+            value,
+            ci95,
+            runs: vals.iter().map(|v| v.0).collect(),
+        })
+    }
+
+    /// The baseline's observation of `statistic` from its per-run summaries
+    /// (pooled statistic without interval when it has none).
+    pub fn from_baseline(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
+        if m.runs.is_empty() {
+            let v = m.get_named(statistic.as_str())?;
+            return Observation::from_runs(&[(v, None)]);
+        }
+        let per_run: Vec<(f64, Option<f64>)> =
+            m.runs.iter().map(|r| (r.get(statistic), r.ci95)).collect();
+        Observation::from_runs(&per_run)
+    }
+
+    /// Standard deviation of the per-run values (None with fewer than 2).
+    pub fn run_stdev(&self) -> Option<f64> {
+        let k = self.runs.len();
+        if k < 2 {
+            return None;
+        }
+        let mean = self.runs.iter().sum::<f64>() / k as f64;
+        Some((self.runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt())
+    }
+}
+
+/// Outcome of comparing one metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Effective tolerance in the metric's unit: max(relative*|b|, absolute).
+    pub tolerance: f64,
+    /// Noise band in the metric's unit.
+    pub noise: f64,
+    pub reason: String,
+}
+
+/// The decision rule of the module doc, for one metric.
+pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgement {
+    let b = base.value;
+    let x = new.value;
+    let tolerance = (policy.relative * b.abs()).max(policy.absolute);
+    let run_noise = base.run_stdev().map(|s| 2.0 * s).unwrap_or(0.0);
+    let ci_noise = base.ci95.unwrap_or(0.0) + new.ci95.unwrap_or(0.0);
+    let noise = run_noise.max(ci_noise);
+    let worse = match policy.direction {
+        Direction::HigherIsBetter => b - x,
+        Direction::LowerIsBetter => x - b,
+        Direction::Neutral => 0.0,
+    };
+    let unit = &policy.unit;
+    let stat = policy.statistic.as_str();
+    let tol_text = format!(
+        "tolerance {} {unit} (max of {:.0} % of baseline and {} {unit})",
+        fmt_num(tolerance),
+        policy.relative * 100.0,
+        fmt_num(policy.absolute)
+    );
+    let noise_text = format!("noise band {} {unit}", fmt_num(noise));
+    if !policy.gated {
+        return Judgement {
+            verdict: Verdict::Info,
+            tolerance,
+            noise,
+            reason: "not gated (neutral or disabled): reported for context".into(),
+        };
+    }
+    let moved = || {
+        format!(
+            "{stat} {} -> {} {unit} ({}{} {unit})",
+            fmt_num(b),
+            fmt_num(x),
+            if x >= b { "+" } else { "" },
+            fmt_num(x - b)
+        )
+    };
+    let (verdict, reason) = if worse > tolerance && worse > noise {
+        (
+            Verdict::Regression,
+            format!(
+                "{} is worse than the {tol_text} and the {noise_text}",
+                moved()
+            ),
+        )
+    } else if worse > tolerance {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{} exceeds the {tol_text} but not the {noise_text} measured between runs; rerun, or capture the baseline with more --runs",
+                moved()
+            ),
+        )
+    } else if -worse > tolerance && -worse > noise {
+        (
+            Verdict::Improvement,
+            format!(
+                "{} is better by more than the {tol_text} and the {noise_text}; consider refreshing the baseline",
+                moved()
+            ),
+        )
+    } else {
+        (Verdict::Pass, format!("{} within the {tol_text}", moved()))
+    };
+    Judgement {
+        verdict,
+        tolerance,
+        noise,
+        reason,
+    }
+}
+
+/// Short numbers for messages: 4 significant digits.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    let decimals = if a >= 1000.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        (3.0 - a.log10().floor()).min(9.0) as usize
+    };
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// One metric's comparison, as every reporter shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricResult {
+    pub id: String,
+    /// Node of a multi-node run (None: the run, or the aggregate over nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<usize>,
+    /// GPU slot (None: aggregate over GPUs, host or run-level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<usize>,
+    pub unit: String,
+    pub direction: Direction,
+    pub statistic: Statistic,
+    pub gated: bool,
+    /// The benchmark's own numbers (wall time, user metrics).
+    pub first_class: bool,
+    pub baseline: Option<f64>,
+    pub new: Option<f64>,
+    /// new - baseline.
+    pub change: Option<f64>,
+    /// Relative change in percent (None when the baseline is 0).
+    pub change_pct: Option<f64>,
+    pub threshold_rel: f64,
+    pub threshold_abs: f64,
+    /// Effective tolerance in the unit (max of both thresholds).
+    pub tolerance: Option<f64>,
+    pub noise: Option<f64>,
+    pub verdict: Verdict,
+    pub reason: String,
+}
+
+impl MetricResult {
+    /// `sm_active_pct`, `sm_active_pct[gpu1]`, `node2/sm_active_pct[gpu1]`.
+    pub fn label(&self) -> String {
+        let mut s = String::new();
+        if let Some(n) = self.node {
+            s.push_str(&format!("node{n}/"));
+        }
+        s.push_str(&self.id);
+        if let Some(g) = self.gpu {
+            s.push_str(&format!("[gpu{g}]"));
+        }
+        s
+    }
+
+    /// Fails the run (with `fail_on_improvement` for improvements).
+    pub fn fails(&self, fail_on_improvement: bool) -> bool {
+        self.verdict == Verdict::Regression
+            || (fail_on_improvement && self.verdict == Verdict::Improvement)
+    }
+}
+
+/// What was measured for one run or node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    pub source: String,
+    /// The benchmark's command line (argv joined by spaces; empty when attached).
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<usize>,
+    pub gpu_model: String,
+    pub gpu_count: usize,
+    pub steady_samples: usize,
+    pub valid_samples: usize,
+    pub total_samples: usize,
+    pub wall_time_s: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineInfo {
+    pub name: String,
+    /// File it was read from (`REF:path` with --baseline-ref).
+    pub source: String,
+    pub created: String,
+    pub commit: Option<String>,
+    pub runs: usize,
+    pub gpu_model: String,
+    pub gpu_count: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub regression: usize,
+    pub improvement: usize,
+    pub inconclusive: usize,
+    pub missing: usize,
+    pub info: usize,
+}
+
+/// Everything `gate check` found: the input of every reporter. Pure data,
+/// and the same for the same traces and files (no clock, no host lookups).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckReport {
+    pub schema_version: u32,
+    pub gate_version: String,
+    pub baseline: BaselineInfo,
+    pub verdict: RunVerdict,
+    pub exit_code: i32,
+    /// Why the run verdict is what it is (crash, mismatch, too few
+    /// samples, regressions), one sentence each.
+    pub reasons: Vec<String>,
+    /// Non-fatal remarks (allowed environment mismatch, inconclusive metrics).
+    pub warnings: Vec<String>,
+    pub multi_node: bool,
+    /// Improvements fail the run too (`--fail-on-improvement`).
+    pub fail_on_improvement: bool,
+    pub runs: Vec<RunInfo>,
+    /// First-class metrics first, then gated ones, then per GPU / node,
+    /// then context (info).
+    pub metrics: Vec<MetricResult>,
+    /// Root-cause findings for what changed (`RuleSet::explain_change`),
+    /// most likely first.
+    pub diagnosis: Vec<Finding>,
+    /// `Finding::text()` of each finding, in the same order.
+    pub diagnosis_text: Vec<String>,
+    pub counts: Counts,
+}
+
+impl CheckReport {
+    pub fn regressions(&self) -> impl Iterator<Item = &MetricResult> {
+        self.metrics
+            .iter()
+            .filter(|m| m.verdict == Verdict::Regression)
+    }
+}
+
+/// Everything `check` needs; all pure data.
+pub struct CheckInput<'a, 'b> {
+    pub baseline: &'a Baseline,
+    pub baseline_source: String,
+    pub config: &'a Config,
+    pub cli_threshold: Option<f64>,
+    pub runs: &'a [RunInput<'b>],
+    pub multi_node: bool,
+    pub allow_env_mismatch: bool,
+    pub fail_on_improvement: bool,
+    pub rules: &'a RuleSet,
+}
+
+/// Why a trace cannot count as a successful benchmark run, if it cannot.
+pub fn run_failure(trace: &crate::trace::Trace) -> Option<String> {
+    let src = trace.path.display();
+    if trace.truncated {
+        return Some(format!(
+            "trace '{src}' is truncated (no end record): the benchmark or the recording was cut short"
+        ));
+    }
+    let end = trace.end.as_ref()?;
+    if let Some(sig) = end.signal {
+        // gate itself stops the target with SIGTERM when --duration is reached.
+        if end.reason != "duration_reached" {
+            return Some(format!(
+                "the benchmark was killed by signal {sig} ('{src}')"
+            ));
+        }
+    }
+    if let Some(code) = end.exit_code {
+        if code != 0 {
+            return Some(format!("the benchmark exited with code {code} ('{src}')"));
+        }
+    }
+    if end.reason == "interrupted" {
+        return Some(format!("the recording was interrupted ('{src}')"));
+    }
+    None
+}
+
+/// Valid steady samples: the largest count any gated sampled metric has
+/// (a GPM glitch sample counts as missing, not as a sample); the steady
+/// sample count when no gated metric is sampled (host-only runs).
+pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
+    let s = &r.summary;
+    let gated = |id: &&String| config.policy(id, None).map(|p| p.gated).unwrap_or(false);
+    s.gpu_aggregate
+        .iter()
+        .chain(s.host.iter())
+        .filter(|(id, _)| gated(id))
+        .map(|(_, m)| m.n)
+        .max()
+        .unwrap_or(s.steady_samples)
+}
+
+/// Where a metric lives, for extracting values from runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Sampled,
+    WallTime,
+    User,
+}
+
+fn kind_of(id: &str, config: &Config) -> Kind {
+    if id == metrics::WALL_TIME.id {
+        Kind::WallTime
+    } else if config.user_regexes.contains_key(id) {
+        Kind::User
+    } else {
+        Kind::Sampled
+    }
+}
+
+/// A run's `(statistic, ci95)` of `id` on `gpu` (None = aggregate/host).
+fn run_value(
+    r: &RunInput,
+    id: &str,
+    kind: Kind,
+    gpu: Option<usize>,
+    stat: Statistic,
+) -> Option<(f64, Option<f64>)> {
+    let of = |m: &MetricStats| (m.get(stat), m.mean_ci95);
+    match (kind, gpu) {
+        (Kind::WallTime, None) => r.summary.wall_time_s.map(|v| (v, None)),
+        (Kind::User, None) => r.user.get(id).map(|u| (u.value, u.ci95)),
+        (Kind::Sampled, None) => r
+            .summary
+            .gpu_aggregate
+            .get(id)
+            .or_else(|| r.summary.host.get(id))
+            .map(of),
+        (Kind::Sampled, Some(g)) => r.summary.gpus.get(g)?.metrics.get(id).map(of),
+        _ => None,
+    }
+}
+
+/// The new side's observation over a set of runs (or nodes).
+fn observe(
+    runs: &[&RunInput],
+    id: &str,
+    kind: Kind,
+    gpu: Option<usize>,
+    stat: Statistic,
+    nodes: bool,
+) -> Option<Observation> {
+    let per: Vec<(f64, Option<f64>)> = runs
+        .iter()
+        .filter_map(|r| run_value(r, id, kind, gpu, stat))
+        .collect();
+    if nodes && kind == Kind::WallTime {
+        // A multi-node run takes as long as its slowest node.
+        let max = per.iter().map(|p| p.0).fold(f64::NAN, f64::max);
+        return Observation::from_runs(&[(max, None)]);
+    }
+    Observation::from_runs(&per)
+}
+
+fn policy_for(id: &str, input: &CheckInput) -> Policy {
+    if let Some(p) = input.config.policy(id, input.cli_threshold) {
+        return p;
+    }
+    // A column this gate's catalogue does not know: report, never gate.
+    let unit = input
+        .baseline
+        .metrics
+        .get(id)
+        .map(|m| m.unit.clone())
+        .unwrap_or_default();
+    Policy {
+        id: id.to_string(),
+        unit,
+        direction: Direction::Neutral,
+        statistic: Statistic::Mean,
+        relative: input.config.default_relative(input.cli_threshold),
+        absolute: 0.0,
+        gated: false,
+        first_class: false,
+    }
+}
+
+fn compare(
+    policy: &Policy,
+    base: Option<&BaselineMetric>,
+    new: Option<Observation>,
+    node: Option<usize>,
+    gpu: Option<usize>,
+) -> Option<MetricResult> {
+    let base_obs = base.and_then(|m| Observation::from_baseline(m, policy.statistic));
+    let mut r = MetricResult {
+        id: policy.id.clone(),
+        node,
+        gpu,
+        unit: policy.unit.clone(),
+        direction: policy.direction,
+        statistic: policy.statistic,
+        gated: policy.gated,
+        first_class: policy.first_class,
+        baseline: base_obs.as_ref().map(|o| o.value),
+        new: new.as_ref().map(|o| o.value),
+        change: None,
+        change_pct: None,
+        threshold_rel: policy.relative,
+        threshold_abs: policy.absolute,
+        tolerance: None,
+        noise: None,
+        verdict: Verdict::Info,
+        reason: String::new(),
+    };
+    match (&base_obs, &new) {
+        (None, None) => return None,
+        (Some(b), Some(n)) => {
+            let j = judge(policy, b, n);
+            r.change = Some(n.value - b.value);
+            r.change_pct = (b.value != 0.0).then(|| (n.value - b.value) / b.value.abs() * 100.0);
+            r.tolerance = Some(j.tolerance);
+            r.noise = Some(j.noise);
+            r.verdict = j.verdict;
+            r.reason = j.reason;
+        }
+        (None, Some(_)) => {
+            if !policy.gated {
+                r.reason = "not in the baseline".into();
+            } else {
+                r.verdict = Verdict::Missing;
+                r.reason =
+                    "not in the baseline, so not judged; re-capture the baseline to gate it".into();
+            }
+        }
+        (Some(_), None) => {
+            if !policy.gated {
+                r.reason = "not measured in this run".into();
+            } else {
+                r.verdict = Verdict::Missing;
+                r.reason = format!(
+                    "in the baseline but not measured in this run ({} unsupported, GPM unavailable, or the benchmark did not print it)",
+                    policy.id
+                );
+            }
+        }
+    }
+    Some(r)
+}
+
+/// Judge the runs against the baseline and assemble the report.
+pub fn check(input: &CheckInput) -> CheckReport {
+    let b = input.baseline;
+    let mut reasons = Vec::new();
+    let mut warnings = Vec::new();
+    let mut verdict = RunVerdict::Pass;
+    let raise = |v: &mut RunVerdict, to: RunVerdict| {
+        if to > *v {
+            *v = to;
+        }
+    };
+
+    // ---- run-level checks
+    let mut runs_info = Vec::new();
+    for (i, r) in input.runs.iter().enumerate() {
+        let t = r.trace;
+        let env = Environment::from_fingerprint(&t.header.fingerprint);
+        let valid = valid_samples(r, input.config);
+        let who = if input.multi_node {
+            format!("node {i}")
+        } else if input.runs.len() > 1 {
+            format!("run {}", i + 1)
+        } else {
+            "this run".to_string()
+        };
+        if let Some(f) = run_failure(t) {
+            reasons.push(format!("{who}: {f}; a failed benchmark is never a pass"));
+            raise(&mut verdict, RunVerdict::Error);
+        }
+        let mism = b.environment.mismatches(&env);
+        if !mism.is_empty() {
+            let text = format!(
+                "{who}: environment differs from the baseline: {}",
+                mism.join("; ")
+            );
+            if input.allow_env_mismatch {
+                warnings.push(format!("{text} (allowed by --allow-env-mismatch)"));
+            } else {
+                reasons.push(format!(
+                    "{text}; compare like with like, re-capture on this hardware, or pass --allow-env-mismatch"
+                ));
+                raise(&mut verdict, RunVerdict::Invalid);
+            }
+        }
+        if valid < MIN_STEADY_SAMPLES {
+            reasons.push(format!(
+                "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
+            ));
+            raise(&mut verdict, RunVerdict::Inconclusive);
+        }
+        runs_info.push(RunInfo {
+            source: t.path.display().to_string(),
+            command: t.header.command.join(" "),
+            node: input.multi_node.then_some(i),
+            gpu_model: env.gpu_model,
+            gpu_count: env.gpu_count,
+            steady_samples: r.summary.steady_samples,
+            valid_samples: valid,
+            total_samples: r.summary.total_samples,
+            wall_time_s: r.summary.wall_time_s,
+            exit_code: t.exit_code(),
+            signal: t.end.as_ref().and_then(|e| e.signal),
+            truncated: t.truncated,
+        });
+    }
+
+    // ---- metric ids, in report order
+    let first_class: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
+        .chain(input.config.user_metric_names())
+        .collect();
+    let mut sampled: Vec<String> = metrics::GPU_METRICS
+        .iter()
+        .chain(metrics::HOST_METRICS.iter())
+        .map(|d| d.id.to_string())
+        .collect();
+    // Columns unknown to this catalogue (a newer recorder) go last.
+    for r in input.runs {
+        for id in r.summary.gpu_aggregate.keys().chain(r.summary.host.keys()) {
+            if !sampled.contains(id) {
+                sampled.push(id.clone());
+            }
+        }
+    }
+    let gpu_cols: Vec<String> = metrics::GPU_METRICS
+        .iter()
+        .map(|d| d.id.to_string())
+        .collect();
+
+    let all: Vec<&RunInput> = input.runs.iter().collect();
+    let mut results: Vec<MetricResult> = Vec::new();
+    let mut context: Vec<MetricResult> = Vec::new();
+    let mut push = |r: MetricResult, results: &mut Vec<MetricResult>| {
+        if r.gated {
+            results.push(r);
+        } else {
+            context.push(r);
+        }
+    };
+
+    // Aggregate (over runs, or over the nodes of one run).
+    for id in first_class.iter().chain(sampled.iter()) {
+        let p = policy_for(id, input);
+        let kind = kind_of(id, input.config);
+        let new = observe(&all, id, kind, None, p.statistic, input.multi_node);
+        if let Some(r) = compare(&p, b.metric(id, None), new, None, None) {
+            push(r, &mut results);
+        }
+    }
+    // Per GPU, when there are several (with one, the aggregate is that GPU).
+    let ngpu = input
+        .runs
+        .iter()
+        .map(|r| r.summary.gpus.len())
+        .max()
+        .unwrap_or(0);
+    let per_gpu = |runs: &[&RunInput], node: Option<usize>, out: &mut Vec<MetricResult>| {
+        if ngpu < 2 {
+            return;
+        }
+        for g in 0..ngpu {
+            for id in &gpu_cols {
+                let p = policy_for(id, input);
+                if !p.gated {
+                    continue;
+                }
+                let new = observe(runs, id, Kind::Sampled, Some(g), p.statistic, false);
+                if let Some(r) = compare(&p, b.metric(id, Some(g)), new, node, Some(g)) {
+                    out.push(r);
+                }
+            }
+        }
+    };
+    if !input.multi_node {
+        per_gpu(&all, None, &mut results);
+    } else {
+        // Each node judged on its own against the baseline (a node's run).
+        for (i, r) in input.runs.iter().enumerate() {
+            let one = [r];
+            for id in first_class.iter().chain(sampled.iter()) {
+                let p = policy_for(id, input);
+                if !p.gated {
+                    continue;
+                }
+                let kind = kind_of(id, input.config);
+                let new = observe(&one, id, kind, None, p.statistic, false);
+                if let Some(m) = compare(&p, b.metric(id, None), new, Some(i), None) {
+                    results.push(m);
+                }
+            }
+            per_gpu(&one, Some(i), &mut results);
+        }
+    }
+    results.extend(context);
+
+    // ---- counts and run verdict from metrics
+    let mut counts = Counts::default();
+    for m in &results {
+        match m.verdict {
+            Verdict::Pass => counts.pass += 1,
+            Verdict::Regression => counts.regression += 1,
+            Verdict::Improvement => counts.improvement += 1,
+            Verdict::Inconclusive => counts.inconclusive += 1,
+            Verdict::Missing => counts.missing += 1,
+            Verdict::Info => counts.info += 1,
+        }
+    }
+    let failing: Vec<String> = results
+        .iter()
+        .filter(|m| m.fails(input.fail_on_improvement))
+        .map(|m| m.label())
+        .collect();
+    if counts.regression > 0 {
+        reasons.push(format!(
+            "{} regression{} beyond threshold and noise: {}",
+            counts.regression,
+            if counts.regression == 1 { "" } else { "s" },
+            results
+                .iter()
+                .filter(|m| m.verdict == Verdict::Regression)
+                .map(|m| m.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if input.fail_on_improvement && counts.improvement > 0 {
+        reasons.push(format!(
+            "{} improvement{} beyond threshold and noise (--fail-on-improvement): re-capture the baseline to lock {} in",
+            counts.improvement,
+            if counts.improvement == 1 { "" } else { "s" },
+            if counts.improvement == 1 { "it" } else { "them" },
+        ));
+    }
+    if !failing.is_empty() {
+        raise(&mut verdict, RunVerdict::Regression);
+    }
+    let missing_new: Vec<String> = results
+        .iter()
+        .filter(|m| m.verdict == Verdict::Missing && m.new.is_none())
+        .map(|m| m.label())
+        .collect();
+    if !missing_new.is_empty() {
+        reasons.push(format!(
+            "gated metrics not measured in this run: {}; a gate that measured nothing must not pass",
+            missing_new.join(", ")
+        ));
+        raise(&mut verdict, RunVerdict::Inconclusive);
+    }
+    let missing_base = results
+        .iter()
+        .filter(|m| m.verdict == Verdict::Missing && m.baseline.is_none())
+        .count();
+    if missing_base > 0 {
+        warnings.push(format!(
+            "{missing_base} gated metric(s) are not in the baseline and were not judged; re-capture it"
+        ));
+    }
+    if counts.inconclusive > 0 {
+        warnings.push(format!(
+            "{} metric(s) moved beyond the threshold but within the run-to-run noise: {}",
+            counts.inconclusive,
+            results
+                .iter()
+                .filter(|m| m.verdict == Verdict::Inconclusive)
+                .map(|m| m.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if results.iter().all(|m| !m.gated) && verdict == RunVerdict::Pass {
+        reasons.push("no gated metric could be compared".into());
+        raise(&mut verdict, RunVerdict::Inconclusive);
+    }
+
+    // ---- diagnosis: what changed, per run/node, strongest finding per rule
+    let mut diagnosis: Vec<Finding> = Vec::new();
+    for r in input.runs {
+        for f in input.rules.explain_change(b, &r.summary) {
+            match diagnosis.iter_mut().find(|d| d.rule == f.rule) {
+                Some(d) if d.score >= f.score => {}
+                Some(d) => *d = f,
+                None => diagnosis.push(f),
+            }
+        }
+    }
+    diagnosis.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+
+    CheckReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        gate_version: crate::GATE_VERSION.to_string(),
+        baseline: BaselineInfo {
+            name: b.name.clone(),
+            source: input.baseline_source.clone(),
+            created: b.created.clone(),
+            commit: b.commit.clone(),
+            runs: b.capture.runs,
+            gpu_model: b.environment.gpu_model.clone(),
+            gpu_count: b.environment.gpu_count,
+        },
+        exit_code: verdict.exit_code(),
+        verdict,
+        reasons,
+        warnings,
+        multi_node: input.multi_node,
+        fail_on_improvement: input.fail_on_improvement,
+        runs: runs_info,
+        metrics: results,
+        diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
+        diagnosis,
+        counts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(direction: Direction, rel: f64, abs: f64) -> Policy {
+        Policy {
+            id: "sm_active_pct".into(),
+            unit: "%".into(),
+            direction,
+            statistic: Statistic::Mean,
+            relative: rel,
+            absolute: abs,
+            gated: true,
+            first_class: false,
+        }
+    }
+
+    fn obs(runs: &[f64], ci: Option<f64>) -> Observation {
+        let per: Vec<(f64, Option<f64>)> = runs.iter().map(|v| (*v, ci)).collect();
+        Observation::from_runs(&per).unwrap()
+    }
+
+    #[test]
+    fn regression_needs_threshold_and_noise() {
+        let p = policy(Direction::HigherIsBetter, 0.10, 5.0);
+        let base = obs(&[97.0, 96.0, 98.0], Some(0.5));
+        // 97 -> 50: far beyond 9.7 and the noise.
+        let j = judge(&p, &base, &obs(&[50.0], Some(1.0)));
+        assert_eq!(j.verdict, Verdict::Regression, "{}", j.reason);
+        assert!((j.tolerance - 9.7).abs() < 1e-9);
+        // 97 -> 90: inside the 10 % tolerance.
+        assert_eq!(
+            judge(&p, &base, &obs(&[90.0], Some(1.0))).verdict,
+            Verdict::Pass
+        );
+        // Higher is better: going up is an improvement, not a regression.
+        let j = judge(
+            &policy(Direction::HigherIsBetter, 0.1, 0.0),
+            &obs(&[50.0, 50.0], Some(0.1)),
+            &obs(&[80.0], Some(0.1)),
+        );
+        assert_eq!(j.verdict, Verdict::Improvement);
+    }
+
+    #[test]
+    fn beyond_threshold_but_inside_run_to_run_noise_is_inconclusive() {
+        let p = policy(Direction::HigherIsBetter, 0.10, 0.0);
+        // Baseline runs 40, 60, 80: sd 20, band 40. New 45: 15 below 60
+        // (> 6 tolerance) but inside the band.
+        let base = obs(&[40.0, 60.0, 80.0], Some(1.0));
+        let j = judge(&p, &base, &obs(&[45.0], Some(1.0)));
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
+        assert!((j.noise - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn single_run_baseline_uses_batch_means_intervals() {
+        let p = policy(Direction::LowerIsBetter, 0.05, 0.0);
+        let base = obs(&[100.0], Some(8.0));
+        // +7 beyond 5 % but within 8 + 2 = 10 of combined half-widths.
+        let j = judge(&p, &base, &obs(&[107.0], Some(2.0)));
+        assert_eq!(j.verdict, Verdict::Inconclusive);
+        assert_eq!(j.noise, 10.0);
+        let j = judge(&p, &base, &obs(&[111.0], Some(2.0)));
+        assert_eq!(j.verdict, Verdict::Regression);
+    }
+
+    #[test]
+    fn absolute_tolerance_guards_near_zero_baselines() {
+        let mut p = policy(Direction::LowerIsBetter, 0.10, 0.5);
+        p.id = "other_processes".into();
+        let base = obs(&[0.0, 0.0], None);
+        assert_eq!(
+            judge(&p, &base, &obs(&[0.2], None)).verdict,
+            Verdict::Pass,
+            "0 -> 0.2 is within the 0.5 absolute tolerance"
+        );
+        assert_eq!(
+            judge(&p, &base, &obs(&[1.0], None)).verdict,
+            Verdict::Regression
+        );
+    }
+
+    #[test]
+    fn ungated_metrics_are_info() {
+        let mut p = policy(Direction::Neutral, 0.1, 0.0);
+        p.gated = false;
+        let j = judge(&p, &obs(&[10.0], None), &obs(&[90.0], None));
+        assert_eq!(j.verdict, Verdict::Info);
+    }
+
+    #[test]
+    fn combining_runs_shrinks_the_interval() {
+        let o = Observation::from_runs(&[(10.0, Some(3.0)), (12.0, Some(4.0))]).unwrap();
+        assert_eq!(o.value, 11.0);
+        assert!((o.ci95.unwrap() - 2.5).abs() < 1e-12);
+        assert!(Observation::from_runs(&[(f64::NAN, None)]).is_none());
+        let one = Observation::from_runs(&[(1.0, None), (2.0, Some(1.0))]).unwrap();
+        assert_eq!(one.ci95, None, "unknown interval stays unknown");
+    }
+
+    #[test]
+    fn run_verdict_order_and_exit_codes() {
+        assert!(RunVerdict::Error > RunVerdict::Invalid);
+        assert!(RunVerdict::Invalid > RunVerdict::Regression);
+        assert!(RunVerdict::Regression > RunVerdict::Inconclusive);
+        assert_eq!(RunVerdict::Regression.exit_code(), 1);
+        assert_eq!(RunVerdict::Inconclusive.exit_code(), 3);
+        assert_eq!(RunVerdict::Pass.exit_code(), 0);
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(fmt_num(97.123), "97.12");
+        assert_eq!(fmt_num(0.0123456), "0.01235");
+        assert_eq!(fmt_num(20270.4), "20270");
+        assert_eq!(fmt_num(5.0), "5");
+        assert_eq!(fmt_num(f64::NAN), "n/a");
+    }
+}

@@ -1,10 +1,205 @@
-//! `gate capture` (not yet implemented).
+//! `gate capture`: measure known-good runs (or replay traces) and store
+//! them as `baselines/NAME.toml`. Refuses to baseline a failed run, and
+//! never overwrites an existing baseline silently: it shows the diff and
+//! wants `--replace`.
 
+use super::check::prepare_run;
+use super::measure::{self, MeasureArgs};
+use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
+use crate::config::Config;
+use crate::error::GateError;
+use crate::gate;
 use clap::Args;
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
-pub struct CaptureArgs {}
+pub struct CaptureArgs {
+    /// Name of the baseline (file baselines/NAME.toml); letters, digits, '.', '_', '-'
+    #[arg(long, value_name = "NAME")]
+    pub baseline: String,
 
-pub fn run(_args: CaptureArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("'gate capture' is not implemented yet")
+    /// Directory of baseline files
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+
+    /// Gating policy file (statistics, user metrics) [default: gate.toml, optional]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Measure the command N times; the spread between runs becomes the noise band.
+    /// With --replay: the number of traces (default)
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// Overwrite an existing baseline (the diff is shown either way)
+    #[arg(long)]
+    pub replace: bool,
+
+    /// Where live runs write their traces
+    #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
+    pub trace_dir: PathBuf,
+
+    /// Commit of the code under test [default: $CI_COMMIT_SHA, $GITHUB_SHA, or git rev-parse HEAD]
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+
+    /// The given traces are the nodes of ONE run, not repeated runs
+    #[arg(long)]
+    pub multi_node: bool,
+
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
+    baseline::validate_name(&args.baseline)?;
+    let runs = match (args.measure.is_replay(), args.runs) {
+        (_, Some(0)) => return Err(GateError::usage("--runs must be at least 1").into()),
+        (true, Some(n)) if n != args.measure.replay.len() && !args.multi_node => {
+            return Err(GateError::usage(format!(
+                "--runs {n} but {} trace(s) given to --replay; each trace is one run (drop --runs)",
+                args.measure.replay.len()
+            ))
+            .into())
+        }
+        (true, _) => args.measure.replay.len(),
+        (false, n) => n.unwrap_or(1),
+    };
+    if args.multi_node && !args.measure.is_replay() {
+        return Err(GateError::usage(
+            "--multi-node needs one recorded trace per node: --replay NODE0.jsonl NODE1.jsonl ...",
+        )
+        .into());
+    }
+    let config_path = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("gate.toml"));
+    let config = Config::load(&config_path, args.config.is_some())?;
+
+    let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
+    let inputs: Vec<_> = traces.iter().map(|t| prepare_run(t, &config)).collect();
+
+    // A baseline is a promise of "known good": never build one from a run
+    // that failed, was cut short, or is too short to mean anything.
+    let first_env = Environment::from_fingerprint(&traces[0].header.fingerprint);
+    for (i, r) in inputs.iter().enumerate() {
+        if let Some(f) = gate::run_failure(r.trace) {
+            return Err(GateError::infra(format!(
+                "run {}: {f}; a baseline must come from successful runs",
+                i + 1
+            ))
+            .into());
+        }
+        let valid = gate::valid_samples(r, &config);
+        if valid < gate::MIN_STEADY_SAMPLES {
+            return Err(GateError::infra(format!(
+                "run {} ('{}'): only {valid} valid steady samples (at least {} needed); measure longer (--duration) or shorten --warmup",
+                i + 1,
+                r.trace.path.display(),
+                gate::MIN_STEADY_SAMPLES
+            ))
+            .into());
+        }
+        let env = Environment::from_fingerprint(&r.trace.header.fingerprint);
+        let mism = first_env.mismatches(&env);
+        if !mism.is_empty() {
+            return Err(GateError::infra(format!(
+                "run {} ('{}') was measured on another environment than run 1 ({}); one baseline, one environment",
+                i + 1,
+                r.trace.path.display(),
+                mism.join("; ").replace("(baseline)", "(run 1)")
+            ))
+            .into());
+        }
+    }
+
+    let meta = BuildMeta {
+        created: baseline::now_rfc3339(),
+        commit: detect_commit(args.commit.as_deref()),
+        tags: baseline::cli_tags(&args.measure),
+    };
+    let b = baseline::build(&args.baseline, &inputs, &config, args.multi_node, &meta)?;
+    let text = baseline::to_toml(
+        &b,
+        &baseline::refresh_hint(&args.baseline, &b.capture.command),
+    );
+    let path = baseline::path_for(&args.baseline_dir, &args.baseline);
+    match baseline::store(&path, &text, args.replace)? {
+        StoreOutcome::Refused { diff } => {
+            eprint!("{diff}");
+            return Err(GateError::usage(format!(
+                "baseline '{}' already exists at '{}'; review the diff above and pass --replace to overwrite it",
+                args.baseline,
+                path.display()
+            ))
+            .into());
+        }
+        StoreOutcome::Replaced { diff } => {
+            eprint!("{diff}");
+            println!(
+                "gate: replaced baseline '{}' ({})",
+                args.baseline,
+                path.display()
+            );
+        }
+        StoreOutcome::Created => {
+            println!(
+                "gate: wrote baseline '{}' ({})",
+                args.baseline,
+                path.display()
+            );
+        }
+    }
+    println!(
+        "{} run(s){} on {} x{}; gated metrics (mean over runs, spread between runs):",
+        b.capture.runs,
+        if b.capture.multi_node {
+            format!(" of {} nodes", b.capture.sources.len())
+        } else {
+            String::new()
+        },
+        b.environment.gpu_model,
+        b.environment.gpu_count
+    );
+    for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
+        let o = gate::Observation::from_baseline(m, m.statistic);
+        if let Some(o) = o {
+            println!(
+                "  {id} ({}): {}{}",
+                m.statistic.as_str(),
+                crate::report::value_with_unit(Some(o.value), &m.unit),
+                o.run_stdev()
+                    .map(|s| format!(" (sd {} between runs)", gate::fmt_num(s)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(crate::exit_code::PASS)
+}
+
+/// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else
+/// `git rev-parse HEAD` when the current directory is in a repository.
+pub fn detect_commit(flag: Option<&str>) -> Option<String> {
+    let clean = |s: String| {
+        let s = s.trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    if let Some(c) = flag.and_then(|f| clean(f.to_string())) {
+        return Some(c);
+    }
+    for var in ["CI_COMMIT_SHA", "GITHUB_SHA"] {
+        if let Some(c) = std::env::var(var).ok().and_then(clean) {
+            return Some(c);
+        }
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok().and_then(clean)
 }

@@ -1,10 +1,339 @@
-//! `gate check` (not yet implemented).
+//! `gate check`: measure a run (or replay traces), judge it against a stored
+//! baseline, write the reports and return the exit code of the verdict.
+//!
+//! Also home of the helpers capture and diff share: turning a trace into a
+//! `RunInput` (`prepare_run`, with the single `enrich_summary` call site),
+//! and reading files from the working tree or from a git ref.
 
-use clap::Args;
+use super::measure::{self, MeasureArgs};
+use crate::baseline::{self, Baseline, RunInput};
+use crate::config::Config;
+use crate::diagnose::RuleSet;
+use crate::error::GateError;
+use crate::gate::{self, CheckReport};
+use crate::report::{self, Reporter};
+use crate::stats::{self, RunSummary};
+use crate::trace::Trace;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {}
+pub struct CheckArgs {
+    /// Name of the baseline to judge against (baselines/NAME.toml)
+    #[arg(long, value_name = "NAME")]
+    pub baseline: String,
 
-pub fn run(_args: CheckArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("'gate check' is not implemented yet")
+    /// Directory of baseline files
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+
+    /// Read the baseline and gate.toml from this git ref (e.g. origin/main) instead of the
+    /// working tree, so a merge request cannot loosen its own gate
+    #[arg(long, value_name = "REF")]
+    pub baseline_ref: Option<String>,
+
+    /// Gating policy file [default: gate.toml, optional]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Default relative tolerance as a fraction (0.10 = 10 %); per-metric settings in
+    /// gate.toml win [default: gate.toml [defaults] threshold, else 0.10]
+    #[arg(long, value_name = "FRACTION")]
+    pub threshold: Option<f64>,
+
+    /// Judge even when GPU model, GPU count or driver major differ from the baseline
+    #[arg(long)]
+    pub allow_env_mismatch: bool,
+
+    /// Fail (exit 1) on improvements beyond the threshold too (baseline out of date)
+    #[arg(long)]
+    pub fail_on_improvement: bool,
+
+    /// The given traces are the nodes of ONE run: judge each node and their aggregate
+    #[arg(long)]
+    pub multi_node: bool,
+
+    /// Output format on stdout
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Write a JUnit XML report (one testcase per gated metric and one for the run)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Write a Markdown report
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write the JSON report
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write OpenMetrics text (GitLab metrics report)
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
+
+    /// Where live runs write their traces
+    #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
+    pub trace_dir: PathBuf,
+
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+    match run_inner(&args) {
+        Ok(code) => Ok(code),
+        Err(err) => {
+            // CI still gets a well-formed report naming the problem.
+            let code = crate::error::exit_code_of(&err);
+            let message = err
+                .chain()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(": ");
+            let kind = if code == crate::exit_code::INFRA {
+                "error"
+            } else {
+                "usage"
+            };
+            if let Some(path) = &args.junit {
+                let xml = report::junit::render_error(&args.baseline, kind, &message);
+                if let Err(e) = std::fs::write(path, xml) {
+                    eprintln!("gate: warning: cannot write '{}': {e}", path.display());
+                }
+            }
+            github_output("error", 0);
+            Err(err)
+        }
+    }
+}
+
+fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
+    baseline::validate_name(&args.baseline)?;
+    if let Some(t) = args.threshold {
+        if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
+            return Err(GateError::usage(format!(
+                "--threshold {t} is not a fraction; write 0.10 for 10 %"
+            ))
+            .into());
+        }
+    }
+    if args.multi_node && !args.measure.is_replay() {
+        return Err(GateError::usage(
+            "--multi-node needs one recorded trace per node: --replay NODE0.jsonl NODE1.jsonl ...",
+        )
+        .into());
+    }
+    let (config, baseline, baseline_source) = load_inputs(args)?;
+    let rules = RuleSet::builtin().with_user_rules(&config.file.rules)?;
+
+    let traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
+    let inputs: Vec<RunInput> = traces.iter().map(|t| prepare_run(t, &config)).collect();
+    let report = gate::check(&gate::CheckInput {
+        baseline: &baseline,
+        baseline_source,
+        config: &config,
+        cli_threshold: args.threshold,
+        runs: &inputs,
+        multi_node: args.multi_node,
+        allow_env_mismatch: args.allow_env_mismatch,
+        fail_on_improvement: args.fail_on_improvement,
+        rules: &rules,
+    });
+    emit(args, &report)?;
+    Ok(report.exit_code)
+}
+
+/// Config and baseline, from the working tree or `--baseline-ref`.
+fn load_inputs(args: &CheckArgs) -> anyhow::Result<(Config, Baseline, String)> {
+    let bpath = baseline::path_for(&args.baseline_dir, &args.baseline);
+    let cpath = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("gate.toml"));
+    let Some(reference) = &args.baseline_ref else {
+        let config = Config::load(&cpath, args.config.is_some())?;
+        let b = baseline::load(&bpath, &args.baseline)?;
+        return Ok((config, b, bpath.display().to_string()));
+    };
+    let origin = |p: &Path| format!("{reference}:{}", p.display());
+    let config = match git_show(reference, &cpath)? {
+        Some(text) => {
+            warn_if_differs(&cpath, &text, reference);
+            Config::parse(&text, &origin(&cpath))?
+        }
+        None if args.config.is_some() => {
+            return Err(GateError::usage(format!(
+                "'{}' does not exist at git ref '{reference}'; commit it there or drop --config",
+                cpath.display()
+            ))
+            .into())
+        }
+        None => Config::default(),
+    };
+    let text = git_show(reference, &bpath)?.ok_or_else(|| {
+        GateError::usage(format!(
+            "baseline '{}' not found at git ref '{reference}' ('{}'); capture it and merge it into {reference} first",
+            args.baseline,
+            bpath.display()
+        ))
+    })?;
+    warn_if_differs(&bpath, &text, reference);
+    let b = baseline::parse(&text, &origin(&bpath))?;
+    Ok((config, b, origin(&bpath)))
+}
+
+fn warn_if_differs(path: &Path, ref_text: &str, reference: &str) {
+    if let Ok(local) = std::fs::read_to_string(path) {
+        if local != ref_text {
+            eprintln!(
+                "gate: warning: '{}' in the working tree differs from '{reference}'; judging against '{reference}' (a change cannot loosen its own gate)",
+                path.display()
+            );
+        }
+    }
+}
+
+/// `git show REF:./PATH`: Some(text), None when the path does not exist at
+/// that ref; an error for a bad ref or no repository.
+pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateError> {
+    if path.is_absolute() {
+        return Err(GateError::usage(format!(
+            "with --baseline-ref, '{}' must be relative to the current directory",
+            path.display()
+        )));
+    }
+    let spec = format!("{reference}:./{}", path.display());
+    let out = std::process::Command::new("git")
+        .args(["show", &spec])
+        .output()
+        .map_err(|e| GateError::usage(format!("--baseline-ref needs git: {e}")))?;
+    if out.status.success() {
+        return String::from_utf8(out.stdout).map(Some).map_err(|_| {
+            GateError::bad_file(spec.clone(), "not UTF-8 text; is this a baseline file?")
+        });
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("does not exist in") || err.contains("exists on disk, but not in") {
+        return Ok(None);
+    }
+    Err(GateError::usage(format!(
+        "git show '{spec}' failed: {}; check --baseline-ref (fetch the branch first in CI: git fetch origin main)",
+        err.trim().lines().next().unwrap_or("unknown error")
+    )))
+}
+
+/// The single place a run's summary is completed before judging.
+pub fn prepare_run<'a>(trace: &'a Trace, config: &Config) -> RunInput<'a> {
+    let mut summary = stats::summarize(trace);
+    let user = config.user_metric_values(trace);
+    summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+    enrich_summary(trace, &mut summary);
+    RunInput {
+        trace,
+        summary,
+        user,
+    }
+}
+
+/// LEAD: wire `crate::diagnose::features::compute(trace)` here once the
+/// diag branch provides it, e.g.
+/// `summary.features = crate::diagnose::features::compute(trace);`.
+/// This is the only call site: capture (baseline features), check (the new
+/// run's features for `explain_change`) and diff all go through
+/// `prepare_run`.
+pub fn enrich_summary(_trace: &Trace, _summary: &mut RunSummary) {}
+
+/// Write every requested output, print stdout, and talk to GitHub.
+fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
+    let write = |path: &Option<PathBuf>, text: String, what: &str| -> anyhow::Result<()> {
+        if let Some(p) = path {
+            std::fs::write(p, text)
+                .with_context(|| format!("cannot write the {what} report '{}'", p.display()))?;
+        }
+        Ok(())
+    };
+    write(&args.junit, report::junit::Junit.render(r), "JUnit")?;
+    let markdown = report::markdown::Markdown.render(r);
+    write(&args.markdown, markdown.clone(), "Markdown")?;
+    write(&args.json, report::json::Json.render(r), "JSON")?;
+    write(
+        &args.openmetrics,
+        report::openmetrics::OpenMetrics.render(r),
+        "OpenMetrics",
+    )?;
+    let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let annotations = if github { annotations(r) } else { Vec::new() };
+    match args.format {
+        Format::Text => {
+            let color = report::terminal::stdout_wants_color();
+            print!("{}", report::terminal::Terminal { color }.render(r));
+            for a in &annotations {
+                println!("{a}");
+            }
+        }
+        Format::Json => {
+            print!("{}", report::json::Json.render(r));
+            // Keep stdout parseable; the runner reads commands on stderr too.
+            for a in &annotations {
+                eprintln!("{a}");
+            }
+        }
+    }
+    if let Err(e) = report::github::append_step_summary(&markdown) {
+        eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
+    }
+    github_output(r.verdict.as_str(), r.counts.regression);
+    Ok(())
+}
+
+/// `::error` annotations: one per regression (with the diagnosis), or the
+/// run-level reasons when the run itself failed.
+fn annotations(r: &CheckReport) -> Vec<String> {
+    let mut items: Vec<(String, String)> = r
+        .metrics
+        .iter()
+        .filter(|m| m.fails(r.fail_on_improvement))
+        .map(|m| {
+            (
+                format!("gate: {} {}", m.label(), m.verdict.as_str()),
+                report::failure_text(r, m),
+            )
+        })
+        .collect();
+    if items.is_empty() && r.verdict != gate::RunVerdict::Pass {
+        items = r
+            .reasons
+            .iter()
+            .map(|reason| (format!("gate: {}", r.verdict.as_str()), reason.clone()))
+            .collect();
+    }
+    report::github::error_annotations(&items)
+}
+
+/// Append `verdict=` and `regressions=` to `$GITHUB_OUTPUT` when set.
+fn github_output(verdict: &str, regressions: usize) {
+    let Some(path) = std::env::var_os("GITHUB_OUTPUT") else {
+        return;
+    };
+    let res = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| {
+            use std::io::Write;
+            writeln!(f, "verdict={verdict}\nregressions={regressions}")
+        });
+    if let Err(e) = res {
+        eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
+    }
 }

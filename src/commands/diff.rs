@@ -1,10 +1,266 @@
-//! `gate diff` (not yet implemented).
+//! `gate diff A B`: two baselines (or a baseline and a trace, or two
+//! traces) side by side: environment differences, each metric's change,
+//! and the unified diff of their TOML text (what a reviewer sees in a merge
+//! request when a baseline is refreshed). Informational: exit 0.
 
+use super::check::{prepare_run, Format};
+use crate::baseline::{self, Baseline, BuildMeta};
+use crate::config::Config;
+use crate::error::GateError;
+use crate::gate::fmt_num;
+use crate::metrics;
+use crate::report::value_with_unit;
+use crate::trace::Trace;
 use clap::Args;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {}
+pub struct DiffArgs {
+    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl)
+    #[arg(value_name = "A")]
+    pub a: String,
 
-pub fn run(_args: DiffArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("'gate diff' is not implemented yet")
+    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl)
+    #[arg(value_name = "B")]
+    pub b: String,
+
+    /// Directory of baseline files, for names
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+
+    /// Gating policy file (which statistic each metric is compared on) [default: gate.toml, optional]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Output format on stdout
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// One side: the baseline and the TOML text it was read from (or rendered to).
+struct Side {
+    label: String,
+    baseline: Baseline,
+    text: String,
+}
+
+fn is_trace(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return true;
+    }
+    // A trace's first byte is '{' (its JSON header); a baseline's is '#' or a key.
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| b.iter().copied().find(|c| !c.is_ascii_whitespace()))
+        == Some(b'{')
+}
+
+fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
+    let as_path = PathBuf::from(arg);
+    if as_path.is_file() {
+        if is_trace(&as_path) {
+            let trace = Trace::load(&as_path)?;
+            let input = prepare_run(&trace, config);
+            let name = as_path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "trace".into());
+            // Deterministic: the trace's own start time, not "now".
+            let meta = BuildMeta {
+                created: trace.header.start_time.clone(),
+                ..Default::default()
+            };
+            let b = baseline::build(&name, &[input], config, false, &meta)?;
+            let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
+            return Ok(Side {
+                label: arg.to_string(),
+                baseline: b,
+                text,
+            });
+        }
+        let text = std::fs::read_to_string(&as_path)
+            .map_err(|e| GateError::bad_file(&as_path, format!("cannot read: {e}")))?;
+        let b = baseline::parse(&text, arg)?;
+        return Ok(Side {
+            label: arg.to_string(),
+            baseline: b,
+            text,
+        });
+    }
+    if baseline::validate_name(arg).is_ok() {
+        let path = baseline::path_for(dir, arg);
+        let b = baseline::load(&path, arg)?;
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        return Ok(Side {
+            label: path.display().to_string(),
+            baseline: b,
+            text,
+        });
+    }
+    Err(GateError::usage(format!(
+        "'{arg}' is neither a file nor a baseline name; give a baseline .toml, a trace .jsonl, or a name in '{}'",
+        dir.display()
+    ))
+    .into())
+}
+
+#[derive(Debug, Serialize)]
+struct MetricDiff {
+    id: String,
+    unit: String,
+    statistic: String,
+    gated: bool,
+    a: Option<f64>,
+    b: Option<f64>,
+    change: Option<f64>,
+    change_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct DiffReport {
+    schema_version: u32,
+    a: String,
+    b: String,
+    environment_differences: Vec<String>,
+    metrics: Vec<MetricDiff>,
+    toml_diff: String,
+}
+
+pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
+    let cpath = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("gate.toml"));
+    let config = Config::load(&cpath, args.config.is_some())?;
+    let a = resolve(&args.a, &args.baseline_dir, &config)?;
+    let b = resolve(&args.b, &args.baseline_dir, &config)?;
+
+    // Catalogue order first (first-class on top), then anything else.
+    let mut ids: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
+        .chain(config.user_metric_names())
+        .chain(
+            metrics::GPU_METRICS
+                .iter()
+                .chain(metrics::HOST_METRICS.iter())
+                .map(|d| d.id.to_string()),
+        )
+        .collect();
+    for id in a.baseline.metrics.keys().chain(b.baseline.metrics.keys()) {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    let mut rows = Vec::new();
+    for id in ids {
+        let (ma, mb) = (a.baseline.metrics.get(&id), b.baseline.metrics.get(&id));
+        if ma.is_none() && mb.is_none() {
+            continue;
+        }
+        let template = ma.or(mb).expect("one side has it");
+        let (statistic, unit, gated) = match config.policy(&id, None) {
+            Some(p) => (p.statistic, p.unit, p.gated),
+            None => (template.statistic, template.unit.clone(), template.gated),
+        };
+        let val = |m: Option<&baseline::BaselineMetric>| {
+            m.and_then(|m| crate::gate::Observation::from_baseline(m, statistic))
+                .map(|o| o.value)
+        };
+        let (va, vb) = (val(ma), val(mb));
+        let change = va.zip(vb).map(|(x, y)| y - x);
+        rows.push(MetricDiff {
+            id,
+            unit,
+            statistic: statistic.as_str().to_string(),
+            gated,
+            a: va,
+            b: vb,
+            change,
+            change_pct: va
+                .zip(vb)
+                .filter(|(x, _)| *x != 0.0)
+                .map(|(x, y)| (y - x) / x.abs() * 100.0),
+        });
+    }
+    let report = DiffReport {
+        schema_version: crate::gate::REPORT_SCHEMA_VERSION,
+        a: a.label.clone(),
+        b: b.label.clone(),
+        environment_differences: a
+            .baseline
+            .environment
+            .mismatches(&b.baseline.environment)
+            .into_iter()
+            .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
+            .collect(),
+        metrics: rows,
+        toml_diff: similar::TextDiff::from_lines(&a.text, &b.text)
+            .unified_diff()
+            .context_radius(3)
+            .header(&a.label, &b.label)
+            .to_string(),
+    };
+    match args.format {
+        Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+        Format::Text => print!("{}", render_text(&report)),
+    }
+    Ok(crate::exit_code::PASS)
+}
+
+fn render_text(r: &DiffReport) -> String {
+    let mut out = format!("A: {}\nB: {}\n", r.a, r.b);
+    for d in &r.environment_differences {
+        out.push_str(&format!("environment: {d}\n"));
+    }
+    out.push('\n');
+    let header = ["metric", "stat", "A", "B", "change", "gated"].map(String::from);
+    let rows: Vec<[String; 6]> = r
+        .metrics
+        .iter()
+        .map(|m| {
+            [
+                m.id.clone(),
+                m.statistic.clone(),
+                value_with_unit(m.a, &m.unit),
+                value_with_unit(m.b, &m.unit),
+                match (m.change_pct, m.change) {
+                    (Some(p), _) => format!("{}{:.1} %", if p >= 0.0 { "+" } else { "" }, p),
+                    (None, Some(c)) => format!("{}{}", if c >= 0.0 { "+" } else { "" }, fmt_num(c)),
+                    _ => String::new(),
+                },
+                if m.gated { "yes" } else { "" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut width = [0usize; 6];
+    for row in std::iter::once(&header).chain(rows.iter()) {
+        for (i, c) in row.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(rows.iter()) {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(width[i] - c.chars().count());
+                if (2..=4).contains(&i) {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str("\nTOML diff:\n");
+    if r.toml_diff.is_empty() {
+        out.push_str("(identical)\n");
+    } else {
+        out.push_str(&r.toml_diff);
+    }
+    out
 }

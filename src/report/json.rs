@@ -1,0 +1,29 @@
+//! JSON reporter: the whole `CheckReport` (with `schema_version`), for
+//! scripts and dashboards. Field names are part of the interface.
+
+use super::Reporter;
+use crate::gate::CheckReport;
+
+pub struct Json;
+
+impl Reporter for Json {
+    fn render(&self, report: &CheckReport) -> String {
+        let mut s = serde_json::to_string_pretty(report).expect("a check report always serializes");
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_schema_version_and_verdict() {
+        let r = crate::report::tests_support::sample_report();
+        let v: serde_json::Value = serde_json::from_str(&Json.render(&r)).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["verdict"], "regression");
+        assert_eq!(v["metrics"][0]["id"], "wall_time_s");
+    }
+}

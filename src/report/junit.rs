@@ -1,0 +1,299 @@
+//! JUnit XML for GitLab/Jenkins/GitHub test reports, valid against the
+//! Jenkins xunit schema (`shared/schemas/junit-10.xsd`).
+//!
+//! Written by hand rather than with `junit-report`: that crate (0.9.1)
+//! writes control characters raw, which makes the file ill-formed XML as
+//! soon as a benchmark's command line or output holds an escape sequence,
+//! and a CI report that fails to parse hides the very failure it should
+//! show. Here every text and attribute goes through `escape`, which also
+//! drops characters XML 1.0 cannot carry at all (replaced by a visible
+//! `\u{..}` so nothing silently disappears).
+//!
+//! Layout: one `testsuite` named `gate.<baseline>`; one testcase per gated
+//! metric (classname `gate.<baseline>`, `gate.<baseline>.gpu<N>`,
+//! `gate.<baseline>.node<M>[.gpu<N>]`; name = the metric id, so
+//! classname+name is unique), and one testcase `run verdict` for the run
+//! (crash, environment, too few samples, the overall regression).
+
+use super::{failure_text, Reporter};
+use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
+
+pub struct Junit;
+
+/// XML 1.0 `Char` production.
+fn is_xml_char(c: char) -> bool {
+    matches!(c as u32,
+        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
+/// Escape for element text (`attr` false) or a double-quoted attribute.
+pub fn escape(s: &str, attr: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            // `>` too, so `]]>` can never appear in text.
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Attribute values normalise raw whitespace: keep it as refs.
+            '\n' if attr => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' if attr => out.push_str("&#9;"),
+            c if is_xml_char(c) => out.push(c),
+            c => out.push_str(&format!("\\u{{{:04X}}}", c as u32)),
+        }
+    }
+    out
+}
+
+fn classname(report: &CheckReport, m: &MetricResult) -> String {
+    let mut s = format!("gate.{}", report.baseline.name);
+    if let Some(n) = m.node {
+        s.push_str(&format!(".node{n}"));
+    }
+    if let Some(g) = m.gpu {
+        s.push_str(&format!(".gpu{g}"));
+    }
+    s
+}
+
+/// Seconds for `time` attributes (SUREFIRE_TIME: plain decimal).
+fn seconds(v: Option<f64>) -> String {
+    let v = v.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(0.0);
+    // An empty f64 sum is -0.0, which SUREFIRE_TIME's pattern rejects.
+    format!("{:.3}", v.abs())
+}
+
+impl Reporter for Junit {
+    fn render(&self, r: &CheckReport) -> String {
+        let suite = format!("gate.{}", r.baseline.name);
+        let mut cases = Vec::new();
+        let (mut failures, mut errors, mut skipped) = (0usize, 0usize, 0usize);
+
+        // The run itself.
+        let run_time: f64 = r.runs.iter().filter_map(|x| x.wall_time_s).sum();
+        let mut run_case = format!(
+            "    <testcase classname=\"{}\" name=\"run verdict\" time=\"{}\">\n",
+            escape(&suite, true),
+            seconds(Some(run_time))
+        );
+        let mut body = r.reasons.join("\n");
+        let diag = &r.diagnosis_text;
+        if !diag.is_empty() {
+            body.push_str("\nDiagnosis:\n");
+            for d in diag {
+                body.push_str(&format!("- {d}\n"));
+            }
+        }
+        let message = format!(
+            "{}: {}",
+            r.verdict.as_str(),
+            r.reasons.first().map(String::as_str).unwrap_or("")
+        );
+        match r.verdict {
+            RunVerdict::Pass => {}
+            RunVerdict::Regression => {
+                failures += 1;
+                run_case.push_str(&format!(
+                    "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
+                    escape(&message, true),
+                    escape(&body, false)
+                ));
+            }
+            v => {
+                errors += 1;
+                run_case.push_str(&format!(
+                    "      <error type=\"{}\" message=\"{}\">{}</error>\n",
+                    v.as_str(),
+                    escape(&message, true),
+                    escape(&body, false)
+                ));
+            }
+        }
+        let mut out_text = String::new();
+        for run in &r.runs {
+            out_text.push_str(&format!(
+                "{}{} ({}): {} steady samples, wall {} s, exit {}\n",
+                run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
+                run.source,
+                if run.command.is_empty() {
+                    "attached"
+                } else {
+                    &run.command
+                },
+                run.steady_samples,
+                run.wall_time_s
+                    .map(|w| w.to_string())
+                    .unwrap_or("n/a".into()),
+                run.exit_code.map(|c| c.to_string()).unwrap_or("n/a".into())
+            ));
+        }
+        for w in &r.warnings {
+            out_text.push_str(&format!("warning: {w}\n"));
+        }
+        run_case.push_str(&format!(
+            "      <system-out>{}</system-out>\n    </testcase>\n",
+            escape(&out_text, false)
+        ));
+        cases.push(run_case);
+
+        for m in r.metrics.iter().filter(|m| m.gated) {
+            let mut case = format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
+                escape(&classname(r, m), true),
+                escape(&m.id, true)
+            );
+            let short = format!(
+                "{} {}: {} -> {} ({})",
+                m.id,
+                m.statistic.as_str(),
+                super::value_with_unit(m.baseline, &m.unit),
+                super::value_with_unit(m.new, &m.unit),
+                m.verdict.as_str()
+            );
+            let text = failure_text(r, m);
+            match m.verdict {
+                Verdict::Regression => {
+                    failures += 1;
+                    case.push_str(&format!(
+                        "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
+                        escape(&short, true),
+                        escape(&text, false)
+                    ));
+                }
+                Verdict::Improvement if r.fail_on_improvement => {
+                    failures += 1;
+                    case.push_str(&format!(
+                        "      <failure type=\"improvement\" message=\"{}\">{}</failure>\n",
+                        escape(&short, true),
+                        escape(&text, false)
+                    ));
+                }
+                Verdict::Missing if m.new.is_none() => {
+                    errors += 1;
+                    case.push_str(&format!(
+                        "      <error type=\"missing\" message=\"{}\">{}</error>\n",
+                        escape(&short, true),
+                        escape(&m.reason, false)
+                    ));
+                }
+                Verdict::Missing | Verdict::Inconclusive => {
+                    skipped += 1;
+                    case.push_str(&format!(
+                        "      <skipped type=\"{}\" message=\"{}\"/>\n",
+                        m.verdict.as_str(),
+                        escape(&format!("{short}. {}", m.reason), true)
+                    ));
+                }
+                _ => {
+                    case.push_str(&format!(
+                        "      <system-out>{}</system-out>\n",
+                        escape(&format!("{short}. {}", m.reason), false)
+                    ));
+                }
+            }
+            case.push_str("    </testcase>\n");
+            cases.push(case);
+        }
+
+        let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        xml.push_str(&format!(
+            "<testsuites name=\"gate\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{}\">\n",
+            cases.len(),
+            seconds(Some(run_time))
+        ));
+        xml.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">\n",
+            escape(&suite, true),
+            cases.len(),
+            seconds(Some(run_time))
+        ));
+        xml.push_str("    <properties>\n");
+        let mut props = vec![
+            ("gate.version", r.gate_version.clone()),
+            ("gate.verdict", r.verdict.as_str().to_string()),
+            ("gate.exit_code", r.exit_code.to_string()),
+            ("baseline.name", r.baseline.name.clone()),
+            ("baseline.source", r.baseline.source.clone()),
+            ("baseline.created", r.baseline.created.clone()),
+        ];
+        if let Some(c) = &r.baseline.commit {
+            props.push(("baseline.commit", c.clone()));
+        }
+        if let Some(run) = r.runs.first() {
+            props.push(("run.command", run.command.clone()));
+        }
+        for (k, v) in props {
+            xml.push_str(&format!(
+                "      <property name=\"{}\" value=\"{}\"/>\n",
+                escape(k, true),
+                escape(&v, true)
+            ));
+        }
+        xml.push_str("    </properties>\n");
+        for c in cases {
+            xml.push_str(&c);
+        }
+        xml.push_str("  </testsuite>\n</testsuites>\n");
+        xml
+    }
+}
+
+/// A report for a check that could not run at all (bad baseline or
+/// gate.toml, unreadable trace, no GPU): one `run verdict` testcase with an
+/// `error`, so CI shows the cause instead of a missing report.
+pub fn render_error(baseline: &str, kind: &str, message: &str) -> String {
+    let suite = format!("gate.{baseline}");
+    let first = message.lines().next().unwrap_or("");
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<testsuites name=\"gate\" tests=\"1\" failures=\"0\" errors=\"1\" time=\"0\">\n\
+  <testsuite name=\"{s}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n\
+    <testcase classname=\"{s}\" name=\"run verdict\" time=\"0\">\n\
+      <error type=\"{k}\" message=\"{m}\">{t}</error>\n\
+    </testcase>\n\
+  </testsuite>\n\
+</testsuites>\n",
+        s = escape(&suite, true),
+        k = escape(kind, true),
+        m = escape(first, true),
+        t = escape(message, false)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_drops_nothing_silently_and_never_leaves_cdata_end() {
+        let s = "a\u{1b}[31m]]>\"<'&\u{0}\u{FFFE}\n";
+        let e = escape(s, false);
+        assert_eq!(
+            e,
+            "a\\u{001B}[31m]]&gt;&quot;&lt;&apos;&amp;\\u{0000}\\u{FFFE}\n"
+        );
+        assert_eq!(escape("x\ny\tz", true), "x&#10;y&#9;z");
+    }
+
+    #[test]
+    fn one_testcase_per_gated_metric_plus_the_run_with_unique_names() {
+        let r = crate::report::tests_support::sample_report();
+        let xml = Junit.render(&r);
+        let cases: Vec<&str> = xml
+            .lines()
+            .filter(|l| l.trim_start().starts_with("<testcase"))
+            .collect();
+        let gated = r.metrics.iter().filter(|m| m.gated).count();
+        assert_eq!(cases.len(), gated + 1);
+        let mut keys: Vec<&str> = cases.clone();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), cases.len(), "classname+name unique");
+        assert!(xml.contains("classname=\"gate.demo.gpu1\" name=\"sm_active_pct\""));
+        assert!(xml.contains("<failure type=\"regression\""));
+        assert!(xml.contains("Diagnosis:"), "diagnosis in failure text");
+    }
+}

@@ -1,0 +1,161 @@
+//! Markdown reporter: for merge-request comments, `$GITHUB_STEP_SUMMARY`
+//! and artifacts. Verdict first, then the gated table (first-class metrics
+//! on top), the diagnosis, and the context metrics folded away.
+
+use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use crate::gate::{CheckReport, MetricResult, RunVerdict};
+
+pub struct Markdown;
+
+/// Table-cell text: no line breaks, no pipes, no raw HTML.
+pub fn cell(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\n' | '\r' => ' '.to_string(),
+            '|' => "\\|".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '`' => "'".to_string(),
+            c if c.is_control() => ' '.to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn table(out: &mut String, rows: &[&MetricResult]) {
+    out.push_str("| metric | stat | baseline | new | change | tolerance | noise | verdict |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
+    for m in rows {
+        let verdict = match m.verdict.as_str() {
+            "regression" => "**regression**".to_string(),
+            v => v.to_string(),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            cell(&m.label()),
+            m.statistic.as_str(),
+            cell(&value_with_unit(m.baseline, &m.unit)),
+            cell(&value_with_unit(m.new, &m.unit)),
+            cell(&change_text(m)),
+            cell(&tolerance_text(m)),
+            cell(&noise_text(m)),
+            verdict
+        ));
+    }
+}
+
+impl Reporter for Markdown {
+    fn render(&self, r: &CheckReport) -> String {
+        let mut out = String::new();
+        let mark = match r.verdict {
+            RunVerdict::Pass => "PASS",
+            RunVerdict::Regression => "REGRESSION",
+            RunVerdict::Inconclusive => "INCONCLUSIVE",
+            RunVerdict::Invalid => "INVALID",
+            RunVerdict::Error => "ERROR",
+        };
+        out.push_str(&format!(
+            "### gate: {mark} against baseline `{}` (exit {})\n\n",
+            cell(&r.baseline.name),
+            r.exit_code
+        ));
+        for reason in &r.reasons {
+            out.push_str(&format!("- {}\n", cell(reason)));
+        }
+        for w in &r.warnings {
+            out.push_str(&format!("- warning: {}\n", cell(w)));
+        }
+        if !r.reasons.is_empty() || !r.warnings.is_empty() {
+            out.push('\n');
+        }
+        let b = &r.baseline;
+        out.push_str(&format!(
+            "Baseline `{}`: {} run(s) on {} x{}, captured {}{}.  \n",
+            cell(&b.source),
+            b.runs,
+            cell(&b.gpu_model),
+            b.gpu_count,
+            cell(&b.created),
+            b.commit
+                .as_ref()
+                .map(|c| format!(" at commit `{}`", cell(c)))
+                .unwrap_or_default()
+        ));
+        for run in &r.runs {
+            out.push_str(&format!(
+                "{}Run `{}` (`{}`): {} steady samples ({} valid), wall {}, exit {}{}.  \n",
+                run.node.map(|n| format!("Node {n}: ")).unwrap_or_default(),
+                cell(&run.source),
+                if run.command.is_empty() {
+                    "attached to a PID".to_string()
+                } else {
+                    cell(&run.command)
+                },
+                run.steady_samples,
+                run.valid_samples,
+                value_with_unit(run.wall_time_s, "s"),
+                run.exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "n/a".into()),
+                if run.truncated { ", **truncated**" } else { "" }
+            ));
+        }
+        out.push('\n');
+        let gated: Vec<&MetricResult> = r.metrics.iter().filter(|m| m.gated).collect();
+        if gated.is_empty() {
+            out.push_str("_No gated metric could be compared._\n\n");
+        } else {
+            table(&mut out, &gated);
+            out.push('\n');
+        }
+        if !r.diagnosis.is_empty() {
+            out.push_str("#### Diagnosis\n\n");
+            for (i, d) in r.diagnosis.iter().enumerate() {
+                out.push_str(&format!(
+                    "{}. **{}** ({:?}): {}\n",
+                    i + 1,
+                    cell(&d.title),
+                    d.severity,
+                    cell(&d.text())
+                ));
+            }
+            out.push('\n');
+        }
+        let regressions: Vec<&MetricResult> = r.regressions().collect();
+        if !regressions.is_empty() {
+            out.push_str("#### Why\n\n");
+            for m in regressions {
+                out.push_str(&format!("- `{}`: {}\n", cell(&m.label()), cell(&m.reason)));
+            }
+            out.push('\n');
+        }
+        let context: Vec<&MetricResult> = r.metrics.iter().filter(|m| !m.gated).collect();
+        if !context.is_empty() {
+            out.push_str(&format!(
+                "<details><summary>Context: {} metrics reported, not gated</summary>\n\n",
+                context.len()
+            ));
+            table(&mut out, &context);
+            out.push_str("\n</details>\n");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_table_and_diagnosis() {
+        let r = crate::report::tests_support::sample_report();
+        let md = Markdown.render(&r);
+        assert!(md.starts_with("### gate: REGRESSION against baseline `demo` (exit 1)"));
+        let wall = md.find("`wall_time_s`").unwrap();
+        let sm = md.find("`sm_active_pct`").unwrap();
+        assert!(wall < sm, "first-class metrics first");
+        assert!(md.contains("#### Diagnosis"));
+        assert!(md.contains("| **regression** |"));
+        assert!(!md.contains("a|b"), "pipes escaped");
+    }
+}

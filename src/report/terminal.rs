@@ -1,0 +1,246 @@
+//! Terminal reporter: a compact table, first-class metrics first, the
+//! verdict last (where the eye lands). Colour only when asked for (the
+//! command decides: stdout is a TTY and `NO_COLOR` is unset).
+
+use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
+
+/// Context (ungated) metrics are listed only when they moved at least this
+/// much: they explain a regression; unchanged ones are noise on a screen.
+const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
+
+pub struct Terminal {
+    pub color: bool,
+}
+
+impl Terminal {
+    fn paint(&self, text: &str, code: &str) -> String {
+        if self.color && !code.is_empty() {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn verdict_code(v: Verdict) -> &'static str {
+        match v {
+            Verdict::Regression => "1;31",
+            Verdict::Improvement => "32",
+            Verdict::Inconclusive | Verdict::Missing => "33",
+            Verdict::Pass => "32",
+            Verdict::Info => "2",
+        }
+    }
+}
+
+/// Whether to colour stdout: a terminal, and `NO_COLOR` unset or empty
+/// (https://no-color.org).
+pub fn stdout_wants_color() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stdout().is_terminal()
+}
+
+/// Text from traces and files (paths, benchmark output) may hold escape
+/// sequences; a report must not be able to drive the user's terminal.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn row(m: &MetricResult) -> [String; 8] {
+    [
+        clean(&m.label()),
+        m.statistic.as_str().to_string(),
+        value_with_unit(m.baseline, &m.unit),
+        value_with_unit(m.new, &m.unit),
+        change_text(m),
+        tolerance_text(m),
+        noise_text(m),
+        m.verdict.as_str().to_string(),
+    ]
+}
+
+impl Reporter for Terminal {
+    fn render(&self, r: &CheckReport) -> String {
+        let mut out = String::new();
+        let b = &r.baseline;
+        out.push_str(&format!(
+            "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
+            clean(&b.name),
+            b.runs,
+            if b.runs == 1 { "" } else { "s" },
+            clean(&b.gpu_model),
+            b.gpu_count,
+            if b.created.is_empty() {
+                String::new()
+            } else {
+                format!(", captured {}", b.created)
+            },
+            b.commit
+                .as_ref()
+                .map(|c| format!(", commit {}", c.chars().take(12).collect::<String>()))
+                .unwrap_or_default()
+        ));
+        for run in &r.runs {
+            out.push_str(&format!(
+                "{}{}: {} steady samples ({} valid), wall {}, exit {}{}\n",
+                run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
+                clean(&run.source),
+                run.steady_samples,
+                run.valid_samples,
+                value_with_unit(run.wall_time_s, "s"),
+                run.exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "n/a".into()),
+                if run.truncated { ", TRUNCATED" } else { "" }
+            ));
+        }
+        out.push('\n');
+
+        let shown: Vec<&MetricResult> = r
+            .metrics
+            .iter()
+            .filter(|m| {
+                m.gated
+                    || m.change_pct
+                        .is_some_and(|p| p.abs() >= CONTEXT_MIN_CHANGE_PCT)
+            })
+            .collect();
+        let hidden = r.metrics.len() - shown.len();
+        let header = [
+            "metric",
+            "stat",
+            "baseline",
+            "new",
+            "change",
+            "tolerance",
+            "noise",
+            "verdict",
+        ]
+        .map(String::from);
+        let rows: Vec<[String; 8]> = shown.iter().map(|m| row(m)).collect();
+        let mut width = [0usize; 8];
+        for rw in std::iter::once(&header).chain(rows.iter()) {
+            for (i, c) in rw.iter().enumerate() {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String; 8]| -> Vec<String> {
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = width[i] - c.chars().count();
+                    // Numbers right-aligned, words left-aligned.
+                    if (2..=6).contains(&i) {
+                        format!("{}{c}", " ".repeat(pad))
+                    } else {
+                        format!("{c}{}", " ".repeat(pad))
+                    }
+                })
+                .collect()
+        };
+        out.push_str(&self.paint(line(&header).join("  ").trim_end(), "1"));
+        out.push('\n');
+        let mut context_started = false;
+        for (m, cells) in shown.iter().zip(rows.iter()) {
+            if !m.gated && !context_started {
+                context_started = true;
+                out.push_str(&self.paint(
+                    &format!("-- context, not gated (moved >= {CONTEXT_MIN_CHANGE_PCT:.0} %):"),
+                    "2",
+                ));
+                out.push('\n');
+            }
+            let mut parts = line(cells);
+            let v = parts.pop().unwrap_or_default();
+            let painted = self.paint(v.trim_end(), Self::verdict_code(m.verdict));
+            parts.push(painted);
+            out.push_str(parts.join("  ").trim_end());
+            out.push('\n');
+        }
+        if hidden > 0 {
+            out.push_str(&format!(
+                "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} %; see --format json)\n"
+            ));
+        }
+        let regressions: Vec<&MetricResult> = r.regressions().collect();
+        if !regressions.is_empty() {
+            out.push_str("\nWhy:\n");
+            for m in regressions {
+                out.push_str(&format!("  {}: {}\n", clean(&m.label()), clean(&m.reason)));
+            }
+        }
+        if !r.diagnosis.is_empty() {
+            out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
+            for (i, d) in r.diagnosis_text.iter().enumerate() {
+                out.push_str(&format!("  {}. {}\n", i + 1, clean(d)));
+            }
+        }
+        for w in &r.warnings {
+            out.push_str(&format!("\nwarning: {}", clean(w)));
+        }
+        if !r.warnings.is_empty() {
+            out.push('\n');
+        }
+        out.push('\n');
+        let code = match r.verdict {
+            RunVerdict::Pass => "1;32",
+            RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
+            RunVerdict::Inconclusive => "1;33",
+        };
+        let headline = format!(
+            "VERDICT: {} (exit {})",
+            r.verdict.as_str().to_uppercase(),
+            r.exit_code
+        );
+        out.push_str(&self.paint(&headline, code));
+        if r.reasons.is_empty() {
+            out.push_str(&format!(
+                ": {} gated metric(s) within tolerance\n",
+                r.counts.pass + r.counts.improvement
+            ));
+        } else {
+            out.push('\n');
+            for reason in &r.reasons {
+                out.push_str(&format!("  - {}\n", clean(reason)));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_when_asked_and_table_is_aligned() {
+        let r = crate::report::tests_support::sample_report();
+        let plain = Terminal { color: false }.render(&r);
+        assert!(!plain.contains('\x1b'), "{plain}");
+        assert!(plain.contains("VERDICT: REGRESSION (exit 1)"));
+        assert!(plain.contains("Diagnosis (what changed"));
+        let header = plain.lines().find(|l| l.starts_with("metric")).unwrap();
+        let row = plain
+            .lines()
+            .find(|l| l.starts_with("sm_active_pct[gpu1]"))
+            .unwrap();
+        let col = header.chars().position(|c| c == 'v').unwrap();
+        let cell: String = row.chars().skip(col).take(10).collect();
+        assert_eq!(cell, "regression", "{header}\n{row}");
+        let coloured = Terminal { color: true }.render(&r);
+        assert!(coloured.contains("\x1b[1;31mregression\x1b[0m"));
+        // Context metrics that moved a lot are shown, marked as not gated.
+        assert!(plain.contains("-- context, not gated"));
+        assert!(plain.contains("dram_pct"));
+    }
+}

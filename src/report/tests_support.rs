@@ -1,0 +1,115 @@
+//! A hand-built report for the reporters' unit tests (names hold the
+//! characters that break naive writers).
+
+use crate::diagnose::{Finding, Severity};
+use crate::gate::*;
+use crate::metrics::{Direction, Statistic};
+
+fn metric(
+    id: &str,
+    gpu: Option<usize>,
+    b: f64,
+    n: f64,
+    verdict: Verdict,
+    gated: bool,
+) -> MetricResult {
+    MetricResult {
+        id: id.into(),
+        node: None,
+        gpu,
+        unit: if id == "wall_time_s" {
+            "s".into()
+        } else {
+            "%".into()
+        },
+        direction: Direction::HigherIsBetter,
+        statistic: Statistic::Mean,
+        gated,
+        first_class: id == "wall_time_s",
+        baseline: Some(b),
+        new: Some(n),
+        change: Some(n - b),
+        change_pct: Some((n - b) / b * 100.0),
+        threshold_rel: 0.1,
+        threshold_abs: 5.0,
+        tolerance: Some(9.7),
+        noise: Some(1.5),
+        verdict,
+        reason: "moved a|b <x> ]]> \u{1b}[0m".into(),
+    }
+}
+
+pub fn sample_report() -> CheckReport {
+    let mut r = CheckReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        gate_version: "0.1.0".into(),
+        baseline: BaselineInfo {
+            name: "demo".into(),
+            source: "baselines/demo.toml".into(),
+            created: "2026-11-29T10:00:00Z".into(),
+            commit: Some("abc123".into()),
+            runs: 2,
+            gpu_model: "NVIDIA H200".into(),
+            gpu_count: 2,
+        },
+        verdict: RunVerdict::Regression,
+        exit_code: 1,
+        reasons: vec!["1 regression beyond threshold and noise: sm_active_pct".into()],
+        warnings: vec![],
+        multi_node: false,
+        fail_on_improvement: false,
+        runs: vec![RunInfo {
+            source: "run\u{7}\"1\".jsonl".into(),
+            command: "python train.py --tag ]]> \u{1b}[0m".into(),
+            node: None,
+            gpu_model: "NVIDIA H200".into(),
+            gpu_count: 2,
+            steady_samples: 600,
+            valid_samples: 600,
+            total_samples: 620,
+            wall_time_s: Some(62.0),
+            exit_code: Some(0),
+            signal: None,
+            truncated: false,
+        }],
+        metrics: vec![
+            metric("wall_time_s", None, 60.0, 62.0, Verdict::Pass, true),
+            metric("sm_active_pct", None, 97.0, 45.0, Verdict::Regression, true),
+            metric(
+                "sm_active_pct",
+                Some(0),
+                97.0,
+                50.0,
+                Verdict::Regression,
+                true,
+            ),
+            metric(
+                "sm_active_pct",
+                Some(1),
+                97.0,
+                40.0,
+                Verdict::Regression,
+                true,
+            ),
+            metric("dram_pct", None, 18.0, 88.0, Verdict::Info, false),
+        ],
+        diagnosis_text: vec![],
+        diagnosis: vec![Finding {
+            rule: "kernels_too_small".into(),
+            severity: Severity::High,
+            title: "Kernels too small".into(),
+            evidence: vec!["sm_active_pct.mean 97 -> 45".into()],
+            explanation: "SMs idle between <tiny> kernels".into(),
+            next_steps: vec!["fuse ops".into()],
+            score: 1.0,
+        }],
+        counts: Counts {
+            pass: 1,
+            regression: 3,
+            info: 1,
+            ..Default::default()
+        },
+    };
+    r.diagnosis_text = r.diagnosis.iter().map(Finding::text).collect();
+    r
+}

@@ -1,0 +1,133 @@
+//! Acceptance on the REAL H200 fixtures (fixtures/traces/*.jsonl, recorded
+//! by `gate record` on the lent H200): a baseline from healthy-1 + healthy-2
+//! passes healthy-3, and every pathology fails naming what moved.
+//!
+//! Skipped (loudly) only while `fixtures/traces/healthy-1.jsonl` does not
+//! exist; once it does, every other fixture must exist too.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/traces")
+        .join(name)
+}
+
+fn fixtures_present() -> bool {
+    if fixture("healthy-1.jsonl").exists() {
+        return true;
+    }
+    eprintln!(
+        "SKIP: fixture missing: {} (real H200 traces not recorded yet)",
+        fixture("healthy-1.jsonl").display()
+    );
+    false
+}
+
+const CONFIG: &str = r#"
+[user_metrics.samples_per_s]
+regex = 'samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+"#;
+
+fn capture(d: &Path) {
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let out = gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "h200-train",
+            "--commit",
+            "fixtures",
+            "--replay",
+        ])
+        .arg(fixture("healthy-1.jsonl"))
+        .arg(fixture("healthy-2.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn healthy_run_passes_against_a_baseline_of_two_healthy_runs() {
+    if !fixtures_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    capture(d);
+    let out = gate(d)
+        .args([
+            "check",
+            "--baseline",
+            "h200-train",
+            "--junit",
+            "j.xml",
+            "--replay",
+        ])
+        .arg(fixture("healthy-3.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("VERDICT: PASS"), "{stdout}");
+    assert_valid_junit(&d.join("j.xml"));
+}
+
+#[test]
+fn every_pathology_fixture_regresses_and_names_what_moved() {
+    if !fixtures_present() {
+        return;
+    }
+    // The gated metric each pathology must move (DOMAIN.md section 7).
+    let cases: [(&str, &[&str]); 7] = [
+        ("launch-storm.jsonl", &["sm_active_pct"]),
+        ("fp32-no-tf32.jsonl", &["tensor_pct"]),
+        ("memory-bound.jsonl", &["tensor_pct"]),
+        ("pageable-h2d.jsonl", &["sm_active_pct"]),
+        ("sync-stall.jsonl", &["gpu_busy_pct", "sm_active_pct"]),
+        ("host-bound.jsonl", &["gpu_busy_pct"]),
+        ("contention.jsonl", &["other_processes"]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    capture(d);
+    for (name, must) in cases {
+        let path = fixture(name);
+        assert!(path.exists(), "fixture {} missing", path.display());
+        let junit = d.join(format!("{name}.xml"));
+        let out = gate(d)
+            .args([
+                "check",
+                "--baseline",
+                "h200-train",
+                "--format",
+                "json",
+                "--junit",
+            ])
+            .arg(&junit)
+            .arg("--replay")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let regressed: Vec<&str> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["verdict"] == "regression")
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        for id in must {
+            assert!(regressed.contains(id), "{name}: {id} not in {regressed:?}");
+        }
+        assert_valid_junit(&junit);
+    }
+}
