@@ -1050,10 +1050,8 @@ pub fn evidence_operands(e: &Expr) -> Vec<Expr> {
                 walk(b, out);
             }
             Expr::Not(a) => walk(a, out),
-            Expr::Call(Func::Known, args) => {
-                if !out.contains(&args[0]) {
-                    out.push(args[0].clone());
-                }
+            Expr::Call(Func::Known, args) if !out.contains(&args[0]) => {
+                out.push(args[0].clone());
             }
             _ => {}
         }
