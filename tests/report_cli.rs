@@ -215,3 +215,41 @@ fn several_traces_make_one_report_each() {
     assert_eq!(v["runs"][0]["suspects"][0]["rule"], "memory_bound");
     assert_eq!(v["runs"][1]["suspects"][0]["rule"], "pcie_h2d_bound");
 }
+
+/// The committed example traces (docs screenshot, manual tries) are exactly
+/// what the generator writes. Regenerate with
+/// `cargo test --test report_cli -- --ignored write_synthetic_examples`.
+const EXAMPLES: &[(&str, usize)] = &[("stall-demo", 2), ("launch-storm", 1)];
+
+fn example_signature(name: &str) -> Signature {
+    Signature::all()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+}
+
+#[test]
+#[ignore = "writes tests/data/synthetic-*.jsonl"]
+fn write_synthetic_examples() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, ngpu) in EXAMPLES {
+        write_trace(&dir, &example_signature(name), *ngpu);
+    }
+}
+
+#[test]
+fn committed_synthetic_examples_match_the_generator() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, ngpu) in EXAMPLES {
+        let fresh = write_trace(tmp.path(), &example_signature(name), *ngpu);
+        let committed = dir.join(format!("synthetic-{name}.jsonl"));
+        assert_eq!(
+            std::fs::read(&committed).unwrap(),
+            std::fs::read(&fresh).unwrap(),
+            "{} is stale; regenerate it (see EXAMPLES)",
+            committed.display()
+        );
+    }
+}

@@ -290,6 +290,16 @@ impl Signature {
         s
     }
 
+    /// For the docs: a healthy step that stalls 1.5 s out of every 5 s,
+    /// long enough to show as idle intervals in 1 s slices.
+    pub fn stall_demo() -> Self {
+        let mut s = Self::periodic_stall();
+        s.name = "stall-demo";
+        s.periodic_idle = Some((50, 15));
+        s.samples_per_s = 650.0;
+        s
+    }
+
     /// CPU preprocessing in the main thread: GPU waits, one core pinned.
     pub fn host_bound() -> Self {
         let mut s = Self::base(
@@ -420,6 +430,7 @@ impl Signature {
             Self::pageable_h2d(),
             Self::sync_stall(),
             Self::periodic_stall(),
+            Self::stall_demo(),
             Self::host_bound(),
             Self::contention(),
             Self::thermal(),
@@ -481,7 +492,8 @@ pub fn header(sig: &Signature, ngpu: usize) -> Header {
         .collect();
     Header {
         schema_version: SCHEMA_VERSION,
-        gate_version: crate::GATE_VERSION.into(),
+        // Fixed, so committed synthetic examples do not churn with releases.
+        gate_version: "synthetic".into(),
         start_time: "2026-01-01T00:00:00Z".into(),
         interval_ms: sig.interval_ms,
         warmup_ms: (sig.warmup_s * 1000.0) as u64,

@@ -64,6 +64,7 @@ fn expectations() -> Vec<(Signature, usize, &'static str)> {
         (Signature::host_bound(), 1, "host_bound"),
         (Signature::sync_stall(), 1, "sync_stalls"),
         (Signature::periodic_stall(), 1, "sync_stalls"),
+        (Signature::stall_demo(), 2, "sync_stalls"),
         (Signature::launch_storm(), 1, "kernel_fragmentation"),
         (Signature::memory_bound(), 1, "memory_bound"),
         (Signature::fp32_no_tf32(), 1, "tensor_cores_unused"),

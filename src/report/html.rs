@@ -37,6 +37,8 @@ pub fn escape(s: &str) -> String {
 }
 
 const WIDTH: f64 = 1280.0;
+/// Width of each chart of a side-by-side pair.
+const HALF: f64 = 632.0;
 const HEIGHT: f64 = 190.0;
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
@@ -60,6 +62,7 @@ th{background:#f1f3f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 tr.p-starved td{background:#fde2e0}tr.p-idle td{background:#fdf2cc}tr.p-contended td{background:#eadfdb}tr.warm td{color:#8a8f98}
 svg{display:block;margin:4px 0 10px}svg text{font-size:11px;fill:#4a5568}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;border-radius:2px}
+.pair{display:flex;gap:16px}
 details summary{cursor:pointer;font-size:14px;margin:6px 0}
 .cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all}
 footer{margin-top:30px;color:#8a8f98;font-size:12px}
@@ -157,6 +160,7 @@ struct Shade {
 }
 
 /// One SVG line chart with shaded intervals.
+#[allow(clippy::too_many_arguments)]
 fn chart(
     title: &str,
     unit: &str,
@@ -164,8 +168,9 @@ fn chart(
     lines: &[Line],
     t_end_s: f64,
     shades: &[Shade],
+    width: f64,
 ) -> String {
-    let pw = WIDTH - LEFT - RIGHT;
+    let pw = width - LEFT - RIGHT;
     let ph = HEIGHT - TOP - BOTTOM;
     let data_max = lines
         .iter()
@@ -179,7 +184,7 @@ fn chart(
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" viewBox="0 0 {width} {HEIGHT}" role="img" aria-label="{}">"#,
         escape(title)
     );
     let _ = write!(
@@ -211,8 +216,8 @@ fn chart(
             format_number(v)
         );
     }
-    // X ticks.
-    let step = tick_step(t_end);
+    // X ticks (fewer on narrow charts).
+    let step = tick_step(t_end * WIDTH / width);
     let mut t = 0.0;
     while t <= t_end + 1e-9 {
         let xx = x(t);
@@ -476,6 +481,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
             &util,
             t_end_s,
             &shades,
+            WIDTH,
         ));
         let pcie: Vec<Line> = [
             ("pcie_rx_mib_s", "PCIe RX (to GPU)", C_RX),
@@ -491,17 +497,24 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
             &pcie,
             t_end_s,
             &shades,
+            WIDTH,
         ));
         let power: Vec<Line> = [("power_w", "board power", C_POWER)]
             .iter()
             .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
             .collect();
-        out.push_str(&chart("Power", "W", None, &power, t_end_s, &shades));
+        // Power and clock side by side: secondary, read together.
+        out.push_str(r#"<div class="pair"><div>"#);
+        out.push_str(&chart("Power", "W", None, &power, t_end_s, &shades, HALF));
         let clock: Vec<Line> = [("sm_clock_mhz", "SM clock", C_CLOCK)]
             .iter()
             .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
             .collect();
-        out.push_str(&chart("SM clock", "MHz", None, &clock, t_end_s, &shades));
+        out.push_str("</div><div>");
+        out.push_str(&chart(
+            "SM clock", "MHz", None, &clock, t_end_s, &shades, HALF,
+        ));
+        out.push_str("</div></div>");
     }
     out.push_str("<h3>Host</h3>");
     let host: Vec<Line> = [
@@ -519,6 +532,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         &host,
         t_end_s,
         &shades_for(r, None),
+        WIDTH,
     ));
 
     // Panorama table.

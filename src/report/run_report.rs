@@ -126,8 +126,9 @@ impl RunReport {
 }
 
 fn processes(trace: &Trace) -> Vec<ProcessRow> {
-    // (gpu, pid) -> row plus accumulators for the means.
-    let mut rows: BTreeMap<(u32, u32), (ProcessRow, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    // (gpu, pid) -> row plus the SM-share and CPU samples to average.
+    type Acc = (ProcessRow, Vec<f64>, Vec<f64>);
+    let mut rows: BTreeMap<(u32, u32), Acc> = BTreeMap::new();
     let max_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(x), Some(y)) => Some(x.max(y)),
         (x, None) => x,
