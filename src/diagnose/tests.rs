@@ -315,3 +315,55 @@ fn findings_are_deterministic() {
         .iter()
         .all(|f| f.score == (f.score * 1000.0).round() / 1000.0));
 }
+
+const RULES_DOC: &str = include_str!("../../docs/rules.md");
+
+#[test]
+fn docs_list_every_builtin_rule_exactly() {
+    for r in RuleSet::builtin().rules() {
+        let row = format!(
+            "| `{}` | {} | {} | {} | `{}` |",
+            r.name,
+            r.severity.as_str(),
+            r.order,
+            r.title,
+            r.when.replace('|', "\\|")
+        );
+        assert!(
+            RULES_DOC.contains(&row),
+            "docs/rules.md is out of date for {}; expected row:\n{row}",
+            r.name
+        );
+    }
+    for f in features::NAMES {
+        assert!(
+            RULES_DOC.contains(&format!("`{f}`")),
+            "feature {f} undocumented"
+        );
+    }
+}
+
+#[test]
+fn docs_gate_toml_example_loads_and_its_rule_fires() {
+    let start = RULES_DOC.find("## In gate.toml").unwrap();
+    let block = &RULES_DOC[start..];
+    let toml_text = &block[block.find("```toml\n").unwrap() + 8..];
+    let toml_text = &toml_text[..toml_text.find("```").unwrap()];
+    let rs = RuleSet::builtin()
+        .with_user_rules(&user(toml_text))
+        .unwrap();
+    assert!(!rs.get("clock_power_capped").unwrap().enabled);
+    let mut storm = Signature::launch_storm();
+    storm.gpu.insert("gpu_busy_pct", 97.0);
+    storm.jitter = 0.02;
+    let f = rs.diagnose(&run_of(&storm, 1));
+    assert!(names(&f).contains(&"sm_starved_median"), "{:?}", names(&f));
+    // The function example of the docs parses and evaluates.
+    let e = dsl::parse(
+        "gpu_max(gpu_busy_pct.mean - sm_active_pct.mean) > 60",
+        dsl::Type::Bool,
+        &dsl::Vocabulary::standard(),
+    )
+    .unwrap();
+    assert_eq!(dsl::eval_bool(&e, &run_of(&storm, 2)), Some(true));
+}
