@@ -240,12 +240,11 @@ pub fn secs(ms: f64) -> String {
     s.to_string()
 }
 
+/// Table cell: 3 significant digits so that 0.04 % SM active (the whole
+/// story of a launch storm) does not print as 0.0.
 fn cell(v: Option<f64>) -> String {
-    match v {
-        None => "n/a".into(),
-        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
-        Some(x) => format!("{x:.1}"),
-    }
+    v.map(crate::diagnose::dsl::format_number)
+        .unwrap_or_else(|| "n/a".into())
 }
 
 /// Plain-text tables, one per GPU, then the merged problem intervals.
