@@ -1,10 +1,306 @@
-//! `gate report` (not yet implemented).
+//! `gate report`: explain a run. Utilization panorama, ranked suspects with
+//! evidence and next steps, processes on each GPU, and statistics; as text
+//! (stdout), JSON, Markdown and a self-contained HTML file.
+//!
+//! Runs come from trace files (positional or `--replay`) or are measured
+//! live (`-- CMD`, `--pid`), which records a trace first: either way the
+//! report is built from a trace, so a replay reproduces it byte for byte.
 
-use clap::Args;
+use super::measure::{self, parse_duration, MeasureArgs};
+use crate::diagnose::RuleSet;
+use crate::error::GateError;
+use crate::report::{html, run_report};
+use crate::trace::Trace;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where live runs are recorded before they are reported.
+const LIVE_TRACE_DIR: &str = ".gate/traces";
+const DEFAULT_CONFIG: &str = "gate.toml";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {}
+pub struct ReportArgs {
+    /// Recorded trace(s) to explain (as with --replay); or measure live with -- CMD / --pid
+    #[arg(value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
 
-pub fn run(_args: ReportArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("'gate report' is not implemented yet")
+    /// Width of a time slice in the utilization panorama (e.g. 1s, 500ms, 10s)
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    pub slice: Duration,
+
+    /// gate.toml with [rules.<name>] tables that add, override or disable rules
+    /// (default: ./gate.toml when it exists)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Format of the report on stdout
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+
+    /// Also write the JSON report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Also write a Markdown report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Also write a self-contained HTML report (inline SVG plots) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
+    if args.slice < Duration::from_millis(10) {
+        return Err(GateError::usage(format!(
+            "--slice {:?} is too short; use at least 10ms (the sampling interval is usually 100ms)",
+            args.slice
+        ))
+        .into());
+    }
+    // Rules first: a broken gate.toml fails before any measurement.
+    let rules = load_rules(args.config.as_deref())?;
+    let traces = acquire(&args)?;
+    for t in &traces {
+        if t.truncated {
+            eprintln!(
+                "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
+                t.path.display()
+            );
+        }
+        if t.sample_count() == 0 {
+            return Err(GateError::bad_file(
+                &t.path,
+                "the trace has no samples; record a run that lasts at least one interval",
+            )
+            .into());
+        }
+    }
+    let slice_ms = args.slice.as_secs_f64() * 1000.0;
+    let reports: Vec<run_report::RunReport> = traces
+        .iter()
+        .map(|t| run_report::RunReport::build(t, &rules, slice_ms))
+        .collect();
+
+    let stdout = match args.format {
+        ReportFormat::Json => run_report::render_json(&reports),
+        ReportFormat::Text => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            reports
+                .iter()
+                .map(|r| run_report::render_text(r, color))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    if let Some(path) = &args.json {
+        write_output(path, &run_report::render_json(&reports))?;
+    }
+    if let Some(path) = &args.markdown {
+        let md = reports
+            .iter()
+            .map(run_report::render_markdown)
+            .collect::<Vec<_>>()
+            .join("\n");
+        write_output(path, &md)?;
+    }
+    if let Some(path) = &args.html {
+        let runs: Vec<(run_report::RunReport, &Trace)> =
+            reports.iter().cloned().zip(traces.iter()).collect();
+        write_output(path, &html::render(&runs))?;
+    }
+    print!("{stdout}");
+    Ok(crate::exit_code::PASS)
+}
+
+fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
+    if !args.traces.is_empty() {
+        if args.measure.is_live() {
+            return Err(GateError::usage(
+                "give either trace files or a live target (-- CMD / --pid), not both",
+            )
+            .into());
+        }
+        let mut m = args.measure.clone();
+        m.replay = args.traces.clone();
+        m.replay.extend(args.measure.replay.iter().cloned());
+        return measure::acquire(&m, 1, Path::new(LIVE_TRACE_DIR));
+    }
+    if !args.measure.is_replay() && !args.measure.is_live() {
+        return Err(GateError::usage(
+            "nothing to report: give a trace file (gate report run.jsonl), --replay TRACE, -- CMD or --pid PID",
+        )
+        .into());
+    }
+    measure::acquire(&args.measure, 1, Path::new(LIVE_TRACE_DIR))
+}
+
+/// Write a report file; the error names the file and what to do.
+fn write_output(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text)
+        .map_err(|e| {
+            GateError::usage(format!(
+                "cannot write '{}': {e}; choose a writable path",
+                path.display()
+            ))
+        })
+        .with_context(|| format!("writing report '{}'", path.display()))
+}
+
+/// The built-in rules plus `[rules.*]` of the config file. An explicit
+/// `--config` must exist; the default `gate.toml` is optional.
+///
+/// Only the `[rules]` table is read here; the rest of gate.toml belongs to
+/// `config.rs` (its owner validates it for capture/check).
+pub fn load_rules(config: Option<&Path>) -> anyhow::Result<RuleSet> {
+    let (path, explicit) = match config {
+        Some(p) => (p, true),
+        None => (Path::new(DEFAULT_CONFIG), false),
+    };
+    if !path.exists() {
+        if explicit {
+            return Err(GateError::usage(format!(
+                "config file '{}' not found; pass an existing gate.toml or leave --config out",
+                path.display()
+            ))
+            .into());
+        }
+        return Ok(RuleSet::builtin());
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| GateError::bad_file(path, format!("cannot read: {e}")))?;
+    let user = rules_table(&text, path)?;
+    RuleSet::builtin().with_user_rules(&user).map_err(|e| {
+        let msg = match e {
+            GateError::Usage(m) | GateError::BadFile { message: m, .. } => m,
+            GateError::Infra(m) => m,
+        };
+        let line = rule_line(&text, &msg)
+            .map(|l| format!("line {l}: "))
+            .unwrap_or_default();
+        GateError::bad_file(path, format!("{line}{msg}")).into()
+    })
+}
+
+/// The raw `[rules]` table of a gate.toml text.
+pub fn rules_table(text: &str, path: &Path) -> Result<BTreeMap<String, toml::Value>, GateError> {
+    let doc: toml::Table = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let (line, col) = line_col(text, s.start);
+                format!("line {line}, column {col}: ")
+            })
+            .unwrap_or_default();
+        GateError::bad_file(path, format!("{at}{}", e.message().trim()))
+    })?;
+    match doc.get("rules") {
+        None => Ok(BTreeMap::new()),
+        Some(toml::Value::Table(t)) => Ok(t.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        Some(other) => Err(GateError::bad_file(
+            path,
+            format!(
+                "'rules' must be a table of [rules.<name>] tables, found a {}",
+                other.type_str()
+            ),
+        )),
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
+/// Line of the field a rule error is about ("[rules.x] when: ..."), so the
+/// user can jump to it: the `field =` line inside the `[rules.x]` table.
+fn rule_line(text: &str, msg: &str) -> Option<usize> {
+    let rest = msg.strip_prefix("[rules.")?;
+    let (name, after) = rest.split_once(']')?;
+    let field = after.trim_start().split(':').next()?.trim();
+    let header = format!("[rules.{name}]");
+    let mut in_table = false;
+    let mut header_line = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_table = t == header;
+            if in_table {
+                header_line = Some(i + 1);
+            }
+            continue;
+        }
+        if in_table {
+            if let Some((key, _)) = t.split_once('=') {
+                if key.trim() == field {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    header_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_errors_point_at_the_line_of_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.toml");
+        std::fs::write(
+            &path,
+            "[gate]\nthreshold = 0.1\n\n[rules.mine]\nseverity = \"high\"\nwhen = \"gpu_busy_pct.mean > (80\"\n",
+        )
+        .unwrap();
+        let err = load_rules(Some(&path)).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("gate.toml: line 6: [rules.mine] when: column 24"),
+            "{msg}"
+        );
+        assert_eq!(crate::error::exit_code_of(&err), crate::exit_code::USAGE);
+    }
+
+    #[test]
+    fn broken_toml_names_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.toml");
+        std::fs::write(&path, "[rules.mine\nwhen = 1\n").unwrap();
+        let msg = format!("{:#}", load_rules(Some(&path)).unwrap_err());
+        assert!(msg.contains("line 1, column"), "{msg}");
+    }
+
+    #[test]
+    fn explicit_config_must_exist_default_is_optional() {
+        let err = load_rules(Some(Path::new("/nonexistent/gate.toml"))).unwrap_err();
+        assert!(err.to_string().contains("not found"));
+        // No ./gate.toml in the crate root: the built-in rules.
+        assert!(!Path::new(DEFAULT_CONFIG).exists());
+        assert_eq!(
+            load_rules(None).unwrap().rules().len(),
+            RuleSet::builtin().rules().len()
+        );
+    }
 }

@@ -7,6 +7,23 @@
 //! - `RuleSet::diagnose(&run)` ranked suspects of one run;
 //! - `RuleSet::explain_change(&baseline, &new)` suspects that fire on the
 //!   new run and not on the baseline, with before/after evidence.
+//!
+//! Layout: `dsl` (the condition language), `rules` (loading and rendering
+//! rules; the built-in ones are in `rules.toml`, embedded), `features`
+//! (time-window features of a trace), `synthetic` (synthetic traces of each
+//! bottleneck for tests and docs).
+//!
+//! Ranking: findings are ordered by severity, then by the rule's reading
+//! order (DOMAIN.md: is the GPU fed, do SM active and DRAM agree with busy,
+//! do the tensor cores work, then transfers; fragmentation before bandwidth,
+//! which stays hidden while SMs are starved), then by how far past its
+//! threshold the condition is. `score` encodes exactly that order:
+//! `100 * severity + 10 * (9 - order) + 9 * margin`, margin in 0..1.
+
+pub mod dsl;
+pub mod features;
+pub mod rules;
+pub mod synthetic;
 
 use crate::error::GateError;
 use crate::stats::MetricSource;
@@ -54,32 +71,222 @@ impl Finding {
     }
 }
 
+/// The built-in rules, embedded at build time.
+pub const BUILTIN_RULES_TOML: &str = include_str!("rules.toml");
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+        }
+    }
+
+    fn weight(self) -> f64 {
+        match self {
+            Severity::Info => 0.0,
+            Severity::Low => 1.0,
+            Severity::Medium => 2.0,
+            Severity::High => 3.0,
+        }
+    }
+}
+
 /// The active rules: built-in ones plus the user's from gate.toml.
 #[derive(Debug, Clone, Default)]
-pub struct RuleSet {}
+pub struct RuleSet {
+    rules: Vec<rules::Rule>,
+    vocab: dsl::Vocabulary,
+}
 
 impl RuleSet {
     pub fn builtin() -> RuleSet {
-        RuleSet {}
+        let vocab = dsl::Vocabulary::standard();
+        // The embedded file is checked by a unit test; a broken one is a bug
+        // in this build, not a user error.
+        let rules = rules::parse_file(BUILTIN_RULES_TOML, &vocab)
+            .unwrap_or_else(|e| panic!("built-in rules.toml is invalid: {e}"));
+        RuleSet { rules, vocab }
+    }
+
+    /// Declare benchmark-reported metric names (gate.toml user metrics) so
+    /// user rules may refer to them (`samples_per_s.mean`). Call before
+    /// `with_user_rules`.
+    pub fn with_user_metrics<I: IntoIterator<Item = String>>(mut self, names: I) -> RuleSet {
+        self.vocab.user_metrics.extend(names);
+        self
     }
 
     /// Add, override, disable or re-threshold rules from gate.toml's `[rules]`.
+    /// A table named like a built-in rule overrides only the fields it gives
+    /// (`when` re-thresholds it, `enabled = false` disables it); any other
+    /// name adds a rule, which then needs `when`. Errors name the rule, the
+    /// field and the column (exit 2).
     pub fn with_user_rules(
-        self,
-        _rules: &BTreeMap<String, toml::Value>,
+        mut self,
+        user: &BTreeMap<String, toml::Value>,
     ) -> Result<RuleSet, GateError> {
+        for (name, table) in user {
+            if !is_rule_name(name) {
+                return Err(GateError::usage(format!(
+                    "[rules.{name}]: rule names are lowercase letters, digits and '_'"
+                )));
+            }
+            let existing = self.rules.iter().position(|r| &r.name == name);
+            let base = existing.map(|i| &self.rules[i]);
+            let origin = if base.is_some() {
+                rules::Origin::Overridden
+            } else {
+                rules::Origin::User
+            };
+            let rule = rules::from_table(name, table, base, origin, &self.vocab).map_err(|e| {
+                let hint = if base.is_none() && e.starts_with("missing 'when'") {
+                    format!(
+                        "; '{name}' is not a built-in rule (built-in: {})",
+                        self.rules
+                            .iter()
+                            .filter(|r| r.origin != rules::Origin::User)
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                GateError::usage(format!("[rules.{name}] {e}{hint}"))
+            })?;
+            match existing {
+                Some(i) => self.rules[i] = rule,
+                None => self.rules.push(rule),
+            }
+        }
         Ok(self)
     }
 
-    pub fn diagnose(&self, _run: &dyn MetricSource) -> Vec<Finding> {
-        Vec::new()
+    /// All rules, enabled or not, in name order of loading.
+    pub fn rules(&self) -> &[rules::Rule] {
+        &self.rules
     }
 
+    pub fn get(&self, name: &str) -> Option<&rules::Rule> {
+        self.rules.iter().find(|r| r.name == name)
+    }
+
+    /// Ranked suspects of one run: every enabled rule whose condition is
+    /// definitely true, highest score first.
+    pub fn diagnose(&self, run: &dyn MetricSource) -> Vec<Finding> {
+        let mut out: Vec<Finding> = self
+            .rules
+            .iter()
+            .filter(|r| r.enabled)
+            .filter_map(|r| {
+                if dsl::eval_bool(&r.cond, run) != Some(true) {
+                    return None;
+                }
+                let margin = dsl::margin(&r.cond, run).unwrap_or(0.0);
+                let evidence = r
+                    .evidence
+                    .iter()
+                    .map(|(label, e)| {
+                        format!(
+                            "{label} = {}",
+                            rules::with_unit(dsl::eval_num(e, run, None), e)
+                        )
+                    })
+                    .collect();
+                Some(finding(
+                    r,
+                    evidence,
+                    r.explanation.render(None, run),
+                    margin,
+                ))
+            })
+            .collect();
+        rank(&mut out);
+        out
+    }
+
+    /// Suspects for a change: rules that fire on `new` but not on
+    /// `baseline` (a rule the baseline cannot evaluate counts as not firing
+    /// there), with "baseline -> new" evidence and the rule's `change` text.
     pub fn explain_change(
         &self,
-        _baseline: &dyn MetricSource,
-        _new: &dyn MetricSource,
+        baseline: &dyn MetricSource,
+        new: &dyn MetricSource,
     ) -> Vec<Finding> {
-        Vec::new()
+        let mut out: Vec<Finding> = self
+            .rules
+            .iter()
+            .filter(|r| r.enabled)
+            .filter_map(|r| {
+                if dsl::eval_bool(&r.cond, new) != Some(true)
+                    || dsl::eval_bool(&r.cond, baseline) == Some(true)
+                {
+                    return None;
+                }
+                let margin = dsl::margin(&r.cond, new).unwrap_or(0.0);
+                let evidence = r
+                    .evidence
+                    .iter()
+                    .map(|(label, e)| {
+                        format!(
+                            "{label} {} -> {}",
+                            rules::with_unit(dsl::eval_num(e, baseline, None), e),
+                            rules::with_unit(dsl::eval_num(e, new, None), e)
+                        )
+                    })
+                    .collect();
+                let explanation = match &r.change {
+                    Some(t) => capitalise(&t.render(Some(baseline), new)),
+                    None => r.explanation.render(Some(baseline), new),
+                };
+                Some(finding(r, evidence, explanation, margin))
+            })
+            .collect();
+        rank(&mut out);
+        out
     }
 }
+
+fn is_rule_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn finding(r: &rules::Rule, evidence: Vec<String>, explanation: String, margin: f64) -> Finding {
+    let order = r.order.min(9) as f64;
+    let score = 100.0 * r.severity.weight() + 10.0 * (9.0 - order) + 9.0 * margin.clamp(0.0, 1.0);
+    Finding {
+        rule: r.name.clone(),
+        severity: r.severity,
+        title: r.title.clone(),
+        evidence,
+        explanation,
+        next_steps: r.next_steps.clone(),
+        // Rounded so that reports stay byte-for-byte stable across platforms.
+        score: (score * 1000.0).round() / 1000.0,
+    }
+}
+
+fn rank(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.rule.cmp(&b.rule))
+    });
+}
+
+#[cfg(test)]
+mod tests;

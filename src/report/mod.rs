@@ -4,10 +4,13 @@
 //! replayed trace can be snapshot-tested.
 
 pub mod github;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod openmetrics;
+pub mod panorama;
+pub mod run_report;
 pub mod terminal;
 
 use crate::gate::CheckReport;

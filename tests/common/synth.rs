@@ -336,6 +336,7 @@ pub fn write(path: &Path, s: &Synth) {
             "throughput_samples_per_s={:.1}\n",
             s.profile.samples_per_s() * s.throughput_scale
         )),
+        target_gpus: None,
     })
     .unwrap();
 }

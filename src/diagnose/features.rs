@@ -1,0 +1,482 @@
+//! Time-window features of a run: what percentiles cannot say (how often the
+//! GPU sits idle, whether the idle gaps are periodic, which GPU lags, how much
+//! of the machine's CPU is someone else's). Keys are "metric.feature"; the
+//! caller stores them in `RunSummary::features` and rules read them by name.
+//!
+//! All features use the steady window (warm-up excluded). A feature that
+//! cannot be computed (metric not recorded, too few samples, a constant
+//! series for periodicity) is absent, never 0.
+//!
+//! Caveat on time resolution: NVML's utilization counters are themselves
+//! averages over ~100-200 ms windows, so a sample reads "idle" only when a
+//! gap covers most of a window. Stalls shorter than that show up as a lower
+//! mean busy, not as idle samples; periodicity is detectable only for periods
+//! of at least ~2 sampling intervals.
+
+use crate::trace::{EventKind, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every feature key `compute` can produce (the rule parser accepts these).
+pub const NAMES: &[&str] = &[
+    "gpu_busy_pct.idle_frac",
+    "gpu_busy_pct.saturated_frac",
+    "gpu_busy_pct.cv",
+    "gpu_busy_pct.idle_gaps_per_min",
+    "gpu_busy_pct.idle_gap_mean_s",
+    "gpu_busy_pct.gap_regularity",
+    "gpu_busy_pct.periodicity",
+    "gpu_busy_pct.period_s",
+    "gpu_busy_pct.gpu_spread",
+    "gpu_busy_pct.straggler_gpu",
+    "sm_active_pct.busy_ratio",
+    "sm_active_pct.starved_frac",
+    "sm_active_pct.gpu_spread",
+    "tensor_pct.gpu_spread",
+    "target_cpu_pct.cores",
+    "target_cpu_pct.busy_when_gpu_idle",
+    "host_cpu_busy_pct.others_pct",
+    "other_processes.distinct_pids",
+    "xid.count",
+    "gpm.invalid_count",
+];
+
+/// Below this GPU busy (%) a sample counts as idle (the brief's threshold).
+pub const IDLE_BUSY_PCT: f64 = 10.0;
+/// At or above this GPU busy (%) a sample counts as saturated.
+pub const SATURATED_BUSY_PCT: f64 = 90.0;
+/// The sources' standing alert: busy above this while SM active is below
+/// `STARVED_SM_PCT` means kernels too small or too fragmented.
+pub const STARVED_BUSY_PCT: f64 = 80.0;
+pub const STARVED_SM_PCT: f64 = 30.0;
+/// A target process tree above this CPU (100 = one core) is "busy".
+pub const TARGET_CPU_BUSY_PCT: f64 = 80.0;
+/// Periodicity is computed only for series that move by more than this
+/// (stdev, % points): a flat series has no period.
+const MIN_STDEV_FOR_PERIOD: f64 = 2.0;
+const MIN_SAMPLES_FOR_PERIOD: usize = 20;
+
+/// Compute all features of `trace`'s steady window.
+pub fn compute(trace: &Trace) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let steady: Vec<usize> = (0..trace.sample_count())
+        .filter(|&i| !trace.warmup[i])
+        .collect();
+    let interval_s = sample_interval_s(trace, &steady);
+    let steady_s = steady.len() as f64 * interval_s;
+
+    let busy = aggregate_series(trace, &steady, "gpu_busy_pct");
+    let sm = aggregate_series(trace, &steady, "sm_active_pct");
+    let target_cpu = host_series(trace, &steady, "target_cpu_pct");
+    let host_cpu = host_series(trace, &steady, "host_cpu_busy_pct");
+
+    if let Some(busy) = &busy {
+        busy_features(busy, interval_s, steady_s, &mut out);
+    }
+    if let (Some(busy), Some(sm)) = (&busy, &sm) {
+        let pairs: Vec<(f64, f64)> = both_finite(busy, sm);
+        if !pairs.is_empty() {
+            let mb = pairs.iter().map(|p| p.0).sum::<f64>() / pairs.len() as f64;
+            let ms = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+            if mb > 0.0 {
+                out.insert("sm_active_pct.busy_ratio".into(), ms / mb);
+            }
+            let starved = pairs
+                .iter()
+                .filter(|(b, s)| *b > STARVED_BUSY_PCT && *s < STARVED_SM_PCT)
+                .count();
+            out.insert(
+                "sm_active_pct.starved_frac".into(),
+                starved as f64 / pairs.len() as f64,
+            );
+        }
+    }
+
+    for metric in ["gpu_busy_pct", "sm_active_pct", "tensor_pct"] {
+        let means = per_gpu_means(trace, &steady, metric);
+        if means.len() >= 2 {
+            let (lo_gpu, lo) = means
+                .iter()
+                .copied()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((0, 0.0));
+            let hi = means.iter().map(|m| m.1).fold(f64::NEG_INFINITY, f64::max);
+            out.insert(format!("{metric}.gpu_spread"), hi - lo);
+            if metric == "gpu_busy_pct" {
+                let index = trace.header.fingerprint.gpus[lo_gpu].index;
+                out.insert("gpu_busy_pct.straggler_gpu".into(), index as f64);
+            }
+        }
+    }
+
+    if let Some(cpu) = &target_cpu {
+        if let Some(mean) = mean_finite(cpu) {
+            out.insert("target_cpu_pct.cores".into(), mean / 100.0);
+        }
+        if let Some(busy) = &busy {
+            let pairs = both_finite(busy, cpu);
+            if !pairs.is_empty() {
+                let n = pairs
+                    .iter()
+                    .filter(|(b, c)| *b < 50.0 && *c > TARGET_CPU_BUSY_PCT)
+                    .count();
+                out.insert(
+                    "target_cpu_pct.busy_when_gpu_idle".into(),
+                    n as f64 / pairs.len() as f64,
+                );
+            }
+        }
+    }
+
+    // The machine's CPU minus the target's own share of it: other jobs,
+    // daemons, a noisy neighbour. target_cpu_pct counts one core as 100,
+    // host_cpu_busy_pct counts all cores as 100.
+    let cpus = trace.header.fingerprint.host.cpu_count;
+    if let (Some(host), Some(cpu)) = (&host_cpu, &target_cpu) {
+        if cpus > 0 {
+            let others: Vec<f64> = both_finite(host, cpu)
+                .iter()
+                .map(|(h, t)| (h - t / cpus as f64).max(0.0))
+                .collect();
+            if let Some(m) = mean_finite(&others) {
+                out.insert("host_cpu_busy_pct.others_pct".into(), m);
+            }
+        }
+    }
+
+    if !trace.processes.is_empty() {
+        let others: BTreeSet<u32> = trace
+            .processes
+            .iter()
+            .flat_map(|r| r.procs.iter())
+            .filter(|p| !p.in_target)
+            .map(|p| p.pid)
+            .collect();
+        out.insert("other_processes.distinct_pids".into(), others.len() as f64);
+    }
+
+    // Events are counted over the whole recording: an Xid during warm-up is
+    // still a fault.
+    let xid = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Xid)
+        .count();
+    out.insert("xid.count".into(), xid as f64);
+    let gpm = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::GpmInvalid)
+        .count();
+    out.insert("gpm.invalid_count".into(), gpm as f64);
+    out
+}
+
+fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
+    let finite: Vec<f64> = busy.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return;
+    }
+    let n = finite.len() as f64;
+    let idle = finite.iter().filter(|&&v| v < IDLE_BUSY_PCT).count() as f64;
+    let sat = finite.iter().filter(|&&v| v >= SATURATED_BUSY_PCT).count() as f64;
+    out.insert("gpu_busy_pct.idle_frac".into(), idle / n);
+    out.insert("gpu_busy_pct.saturated_frac".into(), sat / n);
+    let mean = finite.iter().sum::<f64>() / n;
+    let stdev = if finite.len() > 1 {
+        (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    if mean > 0.0 {
+        out.insert("gpu_busy_pct.cv".into(), stdev / mean);
+    }
+
+    // Idle gaps: maximal runs of idle samples (missing samples end a run).
+    let mut gap_starts = Vec::new();
+    let mut gap_lens = Vec::new();
+    let mut run = 0usize;
+    for (i, v) in busy.iter().enumerate() {
+        if v.is_finite() && *v < IDLE_BUSY_PCT {
+            if run == 0 {
+                gap_starts.push(i);
+            }
+            run += 1;
+        } else if run > 0 {
+            gap_lens.push(run);
+            run = 0;
+        }
+    }
+    if run > 0 {
+        gap_lens.push(run);
+    }
+    if steady_s > 0.0 {
+        out.insert(
+            "gpu_busy_pct.idle_gaps_per_min".into(),
+            gap_starts.len() as f64 * 60.0 / steady_s,
+        );
+    }
+    if !gap_lens.is_empty() {
+        let mean_len = gap_lens.iter().sum::<usize>() as f64 / gap_lens.len() as f64;
+        out.insert("gpu_busy_pct.idle_gap_mean_s".into(), mean_len * interval_s);
+    }
+    // Regularity of gap spacing: 1 - coefficient of variation of the
+    // intervals between gap starts. A stall at a fixed point of every step
+    // gives evenly spaced gaps (near 1); random hiccups do not.
+    if gap_starts.len() >= 4 {
+        let d: Vec<f64> = gap_starts
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64)
+            .collect();
+        let m = d.iter().sum::<f64>() / d.len() as f64;
+        let sd = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (d.len() - 1) as f64).sqrt();
+        if m > 0.0 {
+            out.insert(
+                "gpu_busy_pct.gap_regularity".into(),
+                (1.0 - sd / m).clamp(0.0, 1.0),
+            );
+        }
+    }
+
+    if let Some((strength, lag)) = periodicity(busy) {
+        out.insert("gpu_busy_pct.periodicity".into(), strength);
+        if let Some(lag) = lag {
+            out.insert("gpu_busy_pct.period_s".into(), lag as f64 * interval_s);
+        }
+    }
+}
+
+/// Strength (0..1) and lag (samples) of the strongest repeating pattern:
+/// the highest local maximum of the autocorrelation at lags 2..n/3. Missing
+/// samples are filled with the series mean (they then neither create nor
+/// hide a period). None for short or flat series; strength 0 and no lag
+/// when the autocorrelation only decays (drift, noise without a period).
+pub fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
+    let finite: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.len() < MIN_SAMPLES_FOR_PERIOD {
+        return None;
+    }
+    let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+    let x: Vec<f64> = series
+        .iter()
+        .map(|v| if v.is_finite() { v - mean } else { 0.0 })
+        .collect();
+    let var = x.iter().map(|v| v * v).sum::<f64>();
+    let sd = (var / (x.len() - 1) as f64).sqrt();
+    if sd < MIN_STDEV_FOR_PERIOD {
+        return None;
+    }
+    let n = x.len();
+    let max_lag = n / 3;
+    let r: Vec<f64> = (0..=max_lag + 1)
+        .map(|k| {
+            if k >= n {
+                return 0.0;
+            }
+            x[..n - k]
+                .iter()
+                .zip(&x[k..])
+                .map(|(a, b)| a * b)
+                .sum::<f64>()
+                / var
+        })
+        .collect();
+    // Local maxima, with the bias of the plain estimator at long lags scaled
+    // back so that a perfect period reads ~1 wherever it is.
+    let peaks: Vec<(usize, f64)> = (2..=max_lag)
+        .filter(|&k| r[k] > r[k - 1] && r[k] >= r[k + 1] && r[k] > 0.0)
+        .map(|k| (k, (r[k] * n as f64 / (n - k) as f64).min(1.0)))
+        .collect();
+    let Some(best) = peaks.iter().map(|p| p.1).reduce(f64::max) else {
+        return Some((0.0, None));
+    };
+    // Multiples of the period peak as high as the period itself: take the
+    // shortest lag that comes close to the best.
+    let (k, s) = peaks
+        .iter()
+        .copied()
+        .find(|p| p.1 >= 0.9 * best)
+        .unwrap_or((0, best));
+    Some((s, Some(k)))
+}
+
+fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
+    let mut d: Vec<f64> = steady
+        .windows(2)
+        .map(|w| trace.times_ms[w[1]] - trace.times_ms[w[0]])
+        .filter(|d| *d > 0.0)
+        .collect();
+    if d.is_empty() {
+        return trace.header.interval_ms.max(1) as f64 / 1000.0;
+    }
+    d.sort_by(|a, b| a.total_cmp(b));
+    d[d.len() / 2] / 1000.0
+}
+
+/// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
+pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
+    let col = trace.gpu_column(id)?;
+    let ngpu = trace.gpu_count();
+    let v: Vec<f64> = steady
+        .iter()
+        .map(|&i| {
+            let vals: Vec<f64> = (0..ngpu)
+                .map(|g| trace.gpu_value(i, g, col) as f64)
+                .filter(|v| v.is_finite())
+                .collect();
+            if vals.is_empty() {
+                f64::NAN
+            } else {
+                vals.iter().sum::<f64>() / vals.len() as f64
+            }
+        })
+        .collect();
+    v.iter().any(|x| x.is_finite()).then_some(v)
+}
+
+fn host_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
+    let col = trace.host_column(id)?;
+    let v: Vec<f64> = steady
+        .iter()
+        .map(|&i| trace.host_value(i, col) as f64)
+        .collect();
+    v.iter().any(|x| x.is_finite()).then_some(v)
+}
+
+/// (GPU slot, mean) for each GPU that has the metric.
+fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)> {
+    let Some(col) = trace.gpu_column(id) else {
+        return Vec::new();
+    };
+    (0..trace.gpu_count())
+        .filter_map(|g| {
+            let v: Vec<f64> = steady
+                .iter()
+                .map(|&i| trace.gpu_value(i, g, col) as f64)
+                .collect();
+            mean_finite(&v).map(|m| (g, m))
+        })
+        .collect()
+}
+
+fn both_finite(a: &[f64], b: &[f64]) -> Vec<(f64, f64)> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .map(|(x, y)| (*x, *y))
+        .collect()
+}
+
+fn mean_finite(v: &[f64]) -> Option<f64> {
+    let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    (!f.is_empty()).then(|| f.iter().sum::<f64>() / f.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::{self, Signature};
+
+    #[test]
+    fn periodicity_finds_a_square_wave_and_not_noise() {
+        // 8 busy samples, 2 idle: a stall every second at 100 ms.
+        let wave: Vec<f64> = (0..300)
+            .map(|i| if i % 10 < 8 { 95.0 } else { 2.0 })
+            .collect();
+        let (strength, lag) = periodicity(&wave).unwrap();
+        assert_eq!(lag, Some(10));
+        assert!(strength > 0.9, "{strength}");
+
+        // Deterministic pseudo-noise has no strong period.
+        let mut x = 12345u64;
+        let noise: Vec<f64> = (0..300)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                50.0 + ((x >> 33) % 40) as f64
+            })
+            .collect();
+        let (strength, _) = periodicity(&noise).unwrap();
+        assert!(strength < 0.3, "{strength}");
+
+        // Flat or short series: no periodicity at all (absent, not 0).
+        assert!(periodicity(&[100.0; 300]).is_none());
+        assert!(periodicity(&wave[..10]).is_none());
+        // Missing samples do not invent a period.
+        let mut holes = wave.clone();
+        holes[5] = f64::NAN;
+        assert_eq!(periodicity(&holes).unwrap().1, Some(10));
+    }
+
+    #[test]
+    fn idle_fraction_gaps_and_regularity() {
+        let trace = synthetic::trace(&Signature::periodic_stall(), 1);
+        let f = compute(&trace);
+        let idle = f["gpu_busy_pct.idle_frac"];
+        assert!((0.15..0.35).contains(&idle), "idle_frac {idle}");
+        assert!(f["gpu_busy_pct.gap_regularity"] > 0.8, "{f:?}");
+        assert!((f["gpu_busy_pct.period_s"] - 1.0).abs() < 0.11, "{f:?}");
+        assert!(f["gpu_busy_pct.idle_gaps_per_min"] > 50.0, "{f:?}");
+        assert!(f["gpu_busy_pct.cv"] > 0.3, "{f:?}");
+
+        let healthy = compute(&synthetic::trace(&Signature::healthy(), 1));
+        assert_eq!(healthy["gpu_busy_pct.idle_frac"], 0.0);
+        assert!(healthy["gpu_busy_pct.saturated_frac"] > 0.9);
+        assert!(healthy["gpu_busy_pct.cv"] < 0.05);
+        assert!(!healthy.contains_key("gpu_busy_pct.gap_regularity"));
+    }
+
+    #[test]
+    fn fragmentation_and_host_features() {
+        let f = compute(&synthetic::trace(&Signature::launch_storm(), 1));
+        assert!(f["sm_active_pct.busy_ratio"] < 0.05, "{f:?}");
+        let f = compute(&synthetic::trace(&Signature::healthy(), 1));
+        assert!(f["sm_active_pct.busy_ratio"] > 0.9, "{f:?}");
+        assert_eq!(f["sm_active_pct.starved_frac"], 0.0);
+
+        let f = compute(&synthetic::trace(&Signature::host_bound(), 1));
+        assert!(f["target_cpu_pct.busy_when_gpu_idle"] > 0.8, "{f:?}");
+        assert!(f["target_cpu_pct.cores"] > 0.9, "{f:?}");
+
+        let f = compute(&synthetic::trace(&Signature::host_contention(), 1));
+        assert!(f["host_cpu_busy_pct.others_pct"] > 50.0, "{f:?}");
+    }
+
+    #[test]
+    fn per_gpu_imbalance_names_the_straggler() {
+        let f = compute(&synthetic::trace(&Signature::imbalance(), 4));
+        assert!(f["gpu_busy_pct.gpu_spread"] > 30.0, "{f:?}");
+        assert_eq!(f["gpu_busy_pct.straggler_gpu"], 3.0);
+        // One GPU: no spread at all rather than a spread of 0.
+        let f = compute(&synthetic::trace(&Signature::healthy(), 1));
+        assert!(!f.contains_key("gpu_busy_pct.gpu_spread"));
+    }
+
+    #[test]
+    fn missing_gpm_leaves_features_absent() {
+        let mut sig = Signature::healthy();
+        sig.no_gpm = true;
+        let f = compute(&synthetic::trace(&sig, 1));
+        assert!(!f.contains_key("sm_active_pct.busy_ratio"));
+        assert!(!f.contains_key("sm_active_pct.starved_frac"));
+        assert!(f.contains_key("gpu_busy_pct.idle_frac"));
+    }
+
+    #[test]
+    fn contention_counts_foreign_pids_and_events_are_counted() {
+        let f = compute(&synthetic::trace(&Signature::contention(), 1));
+        assert_eq!(f["other_processes.distinct_pids"], 1.0);
+        let f = compute(&synthetic::trace(&Signature::healthy(), 1));
+        assert_eq!(f["other_processes.distinct_pids"], 0.0);
+        assert_eq!(f["xid.count"], 0.0);
+    }
+
+    #[test]
+    fn every_produced_key_is_declared() {
+        for sig in Signature::all() {
+            for k in compute(&synthetic::trace(&sig, 2)).keys() {
+                assert!(NAMES.contains(&k.as_str()), "undeclared feature {k}");
+            }
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! Rules as data: loading the built-in `rules.toml` and the user's
+//! `[rules.<name>]` tables from gate.toml into checked, parsed rules, and
+//! rendering their texts with values.
+//!
+//! Every expression (condition, evidence, `{placeholders}` in texts) is
+//! parsed when the rule is loaded: a typo is an error with the rule name,
+//! the field and the column, never a rule that silently never fires.
+
+use super::dsl::{self, Expr, ParseError, Type, Vocabulary};
+use super::Severity;
+use crate::stats::MetricSource;
+use std::collections::BTreeMap;
+
+/// Fields a rule table may have.
+pub const FIELDS: &[&str] = &[
+    "when",
+    "severity",
+    "order",
+    "title",
+    "explanation",
+    "change",
+    "next_steps",
+    "evidence",
+    "enabled",
+];
+
+/// Reading order given to user rules that do not say.
+pub const DEFAULT_USER_ORDER: u32 = 5;
+
+/// Where a rule came from (shown by reports, so users know what they changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    /// A built-in rule the user re-configured in gate.toml.
+    Overridden,
+    User,
+}
+
+/// One checked rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub name: String,
+    pub title: String,
+    pub severity: Severity,
+    /// Reading order, 0 = look first (DOMAIN.md section 3).
+    pub order: u32,
+    pub enabled: bool,
+    pub origin: Origin,
+    /// Source text of the condition.
+    pub when: String,
+    pub cond: Expr,
+    /// (source text, parsed) of each evidence expression.
+    pub evidence: Vec<(String, Expr)>,
+    pub explanation: Template,
+    pub change: Option<Template>,
+    pub next_steps: Vec<String>,
+}
+
+/// What a `{placeholder}` shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Slot {
+    /// `{expr}`: the value in the (new) run.
+    Value,
+    /// `{base:expr}`: the value in the baseline.
+    Base,
+    /// `{change:expr}`: "rose from A to B" / "fell from A to B" / "stayed at A".
+    Change,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Text(String),
+    Expr(Slot, Expr),
+}
+
+/// A text with `{expr}` placeholders (`{{` and `}}` for literal braces).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Template {
+    pub source: String,
+    pub pieces: Vec<Piece>,
+}
+
+impl Template {
+    pub fn parse(src: &str, vocab: &Vocabulary) -> Result<Template, ParseError> {
+        let chars: Vec<char> = src.chars().collect();
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '{' if chars.get(i + 1) == Some(&'{') => {
+                    text.push('{');
+                    i += 2;
+                }
+                '}' if chars.get(i + 1) == Some(&'}') => {
+                    text.push('}');
+                    i += 2;
+                }
+                '{' => {
+                    let open = i;
+                    let Some(close) = chars[i..].iter().position(|c| *c == '}') else {
+                        return Err(ParseError {
+                            column: open + 1,
+                            message: "'{' without a closing '}' (write '{{' for a literal brace)"
+                                .into(),
+                        });
+                    };
+                    let inner: String = chars[i + 1..i + close].iter().collect();
+                    let (slot, body, offset) = if let Some(b) = inner.strip_prefix("change:") {
+                        (Slot::Change, b, 7)
+                    } else if let Some(b) = inner.strip_prefix("base:") {
+                        (Slot::Base, b, 5)
+                    } else {
+                        (Slot::Value, inner.as_str(), 0)
+                    };
+                    let expr = dsl::parse(body, Type::Num, vocab).map_err(|e| ParseError {
+                        column: open + 1 + offset + e.column,
+                        message: e.message,
+                    })?;
+                    if !text.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    }
+                    pieces.push(Piece::Expr(slot, expr));
+                    i += close + 1;
+                }
+                '}' => {
+                    return Err(ParseError {
+                        column: i + 1,
+                        message: "'}' without an opening '{' (write '}}' for a literal brace)"
+                            .into(),
+                    })
+                }
+                c => {
+                    text.push(c);
+                    i += 1;
+                }
+            }
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        Ok(Template {
+            source: src.to_string(),
+            pieces,
+        })
+    }
+
+    /// Fill the placeholders from `new` (and `base` when comparing).
+    pub fn render(&self, base: Option<&dyn MetricSource>, new: &dyn MetricSource) -> String {
+        let mut out = String::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Expr(slot, e) => {
+                    let now = dsl::eval_num(e, new, None);
+                    let before = base.and_then(|b| dsl::eval_num(e, b, None));
+                    let s = match (slot, base) {
+                        (Slot::Value, _) => with_unit(now, e),
+                        (Slot::Base, _) => with_unit(before, e),
+                        (Slot::Change, None) => format!("is {}", with_unit(now, e)),
+                        (Slot::Change, Some(_)) => change_words(before, now, e),
+                    };
+                    out.push_str(&s);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// "fell from 94 % to 0.3 %", "rose from 3 % to 77 %", "stayed at 5 %".
+pub fn change_words(before: Option<f64>, now: Option<f64>, e: &Expr) -> String {
+    let (b, n) = (with_unit(before, e), with_unit(now, e));
+    match (before, now) {
+        (Some(x), Some(y)) if b == n || x == y => format!("stayed at {n}"),
+        (Some(x), Some(y)) if y < x => format!("fell from {b} to {n}"),
+        (Some(_), Some(_)) => format!("rose from {b} to {n}"),
+        (None, Some(_)) => format!("is {n} (baseline: n/a)"),
+        (_, None) => format!("is n/a (baseline: {b})"),
+    }
+}
+
+/// Unit of an expression's value, when it has one (for "94 %", "20270 MiB/s").
+pub fn unit_of(e: &Expr) -> Option<&'static str> {
+    match e {
+        Expr::Ident(dsl::Ident::Stat { metric, stat }) => {
+            if stat == "n" {
+                return None;
+            }
+            crate::metrics::find(metric)
+                .map(|d| d.unit)
+                .filter(|u| *u != "count")
+        }
+        Expr::Ident(dsl::Ident::Feature(name)) => {
+            let feature = name.rsplit('.').next().unwrap_or("");
+            if feature.ends_with("_pct") {
+                Some("%")
+            } else if feature.ends_with("_s") {
+                Some("s")
+            } else if feature.ends_with("per_min") {
+                Some("/min")
+            } else {
+                None
+            }
+        }
+        Expr::Neg(a) => unit_of(a),
+        Expr::Call(_, args) => args.first().and_then(unit_of),
+        Expr::Arith(dsl::ArithOp::Add | dsl::ArithOp::Sub, a, b) => {
+            let u = unit_of(a);
+            (u == unit_of(b)).then_some(u).flatten()
+        }
+        _ => None,
+    }
+}
+
+/// A value with its unit, or "n/a" when missing.
+pub fn with_unit(v: Option<f64>, e: &Expr) -> String {
+    match v {
+        None => "n/a".into(),
+        Some(x) => match unit_of(e) {
+            Some(u) => format!("{} {u}", dsl::format_number(x)),
+            None => dsl::format_number(x),
+        },
+    }
+}
+
+/// Severity from its name in a rule file.
+pub fn parse_severity(s: &str) -> Option<Severity> {
+    Some(match s {
+        "info" => Severity::Info,
+        "low" => Severity::Low,
+        "medium" => Severity::Medium,
+        "high" => Severity::High,
+        _ => return None,
+    })
+}
+
+/// Load one rule from its table. `base` is the rule being overridden (a
+/// user table may then give only the fields it changes). Errors name the
+/// field and the column; the caller adds the rule name and the file.
+pub fn from_table(
+    name: &str,
+    table: &toml::Value,
+    base: Option<&Rule>,
+    origin: Origin,
+    vocab: &Vocabulary,
+) -> Result<Rule, String> {
+    let table = table
+        .as_table()
+        .ok_or_else(|| "must be a table of fields (when, severity, ...)".to_string())?;
+    for key in table.keys() {
+        if !FIELDS.contains(&key.as_str()) {
+            return Err(format!(
+                "unknown field '{key}'; a rule has: {}",
+                FIELDS.join(", ")
+            ));
+        }
+    }
+    let string = |key: &str| -> Result<Option<String>, String> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!(
+                "{key}: expected a string, found {}",
+                other.type_str()
+            )),
+        }
+    };
+    let strings = |key: &str| -> Result<Option<Vec<String>>, String> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(vec![s.clone()])),
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_string).ok_or_else(|| {
+                        format!(
+                            "{key}: expected a list of strings, found a {}",
+                            v.type_str()
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(other) => Err(format!(
+                "{key}: expected a list of strings, found {}",
+                other.type_str()
+            )),
+        }
+    };
+    let at =
+        |field: &str, src: &str, e: ParseError| -> String { format!("{field}: {e} in \"{src}\"") };
+
+    let when = match (string("when")?, base) {
+        (Some(w), _) => w,
+        (None, Some(b)) => b.when.clone(),
+        (None, None) => {
+            return Err("missing 'when' (the condition that makes the rule fire)".into())
+        }
+    };
+    let cond = dsl::parse(&when, Type::Bool, vocab).map_err(|e| at("when", &when, e))?;
+    let severity = match string("severity")? {
+        Some(s) => parse_severity(&s)
+            .ok_or_else(|| format!("severity: '{s}' is not one of info, low, medium, high"))?,
+        None => base.map(|b| b.severity).unwrap_or(Severity::Medium),
+    };
+    let order = match table.get("order") {
+        None => base.map(|b| b.order).unwrap_or(DEFAULT_USER_ORDER),
+        Some(toml::Value::Integer(i)) if (0..=9).contains(i) => *i as u32,
+        Some(other) => return Err(format!("order: expected an integer 0-9, found {other}")),
+    };
+    let enabled = match table.get("enabled") {
+        None => true,
+        Some(toml::Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "enabled: expected true or false, found {}",
+                other.type_str()
+            ))
+        }
+    };
+    let title = string("title")?
+        .or_else(|| base.map(|b| b.title.clone()))
+        .unwrap_or_else(|| name.replace('_', " "));
+    let explanation = match string("explanation")? {
+        Some(s) => Template::parse(&s, vocab).map_err(|e| at("explanation", &s, e))?,
+        None => base.map(|b| b.explanation.clone()).unwrap_or_default(),
+    };
+    let change = match string("change")? {
+        Some(s) => Some(Template::parse(&s, vocab).map_err(|e| at("change", &s, e))?),
+        None => base.and_then(|b| b.change.clone()),
+    };
+    let next_steps = strings("next_steps")?
+        .or_else(|| base.map(|b| b.next_steps.clone()))
+        .unwrap_or_default();
+    let evidence = match strings("evidence")? {
+        Some(list) => list
+            .into_iter()
+            .map(|src| {
+                dsl::parse(&src, Type::Num, vocab)
+                    .map(|e| (src.clone(), e))
+                    .map_err(|e| at("evidence", &src, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => match base {
+            Some(b) => b.evidence.clone(),
+            None => dsl::evidence_operands(&cond)
+                .into_iter()
+                .map(|e| (e.to_string(), e))
+                .collect(),
+        },
+    };
+    Ok(Rule {
+        name: name.to_string(),
+        title,
+        severity,
+        order,
+        enabled,
+        origin,
+        when,
+        cond,
+        evidence,
+        explanation,
+        change,
+        next_steps,
+    })
+}
+
+/// Parse a rules file (`[rules.<name>]` tables) into rules, in name order.
+pub fn parse_file(text: &str, vocab: &Vocabulary) -> Result<Vec<Rule>, String> {
+    let doc: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    let rules = doc
+        .get("rules")
+        .and_then(|r| r.as_table())
+        .ok_or("no [rules] table")?;
+    let ordered: BTreeMap<&String, &toml::Value> = rules.iter().collect();
+    ordered
+        .into_iter()
+        .map(|(name, t)| {
+            from_table(name, t, None, Origin::Builtin, vocab)
+                .map_err(|e| format!("[rules.{name}] {e}"))
+        })
+        .collect()
+}

@@ -1,0 +1,786 @@
+//! `gate report --html`: ONE self-contained HTML file (inline CSS and SVG,
+//! no scripts, no fonts or images to fetch), so it can be attached to a CI
+//! job and opened offline years later.
+//!
+//! Contents per run: provenance, the ranked suspects, time-series plots of
+//! the main counters per GPU (warm-up and problem intervals shaded), the
+//! host CPU plot, the panorama table, processes and statistics.
+//!
+//! Everything that comes from a trace or a rule file is escaped
+//! (`escape`). Output is byte-for-byte deterministic for a given trace: no
+//! clock, numbers printed with fixed precision, maps iterated in order.
+
+use super::panorama::{self, Problem};
+use super::run_report::RunReport;
+use crate::diagnose::dsl::format_number;
+use crate::diagnose::Severity;
+use crate::trace::Trace;
+use std::fmt::Write as _;
+
+/// Escape text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters have no business in a report (and some are
+            // invalid in HTML); show them as a replacement mark.
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const WIDTH: f64 = 1280.0;
+/// Width of each chart of a side-by-side pair.
+const HALF: f64 = 632.0;
+const HEIGHT: f64 = 190.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 26.0;
+const BOTTOM: f64 = 28.0;
+/// At most this many points per line: one per ~pixel of plot width.
+const MAX_POINTS: usize = 1200;
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fff;max-width:1320px}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}
+.meta{color:#4a5568;font-size:13px;line-height:1.5}.meta code{background:#f1f3f6;padding:1px 4px;border-radius:3px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+th,td{border:1px solid #d5d9e0;padding:4px 7px;vertical-align:top;text-align:left}
+th{background:#f1f3f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.sev{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
+.sev-high{background:#c0392b}.sev-medium{background:#d68910}.sev-low{background:#2e86c1}.sev-info{background:#7f8c8d}
+.suspects td ul{margin:0;padding-left:18px}.suspects .title{font-weight:600}.rule{color:#6b7280;font-size:12px}
+.ok{color:#1e8449;font-weight:600}
+tr.p-starved td{background:#fde2e0}tr.p-idle td{background:#fdf2cc}tr.p-contended td{background:#eadfdb}tr.warm td{color:#8a8f98}
+svg{display:block;margin:4px 0 10px}svg text{font-size:11px;fill:#4a5568}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;border-radius:2px}
+.pair{display:flex;gap:16px}
+details summary{cursor:pointer;font-size:14px;margin:6px 0}
+.cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all}
+footer{margin-top:30px;color:#8a8f98;font-size:12px}
+"#;
+
+/// Colours of the plotted series (colour-blind-safe Tableau-ish palette).
+const C_BUSY: &str = "#1f77b4";
+const C_SM: &str = "#2ca02c";
+const C_TENSOR: &str = "#9467bd";
+const C_DRAM: &str = "#ff7f0e";
+const C_RX: &str = "#17becf";
+const C_TX: &str = "#8c564b";
+const C_POWER: &str = "#d62728";
+const C_CLOCK: &str = "#7f7f7f";
+
+fn shade_color(p: Problem) -> (&'static str, f64) {
+    match p {
+        Problem::Starved => ("#e41a1c", 0.16),
+        Problem::Idle => ("#f0b400", 0.22),
+        Problem::Contended => ("#8c564b", 0.18),
+    }
+}
+
+const WARM_COLOR: (&str, f64) = ("#8a8f98", 0.2);
+
+struct Line {
+    label: String,
+    color: &'static str,
+    /// (t seconds, value); NaN = missing (breaks the line).
+    points: Vec<(f64, f64)>,
+}
+
+/// Downsample a series to at most `MAX_POINTS` by averaging time buckets.
+fn series(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
+    let n = trace.sample_count();
+    if n <= MAX_POINTS || t_end_s <= 0.0 {
+        return (0..n)
+            .map(|i| (trace.times_ms[i] / 1000.0, value(i) as f64))
+            .collect();
+    }
+    let bucket_s = t_end_s / MAX_POINTS as f64;
+    let mut sums = vec![(0.0f64, 0usize, 0.0f64, 0usize); MAX_POINTS];
+    for i in 0..n {
+        let t = trace.times_ms[i] / 1000.0;
+        let b = ((t / bucket_s) as usize).min(MAX_POINTS - 1);
+        sums[b].2 += t;
+        sums[b].3 += 1;
+        let v = value(i);
+        if v.is_finite() {
+            sums[b].0 += v as f64;
+            sums[b].1 += 1;
+        }
+    }
+    sums.iter()
+        .filter(|s| s.3 > 0)
+        .map(|s| {
+            let t = s.2 / s.3 as f64;
+            let v = if s.1 > 0 { s.0 / s.1 as f64 } else { f64::NAN };
+            (t, v)
+        })
+        .collect()
+}
+
+/// A "nice" upper bound (1, 2, 2.5, 5 x 10^k) at or above `v`.
+fn nice_ceil(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let exp = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if m * exp >= v * 0.999_999 {
+            return m * exp;
+        }
+    }
+    10.0 * exp
+}
+
+/// Time-tick step giving roughly 8-12 ticks.
+fn tick_step(t_end_s: f64) -> f64 {
+    let raw = t_end_s / 10.0;
+    [
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0,
+        3600.0,
+    ]
+    .into_iter()
+    .find(|s| *s >= raw)
+    .unwrap_or(7200.0)
+}
+
+struct Shade {
+    start_s: f64,
+    end_s: f64,
+    color: &'static str,
+    opacity: f64,
+}
+
+/// One SVG line chart with shaded intervals.
+#[allow(clippy::too_many_arguments)]
+fn chart(
+    title: &str,
+    unit: &str,
+    fixed_max: Option<f64>,
+    lines: &[Line],
+    t_end_s: f64,
+    shades: &[Shade],
+    width: f64,
+) -> String {
+    let pw = width - LEFT - RIGHT;
+    let ph = HEIGHT - TOP - BOTTOM;
+    let data_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let y_max = fixed_max.unwrap_or_else(|| nice_ceil(data_max));
+    let t_end = if t_end_s > 0.0 { t_end_s } else { 1.0 };
+    let x = |t: f64| LEFT + (t / t_end).clamp(0.0, 1.0) * pw;
+    let y = |v: f64| TOP + ph - (v / y_max).clamp(0.0, 1.02) * ph;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" viewBox="0 0 {width} {HEIGHT}" role="img" aria-label="{}">"#,
+        escape(title)
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="#fbfcfd" stroke="#d5d9e0"/>"##
+    );
+    for sh in shades {
+        let (x0, x1) = (x(sh.start_s), x(sh.end_s));
+        if x1 > x0 {
+            let _ = write!(
+                s,
+                r#"<rect x="{x0:.1}" y="{TOP}" width="{:.1}" height="{ph:.1}" fill="{}" fill-opacity="{}"/>"#,
+                x1 - x0,
+                sh.color,
+                sh.opacity
+            );
+        }
+    }
+    // Y grid and labels.
+    for k in 0..=4 {
+        let v = y_max * k as f64 / 4.0;
+        let yy = y(v);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e6e9ee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            yy + 4.0,
+            format_number(v)
+        );
+    }
+    // X ticks (fewer on narrow charts).
+    let step = tick_step(t_end * WIDTH / width);
+    let mut t = 0.0;
+    while t <= t_end + 1e-9 {
+        let xx = x(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#9aa1ab"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 4.0,
+            TOP + ph + 16.0,
+            format_number(t)
+        );
+        t += step;
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">time (s)</text>"#,
+        LEFT + pw,
+        HEIGHT - 2.0
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{LEFT}" y="16" style="font-size:13px;font-weight:600;fill:#1d2330">{} ({})</text>"#,
+        escape(title),
+        escape(unit)
+    );
+    for l in lines {
+        let mut seg = String::new();
+        let flush = |seg: &mut String, s: &mut String| {
+            if !seg.is_empty() {
+                let _ = write!(
+                    s,
+                    r#"<polyline fill="none" stroke="{}" stroke-width="1.4" points="{}"/>"#,
+                    l.color,
+                    seg.trim_end()
+                );
+                seg.clear();
+            }
+        };
+        for (t, v) in &l.points {
+            if v.is_finite() {
+                let _ = write!(seg, "{:.1},{:.1} ", x(*t), y(*v));
+            } else {
+                flush(&mut seg, &mut s);
+            }
+        }
+        flush(&mut seg, &mut s);
+    }
+    s.push_str("</svg>");
+    // Legend as HTML below the plot (wraps and stays readable).
+    s.push_str(r#"<div class="legend">"#);
+    for l in lines {
+        let measured = l.points.iter().any(|p| p.1.is_finite());
+        let _ = write!(
+            s,
+            r#"<span><i class="sw" style="background:{}"></i>{}{}</span>"#,
+            l.color,
+            escape(&l.label),
+            if measured { "" } else { " (not measured)" }
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+fn shades_for(r: &RunReport, gpu: Option<u32>) -> Vec<Shade> {
+    let mut v = Vec::new();
+    if r.panorama.warmup_end_ms > 0.0 {
+        v.push(Shade {
+            start_s: 0.0,
+            end_s: r.panorama.warmup_end_ms / 1000.0,
+            color: WARM_COLOR.0,
+            opacity: WARM_COLOR.1,
+        });
+    }
+    for i in &r.panorama.intervals {
+        if gpu.is_none_or(|g| g == i.gpu) {
+            let (color, opacity) = shade_color(i.problem);
+            v.push(Shade {
+                start_s: i.start_ms / 1000.0,
+                end_s: i.end_ms / 1000.0,
+                color,
+                opacity,
+            });
+        }
+    }
+    v
+}
+
+fn shade_legend() -> String {
+    let mut s = String::from(r#"<div class="legend">Shaded: "#);
+    let _ = write!(
+        s,
+        r#"<span><i class="sw" style="background:{};opacity:.5"></i>warm-up (excluded from statistics)</span>"#,
+        WARM_COLOR.0
+    );
+    for p in Problem::ALL {
+        let (c, _) = shade_color(p);
+        let _ = write!(
+            s,
+            r#"<span><i class="sw" style="background:{c};opacity:.5"></i>{}: {}</span>"#,
+            p.as_str(),
+            escape(p.describe())
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+fn gpu_line(
+    trace: &Trace,
+    slot: usize,
+    id: &str,
+    label: &str,
+    color: &'static str,
+    t_end_s: f64,
+) -> Option<Line> {
+    let col = trace.gpu_column(id)?;
+    Some(Line {
+        label: label.to_string(),
+        color,
+        points: series(trace, |i| trace.gpu_value(i, slot, col), t_end_s),
+    })
+}
+
+fn host_line(
+    trace: &Trace,
+    id: &str,
+    label: &str,
+    color: &'static str,
+    t_end_s: f64,
+) -> Option<Line> {
+    let col = trace.host_column(id)?;
+    Some(Line {
+        label: label.to_string(),
+        color,
+        points: series(trace, |i| trace.host_value(i, col), t_end_s),
+    })
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(format_number).unwrap_or_else(|| "n/a".into())
+}
+
+fn sev_badge(s: Severity) -> String {
+    format!(r#"<span class="sev sev-{0}">{0}</span>"#, s.as_str())
+}
+
+fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
+    let _ = write!(out, r#"<section id="run-{idx}">"#);
+    let _ = write!(out, "<h1>gate report: {}</h1>", escape(&r.source));
+    out.push_str(r#"<div class="meta">"#);
+    if !r.command.is_empty() {
+        let _ = write!(
+            out,
+            r#"Command: <code class="cmd">{}</code><br>"#,
+            escape(&r.command.join(" "))
+        );
+    }
+    if let Some(pid) = r.attach_pid {
+        let _ = write!(out, "Attached to PID {pid}<br>");
+    }
+    if let Some(n) = &r.note {
+        let _ = write!(out, "Note: {}<br>", escape(n));
+    }
+    let gpus: Vec<String> = r
+        .gpus
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {}{}",
+                g.index,
+                escape(&g.name),
+                if g.gpm_supported {
+                    ""
+                } else {
+                    " (no GPM: SM/tensor/DRAM not measured)"
+                }
+            )
+        })
+        .collect();
+    let _ = write!(
+        out,
+        "GPUs: {}<br>Samples: {} ({} steady, {}&ndash;{} s), interval {} ms, warm-up {} s{}{}",
+        if gpus.is_empty() {
+            "none".into()
+        } else {
+            gpus.join(", ")
+        },
+        r.total_samples,
+        r.steady_samples,
+        panorama::secs(r.steady_start_ms),
+        panorama::secs(r.steady_end_ms),
+        r.interval_ms,
+        panorama::secs(r.warmup_ms as f64),
+        r.exit_code
+            .map(|c| format!(", exit code {c}"))
+            .unwrap_or_default(),
+        if r.truncated {
+            ", <b>truncated</b> (recording was cut short)"
+        } else {
+            ""
+        }
+    );
+    out.push_str("</div>");
+
+    // Suspects first: the answer, then the evidence to check it against.
+    out.push_str("<h2>Suspects (ranked)</h2>");
+    if r.suspects.is_empty() {
+        out.push_str(r#"<p class="ok">No suspects: no rule's condition held. Conditions on unmeasured metrics never fire.</p>"#);
+    } else {
+        out.push_str(r#"<table class="suspects"><tr><th>#</th><th>severity</th><th>suspect</th><th>evidence</th><th>next steps</th></tr>"#);
+        for (i, f) in r.suspects.iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<tr><td class="n">{}</td><td>{}</td><td><div class="title">{}</div><div class="rule">{} &middot; score {}</div><p>{}</p></td><td><ul>"#,
+                i + 1,
+                sev_badge(f.severity),
+                escape(&f.title),
+                escape(&f.rule),
+                format_number(f.score),
+                escape(&f.explanation)
+            );
+            for e in &f.evidence {
+                let _ = write!(out, "<li>{}</li>", escape(e));
+            }
+            out.push_str("</ul></td><td><ul>");
+            for s in &f.next_steps {
+                let _ = write!(out, "<li>{}</li>", escape(s));
+            }
+            out.push_str("</ul></td></tr>");
+        }
+        out.push_str("</table>");
+    }
+
+    out.push_str("<h2>Time series</h2>");
+    out.push_str(&shade_legend());
+    let t_end_s = r
+        .panorama
+        .gpus
+        .first()
+        .and_then(|g| g.slices.last())
+        .map(|s| s.end_ms / 1000.0)
+        .unwrap_or_else(|| trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0)
+        .max(trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0);
+    for (slot, g) in r.gpus.iter().enumerate() {
+        let _ = write!(out, "<h3>GPU {} ({})</h3>", g.index, escape(&g.name));
+        let shades = shades_for(r, Some(g.index));
+        let util: Vec<Line> = [
+            ("gpu_busy_pct", "GPU busy", C_BUSY),
+            ("sm_active_pct", "SM active", C_SM),
+            ("tensor_pct", "tensor active", C_TENSOR),
+            ("dram_pct", "DRAM bandwidth", C_DRAM),
+        ]
+        .iter()
+        .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
+        .collect();
+        out.push_str(&chart(
+            "Utilization",
+            "%",
+            Some(100.0),
+            &util,
+            t_end_s,
+            &shades,
+            WIDTH,
+        ));
+        let pcie: Vec<Line> = [
+            ("pcie_rx_mib_s", "PCIe RX (to GPU)", C_RX),
+            ("pcie_tx_mib_s", "PCIe TX (from GPU)", C_TX),
+        ]
+        .iter()
+        .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
+        .collect();
+        out.push_str(&chart(
+            "PCIe traffic",
+            "MiB/s",
+            None,
+            &pcie,
+            t_end_s,
+            &shades,
+            WIDTH,
+        ));
+        let power: Vec<Line> = [("power_w", "board power", C_POWER)]
+            .iter()
+            .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
+            .collect();
+        // Power and clock side by side: secondary, read together.
+        out.push_str(r#"<div class="pair"><div>"#);
+        out.push_str(&chart("Power", "W", None, &power, t_end_s, &shades, HALF));
+        let clock: Vec<Line> = [("sm_clock_mhz", "SM clock", C_CLOCK)]
+            .iter()
+            .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
+            .collect();
+        out.push_str("</div><div>");
+        out.push_str(&chart(
+            "SM clock", "MHz", None, &clock, t_end_s, &shades, HALF,
+        ));
+        out.push_str("</div></div>");
+    }
+    out.push_str("<h3>Host</h3>");
+    let host: Vec<Line> = [
+        ("target_cpu_pct", "target CPU (100 = one core)", C_BUSY),
+        ("host_cpu_busy_pct", "machine CPU (100 = all cores)", C_DRAM),
+        ("host_iowait_pct", "machine iowait", C_POWER),
+    ]
+    .iter()
+    .filter_map(|(id, label, c)| host_line(trace, id, label, c, t_end_s))
+    .collect();
+    out.push_str(&chart(
+        "Host CPU",
+        "%",
+        None,
+        &host,
+        t_end_s,
+        &shades_for(r, None),
+        WIDTH,
+    ));
+
+    // Panorama table.
+    let p = &r.panorama;
+    let _ = write!(
+        out,
+        "<h2>Utilization panorama ({} s slices)</h2>",
+        panorama::secs(p.slice_ms)
+    );
+    if p.intervals.is_empty() {
+        out.push_str("<p>No problem intervals.</p>");
+    } else {
+        out.push_str("<ul>");
+        for i in &p.intervals {
+            let _ = write!(
+                out,
+                "<li>GPU {}: <b>{}</b> ({}) from {} s to {} s</li>",
+                i.gpu,
+                i.problem.as_str(),
+                escape(i.problem.describe()),
+                panorama::secs(i.start_ms),
+                panorama::secs(i.end_ms)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    for g in &p.gpus {
+        let open = if g.slices.len() <= 120 { " open" } else { "" };
+        let _ = write!(
+            out,
+            "<details{open}><summary>GPU {} ({}): {} slices</summary><table><tr><th>t s</th>",
+            g.gpu,
+            escape(&g.name),
+            g.slices.len()
+        );
+        for c in panorama::GPU_COLUMNS {
+            let _ = write!(out, "<th>{}</th>", escape(c.1));
+        }
+        let _ = write!(
+            out,
+            "<th>{}</th><th>flags</th></tr>",
+            panorama::HOST_COLUMN.1
+        );
+        for s in &g.slices {
+            let class = match (s.problems.first(), s.warmup) {
+                (Some(p), _) => format!(r#" class="p-{}""#, p.as_str()),
+                (None, true) => r#" class="warm""#.to_string(),
+                _ => String::new(),
+            };
+            let _ = write!(
+                out,
+                r#"<tr{class}><td class="n">{}</td>"#,
+                panorama::secs(s.start_ms)
+            );
+            for v in &s.values {
+                let _ = write!(out, r#"<td class="n">{}</td>"#, num(*v));
+            }
+            let mut flags: Vec<&str> = s.problems.iter().map(|p| p.as_str()).collect();
+            if s.warmup {
+                flags.push("warm-up");
+            }
+            let _ = write!(
+                out,
+                r#"<td class="n">{}</td><td>{}</td></tr>"#,
+                num(s.target_cpu_pct),
+                flags.join(", ")
+            );
+        }
+        out.push_str("</table></details>");
+    }
+
+    out.push_str("<h2>Processes on the GPUs</h2>");
+    if r.processes.is_empty() {
+        out.push_str("<p>No process records in the trace.</p>");
+    } else {
+        out.push_str("<table><tr><th>GPU</th><th>PID</th><th>who</th><th>SM share %</th><th>GPU memory MiB</th><th>CPU %</th><th>RSS MiB</th><th>seen (s)</th><th>command</th></tr>");
+        for pr in &r.processes {
+            let _ = write!(
+                out,
+                r#"<tr><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}&ndash;{}</td><td class="cmd">{}</td></tr>"#,
+                pr.gpu,
+                pr.pid,
+                if pr.in_target {
+                    "target"
+                } else {
+                    "<b>other</b>"
+                },
+                num(pr.sm_share_pct),
+                num(pr.gpu_mem_mib_max),
+                num(pr.cpu_pct_mean),
+                num(pr.rss_mib_max),
+                format_number(pr.first_seen_s),
+                format_number(pr.last_seen_s),
+                escape(if pr.cmdline.is_empty() {
+                    &pr.name
+                } else {
+                    &pr.cmdline
+                })
+            );
+        }
+        out.push_str("</table>");
+    }
+
+    out.push_str("<h2>Statistics of the steady window</h2>");
+    let mut scope: Option<&str> = None;
+    for s in &r.stats {
+        if scope != Some(s.scope.as_str()) {
+            if scope.is_some() {
+                out.push_str("</table></details>");
+            }
+            scope = Some(&s.scope);
+            let _ = write!(
+                out,
+                "<details><summary>{}</summary><table><tr><th>metric</th><th>unit</th><th>mean</th><th>p50</th><th>p99</th><th>max</th><th>n</th></tr>",
+                escape(&scope_label(r, &s.scope))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
+            escape(&s.metric),
+            escape(&s.unit),
+            num(s.mean),
+            num(s.p50),
+            num(s.p99),
+            num(s.max),
+            s.n
+        );
+    }
+    if scope.is_some() {
+        out.push_str("</table></details>");
+    }
+    out.push_str("</section>");
+}
+
+fn scope_label(r: &RunReport, scope: &str) -> String {
+    match scope {
+        "host" => "Host (target process tree and machine)".into(),
+        "gpus" => "All GPUs (per-sample mean over GPUs)".into(),
+        s => {
+            let idx: u32 = s.trim_start_matches("gpu").parse().unwrap_or(0);
+            let name = r
+                .gpus
+                .iter()
+                .find(|g| g.index == idx)
+                .map(|g| g.name.as_str())
+                .unwrap_or("");
+            format!("GPU {idx} ({name})")
+        }
+    }
+}
+
+/// Render runs (with their traces, for the plots) as one HTML document.
+pub fn render(runs: &[(RunReport, &Trace)]) -> String {
+    let mut out = String::with_capacity(256 * 1024);
+    let title = runs
+        .first()
+        .map(|(r, _)| r.source.as_str())
+        .unwrap_or("no runs");
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>gate report: {}</title><style>{}</style></head><body>\n",
+        escape(title),
+        STYLE
+    );
+    if runs.len() > 1 {
+        out.push_str("<p>Runs: ");
+        for (i, (r, _)) in runs.iter().enumerate() {
+            let _ = write!(out, "<a href=\"#run-{i}\">{}</a> ", escape(&r.source));
+        }
+        out.push_str("</p>");
+    }
+    for (i, (r, t)) in runs.iter().enumerate() {
+        run_section(&mut out, r, t, i);
+        out.push('\n');
+    }
+    let _ = write!(
+        out,
+        "<footer>Generated by gate {} from the recorded trace(s); self-contained, no external resources.</footer>\n</body></html>\n",
+        escape(crate::GATE_VERSION)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::{self, Signature};
+    use crate::diagnose::RuleSet;
+
+    fn html(sig: &Signature, ngpu: usize) -> String {
+        let t = synthetic::trace(sig, ngpu);
+        let r = RunReport::build(&t, &RuleSet::builtin(), 1000.0);
+        render(&[(r, &t)])
+    }
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(escape("a\u{1b}[31mb"), "a\u{fffd}[31mb");
+    }
+
+    #[test]
+    fn html_is_self_contained_escaped_and_deterministic() {
+        let a = html(&Signature::contention(), 2);
+        let b = html(&Signature::contention(), 2);
+        assert_eq!(a, b);
+        // No network: nothing fetched, no scripts.
+        for bad in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
+            assert!(!a.contains(bad), "found {bad}");
+        }
+        // The hostile command line is escaped, never live markup.
+        assert!(!a.contains("<b>&amp;</b>"));
+        assert!(a.contains("print(&#39;&lt;b&gt;&amp;amp;&lt;/b&gt;&#39;)"));
+        // Plots per GPU, shaded warm-up and contention, suspects table.
+        assert_eq!(a.matches("<svg").count(), 2 * 4 + 1);
+        assert!(a.contains(r##"fill="#8a8f98""##));
+        assert!(a.contains(r##"fill="#8c564b" fill-opacity"##));
+        assert!(a.contains("sev-high"));
+        assert!(a.contains("Other processes share the GPU"));
+    }
+
+    #[test]
+    fn unmeasured_series_say_so() {
+        let mut sig = Signature::healthy();
+        sig.no_gpm = true;
+        let h = html(&sig, 1);
+        assert!(h.contains("SM active (not measured)"));
+        assert!(h.contains("no GPM"));
+    }
+
+    #[test]
+    fn long_traces_are_downsampled() {
+        let mut sig = Signature::healthy();
+        sig.duration_s = 600.0;
+        let t = synthetic::trace(&sig, 1);
+        let col = t.gpu_column("gpu_busy_pct").unwrap();
+        let s = series(&t, |i| t.gpu_value(i, 0, col), 603.0);
+        assert!(
+            s.len() <= MAX_POINTS && s.len() > MAX_POINTS / 2,
+            "{}",
+            s.len()
+        );
+        assert_eq!(nice_ceil(20270.0), 25000.0);
+        assert_eq!(nice_ceil(0.04), 0.05);
+        assert_eq!(tick_step(33.0), 5.0);
+    }
+}

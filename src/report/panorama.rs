@@ -1,0 +1,390 @@
+//! The utilization panorama: a trace cut into fixed time slices, with the
+//! main counters averaged per slice and GPU, and problem intervals marked.
+//! It answers "when" where the statistics answer "how much": a stall that
+//! happens once a minute, a warm-up that never ends, one GPU that drops out.
+//!
+//! Slices start at the recording's time 0. A slice's value is the mean of
+//! the finite samples in it (missing samples are skipped; a slice without
+//! any is missing, shown "n/a"). Warm-up slices (most samples warm-up) are
+//! marked and never flagged: slow starts are expected there.
+
+use crate::trace::Trace;
+use serde::Serialize;
+
+/// Per-GPU columns of the panorama, in display order: (id, short header).
+pub const GPU_COLUMNS: &[(&str, &str)] = &[
+    ("gpu_busy_pct", "busy%"),
+    ("sm_active_pct", "sm%"),
+    ("tensor_pct", "tensor%"),
+    ("dram_pct", "dram%"),
+    ("pcie_rx_mib_s", "rx MiB/s"),
+    ("pcie_tx_mib_s", "tx MiB/s"),
+];
+
+/// Host column shown beside each GPU's slices.
+pub const HOST_COLUMN: (&str, &str) = ("target_cpu_pct", "cpu%");
+
+/// Slice thresholds (the sources' standing alert and the idle threshold of
+/// the features; see `diagnose::features`).
+pub const STARVED_BUSY_PCT: f64 = crate::diagnose::features::STARVED_BUSY_PCT;
+pub const STARVED_SM_PCT: f64 = crate::diagnose::features::STARVED_SM_PCT;
+pub const IDLE_BUSY_PCT: f64 = crate::diagnose::features::IDLE_BUSY_PCT;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Problem {
+    /// GPU busy > 80 % while SM active < 30 %: kernels too small or fragmented.
+    Starved,
+    /// GPU busy < 10 %: nothing running.
+    Idle,
+    /// A process outside the target tree on the GPU.
+    Contended,
+}
+
+impl Problem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Problem::Starved => "starved",
+            Problem::Idle => "idle",
+            Problem::Contended => "contended",
+        }
+    }
+
+    /// One-letter flag for tables.
+    pub fn flag(self) -> char {
+        match self {
+            Problem::Starved => 'S',
+            Problem::Idle => 'I',
+            Problem::Contended => 'C',
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Problem::Starved => "busy > 80 % but SM active < 30 %",
+            Problem::Idle => "GPU busy < 10 %",
+            Problem::Contended => "other processes on the GPU",
+        }
+    }
+
+    pub const ALL: [Problem; 3] = [Problem::Starved, Problem::Idle, Problem::Contended];
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Slice {
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub warmup: bool,
+    /// In `Panorama::columns` order; None = not measured in this slice.
+    pub values: Vec<Option<f64>>,
+    pub target_cpu_pct: Option<f64>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuSlices {
+    /// NVML index of the GPU.
+    pub gpu: u32,
+    pub name: String,
+    pub slices: Vec<Slice>,
+}
+
+/// A run of consecutive flagged slices.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProblemInterval {
+    pub gpu: u32,
+    pub problem: Problem,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Panorama {
+    pub slice_ms: f64,
+    /// Metric ids of `Slice::values`.
+    pub columns: Vec<String>,
+    pub gpus: Vec<GpuSlices>,
+    pub intervals: Vec<ProblemInterval>,
+    /// Warm-up span [0, warmup_end_ms) as recorded.
+    pub warmup_end_ms: f64,
+}
+
+/// Cut `trace` into `slice_ms` slices.
+pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
+    let slice_ms = slice_ms.max(1.0);
+    let columns: Vec<String> = GPU_COLUMNS.iter().map(|c| c.0.to_string()).collect();
+    let col_idx: Vec<Option<usize>> = GPU_COLUMNS.iter().map(|c| trace.gpu_column(c.0)).collect();
+    let busy_i = 0;
+    let sm_i = 1;
+    let other_col = trace.gpu_column("other_processes");
+    let cpu_col = trace.host_column(HOST_COLUMN.0);
+    let nslices = trace
+        .times_ms
+        .iter()
+        .map(|t| (t / slice_ms).floor().max(0.0) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    // Sample indices per slice.
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nslices];
+    for (i, t) in trace.times_ms.iter().enumerate() {
+        members[(t / slice_ms).floor().max(0.0) as usize].push(i);
+    }
+    let mean = |vals: &mut dyn Iterator<Item = f32>| -> Option<f64> {
+        let (mut s, mut n) = (0.0f64, 0usize);
+        for v in vals {
+            if v.is_finite() {
+                s += v as f64;
+                n += 1;
+            }
+        }
+        (n > 0).then(|| s / n as f64)
+    };
+    let mut gpus = Vec::new();
+    let mut intervals = Vec::new();
+    for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
+        let mut slices = Vec::with_capacity(nslices);
+        for (k, idx) in members.iter().enumerate() {
+            let warm = idx.iter().filter(|&&i| trace.warmup[i]).count();
+            let warmup = !idx.is_empty() && warm * 2 > idx.len();
+            let values: Vec<Option<f64>> = col_idx
+                .iter()
+                .map(|c| {
+                    c.and_then(|c| mean(&mut idx.iter().map(|&i| trace.gpu_value(i, slot, c))))
+                })
+                .collect();
+            let target_cpu_pct =
+                cpu_col.and_then(|c| mean(&mut idx.iter().map(|&i| trace.host_value(i, c))));
+            let others =
+                other_col.and_then(|c| mean(&mut idx.iter().map(|&i| trace.gpu_value(i, slot, c))));
+            let mut problems = Vec::new();
+            if !warmup && !idx.is_empty() {
+                if let (Some(b), Some(s)) = (values[busy_i], values[sm_i]) {
+                    if b > STARVED_BUSY_PCT && s < STARVED_SM_PCT {
+                        problems.push(Problem::Starved);
+                    }
+                }
+                if values[busy_i].is_some_and(|b| b < IDLE_BUSY_PCT) {
+                    problems.push(Problem::Idle);
+                }
+                if others.is_some_and(|o| o > 0.0) {
+                    problems.push(Problem::Contended);
+                }
+            }
+            slices.push(Slice {
+                start_ms: k as f64 * slice_ms,
+                end_ms: (k + 1) as f64 * slice_ms,
+                warmup,
+                values,
+                target_cpu_pct,
+                problems,
+            });
+        }
+        for p in Problem::ALL {
+            let mut open: Option<f64> = None;
+            for s in &slices {
+                match (s.problems.contains(&p), open) {
+                    (true, None) => open = Some(s.start_ms),
+                    (false, Some(start)) => {
+                        intervals.push(ProblemInterval {
+                            gpu: info.index,
+                            problem: p,
+                            start_ms: start,
+                            end_ms: s.start_ms,
+                        });
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let (Some(start), Some(last)) = (open, slices.last()) {
+                intervals.push(ProblemInterval {
+                    gpu: info.index,
+                    problem: p,
+                    start_ms: start,
+                    end_ms: last.end_ms,
+                });
+            }
+        }
+        gpus.push(GpuSlices {
+            gpu: info.index,
+            name: info.name.clone(),
+            slices,
+        });
+    }
+    intervals.sort_by(|a, b| {
+        a.start_ms
+            .total_cmp(&b.start_ms)
+            .then(a.gpu.cmp(&b.gpu))
+            .then(a.problem.cmp(&b.problem))
+    });
+    let warmup_end_ms = trace
+        .times_ms
+        .iter()
+        .zip(&trace.warmup)
+        .filter(|(_, w)| **w)
+        .map(|(t, _)| *t + trace.header.interval_ms as f64)
+        .fold(0.0, f64::max);
+    Panorama {
+        slice_ms,
+        columns,
+        gpus,
+        intervals,
+        warmup_end_ms,
+    }
+}
+
+/// Seconds with up to 3 decimals and no trailing zeros ("1.5", "12").
+pub fn secs(ms: f64) -> String {
+    let s = format!("{:.3}", ms / 1000.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// Table cell: 3 significant digits so that 0.04 % SM active (the whole
+/// story of a launch storm) does not print as 0.0.
+fn cell(v: Option<f64>) -> String {
+    v.map(crate::diagnose::dsl::format_number)
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// Plain-text tables, one per GPU, then the merged problem intervals.
+pub fn render_text(p: &Panorama) -> String {
+    let mut out = String::new();
+    let legend: Vec<String> = Problem::ALL
+        .iter()
+        .map(|x| format!("{} = {}", x.flag(), x.describe()))
+        .collect();
+    out.push_str(&format!(
+        "{} s slices; flags: {}; w = warm-up (not flagged)\n",
+        secs(p.slice_ms),
+        legend.join(", ")
+    ));
+    for g in &p.gpus {
+        out.push_str(&format!("\nGPU {} ({})\n", g.gpu, g.name));
+        let mut header = vec!["t_s".to_string()];
+        header.extend(GPU_COLUMNS.iter().map(|c| c.1.to_string()));
+        header.push(HOST_COLUMN.1.into());
+        header.push("flags".into());
+        let rows: Vec<Vec<String>> = g
+            .slices
+            .iter()
+            .map(|s| {
+                let mut r = vec![secs(s.start_ms)];
+                r.extend(s.values.iter().map(|v| cell(*v)));
+                r.push(cell(s.target_cpu_pct));
+                let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
+                if s.warmup {
+                    flags.push('w');
+                }
+                r.push(flags);
+                r
+            })
+            .collect();
+        out.push_str(&table(&header, &rows));
+    }
+    if p.intervals.is_empty() {
+        out.push_str("\nNo problem intervals.\n");
+    } else {
+        out.push_str("\nProblem intervals:\n");
+        for i in &p.intervals {
+            out.push_str(&format!(
+                "  GPU {} {} {}-{} s ({})\n",
+                i.gpu,
+                i.problem.as_str(),
+                secs(i.start_ms),
+                secs(i.end_ms),
+                i.problem.describe()
+            ));
+        }
+    }
+    out
+}
+
+/// A right-aligned plain-text table (first column left-aligned).
+pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::from(" ");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = w[i].saturating_sub(c.chars().count());
+            s.push(' ');
+            if i == 0 || i + 1 == cells.len() {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header);
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::{self, Signature};
+
+    #[test]
+    fn slices_average_samples_and_skip_missing() {
+        let t = synthetic::trace(&Signature::healthy(), 1);
+        let p = build(&t, 1000.0);
+        assert_eq!(p.gpus[0].slices.len(), 33);
+        assert!(p.gpus[0].slices[..3].iter().all(|s| s.warmup));
+        assert!(!p.gpus[0].slices[3].warmup);
+        let busy = p.gpus[0].slices[10].values[0].unwrap();
+        assert!((95.0..=100.0).contains(&busy), "{busy}");
+        // Sample 150 is a GPM glitch (missing): slice 15 still has SM from
+        // its other 9 samples, not a 0 dragged in.
+        let sm = p.gpus[0].slices[15].values[1].unwrap();
+        assert!(sm > 90.0, "{sm}");
+        assert!(p.intervals.is_empty());
+        assert_eq!(p.warmup_end_ms, 3000.0);
+    }
+
+    #[test]
+    fn problem_intervals_are_merged_per_gpu() {
+        let p = build(&synthetic::trace(&Signature::launch_storm(), 2), 1000.0);
+        // Launch storm: busy ~24 never > 80, so not starved, not idle either.
+        assert!(p.intervals.iter().all(|i| i.problem != Problem::Starved));
+        let p = build(&synthetic::trace(&Signature::sync_stall(), 2), 1000.0);
+        // Busy ~6: idle from the end of warm-up to the end, one interval per GPU.
+        let idle: Vec<_> = p
+            .intervals
+            .iter()
+            .filter(|i| i.problem == Problem::Idle)
+            .collect();
+        assert_eq!(idle.len(), 2, "{idle:?}");
+        assert_eq!(idle[0].start_ms, 3000.0);
+        assert_eq!(idle[0].end_ms, 33000.0);
+        let p = build(&synthetic::trace(&Signature::contention(), 1), 1000.0);
+        assert!(p.intervals.iter().any(|i| i.problem == Problem::Contended));
+        let mut storm = Signature::launch_storm();
+        storm.gpu.insert("gpu_busy_pct", 97.0);
+        storm.jitter = 0.02;
+        let p = build(&synthetic::trace(&storm, 1), 1000.0);
+        assert!(p.intervals.iter().any(|i| i.problem == Problem::Starved));
+    }
+
+    #[test]
+    fn text_marks_missing_as_na_and_flags_rows() {
+        let mut sig = Signature::sync_stall();
+        sig.no_gpm = true;
+        let text = render_text(&build(&synthetic::trace(&sig, 1), 5000.0));
+        assert!(text.contains("n/a"), "{text}");
+        assert!(text.contains(" I\n"), "{text}");
+        assert!(text.contains("GPU 0 idle 5-35 s"), "{text}");
+    }
+}
