@@ -12,10 +12,11 @@
 //!    `${VAR:+words}`, `$(cmd)`). A variable the test has no value for is a
 //!    failure: a new variable in a template must be looked at here.
 //! 3. The run test replaces the live measurement (`-- CMD`, `--pid`) with
-//!    `--replay` of shipped traces, drops `--baseline-ref` (the temp dir is no
-//!    git repository), and RUNS each command with the real binary against a
-//!    temp baseline directory, checking exit code 0 and the files the
-//!    template later uploads. A renamed flag therefore fails this test.
+//!    `--replay` of shipped traces, points `--baseline-ref` at `HEAD` of a
+//!    temp git repository holding the committed baseline and gate.toml, and
+//!    RUNS each command with the real binary there, checking exit code 0 and
+//!    the files the template later uploads (and, for GitHub, the verdict in
+//!    `$GITHUB_OUTPUT`). A renamed flag therefore fails this test.
 //!
 //! Traces: `fixtures/traces/healthy-{1,2,3}.jsonl` (real H200 recordings)
 //! when present, else `tests/data/synthetic-healthy-{1,2,3}.jsonl`, which
@@ -1723,15 +1724,22 @@ fn replay_traces() -> Vec<PathBuf> {
 }
 
 /// Turn a template's command into one that runs here: live measurement ->
-/// `--replay`, no `--baseline-ref`, hardware-only commands parse-only.
-fn runnable(cmd: &GateCommand, traces: &[PathBuf], cwd: &Path) -> Vec<String> {
+/// `--replay`, `--baseline-ref` -> `HEAD` of the temp repository (dropped
+/// when `git_ref` is false), hardware-only commands parse-only.
+fn runnable(cmd: &GateCommand, traces: &[PathBuf], cwd: &Path, git_ref: bool) -> Vec<String> {
     let mut argv: Vec<String> = Vec::new();
     let mut it = cmd.argv.iter().peekable();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--" => break,
-            "--baseline-ref" | "--pid" => {
+            "--pid" => {
                 it.next();
+            }
+            "--baseline-ref" => {
+                it.next();
+                if git_ref {
+                    argv.extend(["--baseline-ref".to_string(), "HEAD".to_string()]);
+                }
             }
             _ => argv.extend(glob(a, cwd)),
         }
@@ -1805,11 +1813,36 @@ fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
         std::fs::create_dir_all(cwd.join(d)).unwrap();
         std::fs::copy(&traces[0], cwd.join(d).join("seed.jsonl")).unwrap();
     }
+    // Commit baseline and config, as a checkout of the target branch has
+    // them, so `--baseline-ref HEAD` reads them through git like CI does.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=gate-test",
+                "-c",
+                "user.email=gate@test.invalid",
+            ])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    let git_ref = git(&["init", "-q"])
+        && git(&["add", "gate.toml", "baselines"])
+        && git(&["commit", "-q", "-m", "baseline"]);
+    if !git_ref {
+        eprintln!(
+            "{}: no git here; --baseline-ref is dropped instead",
+            sc.name
+        );
+    }
 
     // Every flag must exist in the CLI definition before anything runs: a
     // clearer message than the binary's exit code 2.
     for cmd in &sc.commands {
-        let argv = runnable(cmd, traces, cwd);
+        let argv = runnable(cmd, traces, cwd, git_ref);
         let parse = std::iter::once("gate".to_string()).chain(argv.iter().cloned());
         if let Err(e) = <gpugate::cli::Cli as clap::Parser>::try_parse_from(parse) {
             use clap::error::ErrorKind::*;
@@ -1823,7 +1856,7 @@ fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
     }
 
     for (i, cmd) in sc.commands.iter().enumerate() {
-        let argv = runnable(cmd, traces, cwd);
+        let argv = runnable(cmd, traces, cwd, git_ref);
         if cmd.sub() == "capture" && !cmd.has("--replace") {
             // A capture without --replace is a first capture (gate.mk's
             // gate-capture): the seeded baseline must not be in its way.
