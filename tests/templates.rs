@@ -1614,6 +1614,13 @@ fn write_synthetic_trace(path: &Path, run: u64) {
         let ramp = if warm { t_ms / 2000.0 } else { 1.0 };
         let mut value = |id: &str| {
             healthy_value(id, t_ms / 1000.0).map(|v| {
+                // Counts and throttle flags are exact; counters get noise.
+                let exact = id.starts_with("throttle_")
+                    || gpugate::metrics::find(id).is_some_and(|m| m.unit == "count");
+                if exact {
+                    // The target appears on the GPU half-way through warm-up.
+                    return if ramp < 0.5 { 0.0 } else { v };
+                }
                 let x = v * ramp * (1.0 + 0.01 * noise.next());
                 let x = if id.ends_with("_pct") {
                     x.clamp(0.0, 100.0)
