@@ -100,6 +100,7 @@ pub struct MetricDef {
     pub description: &'static str,
 }
 
+#[allow(clippy::too_many_arguments)] // a const table constructor: one argument per column
 const fn m(
     id: &'static str,
     unit: &'static str,
