@@ -56,7 +56,12 @@ pub fn cap_summary(markdown: &str, max_bytes: usize) -> String {
         return markdown.to_string();
     }
     let note = "\n\n_Summary truncated to fit GitHub's 1 MiB step-summary limit; see the Markdown/JSON report artifacts._\n";
-    let mut cut = max_bytes.saturating_sub(note.len());
+    if max_bytes < note.len() {
+        // Earlier steps filled the summary: writing even the note would push
+        // the file over the limit, and GitHub would then drop all of it.
+        return String::new();
+    }
+    let mut cut = max_bytes - note.len();
     while cut > 0 && !markdown.is_char_boundary(cut) {
         cut -= 1;
     }
@@ -107,6 +112,52 @@ mod tests {
         assert_eq!(lines.len(), MAX_ERROR_ANNOTATIONS);
         assert!(lines[9].contains("16 more regressions"), "{}", lines[9]);
         assert!(lines[9].contains("m24"));
+    }
+
+    #[test]
+    fn percent_in_a_title_is_escaped_before_colons_and_commas() {
+        // `%` first, or the `%3A` made for ':' would become `%253A`.
+        assert_eq!(
+            escape_property("p95: 12%, gpu:1"),
+            "p95%3A 12%25%2C gpu%3A1"
+        );
+        let lines = error_annotations(&[("tensor_pct -40%".into(), "100% -> 60%".into())]);
+        assert_eq!(lines[0], "::error title=tensor_pct -40%25::100%25 -> 60%25");
+    }
+
+    #[test]
+    fn roll_up_starts_at_eleven_and_escapes_what_it_lists() {
+        let items = |n: usize| -> Vec<(String, String)> {
+            (0..n)
+                .map(|i| (format!("m{i}[gpu:{i}]"), "x".to_string()))
+                .collect()
+        };
+        let ten = error_annotations(&items(10));
+        assert_eq!(ten.len(), 10);
+        assert!(ten.iter().all(|l| !l.contains("more regressions")));
+        let eleven = error_annotations(&items(11));
+        assert_eq!(eleven.len(), 10);
+        // 9 shown individually, the roll-up names the other 2.
+        assert!(eleven[9].contains("Also regressed: m9[gpu:9], m10[gpu:10]."));
+        // The roll-up title is a property: its ':' is escaped, its message's is not.
+        assert!(
+            eleven[9].starts_with("::error title=gate%3A 2 more"),
+            "{}",
+            eleven[9]
+        );
+    }
+
+    #[test]
+    fn a_nearly_full_summary_gets_nothing_rather_than_overflowing() {
+        let md = "x".repeat(500);
+        for room in [0, 10, 50] {
+            let capped = cap_summary(&md, room);
+            assert!(capped.len() <= room, "room {room}: wrote {}", capped.len());
+        }
+        let capped = cap_summary(&md, 300);
+        assert!(
+            capped.len() <= 300 && capped.starts_with("xxx") && capped.ends_with("artifacts._\n")
+        );
     }
 
     #[test]

@@ -1,0 +1,1958 @@
+//! The CI templates under `ci-templates/` are code that users paste into
+//! their pipelines, so they are tested like code:
+//!
+//! 1. Every template is parsed as YAML (or, for the local recipes, as a
+//!    Makefile / bash script) and every `gate` command line in it is
+//!    extracted: from GitHub `run:` scripts, GitLab `script:` lists, make
+//!    recipes and the pre-push hook, with `\` line continuations joined.
+//! 2. Template variables are substituted the way the platform does it
+//!    (`${{ inputs.x }}` / `${{ github.x }}` into a step's `env:`,
+//!    `$[[ inputs.x ]]` into a GitLab job, `$(VAR)` in make), then the shell
+//!    words are expanded with test values (`$VAR`, `"${arr[@]}"`,
+//!    `${VAR:+words}`, `$(cmd)`). A variable the test has no value for is a
+//!    failure: a new variable in a template must be looked at here.
+//! 3. The run test replaces the live measurement (`-- CMD`, `--pid`) with
+//!    `--replay` of shipped traces, points `--baseline-ref` at `HEAD` of a
+//!    temp git repository holding the committed baseline and gate.toml, and
+//!    RUNS each command with the real binary there, checking exit code 0 and
+//!    the files the template later uploads (and, for GitHub, the verdict in
+//!    `$GITHUB_OUTPUT`). A renamed flag therefore fails this test.
+//!
+//! Traces: `fixtures/traces/healthy-{1,2,3}.jsonl` (real H200 recordings)
+//! when present, else `tests/data/synthetic-healthy-{1,2,3}.jsonl`, which
+//! this file generates (`GATE_BLESS=1` rewrites them) and whose header note
+//! says "synthetic".
+
+use serde::Deserialize;
+use serde_yaml::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const BASELINE: &str = "synthetic-train";
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn root(rel: &str) -> PathBuf {
+    Path::new(ROOT).join(rel)
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+// ---------------------------------------------------------------------------
+// Shell lexing: just enough bash to find command words and operators.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    /// A word with its quotes and `$` constructs still in it.
+    Word(String),
+    /// A control operator that ends a simple command: `;` `&&` `||` `|` `&` `;;`.
+    Op(String),
+    /// A redirection (`>`, `>>`, `>&`, `<`, `2>`...); its target word follows.
+    Redirect,
+}
+
+/// Length in bytes of a `$(...)` / `${...}` construct starting at `s[0]`
+/// (`s` begins with `$(` or `${`), honouring nested quotes and brackets.
+fn construct_len(s: &str) -> Result<usize, String> {
+    let (open, close) = if s.starts_with("$(") {
+        ('(', ')')
+    } else {
+        ('{', '}')
+    };
+    let b: Vec<char> = s.chars().collect();
+    let mut depth = 0usize;
+    let mut i = 1;
+    let mut bytes = '$'.len_utf8();
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            '\\' if i + 1 < b.len() => {
+                bytes += c.len_utf8() + b[i + 1].len_utf8();
+                i += 2;
+                continue;
+            }
+            '\'' | '"' => {
+                let q = c;
+                bytes += c.len_utf8();
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    if b[i] == '\\' && q == '"' && i + 1 < b.len() {
+                        bytes += b[i].len_utf8();
+                        i += 1;
+                    }
+                    bytes += b[i].len_utf8();
+                    i += 1;
+                }
+                if i >= b.len() {
+                    return Err(format!("unterminated quote in '{s}'"));
+                }
+            }
+            _ if c == open => depth += 1,
+            _ if c == close => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(bytes + c.len_utf8());
+                }
+            }
+            _ => {}
+        }
+        bytes += c.len_utf8();
+        i += 1;
+    }
+    Err(format!("unterminated '{}{open}' in '{s}'", '$'))
+}
+
+/// Split one logical line into words and operators. Comments end the line.
+fn lex(line: &str) -> Result<Vec<Tok>, String> {
+    let mut toks = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut i = 0;
+    let s = line;
+    let flush = |toks: &mut Vec<Tok>, word: &mut String, in_word: &mut bool| {
+        if *in_word {
+            toks.push(Tok::Word(std::mem::take(word)));
+            *in_word = false;
+        }
+    };
+    while i < s.len() {
+        let rest = &s[i..];
+        let c = rest.chars().next().unwrap();
+        match c {
+            ' ' | '\t' | '\n' | '\r' => {
+                flush(&mut toks, &mut word, &mut in_word);
+                i += c.len_utf8();
+            }
+            '#' if !in_word => break,
+            ';' | '&' | '|' => {
+                flush(&mut toks, &mut word, &mut in_word);
+                let two = rest.get(..2).unwrap_or("");
+                let op = if matches!(two, "&&" | "||" | ";;") {
+                    two
+                } else {
+                    &rest[..1]
+                };
+                toks.push(Tok::Op(op.to_string()));
+                i += op.len();
+            }
+            '>' | '<' => {
+                // `2>` / `2>&1`: a word of digits right before is the fd.
+                if in_word && word.chars().all(|d| d.is_ascii_digit()) {
+                    word.clear();
+                    in_word = false;
+                }
+                flush(&mut toks, &mut word, &mut in_word);
+                toks.push(Tok::Redirect);
+                i += 1;
+                if s[i..].starts_with('>') || s[i..].starts_with('&') {
+                    i += 1;
+                }
+            }
+            '\'' => {
+                let end = rest[1..]
+                    .find('\'')
+                    .ok_or_else(|| format!("unterminated ' in: {line}"))?;
+                word.push_str(&rest[..end + 2]);
+                in_word = true;
+                i += end + 2;
+            }
+            '"' => {
+                let mut j = 1;
+                loop {
+                    let r = &rest[j..];
+                    let Some(ch) = r.chars().next() else {
+                        return Err(format!("unterminated \" in: {line}"));
+                    };
+                    if ch == '"' {
+                        j += 1;
+                        break;
+                    }
+                    if ch == '\\' {
+                        j += 1 + r[1..].chars().next().map(char::len_utf8).unwrap_or(0);
+                    } else if r.starts_with("$(") || r.starts_with("${") {
+                        j += construct_len(r)?;
+                    } else {
+                        j += ch.len_utf8();
+                    }
+                }
+                word.push_str(&rest[..j]);
+                in_word = true;
+                i += j;
+            }
+            '\\' => {
+                let n = rest[1..].chars().next().map(char::len_utf8).unwrap_or(0);
+                word.push_str(&rest[..1 + n]);
+                in_word = true;
+                i += 1 + n;
+            }
+            '$' if rest.starts_with("$(") || rest.starts_with("${") => {
+                let n = construct_len(rest)?;
+                word.push_str(&rest[..n]);
+                in_word = true;
+                i += n;
+            }
+            _ => {
+                word.push(c);
+                in_word = true;
+                i += c.len_utf8();
+            }
+        }
+    }
+    flush(&mut toks, &mut word, &mut in_word);
+    Ok(toks)
+}
+
+/// Join `\`-continued lines; returns (first line number, text).
+fn logical_lines(script: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut start = 0;
+    for (n, line) in script.lines().enumerate() {
+        if cur.is_empty() {
+            start = n + 1;
+        }
+        if let Some(body) = line.strip_suffix('\\') {
+            cur.push_str(body);
+            cur.push(' ');
+        } else {
+            cur.push_str(line);
+            out.push((start, std::mem::take(&mut cur)));
+        }
+    }
+    if !cur.is_empty() {
+        out.push((start, cur));
+    }
+    out
+}
+
+/// Words that may precede a command without being it.
+const LEADERS: &[&str] = &[
+    "if", "then", "elif", "else", "do", "while", "until", "!", "{", "(", "time",
+];
+
+fn is_assignment(w: &str) -> bool {
+    match w.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// The raw words (after `gate`) of every `gate ...` simple command in a script.
+fn gate_commands_in(script: &str) -> Vec<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    for (lineno, line) in logical_lines(script) {
+        if !line.contains("gate") {
+            continue;
+        }
+        let toks = lex(&line).unwrap_or_else(|e| panic!("line {lineno}: {e}"));
+        let mut segment: Vec<String> = Vec::new();
+        let mut skip_next = false;
+        let mut segments = Vec::new();
+        for t in toks {
+            match t {
+                Tok::Op(_) => segments.push(std::mem::take(&mut segment)),
+                Tok::Redirect => skip_next = true,
+                Tok::Word(w) if skip_next => {
+                    let _ = w;
+                    skip_next = false;
+                }
+                Tok::Word(w) => segment.push(w),
+            }
+        }
+        segments.push(segment);
+        for seg in segments {
+            let mut words = seg
+                .into_iter()
+                .skip_while(|w| LEADERS.contains(&w.as_str()) || is_assignment(w));
+            if words.next().as_deref() == Some("gate") {
+                found.push((lineno, words.collect()));
+            }
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------
+// Word expansion with test values.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Val {
+    S(String),
+    A(Vec<String>),
+}
+
+fn s(v: impl Into<String>) -> Val {
+    Val::S(v.into())
+}
+
+#[derive(Debug, Clone, Default)]
+struct Vars {
+    vars: HashMap<String, Val>,
+    /// `$(...)` text -> its output.
+    subst: HashMap<String, String>,
+}
+
+impl Vars {
+    fn set(&mut self, k: &str, v: Val) -> &mut Self {
+        self.vars.insert(k.to_string(), v);
+        self
+    }
+
+    fn get(&self, name: &str, ctx: &str) -> &Val {
+        self.vars
+            .get(name)
+            .unwrap_or_else(|| panic!("{ctx}: the test has no value for ${name}; add one"))
+    }
+
+    fn scalar(&self, name: &str, ctx: &str) -> String {
+        match self.get(name, ctx) {
+            Val::S(v) => v.clone(),
+            Val::A(a) => a.first().cloned().unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    out: Vec<String>,
+    cur: Option<String>,
+}
+
+impl Fields {
+    fn quoted(&mut self, s: &str) {
+        self.cur.get_or_insert_with(String::new).push_str(s);
+    }
+    fn finish(&mut self) {
+        if let Some(c) = self.cur.take() {
+            self.out.push(c);
+        }
+    }
+    /// Unquoted expansion result: field splitting on whitespace.
+    fn unquoted(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        if s.starts_with(char::is_whitespace) {
+            self.finish();
+        }
+        for (i, p) in s.split_whitespace().enumerate() {
+            if i > 0 {
+                self.finish();
+            }
+            self.quoted(p);
+        }
+        if s.ends_with(char::is_whitespace) {
+            self.finish();
+        }
+    }
+    /// Several fields (`"${a[@]}"`, `${X:+a "b c"}`): the first joins the
+    /// current word, the last stays open.
+    fn many(&mut self, f: Vec<String>) {
+        for (i, x) in f.iter().enumerate() {
+            if i > 0 {
+                self.finish();
+            }
+            self.quoted(x);
+        }
+    }
+}
+
+fn var_name_len(s: &str) -> usize {
+    s.char_indices()
+        .find(|&(i, c)| !(c.is_ascii_alphanumeric() || c == '_') || (i == 0 && c.is_ascii_digit()))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len())
+}
+
+/// Expand `$...` at the start of `s`; returns bytes consumed.
+fn expand_dollar(s: &str, quoted: bool, vars: &Vars, ctx: &str, f: &mut Fields) -> usize {
+    let push = |f: &mut Fields, v: &str| {
+        if quoted {
+            f.quoted(v)
+        } else {
+            f.unquoted(v)
+        }
+    };
+    if s.starts_with("$(") {
+        let n = construct_len(s).unwrap();
+        let inner = s[2..n - 1].trim();
+        let out = vars
+            .subst
+            .get(inner)
+            .unwrap_or_else(|| panic!("{ctx}: the test has no output for $({inner})"));
+        push(f, out);
+        return n;
+    }
+    if s.starts_with("${") {
+        let n = construct_len(s).unwrap();
+        let body = &s[2..n - 1];
+        let name_len = var_name_len(body);
+        let (name, op) = body.split_at(name_len);
+        match op {
+            "" => push(f, &vars.scalar(name, ctx)),
+            "[@]" => match vars.get(name, ctx) {
+                Val::A(a) if quoted => f.many(a.clone()),
+                Val::A(a) => f.unquoted(&a.join(" ")),
+                Val::S(v) => push(f, v),
+            },
+            _ if op.starts_with(":+") => {
+                if !vars.scalar(name, ctx).is_empty() {
+                    let words = expand_words(&op[2..], vars, ctx);
+                    if quoted {
+                        f.quoted(&words.join(" "))
+                    } else {
+                        f.many(words)
+                    }
+                }
+            }
+            _ if op.starts_with(":-") => {
+                let v = vars
+                    .vars
+                    .get(name)
+                    .map(|_| vars.scalar(name, ctx))
+                    .unwrap_or_default();
+                if v.is_empty() {
+                    let words = expand_words(&op[2..], vars, ctx);
+                    if quoted {
+                        f.quoted(&words.join(" "))
+                    } else {
+                        f.many(words)
+                    }
+                } else {
+                    push(f, &v);
+                }
+            }
+            _ => panic!("{ctx}: unsupported expansion '${{{body}}}' in a gate command"),
+        }
+        return n;
+    }
+    let rest = &s[1..];
+    let n = var_name_len(rest);
+    if n == 0 {
+        if rest.starts_with('?') {
+            push(f, &vars.scalar("?", ctx));
+            return 2;
+        }
+        f.quoted("$");
+        return 1;
+    }
+    push(f, &vars.scalar(&rest[..n], ctx));
+    1 + n
+}
+
+/// Expand a sequence of raw words (quotes, `$` forms) into argv fields.
+fn expand_words(text: &str, vars: &Vars, ctx: &str) -> Vec<String> {
+    let mut f = Fields::default();
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let c = rest.chars().next().unwrap();
+        match c {
+            ' ' | '\t' | '\n' => {
+                f.finish();
+                i += 1;
+            }
+            '\'' => {
+                let end = rest[1..].find('\'').expect("lexed") + 1;
+                f.quoted(&rest[1..end]);
+                i += end + 1;
+            }
+            '"' => {
+                // `""` is one empty word, but `"${empty[@]}"` is none.
+                let mut array = false;
+                let mut j = 1;
+                loop {
+                    let r = &rest[j..];
+                    let ch = r.chars().next().expect("lexed");
+                    match ch {
+                        '"' => {
+                            if !array {
+                                f.quoted("");
+                            }
+                            j += 1;
+                            break;
+                        }
+                        '\\' => {
+                            let nx = r[1..].chars().next().unwrap();
+                            if matches!(nx, '"' | '\\' | '$' | '`') {
+                                f.quoted(&nx.to_string());
+                            } else {
+                                f.quoted(&r[..1 + nx.len_utf8()]);
+                            }
+                            j += 1 + nx.len_utf8();
+                        }
+                        '$' => {
+                            let n = expand_dollar(r, true, vars, ctx, &mut f);
+                            array |= r[..n].ends_with("[@]}");
+                            j += n;
+                        }
+                        _ => {
+                            f.quoted(&ch.to_string());
+                            j += ch.len_utf8();
+                        }
+                    }
+                }
+                i += j;
+            }
+            '\\' => {
+                let nx = rest[1..].chars().next().unwrap_or(' ');
+                f.quoted(&nx.to_string());
+                i += 1 + nx.len_utf8();
+            }
+            '$' => i += expand_dollar(rest, false, vars, ctx, &mut f),
+            _ => {
+                f.quoted(&c.to_string());
+                i += c.len_utf8();
+            }
+        }
+    }
+    f.finish();
+    f.out
+}
+
+/// `dir/prefix*suffix` in the last path component, relative to `cwd`.
+fn glob(pattern: &str, cwd: &Path) -> Vec<String> {
+    if !pattern.contains('*') {
+        return vec![pattern.to_string()];
+    }
+    let (dir, file) = pattern.rsplit_once('/').unwrap_or((".", pattern));
+    let (pre, post) = file.split_once('*').unwrap();
+    let mut hits: Vec<String> = std::fs::read_dir(cwd.join(dir))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(pre) && n.ends_with(post))
+                .map(|n| format!("{dir}/{n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    hits.sort();
+    if hits.is_empty() {
+        vec![pattern.to_string()] // bash keeps an unmatched pattern as is
+    } else {
+        hits
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Templates -> gate commands.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct GateCommand {
+    /// template file, step/job, line: for messages.
+    origin: String,
+    /// argv after `gate`, expanded with the scenario's values.
+    argv: Vec<String>,
+}
+
+impl GateCommand {
+    fn sub(&self) -> &str {
+        self.argv.first().map(String::as_str).unwrap_or("")
+    }
+    /// Value of `--flag VALUE` (before any `--`).
+    fn flag(&self, name: &str) -> Option<&str> {
+        let pos = self
+            .argv
+            .iter()
+            .take_while(|a| *a != "--")
+            .position(|a| a == name)?;
+        self.argv.get(pos + 1).map(String::as_str)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.argv
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == name)
+    }
+    fn long_flags(&self) -> BTreeSet<String> {
+        self.argv
+            .iter()
+            .take_while(|a| *a != "--")
+            .filter(|a| a.starts_with("--"))
+            .cloned()
+            .collect()
+    }
+    /// The live command after `--`.
+    fn live(&self) -> Vec<String> {
+        match self.argv.iter().position(|a| a == "--") {
+            Some(p) => self.argv[p + 1..].to_vec(),
+            None => Vec::new(),
+        }
+    }
+}
+
+fn collect(origin: &str, script: &str, vars: &Vars) -> Vec<GateCommand> {
+    gate_commands_in(script)
+        .into_iter()
+        .map(|(line, words)| {
+            let ctx = format!("{origin}, script line {line}");
+            let mut argv = Vec::new();
+            for w in &words {
+                argv.extend(expand_words(w, vars, &ctx));
+            }
+            GateCommand { origin: ctx, argv }
+        })
+        .collect()
+}
+
+fn yaml(rel: &str) -> Value {
+    serde_yaml::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn yaml_docs(rel: &str) -> Vec<Value> {
+    let text = read(rel);
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{rel}: {e}")))
+        .collect()
+}
+
+fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => String::new(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+/// Replace every `open ... close` expression in `text` using `f(expr)`.
+fn substitute(text: &str, open: &str, close: &str, f: &mut dyn FnMut(&str) -> String) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(p) = rest.find(open) {
+        out.push_str(&rest[..p]);
+        let after = &rest[p + open.len()..];
+        let end = after
+            .find(close)
+            .unwrap_or_else(|| panic!("unterminated {open} in {text}"));
+        out.push_str(&f(after[..end].trim()));
+        rest = &after[end + close.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Values a GitHub scenario gives to `${{ ... }}` expressions.
+struct GithubCtx {
+    declared_inputs: BTreeMap<String, Value>,
+    inputs: HashMap<String, String>,
+    exprs: HashMap<String, String>,
+}
+
+impl GithubCtx {
+    fn eval(&self, expr: &str, ctx: &str) -> String {
+        if let Some(name) = expr.strip_prefix("inputs.") {
+            let decl = self.declared_inputs.get(name).unwrap_or_else(|| {
+                panic!("{ctx}: ${{{{ inputs.{name} }}}} is not a declared input")
+            });
+            return self
+                .inputs
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| str_of(&decl["default"]));
+        }
+        self.exprs
+            .get(expr)
+            .cloned()
+            .unwrap_or_else(|| panic!("{ctx}: the test has no value for ${{{{ {expr} }}}}"))
+    }
+
+    fn resolve(&self, text: &str, ctx: &str) -> String {
+        substitute(text, "${{", "}}", &mut |e| self.eval(e, ctx))
+    }
+}
+
+struct Scenario {
+    name: &'static str,
+    commands: Vec<GateCommand>,
+    /// Set GITHUB_ACTIONS/GITHUB_OUTPUT/GITHUB_STEP_SUMMARY when running.
+    github: bool,
+}
+
+const ACTION: &str = "ci-templates/github/action.yml";
+const WORKFLOW: &str = "ci-templates/github/workflows/gpu-gate.yml";
+const GL_CHECK: &str = "ci-templates/gitlab/templates/gate-check.yml";
+const GL_CAPTURE: &str = "ci-templates/gitlab/templates/gate-capture.yml";
+const MAKEFILE: &str = "ci-templates/local/gate.mk";
+const PRE_PUSH: &str = "ci-templates/local/pre-push";
+
+/// Shell variables the templates' scripts set themselves before their gate
+/// lines; the scenario's values for them.
+fn shell_locals(v: &mut Vars, out: &str) {
+    v.set(
+        "gate_cmd",
+        Val::A(
+            ["python", "bench/train.py", "--seconds", "60"]
+                .map(String::from)
+                .to_vec(),
+        ),
+    );
+    v.set(
+        "gate_extra",
+        Val::A(vec!["--tag".into(), "source=template-test".into()]),
+    );
+    v.set("gate_config", s("gate.toml"));
+    v.set("committed", s(format!("baselines/{BASELINE}.toml")));
+    v.set("captured", s(format!("{out}/baselines/{BASELINE}.toml")));
+}
+
+fn github_action_scenario() -> Scenario {
+    let action = yaml(ACTION);
+    let declared: BTreeMap<String, Value> = action["inputs"]
+        .as_mapping()
+        .expect("inputs")
+        .iter()
+        .map(|(k, v)| (str_of(k), v.clone()))
+        .collect();
+    let gh = GithubCtx {
+        declared_inputs: declared,
+        inputs: [
+            ("baseline", BASELINE),
+            ("command", "python bench/train.py --seconds 60"),
+            ("threshold", "0.1"),
+            ("extra-args", "--tag source=template-test"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        exprs: [
+            ("github.base_ref", "main"),
+            ("github.sha", COMMIT),
+            ("github.server_url", "https://github.example"),
+            ("github.repository", "acme/trainer"),
+            ("github.run_id", "42"),
+            ("steps.target.outputs.ref", "origin/main"),
+            ("steps.target.outputs.config", "gate.toml"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let out = gh.eval("inputs.output-dir", ACTION);
+    let mut commands = Vec::new();
+    for step in action["runs"]["steps"].as_sequence().expect("steps") {
+        let Some(run) = step.get("run") else { continue };
+        let origin = format!("{ACTION}, step '{}'", str_of(&step["name"]));
+        let mut vars = Vars::default();
+        if let Some(env) = step.get("env").and_then(Value::as_mapping) {
+            for (k, val) in env {
+                vars.set(&str_of(k), s(gh.resolve(&str_of(val), &origin)));
+            }
+        }
+        shell_locals(&mut vars, &out);
+        let script = gh.resolve(&str_of(run), &origin);
+        commands.extend(collect(&origin, &script, &vars));
+    }
+    Scenario {
+        name: "github-action",
+        commands,
+        github: true,
+    }
+}
+
+/// A GitLab component: its `spec:inputs` and its job after interpolation.
+struct Component {
+    inputs: BTreeMap<String, Value>,
+    /// job name -> job, `$[[ inputs.x ]]` already substituted.
+    jobs: BTreeMap<String, Value>,
+}
+
+fn interpolate(v: &Value, f: &mut dyn FnMut(&str) -> String) -> Value {
+    match v {
+        Value::String(s) => Value::String(substitute(s, "$[[", "]]", f)),
+        Value::Sequence(seq) => Value::Sequence(seq.iter().map(|x| interpolate(x, f)).collect()),
+        Value::Mapping(m) => Value::Mapping(
+            m.iter()
+                .map(|(k, x)| (interpolate(k, f), interpolate(x, f)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn gitlab_component(rel: &str, values: &[(&str, Value)]) -> Component {
+    let docs = yaml_docs(rel);
+    assert_eq!(docs.len(), 2, "{rel}: a component is 'spec' --- jobs");
+    let inputs: BTreeMap<String, Value> = docs[0]["spec"]["inputs"]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("{rel}: no spec:inputs"))
+        .iter()
+        .map(|(k, v)| (str_of(k), v.clone()))
+        .collect();
+    let given: HashMap<&str, &Value> = values.iter().map(|(k, v)| (*k, v)).collect();
+    for k in given.keys() {
+        assert!(
+            inputs.contains_key(*k),
+            "{rel}: test sets undeclared input '{k}'"
+        );
+    }
+    let mut used = BTreeSet::new();
+    let jobs_doc = interpolate(&docs[1], &mut |expr| {
+        let name = expr
+            .strip_prefix("inputs.")
+            .unwrap_or_else(|| panic!("{rel}: unsupported interpolation $[[ {expr} ]]"));
+        let decl = inputs.get(name).unwrap_or_else(|| {
+            panic!("{rel}: $[[ inputs.{name} ]] is not declared in spec:inputs")
+        });
+        used.insert(name.to_string());
+        let v = given
+            .get(name)
+            .copied()
+            .or_else(|| decl.get("default"))
+            .unwrap_or_else(|| panic!("{rel}: required input '{name}' has no test value"));
+        str_of(v)
+    });
+    let unused: Vec<_> = inputs.keys().filter(|k| !used.contains(*k)).collect();
+    assert!(
+        unused.is_empty(),
+        "{rel}: inputs declared but never used: {unused:?}"
+    );
+    let jobs = jobs_doc
+        .as_mapping()
+        .expect("jobs")
+        .iter()
+        .map(|(k, v)| (str_of(k), v.clone()))
+        .collect();
+    Component { inputs, jobs }
+}
+
+fn gitlab_predefined(v: &mut Vars) {
+    v.set("CI_COMMIT_SHA", s(COMMIT))
+        .set(
+            "CI_PIPELINE_URL",
+            s("https://gitlab.example/acme/trainer/-/pipelines/7"),
+        )
+        .set("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", s("main"))
+        .set("CI_PROJECT_DIR", s("."));
+}
+
+fn gitlab_scenario(rel: &str, locals: &[(&str, Val)]) -> (Component, Vec<GateCommand>) {
+    let comp = gitlab_component(
+        rel,
+        &[
+            ("baseline", Value::String(BASELINE.into())),
+            (
+                "command",
+                Value::String("python bench/train.py --seconds 60".into()),
+            ),
+            (
+                "extra-args",
+                Value::String("--tag source=template-test".into()),
+            ),
+        ],
+    );
+    let mut commands = Vec::new();
+    for (name, job) in &comp.jobs {
+        let mut vars = Vars::default();
+        gitlab_predefined(&mut vars);
+        if let Some(m) = job.get("variables").and_then(Value::as_mapping) {
+            for (k, val) in m {
+                vars.set(&str_of(k), s(str_of(val)));
+            }
+        }
+        let out = vars.scalar("GATE_OUT", rel);
+        shell_locals(&mut vars, &out);
+        for (k, val) in locals {
+            vars.set(k, val.clone());
+        }
+        for key in ["before_script", "script", "after_script"] {
+            let Some(items) = job.get(key).and_then(Value::as_sequence) else {
+                continue;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let origin = format!("{rel}, job '{name}', {key}[{i}]");
+                commands.extend(collect(&origin, &str_of(item), &vars));
+            }
+        }
+    }
+    (comp, commands)
+}
+
+fn gitlab_check_scenario() -> (Component, Scenario) {
+    let (comp, commands) = gitlab_scenario(
+        GL_CHECK,
+        &[
+            // What the script computes on a merge request pipeline.
+            ("GATE_BASELINE_REF", s("origin/main")),
+            ("GATE_THRESHOLD", s("0.1")),
+            ("gate_allow_env", s("--allow-env-mismatch")),
+            ("gate_fail_improve", s("--fail-on-improvement")),
+        ],
+    );
+    let sc = Scenario {
+        name: "gitlab-check",
+        commands,
+        github: false,
+    };
+    (comp, sc)
+}
+
+fn gitlab_capture_scenario() -> (Component, Scenario) {
+    let (comp, commands) = gitlab_scenario(GL_CAPTURE, &[]);
+    let sc = Scenario {
+        name: "gitlab-capture",
+        commands,
+        github: false,
+    };
+    (comp, sc)
+}
+
+/// Make: `NAME ?= value` defaults, `$(NAME)` and `$$`.
+fn make_expand(text: &str, vars: &HashMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(p) = rest.find('$') {
+        out.push_str(&rest[..p]);
+        let after = &rest[p + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix('(') {
+            let end = r.find(')').expect("make variable");
+            let name = &r[..end];
+            let v = vars
+                .get(name)
+                .unwrap_or_else(|| panic!("{MAKEFILE}: unknown make variable $({name})"));
+            out.push_str(v);
+            rest = &r[end + 1..];
+        } else {
+            panic!("{MAKEFILE}: lone '$' in a recipe: {text}");
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn local_scenario() -> Scenario {
+    let mk = read(MAKEFILE);
+    let mut make_vars: HashMap<String, String> = mk
+        .lines()
+        .filter_map(|l| l.split_once("?="))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    make_vars.insert("GATE_BASELINE".into(), BASELINE.into());
+    let out = make_vars["GATE_OUT"].clone();
+    let mut vars = Vars::default();
+    vars.subst
+        .insert("git rev-parse HEAD".into(), COMMIT.into());
+    vars.subst.insert(
+        format!("ls -t {out}/traces/*.jsonl | head -n 1"),
+        format!("{out}/traces/seed.jsonl"),
+    );
+    // Recipes: tab-indented lines; each target's recipe is one script.
+    let mut commands = Vec::new();
+    let mut target = String::new();
+    let mut recipe = String::new();
+    let flush = |target: &str, recipe: &mut String, commands: &mut Vec<GateCommand>| {
+        if !recipe.is_empty() {
+            let script = make_expand(recipe, &make_vars);
+            commands.extend(collect(
+                &format!("{MAKEFILE}, target '{target}'"),
+                &script,
+                &vars,
+            ));
+            recipe.clear();
+        }
+    };
+    for line in mk.lines() {
+        if let Some(body) = line.strip_prefix('\t') {
+            recipe.push_str(body.trim_start_matches(['@', '-']));
+            recipe.push('\n');
+        } else {
+            flush(&target, &mut recipe, &mut commands);
+            if let Some((t, _)) = line.split_once(':') {
+                if !line.starts_with(['#', '.', ' ']) && !line.contains('=') {
+                    target = t.to_string();
+                }
+            }
+        }
+    }
+    flush(&target, &mut recipe, &mut commands);
+
+    let mut hook_vars = Vars::default();
+    hook_vars
+        .set("baseline", s(BASELINE))
+        .set("baseline_dir", s("baselines"))
+        .set("target", s("main"))
+        .set("out", s(".gate/pre-push"));
+    shell_locals(&mut hook_vars, ".gate/pre-push");
+    commands.extend(collect(PRE_PUSH, &read(PRE_PUSH), &hook_vars));
+    Scenario {
+        name: "local",
+        commands,
+        github: false,
+    }
+}
+
+fn subcommands(cmds: &[GateCommand]) -> Vec<&str> {
+    cmds.iter().map(GateCommand::sub).collect()
+}
+
+fn flags(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Extraction and structure (run everywhere).
+// ---------------------------------------------------------------------------
+
+#[test]
+fn lexer_and_expansion_follow_bash() {
+    let mut v = Vars::default();
+    v.set("REF", s("origin/main"))
+        .set("EMPTY", s(""))
+        .set("DIR", s("a b"))
+        .set("arr", Val::A(vec!["x y".into(), "z".into()]))
+        .set("none", Val::A(vec![]));
+    let words = |t: &str| expand_words(t, &v, "test");
+    assert_eq!(
+        words(r#"${REF:+--baseline-ref "$REF"} ${EMPTY:+--x "$EMPTY"} "$DIR"/t.toml $DIR"#),
+        vec!["--baseline-ref", "origin/main", "a b/t.toml", "a", "b"]
+    );
+    assert_eq!(
+        words(r#"-- "${arr[@]}" "${none[@]}" 'lit $REF'"#),
+        vec!["--", "x y", "z", "lit $REF"]
+    );
+    assert_eq!(words(r#""" "$EMPTY" $EMPTY"#), vec!["", ""]);
+    assert_eq!(
+        words(r#"${EMPTY:-fallback} \$REF"#),
+        vec!["fallback", "$REF"]
+    );
+
+    let script = "if ! gate doctor >/dev/null 2>&1; then\n  exit 0\nfi\n\
+                  gate check \\\n  --baseline b \\\n  -- python x.py || echo \"gate failed\"\n\
+                  command -v gate >/dev/null || { echo \"no gate\"; exit 2; }\n\
+                  NO_COLOR=1 gate diff a b | tee d.txt\n# gate check in a comment\n";
+    let found = gate_commands_in(script);
+    let subs: Vec<&str> = found.iter().map(|(_, w)| w[0].as_str()).collect();
+    assert_eq!(subs, vec!["doctor", "check", "diff"], "{found:?}");
+    assert_eq!(found[1].0, 4, "line of the first physical line");
+    assert_eq!(
+        found[1].1,
+        vec!["check", "--baseline", "b", "--", "python", "x.py"]
+    );
+}
+
+#[test]
+#[should_panic(expected = "no value for $GATE_NEW")]
+fn a_variable_without_a_test_value_fails_loudly() {
+    let v = Vars::default();
+    expand_words("--baseline \"$GATE_NEW\"", &v, "test");
+}
+
+#[test]
+fn github_action_is_composite_with_a_shell_on_every_run_step() {
+    let action = yaml(ACTION);
+    assert_eq!(str_of(&action["runs"]["using"]), "composite");
+    let steps = action["runs"]["steps"].as_sequence().unwrap();
+    for step in steps {
+        if step.get("run").is_some() {
+            assert!(
+                step.get("shell").is_some(),
+                "step '{}' has run: but no shell:",
+                str_of(&step["name"])
+            );
+            // Inputs reach scripts through env:, never spliced into shell code.
+            assert!(
+                !str_of(&step["run"]).contains("${{"),
+                "step '{}' puts an expression into its script; pass it through env:",
+                str_of(&step["name"])
+            );
+        }
+    }
+    for out in ["verdict", "regressions"] {
+        let value = str_of(&action["outputs"][out]["value"]);
+        assert_eq!(value, format!("${{{{ steps.check.outputs.{out} }}}}"));
+    }
+    let upload = steps
+        .iter()
+        .find(|s| str_of(&s["uses"]).starts_with("actions/upload-artifact@"))
+        .expect("an upload-artifact step");
+    assert_eq!(str_of(&upload["if"]), "always()");
+    let report = steps
+        .iter()
+        .find(|s| str_of(&s["run"]).contains("gate report"))
+        .expect("a gate report step");
+    assert_eq!(str_of(&report["if"]), "always()");
+    for input in [
+        "baseline",
+        "command",
+        "thresholds-file",
+        "baseline-dir",
+        "extra-args",
+        "gate-version",
+        "gate-source",
+        "gate-binary",
+    ] {
+        assert!(
+            action["inputs"].get(input).is_some(),
+            "input '{input}' missing"
+        );
+    }
+}
+
+#[test]
+fn github_action_gate_commands_use_the_contract_flags() {
+    let sc = github_action_scenario();
+    let cmds = &sc.commands;
+    assert_eq!(
+        subcommands(cmds),
+        vec![
+            "--version",
+            "check",
+            "--version",
+            "capture",
+            "diff",
+            "report"
+        ],
+        "{cmds:#?}"
+    );
+    let check = &cmds[1];
+    assert_eq!(
+        check.long_flags(),
+        flags(&[
+            "--baseline",
+            "--baseline-dir",
+            "--baseline-ref",
+            "--config",
+            "--threshold",
+            "--junit",
+            "--json",
+            "--markdown",
+            "--trace-dir",
+            "--tag",
+        ])
+    );
+    assert_eq!(check.flag("--baseline"), Some(BASELINE));
+    assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(check.flag("--threshold"), Some("0.1"));
+    assert_eq!(
+        check.live(),
+        vec!["python", "bench/train.py", "--seconds", "60"]
+    );
+
+    let capture = &cmds[3];
+    assert_eq!(capture.flag("--runs"), Some("3"));
+    assert_eq!(capture.flag("--commit"), Some(COMMIT));
+    assert_eq!(capture.flag("--baseline-dir"), Some(".gate/ci/baselines"));
+    assert!(
+        !capture.has("--replace"),
+        "CI never overwrites the committed baseline"
+    );
+    assert_eq!(
+        cmds[4].argv,
+        vec![
+            "diff",
+            &format!("baselines/{BASELINE}.toml"),
+            &format!(".gate/ci/baselines/{BASELINE}.toml")
+        ]
+    );
+    let report = &cmds[5];
+    assert_eq!(report.argv[1], ".gate/ci/traces/*.jsonl");
+    assert_eq!(report.flag("--html"), Some(".gate/ci/gate-report.html"));
+
+    // What the check writes is what the upload step uploads.
+    let action = yaml(ACTION);
+    let upload = action["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| str_of(&s["uses"]).starts_with("actions/upload-artifact@"))
+        .unwrap();
+    let gh = GithubCtx {
+        declared_inputs: action["inputs"]
+            .as_mapping()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (str_of(k), v.clone()))
+            .collect(),
+        inputs: HashMap::new(),
+        exprs: HashMap::new(),
+    };
+    let paths: Vec<String> = gh
+        .resolve(&str_of(&upload["with"]["path"]), ACTION)
+        .lines()
+        .map(|l| l.trim().trim_start_matches("./").to_string())
+        .collect();
+    for file in [
+        check.flag("--junit"),
+        check.flag("--json"),
+        check.flag("--markdown"),
+        report.flag("--html"),
+    ] {
+        let file = file.unwrap();
+        assert!(
+            paths.iter().any(|p| p == file),
+            "{file} is not uploaded: {paths:?}"
+        );
+    }
+    assert!(paths.iter().any(|p| p == ".gate/ci/traces/"), "{paths:?}");
+}
+
+#[test]
+fn example_workflow_keeps_forks_off_the_gpu_runner() {
+    let text = read(WORKFLOW);
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("pull_request_target")),
+        "no pull_request_target trigger"
+    );
+    let wf = yaml(WORKFLOW);
+    let action = yaml(ACTION);
+    let declared: BTreeSet<String> = action["inputs"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(str_of)
+        .collect();
+    let mut gpu_jobs = 0;
+    for (name, job) in wf["jobs"].as_mapping().unwrap() {
+        let name = str_of(name);
+        let runs_on: Vec<String> = match &job["runs-on"] {
+            Value::Sequence(s) => s.iter().map(str_of).collect(),
+            other => vec![str_of(other)],
+        };
+        let cond = str_of(&job["if"]);
+        if runs_on.iter().any(|l| l == "self-hosted") {
+            gpu_jobs += 1;
+            assert_eq!(runs_on, vec!["self-hosted", "gpu"], "job {name}");
+            assert!(
+                !cond.contains("pull_request") || cond.contains("github.event.pull_request.head.repo.full_name == github.repository"),
+                "job {name} runs pull requests on the GPU runner without the same-repository guard: {cond}"
+            );
+        }
+        for step in job["steps"].as_sequence().unwrap() {
+            if step.get("run").is_some() {
+                assert!(
+                    step.get("shell").is_some(),
+                    "job {name}: run step without shell"
+                );
+            }
+            if str_of(&step["uses"]) == "./ci-templates/github" {
+                let with = step["with"].as_mapping().expect("with:");
+                for k in with.keys().map(str_of) {
+                    assert!(
+                        declared.contains(&k),
+                        "job {name}: action has no input '{k}'"
+                    );
+                }
+                for req in ["baseline", "command"] {
+                    assert!(
+                        with.contains_key(req),
+                        "job {name}: required input '{req}' missing"
+                    );
+                }
+            }
+            if str_of(&step["uses"]).starts_with("actions/checkout@")
+                && runs_on.iter().any(|l| l == "self-hosted")
+            {
+                assert_eq!(
+                    step["with"]["persist-credentials"],
+                    Value::Bool(false),
+                    "job {name}: the benchmark must not see the token"
+                );
+            }
+        }
+    }
+    assert_eq!(gpu_jobs, 2, "check + capture");
+    assert_eq!(str_of(&wf["permissions"]["contents"]), "read");
+}
+
+#[test]
+fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
+    let (comp, sc) = gitlab_check_scenario();
+    let mut types = BTreeSet::new();
+    for (name, decl) in &comp.inputs {
+        let ty = decl
+            .get("type")
+            .map(str_of)
+            .unwrap_or_else(|| "string".into());
+        assert!(
+            ["string", "boolean", "number"].contains(&ty.as_str()),
+            "input {name}: type {ty}"
+        );
+        assert!(
+            decl.get("description").is_some(),
+            "input {name} has no description"
+        );
+        if let Some(d) = decl.get("default") {
+            let ok = match ty.as_str() {
+                "string" => d.is_string(),
+                "boolean" => d.is_bool(),
+                _ => d.is_number(),
+            };
+            assert!(ok, "input {name}: default {d:?} is not a {ty}");
+        }
+        types.insert(ty);
+    }
+    assert_eq!(types, flags(&["boolean", "number", "string"]));
+    assert!(
+        comp.inputs["baseline"].get("default").is_none(),
+        "baseline is required"
+    );
+
+    let job = &comp.jobs["gate-check"];
+    assert_eq!(
+        job["tags"],
+        Value::Sequence(vec![Value::String("gpu".into())])
+    );
+    assert_eq!(job["retry"]["max"], Value::Number(2.into()));
+    let codes: Vec<String> = job["retry"]["exit_codes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(str_of)
+        .collect();
+    assert!(codes.contains(&"3".to_string()), "{codes:?}");
+    assert!(
+        !codes.contains(&"1".to_string()),
+        "a regression must not be retried away"
+    );
+    assert_eq!(str_of(&job["artifacts"]["when"]), "always");
+
+    let script: Vec<String> = job["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(str_of)
+        .collect();
+    let all = script.join("\n");
+    assert!(all.contains("git fetch"), "the target branch is fetched");
+    assert_sections_balanced(&all, GL_CHECK);
+
+    assert_eq!(
+        subcommands(&sc.commands),
+        vec!["--version", "check", "report"]
+    );
+    let check = &sc.commands[1];
+    assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(
+        check.long_flags(),
+        flags(&[
+            "--baseline",
+            "--baseline-dir",
+            "--baseline-ref",
+            "--config",
+            "--threshold",
+            "--allow-env-mismatch",
+            "--fail-on-improvement",
+            "--junit",
+            "--json",
+            "--markdown",
+            "--openmetrics",
+            "--trace-dir",
+            "--tag",
+        ])
+    );
+    // The reports GitLab reads are the files gate writes.
+    assert_eq!(
+        Some(str_of(&job["artifacts"]["reports"]["junit"]).as_str()),
+        check.flag("--junit")
+    );
+    assert_eq!(
+        Some(str_of(&job["artifacts"]["reports"]["metrics"]).as_str()),
+        check.flag("--openmetrics")
+    );
+    assert_eq!(
+        check.live(),
+        vec!["python", "bench/train.py", "--seconds", "60"]
+    );
+}
+
+fn assert_sections_balanced(script: &str, origin: &str) {
+    let mut open = Vec::new();
+    for line in script.lines() {
+        if let Some(p) = line.find("section_start:") {
+            let name = line[p..]
+                .split(':')
+                .nth(2)
+                .unwrap()
+                .split('[')
+                .next()
+                .unwrap();
+            assert!(line.contains("\\e[0K"), "{origin}: {line}");
+            open.push(name.split('\\').next().unwrap().to_string());
+        }
+        if let Some(p) = line.find("section_end:") {
+            let name = line[p..]
+                .split(':')
+                .nth(2)
+                .unwrap()
+                .split('\\')
+                .next()
+                .unwrap();
+            assert_eq!(
+                open.pop().as_deref(),
+                Some(name),
+                "{origin}: section_end without start"
+            );
+        }
+    }
+    assert!(open.is_empty(), "{origin}: unclosed sections {open:?}");
+}
+
+#[test]
+fn gitlab_capture_component_captures_on_the_default_branch() {
+    let (comp, sc) = gitlab_capture_scenario();
+    let job = &comp.jobs["gate-capture"];
+    let rule = str_of(&job["rules"][0]["if"]);
+    assert!(
+        rule.contains("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"),
+        "{rule}"
+    );
+    assert!(job["retry"]["exit_codes"]
+        .as_sequence()
+        .unwrap()
+        .contains(&Value::Number(3.into())));
+    assert_eq!(comp.inputs["runs"]["type"], Value::String("number".into()));
+    assert_eq!(
+        subcommands(&sc.commands),
+        vec!["--version", "capture", "diff"]
+    );
+    let capture = &sc.commands[1];
+    assert_eq!(capture.flag("--runs"), Some("3"));
+    assert_eq!(capture.flag("--commit"), Some(COMMIT));
+    assert_eq!(capture.flag("--baseline-dir"), Some(".gate/ci/baselines"));
+    assert_sections_balanced(
+        &job["script"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        GL_CAPTURE,
+    );
+}
+
+#[test]
+fn local_recipes_check_against_the_target_branch() {
+    let sc = local_scenario();
+    let origins: Vec<String> = sc
+        .commands
+        .iter()
+        .map(|c| format!("{} {}", c.origin, c.sub()))
+        .collect();
+    assert_eq!(
+        subcommands(&sc.commands),
+        vec!["check", "capture", "capture", "report", "doctor", "check"],
+        "{origins:#?}"
+    );
+    let make_check = &sc.commands[0];
+    assert_eq!(make_check.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(make_check.flag("--baseline"), Some(BASELINE));
+    assert!(
+        sc.commands[2].has("--replace"),
+        "gate-refresh replaces on purpose"
+    );
+    assert!(
+        !sc.commands[1].has("--replace"),
+        "gate-capture must not overwrite"
+    );
+    assert_eq!(sc.commands[2].flag("--commit"), Some(COMMIT));
+    assert_eq!(sc.commands[3].argv[1], ".gate/local/traces/seed.jsonl");
+    let hook = &sc.commands[5];
+    assert_eq!(hook.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(
+        hook.live(),
+        vec!["python", "bench/train.py", "--seconds", "60"]
+    );
+    let mode = std::fs::metadata(root(PRE_PUSH)).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(
+            mode.permissions().mode() & 0o111 != 0,
+            "the hook must be executable"
+        );
+    }
+    let _ = mode;
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic traces (tests/data) and the run test.
+// ---------------------------------------------------------------------------
+
+/// Deterministic noise in [-1, 1] (xorshift), so the files are reproducible.
+struct Noise(u64);
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % 20_001) as f64 / 10_000.0 - 1.0
+    }
+}
+
+/// Steady-state value of a column for the healthy bf16 training loop
+/// (DOMAIN.md section 7: busy 100, SM ~97, tensor ~90, DRAM ~18).
+fn healthy_value(id: &str, t_s: f64) -> Option<f64> {
+    Some(match id {
+        "gpu_busy_pct" | "graphics_pct" => 100.0,
+        "mem_busy_pct" => 31.0,
+        "sm_clock_mhz" => 1470.0,
+        "mem_clock_mhz" => 3201.0,
+        "throttle_power_pct" => 100.0,
+        "throttle_thermal_pct" | "throttle_other_pct" => 0.0,
+        "power_w" => 690.0,
+        "energy_j" => 690.0 * t_s,
+        "temperature_c" => 61.0,
+        "mem_used_mib" => 30_500.0,
+        "mem_used_pct" => 21.2,
+        "target_mem_mib" => 30_000.0,
+        "processes" => 1.0,
+        "other_processes" | "other_sm_share_pct" => 0.0,
+        "target_sm_share_pct" => 97.0,
+        "sm_active_pct" => 97.0,
+        "sm_occupancy_pct" => 14.0,
+        "integer_pct" => 3.0,
+        "tensor_pct" | "hmma_tensor_pct" => 90.0,
+        "dfma_tensor_pct" | "imma_tensor_pct" | "fp64_pct" => 0.0,
+        "dram_pct" => 18.0,
+        "fp32_pct" => 2.0,
+        "fp16_pct" => 1.0,
+        "pcie_tx_mib_s" => 9.0,
+        "pcie_rx_mib_s" => 16.0,
+        "nvlink_tx_mib_s" | "nvlink_rx_mib_s" => 0.0,
+        "target_cpu_pct" => 100.0,
+        "target_cpu_user_pct" => 95.0,
+        "target_cpu_sys_pct" => 5.0,
+        "target_rss_mib" => 3_600.0,
+        "target_threads" => 14.0,
+        "target_processes" => 1.0,
+        "target_read_mib_s" => 0.0,
+        "target_write_mib_s" => 0.1,
+        "target_ctx_switches_per_s" => 900.0,
+        "target_vol_ctx_switches_per_s" => 800.0,
+        "host_cpu_busy_pct" => 7.0,
+        "host_iowait_pct" => 0.1,
+        _ => return None,
+    })
+}
+
+/// Write `tests/data/synthetic-healthy-<run>.jsonl`-shaped content to `path`.
+fn write_synthetic_trace(path: &Path, run: u64) {
+    use gpugate::trace::*;
+    let gpu_columns: Vec<String> = gpugate::metrics::GPU_METRICS
+        .iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    let host_columns: Vec<String> = gpugate::metrics::HOST_METRICS
+        .iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    let header = Header {
+        schema_version: SCHEMA_VERSION,
+        gate_version: "synthetic".into(),
+        start_time: format!("2026-01-0{run}T12:00:00Z"),
+        interval_ms: 100,
+        warmup_ms: 2000,
+        duration_ms: Some(20_000),
+        command: ["python", "bench/train.py", "--seconds", "20"]
+            .map(String::from)
+            .to_vec(),
+        attach_pid: None,
+        tags: [("workload".to_string(), "train-bf16".to_string())].into(),
+        fingerprint: Fingerprint {
+            host: HostInfo {
+                hostname: "synthetic-host".into(),
+                cpu_model: "Synthetic CPU".into(),
+                cpu_count: 16,
+                kernel: "6.8.0".into(),
+                os: "Ubuntu 22.04".into(),
+            },
+            gpus: vec![GpuInfo {
+                index: 0,
+                uuid: "GPU-00000000-0000-0000-0000-000000000000".into(),
+                name: "NVIDIA H200".into(),
+                pci_bus_id: "00000000:19:00.0".into(),
+                memory_total_mib: 143_771.0,
+                power_limit_w: Some(700.0),
+                mig_enabled: Some(false),
+                ecc_enabled: Some(true),
+                gpm_supported: true,
+                unsupported: vec![],
+            }],
+            driver_version: Some("580.159.04".into()),
+            nvml_version: Some("13.580.159.04".into()),
+            cuda_driver_version: Some("13.0".into()),
+        },
+        gpu_columns: gpu_columns.clone(),
+        host_columns: host_columns.clone(),
+        note: Some(format!(
+            "synthetic: generated by tests/templates.rs (write_synthetic_trace, run {run}), not a \
+             recording; shaped like a healthy bf16 training loop on an H200 (DOMAIN.md section 7)"
+        )),
+    };
+    let mut w = TraceWriter::create(path, &header).unwrap();
+    let mut noise = Noise(0x9e37_79b9_7f4a_7c15 ^ run);
+    let samples = 220u64;
+    w.write(&Record::Event(EventRecord {
+        t: 0.0,
+        kind: EventKind::TargetStart,
+        gpu: None,
+        pid: Some(4242),
+        code: None,
+        message: String::new(),
+    }))
+    .unwrap();
+    for i in 0..samples {
+        let t_ms = (i * 100) as f64;
+        let warm = t_ms < 2000.0;
+        // Warm-up ramps in; steady samples carry ~1 % noise.
+        let ramp = if warm { t_ms / 2000.0 } else { 1.0 };
+        let mut value = |id: &str| {
+            healthy_value(id, t_ms / 1000.0).map(|v| {
+                // Counts and throttle flags are exact; counters get noise.
+                let exact = id.starts_with("throttle_")
+                    || gpugate::metrics::find(id).is_some_and(|m| m.unit == "count");
+                if exact {
+                    // The target appears on the GPU half-way through warm-up.
+                    return if ramp < 0.5 { 0.0 } else { v };
+                }
+                let x = v * ramp * (1.0 + 0.01 * noise.next());
+                let x = if id.ends_with("_pct") {
+                    x.clamp(0.0, 100.0)
+                } else {
+                    x
+                };
+                round_value(x)
+            })
+        };
+        let g = vec![gpu_columns.iter().map(|c| value(c)).collect()];
+        let h = host_columns.iter().map(|c| value(c)).collect();
+        w.write(&Record::Sample(SampleRecord {
+            t: t_ms,
+            w: warm,
+            g,
+            h,
+        }))
+        .unwrap();
+        if i % 10 == 9 && !warm {
+            let rate = 51_200.0 * (1.0 + 0.005 * noise.next()) + 40.0 * run as f64;
+            w.write(&Record::Output(OutputRecord {
+                t: t_ms,
+                line: format!("samples_per_s: {:.1}", rate),
+            }))
+            .unwrap();
+        }
+        if i == 20 {
+            w.write(&Record::Processes(ProcessesRecord {
+                t: t_ms,
+                gpu: 0,
+                procs: vec![ProcessInfo {
+                    pid: 4242,
+                    name: "python".into(),
+                    cmdline: "python bench/train.py --seconds 20".into(),
+                    in_target: true,
+                    gpu_mem_mib: Some(30_000.0),
+                    sm_share_pct: Some(97.0),
+                    cpu_pct: Some(100.0),
+                    rss_mib: Some(3_600.0),
+                }],
+            }))
+            .unwrap();
+        }
+    }
+    let end_t = (samples * 100) as f64;
+    w.write(&Record::Event(EventRecord {
+        t: end_t,
+        kind: EventKind::TargetExit,
+        gpu: None,
+        pid: Some(4242),
+        code: Some(0),
+        message: String::new(),
+    }))
+    .unwrap();
+    w.finish(EndRecord {
+        t: end_t,
+        samples,
+        late_samples: 0,
+        exit_code: Some(0),
+        signal: None,
+        target_wall_s: Some(22.0),
+        reason: "target_exited".into(),
+        metrics_file: None,
+    })
+    .unwrap();
+}
+
+#[test]
+fn synthetic_traces_in_tests_data_are_reproducible() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in 1..=3 {
+        let name = format!("tests/data/synthetic-healthy-{run}.jsonl");
+        let fresh = dir.path().join(format!("{run}.jsonl"));
+        write_synthetic_trace(&fresh, run);
+        if std::env::var_os("GATE_BLESS").is_some() {
+            std::fs::create_dir_all(root("tests/data")).unwrap();
+            std::fs::copy(&fresh, root(&name)).unwrap();
+        }
+        assert_eq!(
+            std::fs::read(&fresh).unwrap(),
+            std::fs::read(root(&name)).unwrap_or_default(),
+            "{name} differs from what write_synthetic_trace makes; rerun with GATE_BLESS=1"
+        );
+        let t = gpugate::trace::Trace::load(&root(&name)).unwrap();
+        assert!(t.header.note.as_deref().unwrap().starts_with("synthetic"));
+        assert!(!t.truncated);
+        let summary = gpugate::stats::summarize(&t);
+        let sm = summary.metric("sm_active_pct").expect("sm_active_pct");
+        assert!(
+            (sm.mean - 97.0).abs() < 1.5,
+            "steady SM active ~97: {}",
+            sm.mean
+        );
+    }
+}
+
+/// The three runs the run test replays: real fixtures when they exist.
+fn replay_traces() -> Vec<PathBuf> {
+    let real: Vec<PathBuf> = (1..=3)
+        .map(|i| root(&format!("fixtures/traces/healthy-{i}.jsonl")))
+        .collect();
+    if real.iter().all(|p| p.exists()) {
+        return real;
+    }
+    (1..=3)
+        .map(|i| root(&format!("tests/data/synthetic-healthy-{i}.jsonl")))
+        .collect()
+}
+
+/// Turn a template's command into one that runs here: live measurement ->
+/// `--replay`, `--baseline-ref` -> `HEAD` of the temp repository (dropped
+/// when `git_ref` is false), hardware-only commands parse-only.
+fn runnable(cmd: &GateCommand, traces: &[PathBuf], cwd: &Path, git_ref: bool) -> Vec<String> {
+    let mut argv: Vec<String> = Vec::new();
+    let mut it = cmd.argv.iter().peekable();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--" => break,
+            "--pid" => {
+                it.next();
+            }
+            "--baseline-ref" => {
+                it.next();
+                if git_ref {
+                    argv.extend(["--baseline-ref".to_string(), "HEAD".to_string()]);
+                }
+            }
+            _ => argv.extend(glob(a, cwd)),
+        }
+    }
+    let replay = |n: usize| {
+        traces
+            .iter()
+            .cycle()
+            .take(n)
+            .map(|p| p.display().to_string())
+    };
+    match cmd.sub() {
+        "check" => {
+            argv.push("--replay".into());
+            argv.extend(replay(1));
+        }
+        "capture" => {
+            let runs: usize = cmd.flag("--runs").map(|r| r.parse().unwrap()).unwrap_or(3);
+            argv.push("--replay".into());
+            argv.extend(replay(runs));
+        }
+        "report" if argv.iter().skip(1).all(|a| !a.ends_with(".jsonl")) => {
+            argv.push("--replay".into());
+            argv.extend(replay(1));
+        }
+        // They need a GPU: check that the flags parse, nothing more.
+        "doctor" | "record" => argv.push("--help".into()),
+        _ => {}
+    }
+    argv
+}
+
+fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let gate = env!("CARGO_BIN_EXE_gate");
+    let base = |args: &[String]| {
+        let mut c = std::process::Command::new(gate);
+        c.args(args)
+            .current_dir(cwd)
+            .env("NO_COLOR", "1")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_OUTPUT")
+            .env_remove("GITHUB_STEP_SUMMARY");
+        c
+    };
+    // The committed baseline and config the templates find in a checkout,
+    // and a trace where the report steps look for recorded runs.
+    std::fs::write(cwd.join("gate.toml"), "[defaults]\nthreshold = 0.10\n").unwrap();
+    let mut seed = vec![
+        "capture".to_string(),
+        "--baseline".into(),
+        BASELINE.into(),
+        "--baseline-dir".into(),
+        "baselines".into(),
+        "--replay".into(),
+    ];
+    seed.extend(traces.iter().map(|p| p.display().to_string()));
+    let out = base(&seed).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: seeding the baseline failed: {}",
+        sc.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for d in [
+        ".gate/ci/traces",
+        ".gate/local/traces",
+        ".gate/pre-push/traces",
+    ] {
+        std::fs::create_dir_all(cwd.join(d)).unwrap();
+        std::fs::copy(&traces[0], cwd.join(d).join("seed.jsonl")).unwrap();
+    }
+    // Commit baseline and config, as a checkout of the target branch has
+    // them, so `--baseline-ref HEAD` reads them through git like CI does.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=gate-test",
+                "-c",
+                "user.email=gate@test.invalid",
+            ])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    let git_ref = git(&["init", "-q"])
+        && git(&["add", "gate.toml", "baselines"])
+        && git(&["commit", "-q", "-m", "baseline"]);
+    if !git_ref {
+        eprintln!(
+            "{}: no git here; --baseline-ref is dropped instead",
+            sc.name
+        );
+    }
+
+    // Every flag must exist in the CLI definition before anything runs: a
+    // clearer message than the binary's exit code 2.
+    for cmd in &sc.commands {
+        let argv = runnable(cmd, traces, cwd, git_ref);
+        let parse = std::iter::once("gate".to_string()).chain(argv.iter().cloned());
+        if let Err(e) = <gpugate::cli::Cli as clap::Parser>::try_parse_from(parse) {
+            use clap::error::ErrorKind::*;
+            assert!(
+                matches!(e.kind(), DisplayHelp | DisplayVersion),
+                "{}: gate {}\n{e}",
+                cmd.origin,
+                argv.join(" ")
+            );
+        }
+    }
+
+    for (i, cmd) in sc.commands.iter().enumerate() {
+        let argv = runnable(cmd, traces, cwd, git_ref);
+        if cmd.sub() == "capture" && !cmd.has("--replace") {
+            // A capture without --replace is a first capture (gate.mk's
+            // gate-capture): the seeded baseline must not be in its way.
+            let dir = cmd.flag("--baseline-dir").unwrap_or("baselines");
+            let name = cmd.flag("--baseline").unwrap();
+            let _ = std::fs::remove_file(cwd.join(dir).join(format!("{name}.toml")));
+        }
+        let mut c = base(&argv);
+        let gh_output = cwd.join(format!("github-output-{i}"));
+        if sc.github {
+            c.env("GITHUB_ACTIONS", "true")
+                .env("GITHUB_OUTPUT", &gh_output)
+                .env("GITHUB_STEP_SUMMARY", cwd.join("step-summary.md"));
+        }
+        let out = c.output().unwrap();
+        let what = format!("{}: gate {}", cmd.origin, argv.join(" "));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = |flag: &str| cmd.flag(flag).map(|p| cwd.join(p));
+        match cmd.sub() {
+            "check" => {
+                if let Some(j) = file("--junit") {
+                    let xml = std::fs::read_to_string(&j).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(xml.contains("<testsuite"), "{what}: {xml}");
+                }
+                for flag in ["--json", "--markdown"] {
+                    if let Some(p) = file(flag) {
+                        assert!(
+                            std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false),
+                            "{what}: {flag} file empty or missing"
+                        );
+                    }
+                }
+                if let Some(p) = file("--openmetrics") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    assert!(
+                        text.ends_with("# EOF\n"),
+                        "{what}: OpenMetrics must end with # EOF"
+                    );
+                }
+                if sc.github {
+                    let outputs = std::fs::read_to_string(&gh_output).unwrap_or_default();
+                    assert!(
+                        outputs.lines().any(|l| l == "verdict=pass"),
+                        "{what}: GITHUB_OUTPUT={outputs}"
+                    );
+                    assert!(
+                        outputs.lines().any(|l| l == "regressions=0"),
+                        "{what}: GITHUB_OUTPUT={outputs}"
+                    );
+                }
+            }
+            "capture" => {
+                let dir = cmd.flag("--baseline-dir").unwrap_or("baselines");
+                let name = cmd.flag("--baseline").unwrap();
+                let toml = cwd.join(dir).join(format!("{name}.toml"));
+                assert!(toml.exists(), "{what}: no {}", toml.display());
+            }
+            "report" => {
+                if let Some(p) = file("--html") {
+                    let html =
+                        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(html.to_lowercase().contains("<html"), "{what}");
+                }
+            }
+            "diff" => assert!(!out.stdout.is_empty(), "{what}: empty diff output"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs check/capture from the core branch; the lead un-ignores at merge"]
+fn template_commands_run_against_the_real_binary() {
+    let traces = replay_traces();
+    let scenarios = [
+        github_action_scenario(),
+        gitlab_check_scenario().1,
+        gitlab_capture_scenario().1,
+        local_scenario(),
+    ];
+    let total: usize = scenarios.iter().map(|s| s.commands.len()).sum();
+    assert_eq!(total, 6 + 3 + 3 + 6);
+    for sc in &scenarios {
+        run_scenario(sc, &traces);
+    }
+}
