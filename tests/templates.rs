@@ -1684,6 +1684,7 @@ fn write_synthetic_trace(path: &Path, run: u64) {
         target_wall_s: Some(22.0),
         reason: "target_exited".into(),
         metrics_file: None,
+        target_gpus: None,
     })
     .unwrap();
 }
