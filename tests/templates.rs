@@ -1942,7 +1942,6 @@ fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
 }
 
 #[test]
-#[ignore = "needs check/capture from the core branch; the lead un-ignores at merge"]
 fn template_commands_run_against_the_real_binary() {
     let traces = replay_traces();
     let scenarios = [

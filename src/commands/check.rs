@@ -245,13 +245,13 @@ pub fn prepare_run<'a>(trace: &'a Trace, config: &Config) -> RunInput<'a> {
     }
 }
 
-/// LEAD: wire `crate::diagnose::features::compute(trace)` here once the
-/// diag branch provides it, e.g.
-/// `summary.features = crate::diagnose::features::compute(trace);`.
-/// This is the only call site: capture (baseline features), check (the new
-/// run's features for `explain_change`) and diff all go through
-/// `prepare_run`.
-pub fn enrich_summary(_trace: &Trace, _summary: &mut RunSummary) {}
+/// Add the time-window features the rules engine reads (idle fraction,
+/// periodicity, imbalance...). The only call site: capture (baseline
+/// features), check (the new run's features for `explain_change`) and diff
+/// all go through `prepare_run`.
+pub fn enrich_summary(trace: &Trace, summary: &mut RunSummary) {
+    summary.features = crate::diagnose::features::compute(trace);
+}
 
 /// Write every requested output, print stdout, and talk to GitHub.
 fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {

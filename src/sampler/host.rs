@@ -332,6 +332,41 @@ impl HostSampler {
     }
 }
 
+/// The host half of the environment fingerprint.
+pub fn host_info() -> crate::trace::HostInfo {
+    let read = |p: &str| {
+        fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let cpu_model = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let os = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap_or_default();
+    crate::trace::HostInfo {
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpu_model,
+        cpu_count: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        os,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,40 +433,5 @@ mod tests {
         let second = s.sample(&tree, Instant::now());
         let cpu = second[idx("target_cpu_pct")].unwrap();
         assert!(cpu > 20.0, "busy loop should show CPU, got {cpu}");
-    }
-}
-
-/// The host half of the environment fingerprint.
-pub fn host_info() -> crate::trace::HostInfo {
-    let read = |p: &str| {
-        fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    let cpu_model = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    let os = fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                .map(|v| v.trim_matches('"').to_string())
-        })
-        .unwrap_or_default();
-    crate::trace::HostInfo {
-        hostname: read("/proc/sys/kernel/hostname"),
-        cpu_model,
-        cpu_count: std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1),
-        kernel: read("/proc/sys/kernel/osrelease"),
-        os,
     }
 }
