@@ -137,6 +137,8 @@ pub struct Config {
     /// Where it came from (for messages); None when no file exists.
     pub origin: Option<String>,
     pub user_regexes: BTreeMap<String, regex::Regex>,
+    /// The file's text, to point rule errors at their line.
+    pub source_text: String,
 }
 
 impl Config {
@@ -264,7 +266,30 @@ impl Config {
             file,
             origin: Some(origin.to_string()),
             user_regexes,
+            source_text: text.to_string(),
         })
+    }
+
+    /// The active rules: built-in ones plus `[rules]`, with user metrics
+    /// usable in conditions. A broken rule is an error naming this file,
+    /// the line of the offending field, the rule and the column.
+    pub fn rule_set(&self) -> Result<crate::diagnose::RuleSet, GateError> {
+        crate::diagnose::RuleSet::builtin()
+            .with_user_metrics(self.file.user_metrics.keys().map(|k| k.get_ref().clone()))
+            .with_user_rules(&self.file.rules)
+            .map_err(|e| {
+                let msg = match e {
+                    GateError::Usage(m) | GateError::BadFile { message: m, .. } => m,
+                    GateError::Infra(m) => m,
+                };
+                let line = rule_line(&self.source_text, &msg)
+                    .map(|l| format!("line {l}: "))
+                    .unwrap_or_default();
+                GateError::bad_file(
+                    self.origin.as_deref().unwrap_or("gate.toml"),
+                    format!("{line}{msg}"),
+                )
+            })
     }
 
     fn metric_override(&self, id: &str) -> Option<&MetricOverride> {
@@ -438,6 +463,35 @@ pub fn toml_error(origin: &str, text: &str, e: &toml::de::Error, fix: &str) -> G
         None => String::new(),
     };
     GateError::bad_file(origin, format!("{location}{message}; {fix}"))
+}
+
+/// Line of the field a rule error is about ("[rules.x] when: ..."), so the
+/// user can jump to it: the `field =` line inside the `[rules.x]` table.
+fn rule_line(text: &str, msg: &str) -> Option<usize> {
+    let rest = msg.strip_prefix("[rules.")?;
+    let (name, after) = rest.split_once(']')?;
+    let field = after.trim_start().split(':').next()?.trim();
+    let header = format!("[rules.{name}]");
+    let mut in_table = false;
+    let mut header_line = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_table = t == header;
+            if in_table {
+                header_line = Some(i + 1);
+            }
+            continue;
+        }
+        if in_table {
+            if let Some((key, _)) = t.split_once('=') {
+                if key.trim() == field {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    header_line
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 use super::measure::{self, MeasureArgs};
 use crate::baseline::{self, Baseline, RunInput};
 use crate::config::Config;
-use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::gate::{self, CheckReport};
 use crate::report::{self, Reporter};
@@ -134,7 +133,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         .into());
     }
     let (config, baseline, baseline_source) = load_inputs(args)?;
-    let rules = RuleSet::builtin().with_user_rules(&config.file.rules)?;
+    let rules = config.rule_set()?;
 
     let traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
     let inputs: Vec<RunInput> = traces.iter().map(|t| prepare_run(t, &config)).collect();

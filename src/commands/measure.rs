@@ -28,7 +28,7 @@ pub struct MeasureArgs {
     #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub warmup: Duration,
 
-    /// Sampling interval (10ms to 10s). GPM metrics are paired at least 100 ms apart regardless
+    /// Sampling interval of NVML and host counters (10ms to 10s); GPM values come every --gpm-interval
     #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub interval: Duration,
 
@@ -37,7 +37,7 @@ pub struct MeasureArgs {
     #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
     pub gpm_interval: Duration,
 
-    /// GPUs to sample: '0,2' or 'all'. Default: the GPUs the target uses (all GPUs until it opens one)
+    /// GPUs to sample: '0,2' or 'all'. Default: every visible GPU is sampled (CUDA_VISIBLE_DEVICES honoured) and statistics use those the target's processes appeared on
     #[arg(long, value_name = "LIST")]
     pub gpu: Option<String>,
 

@@ -7,13 +7,13 @@
 //! report is built from a trace, so a replay reproduces it byte for byte.
 
 use super::measure::{self, parse_duration, MeasureArgs};
+use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::report::{html, run_report};
 use crate::trace::Trace;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -160,105 +160,22 @@ fn write_output(path: &Path, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("writing report '{}'", path.display()))
 }
 
-/// The built-in rules plus `[rules.*]` of the config file. An explicit
-/// `--config` must exist; the default `gate.toml` is optional.
-///
-/// Only the `[rules]` table is read here; the rest of gate.toml belongs to
-/// `config.rs` (its owner validates it for capture/check).
+/// The active rules: built-in plus `[rules]` of gate.toml (`--config`, else
+/// `./gate.toml` when present). The whole file is validated by the same
+/// loader `check` uses, so a gate.toml that `report` accepts, `check` does too.
 pub fn load_rules(config: Option<&Path>) -> anyhow::Result<RuleSet> {
     let (path, explicit) = match config {
         Some(p) => (p, true),
         None => (Path::new(DEFAULT_CONFIG), false),
     };
-    if !path.exists() {
-        if explicit {
-            return Err(GateError::usage(format!(
-                "config file '{}' not found; pass an existing gate.toml or leave --config out",
-                path.display()
-            ))
-            .into());
-        }
-        return Ok(RuleSet::builtin());
+    if explicit && !path.exists() {
+        return Err(GateError::usage(format!(
+            "config file '{}' not found; pass an existing gate.toml or leave --config out",
+            path.display()
+        ))
+        .into());
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| GateError::bad_file(path, format!("cannot read: {e}")))?;
-    let user = rules_table(&text, path)?;
-    RuleSet::builtin().with_user_rules(&user).map_err(|e| {
-        let msg = match e {
-            GateError::Usage(m) | GateError::BadFile { message: m, .. } => m,
-            GateError::Infra(m) => m,
-        };
-        let line = rule_line(&text, &msg)
-            .map(|l| format!("line {l}: "))
-            .unwrap_or_default();
-        GateError::bad_file(path, format!("{line}{msg}")).into()
-    })
-}
-
-/// The raw `[rules]` table of a gate.toml text.
-pub fn rules_table(text: &str, path: &Path) -> Result<BTreeMap<String, toml::Value>, GateError> {
-    let doc: toml::Table = toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let (line, col) = line_col(text, s.start);
-                format!("line {line}, column {col}: ")
-            })
-            .unwrap_or_default();
-        GateError::bad_file(path, format!("{at}{}", e.message().trim()))
-    })?;
-    match doc.get("rules") {
-        None => Ok(BTreeMap::new()),
-        Some(toml::Value::Table(t)) => Ok(t.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
-        Some(other) => Err(GateError::bad_file(
-            path,
-            format!(
-                "'rules' must be a table of [rules.<name>] tables, found a {}",
-                other.type_str()
-            ),
-        )),
-    }
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, col)
-}
-
-/// Line of the field a rule error is about ("[rules.x] when: ..."), so the
-/// user can jump to it: the `field =` line inside the `[rules.x]` table.
-fn rule_line(text: &str, msg: &str) -> Option<usize> {
-    let rest = msg.strip_prefix("[rules.")?;
-    let (name, after) = rest.split_once(']')?;
-    let field = after.trim_start().split(':').next()?.trim();
-    let header = format!("[rules.{name}]");
-    let mut in_table = false;
-    let mut header_line = None;
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            in_table = t == header;
-            if in_table {
-                header_line = Some(i + 1);
-            }
-            continue;
-        }
-        if in_table {
-            if let Some((key, _)) = t.split_once('=') {
-                if key.trim() == field {
-                    return Some(i + 1);
-                }
-            }
-        }
-    }
-    header_line
+    Ok(Config::load(path, explicit)?.rule_set()?)
 }
 
 #[cfg(test)]
@@ -271,7 +188,7 @@ mod tests {
         let path = dir.path().join("gate.toml");
         std::fs::write(
             &path,
-            "[gate]\nthreshold = 0.1\n\n[rules.mine]\nseverity = \"high\"\nwhen = \"gpu_busy_pct.mean > (80\"\n",
+            "[defaults]\nthreshold = 0.1\n\n[rules.mine]\nseverity = \"high\"\nwhen = \"gpu_busy_pct.mean > (80\"\n",
         )
         .unwrap();
         let err = load_rules(Some(&path)).unwrap_err();
@@ -296,8 +213,7 @@ mod tests {
     fn explicit_config_must_exist_default_is_optional() {
         let err = load_rules(Some(Path::new("/nonexistent/gate.toml"))).unwrap_err();
         assert!(err.to_string().contains("not found"));
-        // No ./gate.toml in the crate root: the built-in rules.
-        assert!(!Path::new(DEFAULT_CONFIG).exists());
+        // The crate root's gate.toml has no [rules]: the built-in rules.
         assert_eq!(
             load_rules(None).unwrap().rules().len(),
             RuleSet::builtin().rules().len()
