@@ -1,0 +1,336 @@
+//! `gate record` and `gate doctor` through the real binary, on this machine
+//! (no GPU: host counters with `--no-gpu`, and the missing-NVML path), plus
+//! properties of the traces recorded on the H200 in `fixtures/traces/`.
+
+use assert_cmd::Command;
+use gpugate::trace::{EventKind, Trace};
+use std::path::Path;
+use std::time::Duration;
+
+fn gate() -> Command {
+    Command::cargo_bin("gate").unwrap()
+}
+
+fn host_mean(t: &Trace, id: &str) -> f64 {
+    let col = t.host_column(id).unwrap();
+    let vals: Vec<f64> = (0..t.sample_count())
+        .filter(|&i| !t.warmup[i])
+        .map(|i| t.host_value(i, col) as f64)
+        .filter(|v| v.is_finite())
+        .collect();
+    assert!(!vals.is_empty(), "no {id} values");
+    vals.iter().sum::<f64>() / vals.len() as f64
+}
+
+#[test]
+fn no_gpu_record_of_a_busy_loop_shows_one_core_and_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("busy.jsonl");
+    let assert = gate()
+        .args(["record", "--no-gpu", "--warmup", "300ms", "--tag", "kind=busy", "-o"])
+        .arg(&out)
+        .args([
+            "--",
+            "python3",
+            "-c",
+            "import time\nt=time.time()\nwhile time.time()-t<2.0: pass\nprint('samples_per_s: 42.5')",
+        ])
+        .assert()
+        .success();
+    // The target's stdout passes through gate unchanged.
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(stdout.contains("samples_per_s: 42.5"), "{stdout}");
+    let t = Trace::load(&out).unwrap();
+    assert!(!t.truncated);
+    assert_eq!(t.header.tags.get("kind").map(String::as_str), Some("busy"));
+    assert_eq!(t.exit_code(), Some(0));
+    let cpu = host_mean(&t, "target_cpu_pct");
+    assert!(
+        (70.0..=130.0).contains(&cpu),
+        "busy loop should read ~100 % of one core, got {cpu}"
+    );
+    assert!(host_mean(&t, "target_rss_mib") > 1.0);
+    assert!(t.output.iter().any(|o| o.line == "samples_per_s: 42.5"));
+    let wall = t.end.as_ref().unwrap().target_wall_s.unwrap();
+    assert!((1.9..4.0).contains(&wall), "wall {wall}");
+}
+
+#[test]
+fn exit_status_is_carried_through_and_a_failed_benchmark_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fail.jsonl");
+    gate()
+        .args(["record", "--no-gpu", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "sleep 0.3; exit 7"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("exit status 7"));
+    let t = Trace::load(&out).unwrap();
+    assert_eq!(t.exit_code(), Some(7));
+    assert!(t
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::TargetExit && e.code == Some(7)));
+}
+
+#[test]
+fn duration_stops_a_long_command_and_counts_as_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("long.jsonl");
+    let started = std::time::Instant::now();
+    gate()
+        .args([
+            "record",
+            "--no-gpu",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "500ms",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sleep", "30"])
+        .assert()
+        .success();
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let t = Trace::load(&out).unwrap();
+    let end = t.end.as_ref().unwrap();
+    assert_eq!(end.reason, "duration_reached");
+    assert_eq!(end.signal, Some(15));
+    assert!(t.warmup.iter().any(|w| *w) && t.warmup.iter().any(|w| !*w));
+}
+
+#[test]
+fn attach_by_pid_samples_without_touching_the_process() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("20")
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("attach.jsonl");
+    gate()
+        .args(["record", "--no-gpu", "--duration", "600ms", "--pid"])
+        .arg(child.id().to_string())
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    // Still running: gate never signals an attached process.
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "attached process was disturbed"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let t = Trace::load(&out).unwrap();
+    assert_eq!(t.header.attach_pid, Some(child.id()));
+    assert!(t.header.command.is_empty());
+    assert!(t.sample_count() >= 4, "{} samples", t.sample_count());
+    assert!(host_mean(&t, "target_cpu_pct") < 20.0, "sleep is idle");
+}
+
+#[test]
+fn attach_to_a_missing_pid_is_a_usage_error() {
+    gate()
+        .args([
+            "record",
+            "--no-gpu",
+            "--pid",
+            "4000000000",
+            "-o",
+            "/tmp/never.jsonl",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no such running process"));
+}
+
+#[test]
+fn without_nvml_record_and_doctor_exit_3_naming_the_library() {
+    if Path::new("/dev/nvidiactl").exists() {
+        eprintln!("SKIP: this machine has an NVIDIA driver");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.jsonl");
+    let assert = gate()
+        .args(["record", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .code(3);
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("libnvidia-ml.so.1") && err.contains("--no-gpu"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no trace without a measurement");
+    gate()
+        .arg("doctor")
+        .assert()
+        .code(3)
+        .stdout(predicates::str::contains("libnvidia-ml.so.1"));
+}
+
+#[test]
+fn a_trace_path_in_a_missing_directory_is_created_and_bad_intervals_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a/b/t.jsonl");
+    gate()
+        .args(["record", "--no-gpu", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    assert!(out.exists());
+    gate()
+        .args(["record", "--no-gpu", "--interval", "1ms", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--interval"));
+    gate()
+        .args(["record", "--no-gpu", "--", "definitely-not-a-command-xyz"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("definitely-not-a-command-xyz"));
+}
+
+fn fixture(name: &str) -> Trace {
+    Trace::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/traces")
+            .join(name),
+    )
+    .unwrap()
+}
+
+#[test]
+fn recorded_fixtures_say_where_they_were_recorded_and_are_complete() {
+    for name in [
+        "healthy-1.jsonl",
+        "healthy-2.jsonl",
+        "healthy-3.jsonl",
+        "launch-storm.jsonl",
+        "fp32-no-tf32.jsonl",
+        "memory-bound.jsonl",
+        "pageable-h2d.jsonl",
+        "sync-stall.jsonl",
+        "host-bound.jsonl",
+        "contention.jsonl",
+    ] {
+        let t = fixture(name);
+        assert!(!t.truncated, "{name}");
+        let note = t.header.note.clone().unwrap_or_default();
+        assert!(
+            note.contains("NVIDIA H200") && note.contains("580.159.04"),
+            "{name}: {note}"
+        );
+        assert_eq!(t.header.fingerprint.gpus[0].name, "NVIDIA H200");
+        assert!(t.header.fingerprint.gpus[0].gpm_supported);
+        assert_eq!(t.exit_code(), Some(0), "{name}");
+        assert!(t.sample_count() > 250, "{name}: {}", t.sample_count());
+    }
+}
+
+#[test]
+fn recorded_gpm_values_come_from_pairs_more_than_100ms_apart() {
+    // On the H200 the recorder took a GPM sample only when >= 120 ms had
+    // passed since the last one: at a 100 ms interval every other sample
+    // carries GPM values and the rest are null (missing), never 0.
+    let t = fixture("healthy-1.jsonl");
+    let sm = t.gpu_column("sm_active_pct").unwrap();
+    let busy = t.gpu_column("gpu_busy_pct").unwrap();
+    let with_gpm: Vec<f64> = (0..t.sample_count())
+        .filter(|&i| t.gpu_value(i, 0, sm).is_finite())
+        .map(|i| t.times_ms[i])
+        .collect();
+    assert!(with_gpm.len() > 100);
+    for pair in with_gpm.windows(2) {
+        assert!(
+            pair[1] - pair[0] > 100.0,
+            "GPM values {} ms apart",
+            pair[1] - pair[0]
+        );
+    }
+    // NVML counters are present on every sample.
+    assert!((0..t.sample_count()).all(|i| t.gpu_value(i, 0, busy).is_finite()));
+    // No glitch reached the data: while busy, SM active is never exactly 0.
+    let steady_busy_zero_sm = (0..t.sample_count())
+        .filter(|&i| !t.warmup[i] && t.gpu_value(i, 0, busy) >= 90.0)
+        .filter(|&i| t.gpu_value(i, 0, sm) == 0.0)
+        .count();
+    assert_eq!(steady_busy_zero_sm, 0);
+}
+
+#[test]
+fn contention_fixture_sees_the_other_process_outside_the_target_tree() {
+    let t = fixture("contention.jsonl");
+    let others = t.gpu_column("other_processes").unwrap();
+    let max_others = (0..t.sample_count())
+        .map(|i| t.gpu_value(i, 0, others))
+        .filter(|v| v.is_finite())
+        .fold(0.0f32, f32::max);
+    assert!(max_others >= 1.0);
+    let procs = t.processes.iter().flat_map(|p| p.procs.iter());
+    let (mut target, mut foreign) = (false, false);
+    for p in procs {
+        target |= p.in_target;
+        foreign |= !p.in_target && p.cmdline.contains("competitor.py");
+    }
+    assert!(
+        target && foreign,
+        "expected the target and competitor.py on the GPU"
+    );
+}
+
+#[test]
+fn live_capture_then_check_through_the_recorder() {
+    // The live path of capture/check: launch, record a trace into
+    // --trace-dir, judge it. Host counters only, so it runs without a GPU.
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    let baselines = dir.path().join("baselines");
+    let cmd = ["--", "sh", "-c", "sleep 2.5; echo 'final_samples_per_s: 100'"];
+    gate()
+        .args(["capture", "--baseline", "live", "--runs", "2", "--no-gpu"])
+        .arg("--baseline-dir")
+        .arg(&baselines)
+        .arg("--trace-dir")
+        .arg(&traces)
+        .args(cmd)
+        .assert()
+        .success();
+    assert!(baselines.join("live.toml").exists());
+    assert_eq!(
+        std::fs::read_dir(&traces).unwrap().count(),
+        2,
+        "one trace per run"
+    );
+    let junit = dir.path().join("gate.xml");
+    gate()
+        .args(["check", "--baseline", "live", "--no-gpu"])
+        .arg("--baseline-dir")
+        .arg(&baselines)
+        .arg("--trace-dir")
+        .arg(&traces)
+        .arg("--junit")
+        .arg(&junit)
+        .args(cmd)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("wall_time_s"));
+    // A benchmark that fails is an error (exit 3), never a pass.
+    gate()
+        .args(["check", "--baseline", "live", "--no-gpu"])
+        .arg("--baseline-dir")
+        .arg(&baselines)
+        .arg("--trace-dir")
+        .arg(&traces)
+        .args(["--", "sh", "-c", "sleep 2.5; exit 1"])
+        .assert()
+        .code(3);
+}
