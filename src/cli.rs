@@ -13,9 +13,13 @@ use clap::{Parser, Subcommand};
 intrusion, stores p95 baselines as TOML in your repository, compares new runs against them \
 with noise-aware thresholds, explains why a run regressed, and fails the pipeline with JUnit \
 XML and a nonzero exit code.\n\nExit codes: 0 pass, 1 regression, 2 usage/config/input error, \
-3 measurement or infrastructure problem (no GPU, benchmark failed, environment mismatch).",
-    after_help = "Start with:  gate capture --baseline resnet50-h200 -- python train.py\n       \
-then:  gate check --baseline resnet50-h200 --junit gate.xml -- python train.py"
+3 measurement or infrastructure problem (no GPU, benchmark failed, environment mismatch).\n\n\
+Baselines are reviewed like code: see docs/baselines.md. CI templates: ci-templates/README.md.",
+    arg_required_else_help = true,
+    after_help = "Start with:  gate capture --baseline train-h200 --runs 3 -- python train.py\n\
+Then:        gate check --baseline train-h200 --junit gate.xml -- python train.py\n\
+In CI:       gate check --baseline train-h200 --baseline-ref origin/main -- python train.py\n\
+Explain:     gate report .gate/traces/<run>.jsonl --html report.html"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -30,9 +34,9 @@ pub enum Command {
     Record(record::RecordArgs),
     /// Check that NVML, GPM and permissions work on this machine
     Doctor(doctor::DoctorArgs),
-    /// Measure a known-good run and store it as a baseline (TOML)
+    /// Measure a known-good run and store it as a baseline (TOML); --replace refreshes one
     Capture(capture::CaptureArgs),
-    /// Measure a run and judge it against a baseline; exit 1 on regression
+    /// Measure a run and judge it against a baseline (exit 1 regression, 3 could not measure)
     Check(check::CheckArgs),
     /// Compare two baselines, or a baseline and a trace, metric by metric
     Diff(diff::DiffArgs),
@@ -40,6 +44,6 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(tools::CompletionsArgs),
-    /// Print the man page (roff) to stdout
+    /// Print the man page (roff); SUBCOMMAND for one command, --out-dir for all pages
     Man(tools::ManArgs),
 }
