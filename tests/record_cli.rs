@@ -292,7 +292,12 @@ fn live_capture_then_check_through_the_recorder() {
     let dir = tempfile::tempdir().unwrap();
     let traces = dir.path().join("traces");
     let baselines = dir.path().join("baselines");
-    let cmd = ["--", "sh", "-c", "sleep 2.5; echo 'final_samples_per_s: 100'"];
+    let cmd = [
+        "--",
+        "sh",
+        "-c",
+        "sleep 2.5; echo 'final_samples_per_s: 100'",
+    ];
     gate()
         .args(["capture", "--baseline", "live", "--runs", "2", "--no-gpu"])
         .arg("--baseline-dir")

@@ -95,8 +95,36 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// Downsample a series to at most `MAX_POINTS` by averaging time buckets.
+/// Downsample a series to at most `MAX_POINTS` by averaging time buckets,
+/// then join sparse readings (see `bridge_sparse`).
 fn series(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
+    bridge_sparse(series_raw(trace, value, t_end_s))
+}
+
+/// GPM metrics arrive every `--gpm-interval` (one sample in two to five
+/// carries a value), so a null between two readings is "not sampled on this
+/// tick", not a hole: drawing it as a break would leave only dots. Keep the
+/// finite points and break the line only where readings stop for longer
+/// than three times their usual spacing (and at least 2 s).
+fn bridge_sparse(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let finite: Vec<(f64, f64)> = points.into_iter().filter(|p| p.1.is_finite()).collect();
+    let mut gaps: Vec<f64> = finite.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    if gaps.is_empty() {
+        return finite;
+    }
+    gaps.sort_by(|a, b| a.total_cmp(b));
+    let max_gap_s = (gaps[gaps.len() / 2] * 3.0).max(2.0);
+    let mut out = Vec::with_capacity(finite.len() + 4);
+    for (i, p) in finite.iter().enumerate() {
+        if i > 0 && p.0 - finite[i - 1].0 > max_gap_s {
+            out.push((f64::NAN, f64::NAN));
+        }
+        out.push(*p);
+    }
+    out
+}
+
+fn series_raw(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
     let n = trace.sample_count();
     if n <= MAX_POINTS || t_end_s <= 0.0 {
         return (0..n)
@@ -172,11 +200,27 @@ fn chart(
 ) -> String {
     let pw = width - LEFT - RIGHT;
     let ph = HEIGHT - TOP - BOTTOM;
-    let data_max = lines
+    // Scale to the steady window: a start-up spike in the warm-up (Python
+    // importing with every core, say) would flatten what is judged. Warm-up
+    // values above the scale are clipped at the top edge.
+    let warmup_end_s = shades
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
+        .find(|sh| sh.color == WARM_COLOR.0 && sh.start_s == 0.0)
+        .map(|sh| sh.end_s)
+        .unwrap_or(0.0);
+    let max_from = |from_s: f64| {
+        lines
+            .iter()
+            .flat_map(|l| l.points.iter())
+            .filter(|p| p.0 >= from_s && p.1.is_finite())
+            .fold(0.0f64, |m, p| m.max(p.1))
+    };
+    let steady_max = max_from(warmup_end_s);
+    let data_max = if steady_max > 0.0 {
+        steady_max
+    } else {
+        max_from(0.0)
+    };
     let y_max = fixed_max.unwrap_or_else(|| nice_ceil(data_max));
     let t_end = if t_end_s > 0.0 { t_end_s } else { 1.0 };
     let x = |t: f64| LEFT + (t / t_end).clamp(0.0, 1.0) * pw;
@@ -727,6 +771,23 @@ mod tests {
         let t = synthetic::trace(sig, ngpu);
         let r = RunReport::build(&t, &RuleSet::builtin(), 1000.0);
         render(&[(r, &t)])
+    }
+
+    #[test]
+    fn sparse_gpm_readings_are_joined_and_long_outages_break_the_line() {
+        let nan = f64::NAN;
+        // GPM every other 100 ms tick: one line, no breaks.
+        let pts: Vec<(f64, f64)> = (0..20)
+            .map(|i| (i as f64 * 0.1, if i % 2 == 0 { 50.0 } else { nan }))
+            .collect();
+        let joined = bridge_sparse(pts);
+        assert_eq!(joined.len(), 10);
+        assert!(joined.iter().all(|p| p.1.is_finite()));
+        // A 5 s outage in 0.2 s readings breaks it once.
+        let mut pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64 * 0.2, 1.0)).collect();
+        pts.extend((0..10).map(|i| (7.0 + i as f64 * 0.2, 2.0)));
+        let broken = bridge_sparse(pts);
+        assert_eq!(broken.iter().filter(|p| p.1.is_nan()).count(), 1);
     }
 
     #[test]
