@@ -270,18 +270,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
         });
     }
     for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| {
-            let vals: Vec<f64> = slots
-                .iter()
-                .map(|&g| trace.gpu_value(i, g, col) as f64)
-                .filter(|v| v.is_finite())
-                .collect();
-            if vals.is_empty() {
-                f64::NAN
-            } else {
-                vals.iter().sum::<f64>() / vals.len() as f64
-            }
-        });
+        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, &slots, col));
         if let Some(s) = MetricStats::from_series(series) {
             gpu_aggregate.insert(id.clone(), s);
         }

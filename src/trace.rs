@@ -267,6 +267,21 @@ impl Trace {
         self.gpu_values[(i * self.gpu_count() + gpu) * ncols + col]
     }
 
+    /// Mean over the GPU slots `slots` of column `col` at sample `i`,
+    /// skipping missing values; NaN when all are missing.
+    pub fn gpu_mean_at(&self, i: usize, slots: &[usize], col: usize) -> f64 {
+        let (sum, n) = slots
+            .iter()
+            .map(|&g| self.gpu_value(i, g, col) as f64)
+            .filter(|v| v.is_finite())
+            .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+        if n == 0 {
+            f64::NAN
+        } else {
+            sum / n as f64
+        }
+    }
+
     pub fn host_value(&self, i: usize, col: usize) -> f32 {
         self.host_values[i * self.header.host_columns.len() + col]
     }

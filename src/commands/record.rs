@@ -528,28 +528,13 @@ fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>
     eprint!("\r\x1b[2K{line}");
 }
 
-/// RFC 3339 UTC timestamp without a date crate (civil-from-days, H. Hinnant).
+/// RFC 3339 UTC timestamp (seconds precision).
 pub fn rfc3339_utc(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    crate::baseline::rfc3339_from_unix(secs)
 }
 
 #[cfg(test)]

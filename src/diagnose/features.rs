@@ -315,20 +315,10 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
 pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
-    let ngpu = trace.gpu_count();
+    let slots = crate::stats::gpu_slots_in_use(trace);
     let v: Vec<f64> = steady
         .iter()
-        .map(|&i| {
-            let vals: Vec<f64> = (0..ngpu)
-                .map(|g| trace.gpu_value(i, g, col) as f64)
-                .filter(|v| v.is_finite())
-                .collect();
-            if vals.is_empty() {
-                f64::NAN
-            } else {
-                vals.iter().sum::<f64>() / vals.len() as f64
-            }
-        })
+        .map(|&i| trace.gpu_mean_at(i, &slots, col))
         .collect();
     v.iter().any(|x| x.is_finite()).then_some(v)
 }

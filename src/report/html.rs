@@ -691,7 +691,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
             let _ = write!(
                 out,
                 "<details><summary>{}</summary><table><tr><th>metric</th><th>unit</th><th>mean</th><th>p50</th><th>p99</th><th>max</th><th>n</th></tr>",
-                escape(&scope_label(r, &s.scope))
+                escape(&crate::report::run_report::scope_title(r, &s.scope))
             );
         }
         let _ = write!(
@@ -710,23 +710,6 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         out.push_str("</table></details>");
     }
     out.push_str("</section>");
-}
-
-fn scope_label(r: &RunReport, scope: &str) -> String {
-    match scope {
-        "host" => "Host (target process tree and machine)".into(),
-        "gpus" => "All GPUs (per-sample mean over GPUs)".into(),
-        s => {
-            let idx: u32 = s.trim_start_matches("gpu").parse().unwrap_or(0);
-            let name = r
-                .gpus
-                .iter()
-                .find(|g| g.index == idx)
-                .map(|g| g.name.as_str())
-                .unwrap_or("");
-            format!("GPU {idx} ({name})")
-        }
-    }
 }
 
 /// Render runs (with their traces, for the plots) as one HTML document.

@@ -219,7 +219,8 @@ fn num(v: Option<f64>) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
-fn scope_title(r: &RunReport, scope: &str) -> String {
+/// "GPU 0 (NVIDIA H200)", "Host (...)" for a statistics scope key.
+pub fn scope_title(r: &RunReport, scope: &str) -> String {
     match scope {
         "host" => "Host (target process tree and machine)".into(),
         "gpus" => "All GPUs (per-sample mean over GPUs)".into(),
