@@ -514,37 +514,26 @@ impl Parser<'_> {
     }
 
     fn sum(&mut self) -> Result<Typed, ParseError> {
-        let mut left = self.product()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Op("+") => ArithOp::Add,
-                Tok::Op("-") => ArithOp::Sub,
-                _ => return Ok(left),
-            };
-            let sym = if op == ArithOp::Add { "+" } else { "-" };
-            self.next();
-            let right = self.product()?;
-            Self::expect(&left, Type::Num, sym)?;
-            Self::expect(&right, Type::Num, sym)?;
-            left = Typed {
-                expr: Expr::Arith(op, Box::new(left.expr), Box::new(right.expr)),
-                ty: Type::Num,
-                col: left.col,
-            };
-        }
+        self.arith_level(&[("+", ArithOp::Add), ("-", ArithOp::Sub)], Self::product)
     }
 
     fn product(&mut self) -> Result<Typed, ParseError> {
-        let mut left = self.unary()?;
+        self.arith_level(&[("*", ArithOp::Mul), ("/", ArithOp::Div)], Self::unary)
+    }
+
+    /// One left-associative precedence level of numeric operators.
+    fn arith_level(
+        &mut self,
+        ops: &[(&'static str, ArithOp)],
+        operand: fn(&mut Self) -> Result<Typed, ParseError>,
+    ) -> Result<Typed, ParseError> {
+        let mut left = operand(self)?;
         loop {
-            let op = match self.peek() {
-                Tok::Op("*") => ArithOp::Mul,
-                Tok::Op("/") => ArithOp::Div,
-                _ => return Ok(left),
+            let Some(&(sym, op)) = ops.iter().find(|(sym, _)| self.peek() == &Tok::Op(sym)) else {
+                return Ok(left);
             };
-            let sym = if op == ArithOp::Mul { "*" } else { "/" };
             self.next();
-            let right = self.unary()?;
+            let right = operand(self)?;
             Self::expect(&left, Type::Num, sym)?;
             Self::expect(&right, Type::Num, sym)?;
             left = Typed {
