@@ -299,6 +299,7 @@ fn live_capture_then_check_through_the_recorder() {
         "sleep 2.5; echo 'final_samples_per_s: 100'",
     ];
     gate()
+        .current_dir(dir.path()) // not this repository's gate.toml
         .args(["capture", "--baseline", "live", "--runs", "2", "--no-gpu"])
         .arg("--baseline-dir")
         .arg(&baselines)
@@ -315,6 +316,7 @@ fn live_capture_then_check_through_the_recorder() {
     );
     let junit = dir.path().join("gate.xml");
     gate()
+        .current_dir(dir.path())
         .args(["check", "--baseline", "live", "--no-gpu"])
         .arg("--baseline-dir")
         .arg(&baselines)
@@ -330,6 +332,7 @@ fn live_capture_then_check_through_the_recorder() {
         .contains("wall_time_s"));
     // A benchmark that fails is an error (exit 3), never a pass.
     gate()
+        .current_dir(dir.path())
         .args(["check", "--baseline", "live", "--no-gpu"])
         .arg("--baseline-dir")
         .arg(&baselines)
@@ -338,4 +341,67 @@ fn live_capture_then_check_through_the_recorder() {
         .args(["--", "sh", "-c", "sleep 2.5; exit 1"])
         .assert()
         .code(3);
+}
+
+#[test]
+fn warmup_until_starts_the_steady_window_at_the_benchmarks_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w.jsonl");
+    gate()
+        .args([
+            "record",
+            "--no-gpu",
+            "--warmup-until",
+            "^training started$",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.8; echo 'training started'; sleep 1",
+        ])
+        .assert()
+        .success();
+    let t = Trace::load(&out).unwrap();
+    let first_steady = (0..t.sample_count())
+        .find(|&i| !t.warmup[i])
+        .expect("steady samples");
+    assert!(
+        t.times_ms[first_steady] >= 800.0,
+        "steady from {} ms",
+        t.times_ms[first_steady]
+    );
+    assert!(t.warmup[..first_steady].iter().all(|w| *w));
+    assert!(t
+        .events
+        .iter()
+        .any(|e| e.message.contains("warm-up released")));
+
+    // Never matched: everything is warm-up, and the trace says why.
+    let out2 = dir.path().join("never.jsonl");
+    gate()
+        .args(["record", "--no-gpu", "--warmup-until", "^never$", "-o"])
+        .arg(&out2)
+        .args(["--", "sleep", "0.5"])
+        .assert()
+        .success();
+    let t2 = Trace::load(&out2).unwrap();
+    assert!(t2.warmup.iter().all(|w| *w));
+    assert!(t2
+        .events
+        .iter()
+        .any(|e| e.message.contains("never matched")));
+
+    // It needs the benchmark's stdout: refused with --pid, and a bad regex is a usage error.
+    gate()
+        .args(["record", "--no-gpu", "--pid", "1", "--warmup-until", "x"])
+        .assert()
+        .code(2);
+    gate()
+        .args(["record", "--no-gpu", "--warmup-until", "(", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--warmup-until"));
 }

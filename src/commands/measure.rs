@@ -28,6 +28,11 @@ pub struct MeasureArgs {
     #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub warmup: Duration,
 
+    /// Warm-up also lasts until the benchmark prints a stdout line matching this regex
+    /// (e.g. '^step 20 '), so variable start-up time never enters the statistics
+    #[arg(long, value_name = "REGEX")]
+    pub warmup_until: Option<String>,
+
     /// Sampling interval of NVML and host counters (10ms to 10s); GPM values come every --gpm-interval
     #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub interval: Duration,

@@ -3,7 +3,9 @@
 //!
 //! Window semantics (also in the README):
 //! - Samples start when the target starts. Those in the first `--warmup`
-//!   are kept but marked warm-up.
+//!   are kept but marked warm-up; with `--warmup-until REGEX`, warm-up also
+//!   lasts until the benchmark prints a stdout line matching REGEX (setup
+//!   time varies: Python+torch took 8.5 s warm and 16 s on a cold H200 host).
 //! - `--duration D`: the measured window is D after warm-up. A launched
 //!   command still running then is stopped (SIGTERM to its process group,
 //!   SIGKILL after 10 s) and the run counts as complete ("duration_reached").
@@ -109,6 +111,11 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             "nothing to record: give a command after '--' or --pid PID",
         ));
     }
+    if args.pid.is_some() && args.warmup_until.is_some() {
+        return Err(GateError::usage(
+            "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
+        ));
+    }
     if args.interval < MIN_INTERVAL || args.interval > MAX_INTERVAL {
         return Err(GateError::usage(format!(
             "--interval {:?} is out of range; use 10ms to 10s (default 100ms)",
@@ -198,13 +205,11 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
     let mut host_at: Option<Instant> = None;
     let mut tree: HashSet<u32> = host::process_tree(target.pid());
     let mut tree_at = Instant::now();
-    let window_end = args.duration.map(|d| args.warmup + d);
+    let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
     let live = std::io::stderr().is_terminal();
     let mut live_at = t0;
     let mut samples = 0u64;
     let mut late = 0u64;
-    let mut output_bytes = 0usize;
-    let mut output_capped = false;
     let mut next_tick = Instant::now();
     let reason;
     loop {
@@ -257,7 +262,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             None => (Vec::new(), Default::default()),
         };
         let c = profile.start();
-        let warm = now.saturating_duration_since(t0) < args.warmup;
+        let warm = now.saturating_duration_since(t0) < args.warmup || !output.warmup_released();
         if live && now.duration_since(live_at) >= Duration::from_secs(1) {
             live_at = now;
             print_live(
@@ -290,13 +295,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             }
             writer.write(&Record::Processes(p))?;
         }
-        write_output(
-            &mut writer,
-            &target,
-            &ms_since,
-            &mut output_bytes,
-            &mut output_capped,
-        )?;
+        output.drain(&mut writer, &target, &ms_since)?;
         profile.stop("trace_write", c);
         if target.poll_exit().is_some() {
             reason = "target_exited";
@@ -307,7 +306,17 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             reason = "interrupted";
             break;
         }
-        if window_end.is_some_and(|w| now.saturating_duration_since(t0) >= w) {
+        // The window counts from the end of warm-up: the later of --warmup
+        // and the --warmup-until line.
+        let steady_since = output
+            .warmup_matched
+            .map(|m| m.saturating_duration_since(t0).max(args.warmup))
+            .unwrap_or(args.warmup);
+        if output.warmup_released()
+            && args
+                .duration
+                .is_some_and(|d| now.saturating_duration_since(t0) >= steady_since + d)
+        {
             target.stop(libc::SIGTERM, target::STOP_GRACE);
             reason = "duration_reached";
             break;
@@ -321,13 +330,17 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         s.profile.print();
     }
     let exit = target.wait();
-    write_output(
-        &mut writer,
-        &target,
-        &ms_since,
-        &mut output_bytes,
-        &mut output_capped,
-    )?;
+    output.drain(&mut writer, &target, &ms_since)?;
+    if !output.warmup_released() {
+        writer.write(&Record::Event(EventRecord {
+            t: ms_since(Instant::now()),
+            kind: EventKind::Note,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up".into(),
+        }))?;
+    }
     if let Some(e) = exit {
         writer.write(&Record::Event(EventRecord {
             t: ms_since(e.at),
@@ -418,35 +431,87 @@ fn page_mib() -> f64 {
     }
 }
 
-fn write_output(
-    writer: &mut TraceWriter,
-    target: &Target,
-    ms_since: &dyn Fn(Instant) -> f64,
-    bytes: &mut usize,
-    capped: &mut bool,
-) -> Result<(), GateError> {
-    for (at, line) in target.drain_output() {
-        if *bytes + line.len() > OUTPUT_CAP_BYTES {
-            if !*capped {
-                *capped = true;
+/// Keeps the target's stdout lines in the trace (up to a cap) and watches
+/// them for the `--warmup-until` pattern.
+struct OutputKeeper {
+    bytes: usize,
+    capped: bool,
+    warmup_until: Option<regex::Regex>,
+    /// When the first line matching `warmup_until` arrived.
+    warmup_matched: Option<Instant>,
+}
+
+impl OutputKeeper {
+    fn new(warmup_until: Option<&str>) -> Result<OutputKeeper, GateError> {
+        let warmup_until = warmup_until
+            .map(|p| {
+                regex::Regex::new(p).map_err(|e| {
+                    GateError::usage(format!(
+                        "--warmup-until '{p}' is not a valid regex ({e}); e.g. --warmup-until '^step 10 '"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(OutputKeeper {
+            bytes: 0,
+            capped: false,
+            warmup_until,
+            warmup_matched: None,
+        })
+    }
+
+    /// The steady window may start: the pattern matched, or there is none.
+    fn warmup_released(&self) -> bool {
+        self.warmup_until.is_none() || self.warmup_matched.is_some()
+    }
+
+    fn drain(
+        &mut self,
+        writer: &mut TraceWriter,
+        target: &Target,
+        ms_since: &dyn Fn(Instant) -> f64,
+    ) -> Result<(), GateError> {
+        for (at, line) in target.drain_output() {
+            if self.warmup_matched.is_none()
+                && self
+                    .warmup_until
+                    .as_ref()
+                    .is_some_and(|re| re.is_match(&line))
+            {
+                self.warmup_matched = Some(at);
                 writer.write(&Record::Event(EventRecord {
                     t: ms_since(at),
-                    kind: EventKind::OutputTruncated,
+                    kind: EventKind::Note,
                     gpu: None,
                     pid: None,
                     code: None,
-                    message: format!("stdout beyond {OUTPUT_CAP_BYTES} bytes is passed through but not kept in the trace"),
+                    message: format!("warm-up released by --warmup-until at output line: {line}"),
                 }))?;
             }
-            continue;
+            if self.bytes + line.len() > OUTPUT_CAP_BYTES {
+                if !self.capped {
+                    self.capped = true;
+                    writer.write(&Record::Event(EventRecord {
+                        t: ms_since(at),
+                        kind: EventKind::OutputTruncated,
+                        gpu: None,
+                        pid: None,
+                        code: None,
+                        message: format!(
+                            "stdout beyond {OUTPUT_CAP_BYTES} bytes is passed through but not kept in the trace"
+                        ),
+                    }))?;
+                }
+                continue;
+            }
+            self.bytes += line.len();
+            writer.write(&Record::Output(OutputRecord {
+                t: ms_since(at),
+                line,
+            }))?;
         }
-        *bytes += line.len();
-        writer.write(&Record::Output(OutputRecord {
-            t: ms_since(at),
-            line,
-        }))?;
+        Ok(())
     }
-    Ok(())
 }
 
 fn read_metrics_file(
