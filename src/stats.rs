@@ -108,6 +108,13 @@ impl MetricStats {
 }
 
 /// Percentile `p` (0..=100) of an ascending, non-empty slice, definition 7.
+///
+/// ```
+/// use gpugate::stats::percentile_sorted;
+/// let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+/// assert_eq!(percentile_sorted(&v, 50.0), 5.5); // numpy.percentile(v, 50)
+/// assert!((percentile_sorted(&v, 95.0) - 9.55).abs() < 1e-12);
+/// ```
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     debug_assert!(!sorted.is_empty());
     if sorted.len() == 1 {

@@ -78,6 +78,14 @@ impl MeasureArgs {
 }
 
 /// Parse `100ms`, `30s`, `5m`, `1h`, `1.5s`; a bare number means seconds.
+///
+/// ```
+/// use gpugate::commands::measure::parse_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+/// assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+/// assert!(parse_duration("10 parsecs").is_err());
+/// ```
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
