@@ -400,8 +400,12 @@ fn warmup_until_starts_the_steady_window_at_the_benchmarks_own_line() {
         .assert()
         .code(2);
     gate()
+        .current_dir(dir.path())
         .args(["record", "--no-gpu", "--warmup-until", "(", "--", "true"])
         .assert()
         .code(2)
         .stderr(predicates::str::contains("--warmup-until"));
+    // Refused before anything started: no trace, not even a partial one.
+    assert!(!dir.path().join("gate-trace.jsonl.partial").exists());
+    assert!(!dir.path().join("gate-trace.jsonl").exists());
 }

@@ -173,6 +173,9 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         host_columns: HOST_METRICS.iter().map(|d| d.id.to_string()).collect(),
         note: args.note.clone(),
     };
+    // Validate everything before the target starts: a bad flag must neither
+    // launch the benchmark nor leave a trace behind.
+    let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
     let mut target = match args.pid {
         Some(pid) => Target::attach(pid)?,
         None => Target::launch(&args.command)?,
@@ -205,7 +208,6 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
     let mut host_at: Option<Instant> = None;
     let mut tree: HashSet<u32> = host::process_tree(target.pid());
     let mut tree_at = Instant::now();
-    let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
     let live = std::io::stderr().is_terminal();
     let mut live_at = t0;
     let mut samples = 0u64;
