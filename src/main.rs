@@ -15,6 +15,9 @@ fn main() {
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(": ");
+            // One line whatever the causes printed (regex and TOML errors
+            // draw multi-line pictures): CI logs and annotations stay tidy.
+            let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");
             eprintln!("gate: error: {msg}");
             exit_code_of(&err)
         }
