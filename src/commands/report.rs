@@ -59,6 +59,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
+    /// Where live runs write their traces
+    #[arg(long, value_name = "DIR", default_value = LIVE_TRACE_DIR)]
+    pub trace_dir: PathBuf,
+
     #[command(flatten)]
     pub measure: MeasureArgs,
 }
@@ -137,7 +141,7 @@ fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
         let mut m = args.measure.clone();
         m.replay = args.traces.clone();
         m.replay.extend(args.measure.replay.iter().cloned());
-        return measure::acquire(&m, 1, Path::new(LIVE_TRACE_DIR));
+        return measure::acquire(&m, 1, &args.trace_dir);
     }
     if !args.measure.is_replay() && !args.measure.is_live() {
         return Err(GateError::usage(
@@ -145,7 +149,7 @@ fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
         )
         .into());
     }
-    measure::acquire(&args.measure, 1, Path::new(LIVE_TRACE_DIR))
+    measure::acquire(&args.measure, 1, &args.trace_dir)
 }
 
 /// Write a report file; the error names the file and what to do.
