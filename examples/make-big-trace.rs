@@ -8,13 +8,12 @@
 //! `--tile` repeats a recorded trace's samples (and GPUs, cyclically) until
 //! the requested size: same value distributions, realistic JSON. The header
 //! note says the file was tiled, so nobody mistakes it for a measurement.
-//! `--synthetic` writes a SYNTHETIC trace (tests/common/synth.rs profiles:
-//! healthy, launch-storm, fp32-no-tf32, memory-bound, pageable-h2d,
-//! sync-stall, host-bound, contention).
+//! `--synthetic` writes a SYNTHETIC trace of one `gpugate::synthetic`
+//! signature (healthy, launch-storm, fp32-no-tf32, memory-bound,
+//! pageable-h2d, sync-stall, host-bound, contention, ...: any name of
+//! `Signature::all()`), `--samples` steady samples after 20 of warm-up.
 
-#[path = "../tests/common/synth.rs"]
-mod synth;
-
+use gpugate::synthetic::Signature;
 use gpugate::trace::{EndRecord, Record, SampleRecord, Trace};
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,21 +21,6 @@ use std::path::PathBuf;
 fn usage() -> ! {
     eprintln!("usage: make-big-trace (--tile IN.jsonl | --synthetic PROFILE) -o OUT.jsonl [--gpus N] [--samples N] [--seed N]");
     std::process::exit(2)
-}
-
-fn profile(name: &str) -> synth::Profile {
-    use synth::Profile::*;
-    match name {
-        "healthy" => Healthy,
-        "launch-storm" => LaunchStorm,
-        "fp32-no-tf32" => Fp32NoTf32,
-        "memory-bound" => MemoryBound,
-        "pageable-h2d" => PageableH2d,
-        "sync-stall" => SyncStall,
-        "host-bound" => HostBound,
-        "contention" => Contention,
-        _ => usage(),
-    }
 }
 
 fn main() {
@@ -57,16 +41,18 @@ fn main() {
     }
     let out = out.unwrap_or_else(|| usage());
     if let Some(name) = synthetic {
-        synth::write(
-            &out,
-            &synth::Synth {
-                profile: profile(&name),
-                gpus,
-                samples,
-                seed,
-                ..Default::default()
-            },
-        );
+        // GPM in every sample: the benchmark's worst case (BENCHMARKS.md).
+        let sig = Signature {
+            glitch_period: None,
+            ..Signature::named(&name).unwrap_or_else(|| usage())
+        }
+        .with_seed(seed)
+        .with_warmup_samples(20)
+        .with_samples(samples);
+        gpugate::synthetic::write(&sig, gpus, &out).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
         eprintln!("wrote synthetic {name} trace {}", out.display());
         return;
     }

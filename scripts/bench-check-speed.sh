@@ -4,7 +4,8 @@
 # Target: < 2 s and < 300 MB on the 2-core development machine.
 #
 # Input: fixtures/traces/healthy-1.jsonl tiled to size when it exists, else a
-# SYNTHETIC healthy trace (tests/common/synth.rs) tiled the same way.
+# SYNTHETIC healthy trace (gpugate::synthetic, via examples/make-big-trace.rs)
+# tiled the same way.
 # Usage: scripts/bench-check-speed.sh [RUNS]   (needs /usr/bin/time: apt-get install time)
 set -euo pipefail
 cd "$(dirname "$0")/.."

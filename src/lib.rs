@@ -17,6 +17,9 @@ pub mod metrics;
 pub mod report;
 pub mod sampler;
 pub mod stats;
+/// SYNTHETIC traces (header note says "synthetic"; never a measurement):
+/// the one generator behind the tests, benchmarks and docs examples.
+pub mod synthetic;
 pub mod target;
 pub mod trace;
 

@@ -243,7 +243,8 @@ fn corrupt_trace_is_a_usage_error_naming_the_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = output(&out).1;
-    assert!(stderr.contains("bad.jsonl: line 3, column 16"), "{stderr}");
+    // Line 4: header, target_start event, processes record, first sample.
+    assert!(stderr.contains("bad.jsonl: line 4, column 16"), "{stderr}");
     assert_valid_junit(&d.join("j.xml"));
 }
 

@@ -1,5 +1,5 @@
 //! `gate capture` / `gate check` / `gate diff` end to end on the real
-//! binary, with SYNTHETIC traces (tests/common/synth.rs).
+//! binary, with SYNTHETIC traces (gpugate::synthetic).
 
 mod common;
 
@@ -94,14 +94,7 @@ fn existing_baseline_needs_replace_and_shows_the_diff() {
     capture_healthy(d, "b");
     let path = d.join("baselines/b.toml");
     let before = std::fs::read(&path).unwrap();
-    let t3 = trace(
-        d,
-        "fp32.jsonl",
-        &Synth {
-            profile: Profile::Fp32NoTf32,
-            ..healthy(3)
-        },
-    );
+    let t3 = trace(d, "fp32.jsonl", &run(Signature::fp32_no_tf32(), 3));
     let out = gate(d)
         .args(["capture", "--baseline", "b", "--replay"])
         .arg(&t3)
@@ -236,18 +229,26 @@ fn healthy_run_passes_and_reports_every_format() {
     );
 }
 
-/// The gated metrics each pathology must move (DOMAIN.md section 7).
-fn expected_regressions(p: Profile) -> &'static [&'static str] {
-    match p {
-        Profile::LaunchStorm => &["gpu_busy_pct", "sm_active_pct", "tensor_pct"],
-        Profile::Fp32NoTf32 => &["tensor_pct"],
-        Profile::MemoryBound => &["tensor_pct"],
-        Profile::PageableH2d => &["gpu_busy_pct", "sm_active_pct"],
-        Profile::SyncStall => &["gpu_busy_pct", "sm_active_pct"],
-        Profile::HostBound => &["gpu_busy_pct", "sm_active_pct"],
-        Profile::Contention => &["other_processes", "other_sm_share_pct", "tensor_pct"],
-        Profile::Healthy => &[],
-    }
+/// The pathologies and the gated metrics each must move (DOMAIN.md section 7).
+fn pathologies() -> Vec<(Signature, &'static [&'static str])> {
+    vec![
+        (
+            Signature::launch_storm(),
+            &["gpu_busy_pct", "sm_active_pct", "tensor_pct"],
+        ),
+        (Signature::fp32_no_tf32(), &["tensor_pct"]),
+        (Signature::memory_bound(), &["tensor_pct"]),
+        (
+            Signature::pageable_h2d(),
+            &["gpu_busy_pct", "sm_active_pct"],
+        ),
+        (Signature::sync_stall(), &["gpu_busy_pct", "sm_active_pct"]),
+        (Signature::host_bound(), &["gpu_busy_pct", "sm_active_pct"]),
+        (
+            Signature::contention(),
+            &["other_processes", "other_sm_share_pct", "tensor_pct"],
+        ),
+    ]
 }
 
 #[test]
@@ -256,17 +257,11 @@ fn every_pathology_regresses_and_names_what_moved() {
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
-    for (i, p) in Profile::PATHOLOGIES.iter().enumerate() {
-        let name = format!("{p:?}.jsonl");
-        let t = trace(
-            d,
-            &name,
-            &Synth {
-                profile: *p,
-                ..healthy(10 + i as u64)
-            },
-        );
-        let junit = d.join(format!("{p:?}.xml"));
+    for (i, (sig, expected)) in pathologies().into_iter().enumerate() {
+        let p = sig.name;
+        let name = format!("{p}.jsonl");
+        let t = trace(d, &name, &run(sig, 10 + i as u64));
+        let junit = d.join(format!("{p}.xml"));
         let out = gate(d)
             .args([
                 "check",
@@ -282,7 +277,7 @@ fn every_pathology_regresses_and_names_what_moved() {
             .output()
             .unwrap();
         let (stdout, stderr) = output(&out);
-        assert_eq!(out.status.code(), Some(1), "{p:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{p}: {stderr}");
         let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(r["verdict"], "regression");
         let regressed: Vec<String> = r["metrics"]
@@ -292,15 +287,15 @@ fn every_pathology_regresses_and_names_what_moved() {
             .filter(|m| m["verdict"] == "regression")
             .map(|m| m["id"].as_str().unwrap().to_string())
             .collect();
-        for id in expected_regressions(*p) {
+        for id in expected {
             assert!(
                 regressed.iter().any(|r| r == id),
-                "{p:?}: {id} not in {regressed:?}"
+                "{p}: {id} not in {regressed:?}"
             );
         }
         assert!(
             regressed.iter().any(|r| r == "samples_per_s"),
-            "{p:?}: the benchmark's own throughput fell too: {regressed:?}"
+            "{p}: the benchmark's own throughput fell too: {regressed:?}"
         );
         assert!(
             !regressed.iter().any(|r| r == "wall_time_s"),
@@ -320,7 +315,7 @@ fn failed_benchmarks_are_errors_never_passes() {
     let cases = [
         (
             "exit1.jsonl",
-            Synth {
+            Signature {
                 exit_code: Some(1),
                 ..healthy(5)
             },
@@ -328,7 +323,7 @@ fn failed_benchmarks_are_errors_never_passes() {
         ),
         (
             "sig.jsonl",
-            Synth {
+            Signature {
                 signal: Some(9),
                 ..healthy(6)
             },
@@ -336,7 +331,7 @@ fn failed_benchmarks_are_errors_never_passes() {
         ),
         (
             "cut.jsonl",
-            Synth {
+            Signature {
                 truncated: true,
                 ..healthy(7)
             },
@@ -365,7 +360,7 @@ fn failed_benchmarks_are_errors_never_passes() {
     let bad = trace(
         d,
         "bad.jsonl",
-        &Synth {
+        &Signature {
             exit_code: Some(2),
             ..healthy(8)
         },
@@ -387,7 +382,7 @@ fn environment_mismatch_is_invalid_unless_allowed() {
     let a100 = trace(
         d,
         "a100.jsonl",
-        &Synth {
+        &Signature {
             gpu_name: "NVIDIA A100-SXM4-80GB".into(),
             ..healthy(3)
         },
@@ -415,7 +410,7 @@ fn environment_mismatch_is_invalid_unless_allowed() {
     let driver = trace(
         d,
         "drv.jsonl",
-        &Synth {
+        &Signature {
             driver: "570.86.15".into(),
             ..healthy(4)
         },
@@ -436,14 +431,7 @@ fn too_few_samples_is_inconclusive() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let short = trace(
-        d,
-        "short.jsonl",
-        &Synth {
-            samples: 12,
-            ..healthy(3)
-        },
-    );
+    let short = trace(d, "short.jsonl", &healthy(3).with_samples(12));
     let out = gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&short)
@@ -463,8 +451,8 @@ fn gated_metric_missing_from_the_new_run_does_not_pass() {
     let no_gpm = trace(
         d,
         "nogpm.jsonl",
-        &Synth {
-            no_gpu_columns: vec!["sm_active_pct".into(), "tensor_pct".into()],
+        &Signature {
+            missing_columns: vec!["sm_active_pct", "tensor_pct"],
             ..healthy(3)
         },
     );
@@ -495,14 +483,7 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
-    let slow = trace(
-        d,
-        "slow.jsonl",
-        &Synth {
-            throughput_scale: 0.7,
-            ..healthy(3)
-        },
-    );
+    let slow = trace(d, "slow.jsonl", &throughput(healthy(3), 0.7));
     let out = gate(d)
         .args([
             "check",
@@ -576,10 +557,7 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
             trace(
                 d,
                 &format!("b{i}.jsonl"),
-                &Synth {
-                    throughput_scale: *s,
-                    ..healthy(i as u64 + 1)
-                },
+                &throughput(healthy(i as u64 + 1), *s),
             )
         })
         .collect();
@@ -589,14 +567,7 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
         .assert()
         .success();
     // 10 % slower: beyond the 5 % threshold, inside 2 sd (~30 %).
-    let t = trace(
-        d,
-        "new.jsonl",
-        &Synth {
-            throughput_scale: 0.9,
-            ..healthy(9)
-        },
-    );
+    let t = trace(d, "new.jsonl", &throughput(healthy(9), 0.9));
     let out = gate(d)
         .args([
             "check",
@@ -629,14 +600,7 @@ fn improvements_fail_only_on_request() {
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
-    let fast = trace(
-        d,
-        "fast.jsonl",
-        &Synth {
-            throughput_scale: 1.5,
-            ..healthy(3)
-        },
-    );
+    let fast = trace(d, "fast.jsonl", &throughput(healthy(3), 1.5));
     gate(d)
         .args(["check", "--baseline", "train", "--replay"])
         .arg(&fast)
@@ -665,22 +629,8 @@ fn improvements_fail_only_on_request() {
 fn straggler_gpu_is_judged_per_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let b1 = trace(
-        d,
-        "b1.jsonl",
-        &Synth {
-            gpus: 4,
-            ..healthy(1)
-        },
-    );
-    let b2 = trace(
-        d,
-        "b2.jsonl",
-        &Synth {
-            gpus: 4,
-            ..healthy(2)
-        },
-    );
+    let b1 = trace_gpus(d, "b1.jsonl", &healthy(1), 4);
+    let b2 = trace_gpus(d, "b2.jsonl", &healthy(2), 4);
     gate(d)
         .args(["capture", "--baseline", "multi", "--replay"])
         .arg(&b1)
@@ -690,14 +640,11 @@ fn straggler_gpu_is_judged_per_gpu() {
     let text = std::fs::read_to_string(d.join("baselines/multi.toml")).unwrap();
     assert!(text.contains("[gpus.gpu3]\nindex = 3\n"), "per-GPU tables");
     assert!(text.contains("[gpus.gpu3.metrics.sm_active_pct]"));
-    let t = trace(
+    let t = trace_gpus(
         d,
         "straggler.jsonl",
-        &Synth {
-            gpus: 4,
-            degrade_gpu: Some((2, Profile::SyncStall)),
-            ..healthy(3)
-        },
+        &healthy(3).with_gpu_like(2, &Signature::sync_stall()),
+        4,
     );
     let out = gate(d)
         .args([
@@ -753,14 +700,7 @@ fn multi_node_judges_each_node_and_the_aggregate() {
     let text = std::fs::read_to_string(d.join("baselines/mn.toml")).unwrap();
     assert!(text.contains("runs = 1\nmulti_node = true\n"), "{text}");
     let c0 = trace(d, "c0.jsonl", &healthy(3));
-    let c1 = trace(
-        d,
-        "c1.jsonl",
-        &Synth {
-            profile: Profile::HostBound,
-            ..healthy(4)
-        },
-    );
+    let c1 = trace(d, "c1.jsonl", &run(Signature::host_bound(), 4));
     let out = gate(d)
         .args([
             "check",
@@ -805,14 +745,7 @@ fn github_actions_gets_annotations_summary_and_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
-    let t = trace(
-        d,
-        "storm.jsonl",
-        &Synth {
-            profile: Profile::LaunchStorm,
-            ..healthy(3)
-        },
-    );
+    let t = trace(d, "storm.jsonl", &run(Signature::launch_storm(), 3));
     std::fs::write(d.join("summary.md"), "# earlier step\n").unwrap();
     let out = gate(d)
         .env("GITHUB_ACTIONS", "true")
@@ -849,11 +782,14 @@ fn hostile_names_still_give_valid_junit() {
     let t = trace(
         d,
         "we\"ird]]>&<run>\u{1b}.jsonl",
-        &Synth {
-            profile: Profile::SyncStall,
-            command: vec!["py\u{1b}[31m".into(), "]]>".into(), "\u{0}\u{7}".into()],
+        &Signature {
+            command: Some(vec![
+                "py\u{1b}[31m".into(),
+                "]]>".into(),
+                "\u{0}\u{7}".into(),
+            ]),
             extra_output: vec!["samples_per_s: 12 \u{1b}[0m ]]> \u{fffe}".into()],
-            ..healthy(3)
+            ..run(Signature::sync_stall(), 3)
         },
     );
     let out = gate(d)
@@ -884,14 +820,7 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "a");
-    let t = trace(
-        d,
-        "fp32.jsonl",
-        &Synth {
-            profile: Profile::Fp32NoTf32,
-            ..healthy(3)
-        },
-    );
+    let t = trace(d, "fp32.jsonl", &run(Signature::fp32_no_tf32(), 3));
     gate(d)
         .args(["capture", "--baseline", "b", "--replay"])
         .arg(&t)
@@ -962,14 +891,7 @@ fn baseline_ref_reads_the_target_branch_copy() {
     assert!(git(&["add", "baselines/train.toml"]));
     assert!(git(&["commit", "-qm", "baseline"]));
     // The "merge request" lowers its own baseline to let a regression pass.
-    let storm = trace(
-        d,
-        "storm.jsonl",
-        &Synth {
-            profile: Profile::LaunchStorm,
-            ..healthy(3)
-        },
-    );
+    let storm = trace(d, "storm.jsonl", &run(Signature::launch_storm(), 3));
     gate(d)
         .args(["capture", "--baseline", "train", "--replace", "--replay"])
         .arg(&storm)
@@ -1019,13 +941,7 @@ fn non_utf8_trace_path_still_gives_valid_reports() {
     capture_healthy(d, "train");
     let name = std::ffi::OsStr::from_bytes(b"run-\xff\xfe-\x1b.jsonl");
     let p = d.join(name);
-    common::synth::write(
-        &p,
-        &Synth {
-            profile: Profile::LaunchStorm,
-            ..healthy(3)
-        },
-    );
+    gpugate::synthetic::write(&run(Signature::launch_storm(), 3), 1, &p).unwrap();
     let out = gate(d)
         .args([
             "check",

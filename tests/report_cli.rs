@@ -1,8 +1,8 @@
 //! `gate report` end to end on the real binary, driven by SYNTHETIC traces
-//! (gpugate::diagnose::synthetic, DOMAIN.md section 7 signatures).
+//! (gpugate::synthetic, DOMAIN.md section 7 signatures).
 
 use assert_cmd::Command;
-use gpugate::diagnose::synthetic::{self, Signature};
+use gpugate::synthetic::{self, Signature};
 use std::path::{Path, PathBuf};
 
 fn gate() -> Command {
@@ -12,9 +12,8 @@ fn gate() -> Command {
 }
 
 fn write_trace(dir: &Path, sig: &Signature, ngpu: usize) -> PathBuf {
-    let path = dir.join(format!("synthetic-{}.jsonl", sig.name));
-    synthetic::write(sig, ngpu, &path).unwrap();
-    path
+    let name = format!("synthetic-{}.jsonl", sig.name);
+    synthetic::write_in(sig, ngpu, dir, &name).unwrap()
 }
 
 fn stdout_of(c: &mut Command) -> String {

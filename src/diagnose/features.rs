@@ -364,7 +364,7 @@ fn mean_finite(v: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::synthetic::{self, Signature};
+    use crate::synthetic::{self, Signature};
 
     #[test]
     fn periodicity_finds_a_square_wave_and_not_noise() {

@@ -10,8 +10,8 @@
 //!
 //! Layout: `dsl` (the condition language), `rules` (loading and rendering
 //! rules; the built-in ones are in `rules.toml`, embedded), `features`
-//! (time-window features of a trace), `synthetic` (synthetic traces of each
-//! bottleneck for tests and docs).
+//! (time-window features of a trace). Synthetic traces of each bottleneck,
+//! for tests and docs, are in `crate::synthetic`.
 //!
 //! Ranking: findings are ordered by severity, then by the rule's reading
 //! order (DOMAIN.md: is the GPU fed, do SM active and DRAM agree with busy,
@@ -23,7 +23,6 @@
 pub mod dsl;
 pub mod features;
 pub mod rules;
-pub mod synthetic;
 
 use crate::error::GateError;
 use crate::stats::MetricSource;

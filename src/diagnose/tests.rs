@@ -1,9 +1,9 @@
 //! Rule tests on SYNTHETIC signatures (DOMAIN.md section 7 means): every
 //! built-in rule fires on its own signature and stays silent on a healthy run.
 
-use super::synthetic::{self, Signature};
 use super::*;
 use crate::stats::{summarize, RunSummary};
+use crate::synthetic::{self, Signature};
 
 fn run_of(sig: &Signature, ngpu: usize) -> RunSummary {
     let trace = synthetic::trace(sig, ngpu);

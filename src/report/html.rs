@@ -747,8 +747,8 @@ pub fn render(runs: &[(RunReport, &Trace)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::synthetic::{self, Signature};
     use crate::diagnose::RuleSet;
+    use crate::synthetic::{self, Signature};
 
     fn html(sig: &Signature, ngpu: usize) -> String {
         let t = synthetic::trace(sig, ngpu);

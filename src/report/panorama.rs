@@ -335,7 +335,7 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::synthetic::{self, Signature};
+    use crate::synthetic::{self, Signature};
 
     #[test]
     fn slices_average_samples_and_skip_missing() {

@@ -612,7 +612,7 @@ pub fn render_json(reports: &[RunReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::synthetic::{self, Signature};
+    use crate::synthetic::{self, Signature};
 
     fn report(sig: &Signature, ngpu: usize) -> RunReport {
         RunReport::build(&synthetic::trace(sig, ngpu), &RuleSet::builtin(), 1000.0)

@@ -1,14 +1,12 @@
-//! Shared helpers of the integration tests: synthetic traces, running the
-//! real `gate` binary, JUnit validation with xmllint.
+//! Shared helpers of the integration tests: synthetic traces (the library's
+//! `gpugate::synthetic`), running the real `gate` binary, JUnit validation
+//! with xmllint.
 
 #![allow(dead_code)]
 
-pub mod synth;
-
 use std::path::{Path, PathBuf};
 
-#[allow(unused_imports)] // not every test file uses both
-pub use synth::{Profile, Synth};
+pub use gpugate::synthetic::Signature;
 
 /// The `gate` binary, run in `dir`, with CI variables cleared so the
 /// host's environment cannot change what a test sees.
@@ -28,18 +26,40 @@ pub fn gate(dir: &Path) -> assert_cmd::Command {
     c
 }
 
-/// Write a synthetic trace `name` in `dir` and return its path.
-pub fn trace(dir: &Path, name: &str, s: &Synth) -> PathBuf {
-    let p = dir.join(name);
-    synth::write(&p, s);
-    p
+/// `sig` as the capture/check tests run it: run `seed`, 20 warm-up and 600
+/// steady samples at 100 ms, GPU model "NVIDIA H200", a metrics file, and
+/// no GPM glitches (so every steady sample counts: `n = 1200` for two runs).
+pub fn run(sig: Signature, seed: u64) -> Signature {
+    Signature {
+        seed,
+        gpu_name: "NVIDIA H200".into(),
+        glitch_period: None,
+        metrics_file: true,
+        ..sig
+    }
+    .with_warmup_samples(20)
+    .with_samples(600)
 }
 
-pub fn healthy(seed: u64) -> Synth {
-    Synth {
-        seed,
-        ..Default::default()
+pub fn healthy(seed: u64) -> Signature {
+    run(Signature::healthy(), seed)
+}
+
+/// `sig` with its printed throughput multiplied by `scale`.
+pub fn throughput(sig: Signature, scale: f64) -> Signature {
+    Signature {
+        samples_per_s: sig.samples_per_s * scale,
+        ..sig
     }
+}
+
+/// Write a one-GPU synthetic trace `name` in `dir` and return its path.
+pub fn trace(dir: &Path, name: &str, s: &Signature) -> PathBuf {
+    trace_gpus(dir, name, s, 1)
+}
+
+pub fn trace_gpus(dir: &Path, name: &str, s: &Signature, gpus: usize) -> PathBuf {
+    gpugate::synthetic::write_in(s, gpus, dir, name).unwrap()
 }
 
 pub fn output(o: &std::process::Output) -> (String, String) {

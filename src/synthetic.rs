@@ -4,6 +4,13 @@
 //! ~200 samples (recorded as missing, as the real sampler does), process
 //! records and benchmark output. Every trace made here says "synthetic" in
 //! its header note; none of them is a measurement.
+//!
+//! The one generator of the code base: unit tests, the integration tests
+//! (`gate capture/check/diff` end to end), the committed examples under
+//! `tests/data/` and `examples/make-big-trace.rs` (benchmarks) all use it.
+//! A `Signature` is plain data: tests change its fields (seed, samples, GPU
+//! name, exit code, a straggler GPU...) with struct update syntax or the
+//! `with_*` helpers.
 
 use crate::metrics::{GPU_METRICS, HOST_METRICS};
 use crate::trace::{
@@ -72,10 +79,36 @@ pub struct Signature {
     pub foreign_process: bool,
     /// An Xid event during the steady window.
     pub xid: bool,
+    /// Throughput the benchmark prints every 10 samples (`samples_per_s: X`).
     pub samples_per_s: f64,
     pub duration_s: f64,
     pub warmup_s: f64,
     pub interval_ms: u64,
+    /// Run-to-run seed: 0 is the signature's own noise (from its name),
+    /// any other value a different, equally deterministic run.
+    pub seed: u64,
+    /// A GPM glitch (GPM columns missing, a `gpm_invalid` event) every this
+    /// many samples; `None` for none.
+    pub glitch_period: Option<usize>,
+    /// GPU columns never measured (null in every sample).
+    pub missing_columns: Vec<&'static str>,
+    /// GPU index -> its own means (a straggler behaving like another
+    /// signature; see `with_gpu_like`).
+    pub per_gpu: BTreeMap<usize, BTreeMap<&'static str, f64>>,
+    /// `None`: `python train.py --synthetic --variant=NAME`.
+    pub command: Option<Vec<String>>,
+    pub gpu_name: String,
+    pub driver: String,
+    pub exit_code: Option<i32>,
+    /// Killed by this signal (the end record then has no exit code).
+    pub signal: Option<i32>,
+    /// No end record and a cut-off last line (the recorder died).
+    pub truncated: bool,
+    /// Lines the benchmark prints after its last sample.
+    pub extra_output: Vec<String>,
+    /// The end record carries a metrics file
+    /// `throughput_samples_per_s=<samples_per_s>`.
+    pub metrics_file: bool,
 }
 
 fn map(pairs: &[(&'static str, f64)]) -> BTreeMap<&'static str, f64> {
@@ -151,7 +184,66 @@ impl Signature {
             duration_s: 30.0,
             warmup_s: 3.0,
             interval_ms: 100,
+            seed: 0,
+            glitch_period: Some(197),
+            missing_columns: Vec::new(),
+            per_gpu: BTreeMap::new(),
+            command: None,
+            gpu_name: "NVIDIA H200 (synthetic)".into(),
+            driver: "580.159.04".into(),
+            exit_code: Some(0),
+            signal: None,
+            truncated: false,
+            extra_output: Vec::new(),
+            metrics_file: false,
         }
+    }
+
+    /// The signature called `name` (as in `all()`), if any.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::all().into_iter().find(|s| s.name == name)
+    }
+
+    /// `steady` samples after the warm-up (the duration follows).
+    pub fn with_samples(mut self, steady: usize) -> Self {
+        self.duration_s = (steady as u64 * self.interval_ms) as f64 / 1000.0;
+        self
+    }
+
+    /// `warmup` samples of warm-up.
+    pub fn with_warmup_samples(mut self, warmup: usize) -> Self {
+        self.warmup_s = (warmup as u64 * self.interval_ms) as f64 / 1000.0;
+        self
+    }
+
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// GPU `gpu` runs like `other` (a straggler); the rest keep this shape.
+    pub fn with_gpu_like(mut self, gpu: usize, other: &Signature) -> Self {
+        self.per_gpu.insert(gpu, other.gpu.clone());
+        self
+    }
+
+    /// Samples in the trace, warm-up included, and those of the warm-up.
+    fn sample_counts(&self) -> (usize, usize) {
+        let interval = self.interval_ms as f64;
+        let total = ((self.warmup_s + self.duration_s) * 1000.0 / interval).round() as usize;
+        let warm = (self.warmup_s * 1000.0 / interval).round() as usize;
+        (total, warm)
+    }
+
+    fn command_line(&self) -> Vec<String> {
+        self.command.clone().unwrap_or_else(|| {
+            vec![
+                "python".into(),
+                "train.py".into(),
+                "--synthetic".into(),
+                format!("--variant={}", self.name),
+            ]
+        })
     }
 
     /// bf16 training step: busy 100, SM 97, tensor ~90, DRAM 18, power-capped.
@@ -443,17 +535,18 @@ impl Signature {
     }
 }
 
-/// Deterministic noise (PCG-style LCG) seeded from the signature's name.
+/// Deterministic noise (PCG-style LCG) seeded from the signature's name
+/// and its run seed.
 struct Noise(u64);
 
 impl Noise {
-    fn new(seed: &str) -> Noise {
+    fn new(name: &str, seed: u64) -> Noise {
         // FNV-1a of the name: the same signature always gives the same trace.
         let mut h = 0xcbf29ce484222325u64;
-        for b in seed.bytes() {
+        for b in name.bytes() {
             h = (h ^ b as u64).wrapping_mul(0x100000001b3);
         }
-        Noise(h)
+        Noise(h ^ seed.wrapping_mul(0x9E3779B97F4A7C15))
     }
 
     /// Uniform in [-1, 1).
@@ -476,7 +569,7 @@ pub fn header(sig: &Signature, ngpu: usize) -> Header {
         .map(|i| GpuInfo {
             index: i as u32,
             uuid: format!("GPU-synthetic-{i}"),
-            name: "NVIDIA H200 (synthetic)".into(),
+            name: sig.gpu_name.clone(),
             pci_bus_id: format!("00000000:{:02X}:00.0", 0x18 + i),
             memory_total_mib: MEMORY_TOTAL_MIB,
             power_limit_w: Some(700.0),
@@ -498,11 +591,7 @@ pub fn header(sig: &Signature, ngpu: usize) -> Header {
         interval_ms: sig.interval_ms,
         warmup_ms: (sig.warmup_s * 1000.0) as u64,
         duration_ms: Some((sig.duration_s * 1000.0) as u64),
-        command: vec![
-            "python".into(),
-            "train.py".into(),
-            format!("--variant={}", sig.name),
-        ],
+        command: sig.command_line(),
         attach_pid: None,
         tags: [("workload".to_string(), sig.name.to_string())].into(),
         fingerprint: Fingerprint {
@@ -514,26 +603,26 @@ pub fn header(sig: &Signature, ngpu: usize) -> Header {
                 os: "Debian GNU/Linux 12".into(),
             },
             gpus,
-            driver_version: Some("580.159.04".into()),
+            driver_version: Some(sig.driver.clone()),
             nvml_version: Some("13.580.159.04".into()),
             cuda_driver_version: Some("13.0".into()),
         },
         gpu_columns: GPU_METRICS.iter().map(|d| d.id.to_string()).collect(),
         host_columns: HOST_METRICS.iter().map(|d| d.id.to_string()).collect(),
         note: Some(format!(
-            "SYNTHETIC trace '{}' generated by gpugate::diagnose::synthetic from DOMAIN.md section 7 means; not a measurement",
-            sig.name
+            "SYNTHETIC trace '{}' (seed {}) generated by gpugate::synthetic from DOMAIN.md section 7 means; not a measurement",
+            sig.name, sig.seed
         )),
     }
 }
 
-/// All records of a synthetic trace (header first, end last).
+/// All records of a synthetic trace (header first, end last; no end record
+/// when `sig.truncated`).
 pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
-    let mut noise = Noise::new(sig.name);
+    let mut noise = Noise::new(sig.name, sig.seed);
     let mut out = vec![Record::Header(Box::new(header(sig, ngpu)))];
     let interval = sig.interval_ms as f64;
-    let total = ((sig.warmup_s + sig.duration_s) * 1000.0 / interval).round() as usize;
-    let warm = (sig.warmup_s * 1000.0 / interval).round() as usize;
+    let (total, warm) = sig.sample_counts();
     let procs = |t: f64, gpu: u32, sig: &Signature| -> Record {
         let mut procs = vec![ProcessInfo {
             pid: TARGET_PID,
@@ -578,23 +667,24 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
         let idle = sig
             .periodic_idle
             .is_some_and(|(period, idle)| i % period >= period - idle);
-        let glitch = i % 197 == 150;
+        let glitch = sig.glitch_period.is_some_and(|p| i % p == 150 % p);
         let mut g = Vec::with_capacity(ngpu);
         for (slot, energy) in energy.iter_mut().enumerate() {
+            let means = sig.per_gpu.get(&slot).unwrap_or(&sig.gpu);
             let mut row = Vec::with_capacity(GPU_METRICS.len());
             for d in GPU_METRICS {
                 let id = d.id;
                 if id == "energy_j" {
-                    *energy += sig.gpu["power_w"] * interval / 1000.0;
+                    *energy += means["power_w"] * interval / 1000.0;
                     row.push(Some(crate::trace::round_value(*energy)));
                     continue;
                 }
                 let gpm = GPM_COLUMNS.contains(&id);
-                if gpm && (sig.no_gpm || glitch) {
+                if (gpm && (sig.no_gpm || glitch)) || sig.missing_columns.contains(&id) {
                     row.push(None);
                     continue;
                 }
-                let mut v = sig.gpu.get(id).copied().unwrap_or(0.0);
+                let mut v = means.get(id).copied().unwrap_or(0.0);
                 let activity = ACTIVITY_COLUMNS.contains(&id);
                 if activity && slot == ngpu - 1 && ngpu > 1 {
                     v *= sig.last_gpu_factor;
@@ -661,30 +751,49 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
         }
     }
     let end_t = total as f64 * interval;
+    for line in &sig.extra_output {
+        out.push(Record::Output(OutputRecord {
+            t: end_t,
+            line: line.clone(),
+        }));
+    }
+    if sig.truncated {
+        return out;
+    }
     for g in 0..ngpu {
         out.push(procs(end_t, g as u32, sig));
     }
+    let exit_code = if sig.signal.is_some() {
+        None
+    } else {
+        sig.exit_code
+    };
     out.push(Record::Event(EventRecord {
         t: end_t,
         kind: EventKind::TargetExit,
         gpu: None,
         pid: Some(TARGET_PID),
-        code: Some(0),
+        code: exit_code.map(i64::from),
         message: String::new(),
     }));
     out.push(Record::End(EndRecord {
         t: end_t,
         samples: total as u64,
         late_samples: 0,
-        exit_code: Some(0),
-        signal: None,
+        exit_code,
+        signal: sig.signal,
         target_wall_s: Some(end_t / 1000.0),
         reason: "target_exited".into(),
-        metrics_file: None,
+        metrics_file: sig
+            .metrics_file
+            .then(|| format!("throughput_samples_per_s={:.1}\n", sig.samples_per_s)),
         target_gpus: None,
     }));
     out
 }
+
+/// The cut-off last line of a truncated trace (a recorder killed mid-write).
+const CUT_LINE: &str = "{\"type\":\"sample\",\"t\":";
 
 /// A synthetic trace in memory, read back through the real trace reader.
 pub fn trace(sig: &Signature, ngpu: usize) -> Trace {
@@ -692,6 +801,9 @@ pub fn trace(sig: &Signature, ngpu: usize) -> Trace {
     for r in records(sig, ngpu) {
         text.push_str(&serde_json::to_string(&r).expect("records serialise"));
         text.push('\n');
+    }
+    if sig.truncated {
+        text.push_str(CUT_LINE);
     }
     let path = format!("synthetic-{}.jsonl", sig.name);
     Trace::read(std::io::Cursor::new(text), Path::new(&path)).expect("synthetic trace reads back")
@@ -711,8 +823,33 @@ pub fn write(sig: &Signature, ngpu: usize, path: &Path) -> Result<(), crate::err
             other => w.write(other)?,
         }
     }
-    w.finish(end.expect("records() ends with an end record"))?;
+    if let Some(end) = end {
+        w.finish(end)?;
+        return Ok(());
+    }
+    // Truncated: what the writer flushed plus a cut-off line, under the
+    // final name (as a recorder killed mid-write leaves it).
+    let partial = w.partial_path().to_path_buf();
+    drop(w);
+    let io =
+        |e: std::io::Error| crate::error::GateError::infra(format!("{}: {e}", partial.display()));
+    let mut text = std::fs::read_to_string(&partial).map_err(io)?;
+    text.push_str(CUT_LINE);
+    std::fs::write(path, text).map_err(io)?;
+    std::fs::remove_file(&partial).map_err(io)?;
     Ok(())
+}
+
+/// Write `sig` as `dir/name` and return the path (for tests).
+pub fn write_in(
+    sig: &Signature,
+    ngpu: usize,
+    dir: &Path,
+    name: &str,
+) -> Result<std::path::PathBuf, crate::error::GateError> {
+    let path = dir.join(name);
+    write(sig, ngpu, &path)?;
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -732,6 +869,32 @@ mod tests {
         assert!(a.header.note.as_deref().unwrap().contains("SYNTHETIC"));
         assert_eq!(a.sample_count(), 330);
         assert_eq!(a.warmup.iter().filter(|w| **w).count(), 30);
+    }
+
+    #[test]
+    fn seeds_exits_and_stragglers_change_only_what_they_say() {
+        let col = |t: &Trace, id: &str| t.gpu_column(id).unwrap();
+        let a = trace(&Signature::healthy().with_seed(1), 1);
+        let b = trace(&Signature::healthy().with_seed(2), 1);
+        let busy = col(&a, "gpu_busy_pct");
+        assert_ne!(a.gpu_value(40, 0, busy), b.gpu_value(40, 0, busy));
+        let sig = Signature {
+            signal: Some(9),
+            ..Signature::healthy()
+        };
+        let end = trace(&sig, 1).end.unwrap();
+        assert_eq!((end.exit_code, end.signal), (None, Some(9)));
+        let sig = Signature {
+            truncated: true,
+            ..Signature::healthy().with_samples(10)
+        };
+        assert!(trace(&sig, 1).truncated);
+        let t = trace(
+            &Signature::healthy().with_gpu_like(1, &Signature::sync_stall()),
+            2,
+        );
+        let sm = col(&t, "sm_active_pct");
+        assert!(t.gpu_value(40, 0, sm) > 90.0 && t.gpu_value(40, 1, sm) < 10.0);
     }
 
     #[test]
