@@ -525,13 +525,7 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
-    let tp = r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == "throughput")
-        .unwrap()
-        .clone();
+    let tp = metric(&r, "throughput").clone();
     assert_eq!(tp["verdict"], "missing", "not in the baseline: {tp}");
     assert_eq!(
         out.status.code(),
@@ -581,13 +575,7 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
-    let tp = r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == "samples_per_s")
-        .unwrap()
-        .clone();
+    let tp = metric(&r, "samples_per_s").clone();
     assert_eq!(tp["verdict"], "inconclusive", "{tp}");
     assert!(tp["noise"].as_f64().unwrap() > 250.0, "{tp}");
     assert_eq!(out.status.code(), Some(0));
@@ -849,13 +837,7 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
-    let fp32 = r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == "fp32_pct")
-        .unwrap()
-        .clone();
+    let fp32 = metric(&r, "fp32_pct").clone();
     assert!(fp32["b"].as_f64().unwrap() > 70.0, "{fp32}");
     assert!(r["toml_diff"].as_str().unwrap().contains("@@"));
     // Unknown operand: exit 2 with the fix.

@@ -105,3 +105,13 @@ pub fn assert_valid_junit(path: &Path) {
         std::fs::read_to_string(path).unwrap_or_default()
     );
 }
+
+/// The entry of metric `id` in a `gate check --format json` report.
+pub fn metric<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["metrics"]
+        .as_array()
+        .expect("metrics array")
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("metric {id} not in the report"))
+}
