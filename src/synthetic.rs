@@ -830,6 +830,7 @@ pub fn write(sig: &Signature, ngpu: usize, path: &Path) -> Result<(), crate::err
     // Truncated: what the writer flushed plus a cut-off line, under the
     // final name (as a recorder killed mid-write leaves it).
     let partial = w.partial_path().to_path_buf();
+    w.flush()?;
     drop(w);
     let io =
         |e: std::io::Error| crate::error::GateError::infra(format!("{}: {e}", partial.display()));

@@ -12,7 +12,7 @@
 //! objects, so a 1-hour, 8-GPU trace at 100 ms stays well under 100 MB.
 //! Missing or unsupported values are `null`, never 0.
 //!
-//! The writer flushes after every record and writes to `PATH.partial`,
+//! The writer flushes after every sampling tick and writes to `PATH.partial`,
 //! renaming onto `PATH` only when the recording ends: a crash leaves a
 //! readable `.partial` prefix and never replaces a good trace.
 
@@ -452,8 +452,8 @@ pub fn round_value(v: f64) -> f64 {
     (v * scale).round() / scale
 }
 
-/// Incremental trace writer. Writes `PATH.partial`, flushes each record, and
-/// renames onto `PATH` in `finish`.
+/// Incremental trace writer. Writes `PATH.partial`, flushes on `flush` (once
+/// per sampling tick), and renames onto `PATH` in `finish`.
 pub struct TraceWriter {
     out: BufWriter<File>,
     partial: PathBuf,
@@ -475,6 +475,7 @@ impl TraceWriter {
             final_path: path.to_path_buf(),
         };
         w.write(&Record::Header(Box::new(header.clone())))?;
+        w.flush()?;
         Ok(w)
     }
 
@@ -488,8 +489,19 @@ impl TraceWriter {
         serde_json::to_writer(&mut self.out, record)
             .map_err(|e| GateError::infra(format!("encoding trace record: {e}")))?;
         self.out.write_all(b"\n").map_err(io)?;
-        self.out.flush().map_err(io)?;
         Ok(())
+    }
+
+    /// Push buffered records to the file. The recorder calls this once per
+    /// sampling tick (one write system call per tick, not one per record),
+    /// so a crash loses at most the tick in progress.
+    pub fn flush(&mut self) -> Result<(), GateError> {
+        self.out.flush().map_err(|e| {
+            GateError::infra(format!(
+                "writing trace '{}': {e}",
+                self_display(&self.partial)
+            ))
+        })
     }
 
     /// Write the end record, fsync, and move the file into place.
@@ -605,6 +617,7 @@ mod tests {
         let mut w = TraceWriter::create(&path, &header()).unwrap();
         w.write(&sample(0.0)).unwrap();
         w.write(&sample(100.0)).unwrap();
+        w.flush().unwrap(); // the end of a sampling tick
         drop(w); // crash: no end record, no rename
         let partial = partial_path(&path);
         let mut text = std::fs::read_to_string(&partial).unwrap();

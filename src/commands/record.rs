@@ -298,6 +298,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
             writer.write(&Record::Processes(p))?;
         }
         output.drain(&mut writer, &target, &ms_since)?;
+        writer.flush()?;
         profile.stop("trace_write", c);
         if target.poll_exit().is_some() {
             reason = "target_exited";

@@ -68,12 +68,44 @@ const GPM_COLUMNS: &[(GpmMetricId, &str)] = &[
     (GpmMetricId::NvlinkTotalRxPerSec, "nvlink_rx_mib_s"),
 ];
 
-/// Column of a GPU metric in the sample vector.
-pub fn col(id: &str) -> usize {
-    GPU_METRICS
-        .iter()
-        .position(|d| d.id == id)
-        .unwrap_or_else(|| panic!("unknown GPU metric id {id}"))
+/// The GPM metric ids of `GPM_COLUMNS`, in order, as NVML takes them.
+const GPM_IDS: [GpmMetricId; GPM_COLUMNS.len()] = {
+    let mut ids = [GpmMetricId::GraphicsUtil; GPM_COLUMNS.len()];
+    let mut i = 0;
+    while i < GPM_COLUMNS.len() {
+        ids[i] = GPM_COLUMNS[i].0;
+        i += 1;
+    }
+    ids
+};
+
+/// Column of a GPU metric in the sample vector. A `const fn`, so the hot
+/// path writes `const { col("gpu_busy_pct") }` and pays nothing at run time
+/// (an unknown id fails the build).
+pub const fn col(id: &str) -> usize {
+    let mut i = 0;
+    while i < GPU_METRICS.len() {
+        if str_eq(GPU_METRICS[i].id, id) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("unknown GPU metric id")
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The message for a missing NVML library: names it and the fix.
@@ -510,51 +542,51 @@ impl GpuState {
         let temp = timed!("temperature", d.temperature(TemperatureSensor::Gpu));
         let mem = timed!("memory_info", d.memory_info());
         if let Some(u) = self.ok("gpu_busy_pct", util, t_ms, events) {
-            v[col("gpu_busy_pct")] = Some(u.gpu as f64);
-            v[col("mem_busy_pct")] = Some(u.memory as f64);
+            v[const { col("gpu_busy_pct") }] = Some(u.gpu as f64);
+            v[const { col("mem_busy_pct") }] = Some(u.memory as f64);
             self.last_busy_pct = Some(u.gpu as f64);
         } else {
             self.last_busy_pct = None;
         }
-        v[col("sm_clock_mhz")] = self
+        v[const { col("sm_clock_mhz") }] = self
             .ok("sm_clock_mhz", sm_clock, t_ms, events)
             .map(|c| c as f64);
-        v[col("mem_clock_mhz")] = self
+        v[const { col("mem_clock_mhz") }] = self
             .ok("mem_clock_mhz", mem_clock, t_ms, events)
             .map(|c| c as f64);
         if let Some(r) = self.ok("throttle_power_pct", reasons, t_ms, events) {
             let pct = |mask: ThrottleReasons| if r.intersects(mask) { 100.0 } else { 0.0 };
-            v[col("throttle_power_pct")] = Some(pct(
+            v[const { col("throttle_power_pct") }] = Some(pct(
                 ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN
             ));
-            v[col("throttle_thermal_pct")] = Some(pct(
-                ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN
+            v[const { col("throttle_thermal_pct") }] = Some(pct(
+                ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN,
             ));
-            v[col("throttle_other_pct")] = Some(pct(ThrottleReasons::HW_SLOWDOWN
+            v[const { col("throttle_other_pct") }] = Some(pct(ThrottleReasons::HW_SLOWDOWN
                 | ThrottleReasons::SYNC_BOOST
                 | ThrottleReasons::APPLICATIONS_CLOCKS_SETTING
                 | ThrottleReasons::DISPLAY_CLOCK_SETTING));
         }
-        v[col("power_w")] = self
+        v[const { col("power_w") }] = self
             .ok("power_w", power, t_ms, events)
             .map(|mw| mw as f64 / 1000.0);
         // Energy is the running integral of power (trapezoid rule): the NVML
         // energy counter costs ~5 ms of CPU per call on the H200 VM (measured
         // with GATE_PROFILE), so it is read only at the start and the end.
-        if let Some(w) = v[col("power_w")] {
+        if let Some(w) = v[const { col("power_w") }] {
             if let Some((prev_t_ms, prev_w)) = self.last_power {
                 self.energy_j += (w + prev_w) / 2.0 * (t_ms - prev_t_ms).max(0.0) / 1000.0;
             }
             self.last_power = Some((t_ms, w));
-            v[col("energy_j")] = Some(self.energy_j);
+            v[const { col("energy_j") }] = Some(self.energy_j);
         }
-        v[col("temperature_c")] = self
+        v[const { col("temperature_c") }] = self
             .ok("temperature_c", temp, t_ms, events)
             .map(|c| c as f64);
         if let Some(m) = self.ok("mem_used_mib", mem, t_ms, events) {
-            v[col("mem_used_mib")] = Some(m.used as f64 / 1048576.0);
+            v[const { col("mem_used_mib") }] = Some(m.used as f64 / 1048576.0);
             if m.total > 0 {
-                v[col("mem_used_pct")] = Some(m.used as f64 / m.total as f64 * 100.0);
+                v[const { col("mem_used_pct") }] = Some(m.used as f64 / m.total as f64 * 100.0);
             }
         }
     }
@@ -606,11 +638,11 @@ impl GpuState {
             }
         }
         let c = &self.proc_cols;
-        v[col("processes")] = c.processes;
-        v[col("other_processes")] = c.other_processes;
-        v[col("target_mem_mib")] = c.target_mem_mib;
-        v[col("target_sm_share_pct")] = c.target_sm_share_pct;
-        v[col("other_sm_share_pct")] = c.other_sm_share_pct;
+        v[const { col("processes") }] = c.processes;
+        v[const { col("other_processes") }] = c.other_processes;
+        v[const { col("target_mem_mib") }] = c.target_mem_mib;
+        v[const { col("target_sm_share_pct") }] = c.target_sm_share_pct;
+        v[const { col("other_sm_share_pct") }] = c.other_sm_share_pct;
     }
 
     fn sample_process_util(
@@ -721,9 +753,8 @@ impl GpuState {
         let Some((prev, _)) = self.gpm_prev.replace((sample, now)) else {
             return;
         };
-        let ids: Vec<GpmMetricId> = GPM_COLUMNS.iter().map(|(id, _)| *id).collect();
         let current = &self.gpm_prev.as_ref().expect("just set").0;
-        let results = match gpm_metrics_get(nvml, &prev, current, &ids) {
+        let results = match gpm_metrics_get(nvml, &prev, current, &GPM_IDS) {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.ok::<()>("sm_active_pct", Err(e), t_ms, events);
