@@ -322,23 +322,7 @@ pub fn steady_series(trace: &Trace, column: &Column) -> Vec<f64> {
             _ => Vec::new(),
         },
         Column::GpuMean { id } => match trace.gpu_column(id) {
-            Some(col) => steady
-                .map(|i| {
-                    let (mut sum, mut k) = (0.0, 0usize);
-                    for g in 0..trace.gpu_count() {
-                        let v = trace.gpu_value(i, g, col) as f64;
-                        if v.is_finite() {
-                            sum += v;
-                            k += 1;
-                        }
-                    }
-                    if k == 0 {
-                        f64::NAN
-                    } else {
-                        sum / k as f64
-                    }
-                })
-                .collect(),
+            Some(col) => steady.map(|i| trace.gpu_mean_at(i, col)).collect(),
             None => Vec::new(),
         },
         Column::Host { id } => match trace.host_column(id) {

@@ -233,35 +233,14 @@ impl RunSummary {
     }
 }
 
-/// GPU slots (positions in the header) the statistics cover: those the
-/// target was seen on when the recorder knew them, else all recorded GPUs.
-pub fn gpu_slots_in_use(trace: &Trace) -> Vec<usize> {
-    let all: Vec<usize> = (0..trace.gpu_count()).collect();
-    let Some(used) = trace.end.as_ref().and_then(|e| e.target_gpus.as_ref()) else {
-        return all;
-    };
-    let slots: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&s| used.contains(&trace.header.fingerprint.gpus[s].index))
-        .collect();
-    if slots.is_empty() {
-        all
-    } else {
-        slots
-    }
-}
-
 /// Summarise a trace's steady window (non-warm-up samples).
 pub fn summarize(trace: &Trace) -> RunSummary {
     let steady: Vec<usize> = (0..trace.sample_count())
         .filter(|&i| !trace.warmup[i])
         .collect();
-    let slots = gpu_slots_in_use(trace);
-    let mut gpus = Vec::with_capacity(slots.len());
+    let mut gpus = Vec::with_capacity(trace.gpu_count());
     let mut gpu_aggregate = BTreeMap::new();
-    for &slot in &slots {
-        let info = &trace.header.fingerprint.gpus[slot];
+    for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
         let mut metrics = BTreeMap::new();
         for (col, id) in trace.header.gpu_columns.iter().enumerate() {
             let series = steady.iter().map(|&i| trace.gpu_value(i, slot, col) as f64);
@@ -277,7 +256,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
         });
     }
     for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, &slots, col));
+        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, col));
         if let Some(s) = MetricStats::from_series(series) {
             gpu_aggregate.insert(id.clone(), s);
         }

@@ -267,12 +267,11 @@ impl Trace {
         self.gpu_values[(i * self.gpu_count() + gpu) * ncols + col]
     }
 
-    /// Mean over the GPU slots `slots` of column `col` at sample `i`,
-    /// skipping missing values; NaN when all are missing.
-    pub fn gpu_mean_at(&self, i: usize, slots: &[usize], col: usize) -> f64 {
-        let (sum, n) = slots
-            .iter()
-            .map(|&g| self.gpu_value(i, g, col) as f64)
+    /// Mean over the trace's GPUs of column `col` at sample `i`, skipping
+    /// missing values; NaN when all are missing.
+    pub fn gpu_mean_at(&self, i: usize, col: usize) -> f64 {
+        let (sum, n) = (0..self.gpu_count())
+            .map(|g| self.gpu_value(i, g, col) as f64)
             .filter(|v| v.is_finite())
             .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
         if n == 0 {
@@ -381,7 +380,38 @@ impl Trace {
         if trace.end.is_none() {
             trace.truncated = true;
         }
+        trace.keep_target_gpus();
         Ok(trace)
+    }
+
+    /// When the recorder chose the GPUs itself (no `--gpu`), it sampled every
+    /// visible GPU and noted in the end record those the target's processes
+    /// appeared on. Keep only those: every later stage (statistics,
+    /// baselines, environment checks, diagnosis, reports) then judges the
+    /// GPUs the benchmark used, not idle neighbours. The file keeps all.
+    fn keep_target_gpus(&mut self) {
+        let Some(used) = self.end.as_ref().and_then(|e| e.target_gpus.clone()) else {
+            return;
+        };
+        let gpus = &self.header.fingerprint.gpus;
+        let keep: Vec<usize> = (0..gpus.len())
+            .filter(|&s| used.contains(&gpus[s].index))
+            .collect();
+        if keep.is_empty() || keep.len() == gpus.len() {
+            return;
+        }
+        let (ngpu, ncols) = (gpus.len(), self.header.gpu_columns.len());
+        let mut values = Vec::with_capacity(self.sample_count() * keep.len() * ncols);
+        for i in 0..self.sample_count() {
+            for &g in &keep {
+                let at = (i * ngpu + g) * ncols;
+                values.extend_from_slice(&self.gpu_values[at..at + ncols]);
+            }
+        }
+        self.gpu_values = values;
+        let kept: Vec<GpuInfo> = keep.iter().map(|&s| gpus[s].clone()).collect();
+        self.header.fingerprint.gpus = kept;
+        self.processes.retain(|p| used.contains(&p.gpu));
     }
 
     fn push_sample(
@@ -608,6 +638,48 @@ mod tests {
         );
         assert_eq!(t.host_value(0, 0), 99.5);
         assert_eq!(t.exit_code(), Some(0));
+    }
+
+    #[test]
+    fn only_the_gpus_the_target_used_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut h = header();
+        h.fingerprint.gpus = (0..3)
+            .map(|i| GpuInfo {
+                index: i,
+                uuid: format!("GPU-{i}"),
+                name: "Synthetic".into(),
+                ..Default::default()
+            })
+            .collect();
+        let mut w = TraceWriter::create(&path, &h).unwrap();
+        w.write(&Record::Sample(SampleRecord {
+            t: 0.0,
+            w: false,
+            g: (0..3)
+                .map(|i| vec![Some(i as f64), Some(10.0 + i as f64)])
+                .collect(),
+            h: vec![Some(1.0)],
+        }))
+        .unwrap();
+        w.finish(EndRecord {
+            t: 100.0,
+            samples: 1,
+            late_samples: 0,
+            exit_code: Some(0),
+            signal: None,
+            target_wall_s: Some(0.1),
+            reason: "target_exited".into(),
+            metrics_file: None,
+            target_gpus: Some(vec![2]),
+        })
+        .unwrap();
+        let t = Trace::load(&path).unwrap();
+        assert_eq!(t.gpu_count(), 1);
+        assert_eq!(t.header.fingerprint.gpus[0].index, 2);
+        assert_eq!(t.gpu_value(0, 0, 0), 2.0);
+        assert_eq!(t.gpu_value(0, 0, 1), 12.0);
     }
 
     #[test]

@@ -315,11 +315,7 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
 pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
-    let slots = crate::stats::gpu_slots_in_use(trace);
-    let v: Vec<f64> = steady
-        .iter()
-        .map(|&i| trace.gpu_mean_at(i, &slots, col))
-        .collect();
+    let v: Vec<f64> = steady.iter().map(|&i| trace.gpu_mean_at(i, col)).collect();
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
