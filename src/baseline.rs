@@ -340,6 +340,21 @@ pub struct RunInput<'a> {
     pub user: BTreeMap<String, UserMetricValue>,
 }
 
+impl<'a> RunInput<'a> {
+    /// The single place a run is summarised before it is judged or stored:
+    /// statistics, diagnosis features and the user metrics of `config`.
+    pub fn new(trace: &'a Trace, config: &Config) -> RunInput<'a> {
+        let mut summary = crate::diagnose::run_summary(trace);
+        let user = config.user_metric_values(trace);
+        summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+        RunInput {
+            trace,
+            summary,
+            user,
+        }
+    }
+}
+
 /// Provenance that does not come from the traces.
 #[derive(Debug, Clone, Default)]
 pub struct BuildMeta {

@@ -16,15 +16,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The recorded H200 traces ship with the repository: missing is a failure.
 fn fixtures_present() -> bool {
-    if fixture("healthy-1.jsonl").exists() {
-        return true;
-    }
-    eprintln!(
-        "SKIP: fixture missing: {} (real H200 traces not recorded yet)",
+    assert!(
+        fixture("healthy-1.jsonl").exists(),
+        "fixture missing: {} (the recorded H200 traces ship in fixtures/traces)",
         fixture("healthy-1.jsonl").display()
     );
-    false
+    true
 }
 
 const CONFIG: &str = r#"

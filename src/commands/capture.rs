@@ -3,8 +3,8 @@
 //! never overwrites an existing baseline silently: it shows the diff and
 //! wants `--replace`.
 
-use super::check::prepare_run;
 use super::measure::{self, MeasureArgs};
+use crate::baseline::RunInput;
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
@@ -78,7 +78,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     let config = Config::load(&config_path, args.config.is_some())?;
 
     let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
-    let inputs: Vec<_> = traces.iter().map(|t| prepare_run(t, &config)).collect();
+    let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
 
     // A baseline is a promise of "known good": never build one from a run
     // that failed, was cut short, or is too short to mean anything.

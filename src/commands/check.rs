@@ -1,9 +1,8 @@
 //! `gate check`: measure a run (or replay traces), judge it against a stored
 //! baseline, write the reports and return the exit code of the verdict.
 //!
-//! Also home of the helpers capture and diff share: turning a trace into a
-//! `RunInput` (`prepare_run`, with the single `enrich_summary` call site),
-//! and reading files from the working tree or from a git ref.
+//! Also home of a helper capture and diff share: reading baselines and
+//! gate.toml from the working tree or from a git ref.
 
 use super::measure::{self, MeasureArgs};
 use crate::baseline::{self, Baseline, RunInput};
@@ -11,8 +10,6 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{self, CheckReport};
 use crate::report::{self, Reporter};
-use crate::stats::{self, RunSummary};
-use crate::trace::Trace;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -136,7 +133,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     let rules = config.rule_set()?;
 
     let traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
-    let inputs: Vec<RunInput> = traces.iter().map(|t| prepare_run(t, &config)).collect();
+    let inputs: Vec<RunInput> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
     let report = gate::check(&gate::CheckInput {
         baseline: &baseline,
         baseline_source,
@@ -229,27 +226,6 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
         "git show '{spec}' failed: {}; check --baseline-ref (fetch the branch first in CI: git fetch origin main)",
         err.trim().lines().next().unwrap_or("unknown error")
     )))
-}
-
-/// The single place a run's summary is completed before judging.
-pub fn prepare_run<'a>(trace: &'a Trace, config: &Config) -> RunInput<'a> {
-    let mut summary = stats::summarize(trace);
-    let user = config.user_metric_values(trace);
-    summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
-    enrich_summary(trace, &mut summary);
-    RunInput {
-        trace,
-        summary,
-        user,
-    }
-}
-
-/// Add the time-window features the rules engine reads (idle fraction,
-/// periodicity, imbalance...). The only call site: capture (baseline
-/// features), check (the new run's features for `explain_change`) and diff
-/// all go through `prepare_run`.
-pub fn enrich_summary(trace: &Trace, summary: &mut RunSummary) {
-    summary.features = crate::diagnose::features::compute(trace);
 }
 
 /// Write every requested output, print stdout, and talk to GitHub.

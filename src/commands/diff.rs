@@ -3,7 +3,8 @@
 //! and the unified diff of their TOML text (what a reviewer sees in a merge
 //! request when a baseline is refreshed). Informational: exit 0.
 
-use super::check::{prepare_run, Format};
+use super::check::Format;
+use crate::baseline::RunInput;
 use crate::baseline::{self, Baseline, BuildMeta};
 use crate::config::Config;
 use crate::error::GateError;
@@ -61,7 +62,7 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
     if as_path.is_file() {
         if is_trace(&as_path) {
             let trace = Trace::load(&as_path)?;
-            let input = prepare_run(&trace, config);
+            let input = RunInput::new(&trace, config);
             let name = as_path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -7,6 +7,7 @@
 //! report is built from a trace, so a replay reproduces it byte for byte.
 
 use super::measure::{self, parse_duration, MeasureArgs};
+use crate::baseline::RunInput;
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
@@ -76,7 +77,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         .into());
     }
     // Rules first: a broken gate.toml fails before any measurement.
-    let rules = load_rules(args.config.as_deref())?;
+    let config = load_config(args.config.as_deref())?;
+    let rules = config.rule_set()?;
     let traces = acquire(&args)?;
     for t in &traces {
         if t.truncated {
@@ -96,7 +98,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let slice_ms = args.slice.as_secs_f64() * 1000.0;
     let reports: Vec<run_report::RunReport> = traces
         .iter()
-        .map(|t| run_report::RunReport::build(t, &rules, slice_ms))
+        .map(|t| {
+            let run = RunInput::new(t, &config).summary;
+            run_report::RunReport::build_with(t, &rules, slice_ms, run)
+        })
         .collect();
 
     let stdout = match args.format {
@@ -168,6 +173,11 @@ fn write_output(path: &Path, text: &str) -> anyhow::Result<()> {
 /// `./gate.toml` when present). The whole file is validated by the same
 /// loader `check` uses, so a gate.toml that `report` accepts, `check` does too.
 pub fn load_rules(config: Option<&Path>) -> anyhow::Result<RuleSet> {
+    Ok(load_config(config)?.rule_set()?)
+}
+
+/// gate.toml from `--config`, else `./gate.toml` when present, else defaults.
+fn load_config(config: Option<&Path>) -> anyhow::Result<Config> {
     let (path, explicit) = match config {
         Some(p) => (p, true),
         None => (Path::new(DEFAULT_CONFIG), false),
@@ -179,7 +189,7 @@ pub fn load_rules(config: Option<&Path>) -> anyhow::Result<RuleSet> {
         ))
         .into());
     }
-    Ok(Config::load(path, explicit)?.rule_set()?)
+    Ok(Config::load(path, explicit)?)
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! once from a trace (pure), then rendered as text, Markdown, JSON or HTML.
 
 use super::panorama::{self, Panorama};
-use crate::diagnose::{features, Finding, RuleSet, Severity};
+use crate::diagnose::{Finding, RuleSet, Severity};
 use crate::metrics;
-use crate::stats::{summarize, MetricStats, RunSummary};
+use crate::stats::{MetricStats, RunSummary};
 use crate::trace::Trace;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -75,16 +75,15 @@ pub struct RunReport {
     pub features: BTreeMap<String, f64>,
 }
 
-/// Summary with features, as check/capture should store it too.
-pub fn summary_with_features(trace: &Trace) -> RunSummary {
-    let mut run = summarize(trace);
-    run.features = features::compute(trace);
-    run
-}
-
 impl RunReport {
+    /// Report of `trace` summarised without user metrics.
     pub fn build(trace: &Trace, rules: &RuleSet, slice_ms: f64) -> RunReport {
-        let run = summary_with_features(trace);
+        Self::build_with(trace, rules, slice_ms, crate::diagnose::run_summary(trace))
+    }
+
+    /// Report of `trace` from its summary `run` (`RunInput::new` fills in
+    /// the user metrics of gate.toml, so user rules can use them).
+    pub fn build_with(trace: &Trace, rules: &RuleSet, slice_ms: f64, run: RunSummary) -> RunReport {
         let suspects = rules.diagnose(&run);
         let h = &trace.header;
         RunReport {
