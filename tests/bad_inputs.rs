@@ -33,18 +33,7 @@ fn expect_usage_error(d: &Path, t3: &Path, needles: &[&str]) {
     let bpath = d.join("baselines/train.toml");
     let before = std::fs::read(&bpath).unwrap();
     let _ = std::fs::remove_file(d.join("j.xml"));
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--junit",
-            "j.xml",
-            "--replay",
-        ])
-        .arg(t3)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--junit", "j.xml"], t3);
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
     let line = stderr
@@ -152,18 +141,7 @@ fn unknown_field_in_baseline() {
 fn missing_baseline_names_the_capture_command() {
     let (dir, t3) = setup();
     let d = dir.path();
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "other",
-            "--junit",
-            "j.xml",
-            "--replay",
-        ])
-        .arg(&t3)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "other", &["--junit", "j.xml"], &t3);
     assert_eq!(out.status.code(), Some(2));
     let stderr = output(&out).1;
     assert!(
@@ -204,18 +182,7 @@ fn bad_gate_toml() {
     }
     // --config pointing nowhere is an error, the default path is optional.
     std::fs::remove_file(d.join("gate.toml")).unwrap();
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--config",
-            "nope.toml",
-            "--replay",
-        ])
-        .arg(&t3)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--config", "nope.toml"], &t3);
     assert_eq!(out.status.code(), Some(2));
     assert!(output(&out).1.contains("nope.toml"));
 }
@@ -229,18 +196,7 @@ fn corrupt_trace_is_a_usage_error_naming_the_line() {
     text = text.replacen("{\"type\":\"sample\"", "{\"type\":\"sampel\"", 1);
     let bad = d.join("bad.jsonl");
     std::fs::write(&bad, text).unwrap();
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--junit",
-            "j.xml",
-            "--replay",
-        ])
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--junit", "j.xml"], &bad);
     assert_eq!(out.status.code(), Some(2));
     let stderr = output(&out).1;
     // Line 4: header, target_start event, processes record, first sample.
@@ -258,18 +214,7 @@ fn bad_flags_and_names() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--threshold",
-            "15",
-            "--replay",
-        ])
-        .arg(&t3)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--threshold", "15"], &t3);
     assert_eq!(out.status.code(), Some(2));
     assert!(output(&out).1.contains("--threshold 15"));
     let out = gate(d)

@@ -198,30 +198,8 @@ fn healthy_run_passes_and_reports_every_format() {
     assert!(om.contains("gate_samples_per_s_mean "), "{om}");
 
     // A replayed trace gives the same report byte for byte.
-    let again = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--format",
-            "json",
-            "--replay",
-        ])
-        .arg(&t3)
-        .output()
-        .unwrap();
-    let first = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--format",
-            "json",
-            "--replay",
-        ])
-        .arg(&t3)
-        .output()
-        .unwrap();
+    let again = check_replay(d, "train", &["--format", "json"], &t3);
+    let first = check_replay(d, "train", &["--format", "json"], &t3);
     assert_eq!(again.stdout, first.stdout);
     assert_eq!(
         String::from_utf8_lossy(&first.stdout),
@@ -387,11 +365,7 @@ fn environment_mismatch_is_invalid_unless_allowed() {
             ..healthy(3)
         },
     );
-    let out = gate(d)
-        .args(["check", "--baseline", "train", "--replay"])
-        .arg(&a100)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &[], &a100);
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("VERDICT: INVALID"), "{stdout}");
@@ -415,11 +389,7 @@ fn environment_mismatch_is_invalid_unless_allowed() {
             ..healthy(4)
         },
     );
-    let out = gate(d)
-        .args(["check", "--baseline", "train", "--replay"])
-        .arg(&driver)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &[], &driver);
     assert_eq!(out.status.code(), Some(3));
     assert!(output(&out)
         .0
@@ -432,11 +402,7 @@ fn too_few_samples_is_inconclusive() {
     let d = dir.path();
     capture_healthy(d, "train");
     let short = trace(d, "short.jsonl", &healthy(3).with_samples(12));
-    let out = gate(d)
-        .args(["check", "--baseline", "train", "--replay"])
-        .arg(&short)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &[], &short);
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("VERDICT: INCONCLUSIVE"), "{stdout}");
@@ -456,18 +422,7 @@ fn gated_metric_missing_from_the_new_run_does_not_pass() {
             ..healthy(3)
         },
     );
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--junit",
-            "j.xml",
-            "--replay",
-        ])
-        .arg(&no_gpm)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--junit", "j.xml"], &no_gpm);
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(
@@ -484,18 +439,7 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
     capture_healthy(d, "train");
     let slow = trace(d, "slow.jsonl", &throughput(healthy(3), 0.7));
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--format",
-            "json",
-            "--replay",
-        ])
-        .arg(&slow)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--format", "json"], &slow);
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -512,18 +456,7 @@ fn user_metric_regression_alone_fails_and_is_listed_first() {
         "[user_metrics.throughput]\nregex = 'throughput_samples_per_s=([0-9.]+)'\nsource = \"metrics_file\"\ndirection = \"higher_is_better\"\naggregate = \"median\"\n",
     )
     .unwrap();
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--format",
-            "json",
-            "--replay",
-        ])
-        .arg(&slow)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--format", "json"], &slow);
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
     let tp = metric(&r, "throughput").clone();
     assert_eq!(tp["verdict"], "missing", "not in the baseline: {tp}");
@@ -562,18 +495,7 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
         .success();
     // 10 % slower: beyond the 5 % threshold, inside 2 sd (~30 %).
     let t = trace(d, "new.jsonl", &throughput(healthy(9), 0.9));
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "noisy",
-            "--format",
-            "json",
-            "--replay",
-        ])
-        .arg(&t)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "noisy", &["--format", "json"], &t);
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
     let tp = metric(&r, "samples_per_s").clone();
     assert_eq!(tp["verdict"], "inconclusive", "{tp}");
@@ -884,34 +806,12 @@ fn baseline_ref_reads_the_target_branch_copy() {
         .arg(&storm)
         .assert()
         .code(0);
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--baseline-ref",
-            "HEAD",
-            "--replay",
-        ])
-        .arg(&storm)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--baseline-ref", "HEAD"], &storm);
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stderr.contains("differs from 'HEAD'"), "{stderr}");
     assert!(stdout.contains("HEAD:baselines/train.toml") || stdout.contains("'train'"));
-    let out = gate(d)
-        .args([
-            "check",
-            "--baseline",
-            "train",
-            "--baseline-ref",
-            "no-such-ref",
-            "--replay",
-        ])
-        .arg(&storm)
-        .output()
-        .unwrap();
+    let out = check_replay(d, "train", &["--baseline-ref", "no-such-ref"], &storm);
     assert_eq!(out.status.code(), Some(2), "{}", output(&out).1);
 }
 

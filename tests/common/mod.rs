@@ -115,3 +115,19 @@ pub fn metric<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Va
         .find(|m| m["id"] == id)
         .unwrap_or_else(|| panic!("metric {id} not in the report"))
 }
+
+/// `gate check --baseline NAME EXTRA... --replay TRACE` in `dir`, run to completion.
+pub fn check_replay(
+    dir: &Path,
+    baseline: &str,
+    extra: &[&str],
+    trace: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Output {
+    gate(dir)
+        .args(["check", "--baseline", baseline])
+        .args(extra)
+        .arg("--replay")
+        .arg(trace)
+        .output()
+        .unwrap()
+}
