@@ -252,14 +252,14 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         // /proc CPU times tick at 10 ms, so host counters sampled faster
         // than HOST_PERIOD would be noise; in between they are missing.
         let c = profile.start();
-        let h = if host_at.is_none_or(|t| now.duration_since(t) >= HOST_PERIOD) {
+        let mut h = if host_at.is_none_or(|t| now.duration_since(t) >= HOST_PERIOD) {
             host_at = Some(now);
             host_sampler.sample(&tree, now)
         } else {
             vec![None; HOST_METRICS.len()]
         };
         profile.stop("host", c);
-        let (g, extras) = match gpu_sampler.as_mut() {
+        let (mut g, extras) = match gpu_sampler.as_mut() {
             Some(s) => s.sample(now, t_ms, &tree),
             None => (Vec::new(), Default::default()),
         };
@@ -274,13 +274,15 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
                 warm,
             );
         }
+        // Rounded in place: a few decimals keep traces small and diffs stable.
+        for x in g.iter_mut().flatten().chain(h.iter_mut()) {
+            *x = x.map(round_value);
+        }
         writer.write(&Record::Sample(SampleRecord {
             t: t_ms,
             w: warm,
-            g: g.into_iter()
-                .map(|v| v.into_iter().map(|x| x.map(round_value)).collect())
-                .collect(),
-            h: h.iter().map(|x| x.map(round_value)).collect(),
+            g,
+            h,
         }))?;
         samples += 1;
         for e in extras.events {
@@ -292,8 +294,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
                     .last_cpu_pct
                     .get(&proc_.pid)
                     .map(|v| round_value(*v));
-                proc_.rss_mib = host::read_proc(proc_.pid)
-                    .map(|c| round_value(c.rss_pages as f64 * page_mib()));
+                proc_.rss_mib = host_sampler.rss_mib(proc_.pid).map(round_value);
             }
             writer.write(&Record::Processes(p))?;
         }
@@ -422,16 +423,6 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
     };
     let path = writer.finish(end.clone())?;
     Ok(RecordOutcome { path, end })
-}
-
-fn page_mib() -> f64 {
-    // SAFETY: sysconf only reads configuration values.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if page > 0 {
-        page as f64 / 1048576.0
-    } else {
-        4096.0 / 1048576.0
-    }
 }
 
 /// Keeps the target's stdout lines in the trace (up to a cap) and watches

@@ -226,6 +226,14 @@ impl HostSampler {
         }
     }
 
+    /// Resident memory of one process (for the processes table): one read
+    /// of /proc/PID/stat, not the three files a full sample needs.
+    pub fn rss_mib(&self, pid: u32) -> Option<f64> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_ppid, _utime, _stime, _threads, rss_pages) = parse_stat(&stat)?;
+        Some(rss_pages as f64 * self.page_mib)
+    }
+
     /// One host sample vector in `HOST_METRICS` order. Rates are None on the
     /// first call (no previous sample to difference against).
     pub fn sample(&mut self, tree: &HashSet<u32>, now: Instant) -> Vec<Option<f64>> {
