@@ -232,34 +232,42 @@ impl RunStat {
     }
 
     pub fn get(&self, stat: Statistic) -> f64 {
-        match stat {
-            Statistic::Mean => self.mean,
-            Statistic::P5 => self.p5,
-            Statistic::P50 => self.p50,
-            Statistic::P95 => self.p95,
-            Statistic::P99 => self.p99,
-            Statistic::Max => self.max,
-            Statistic::Min => self.min,
+        self.as_stats().get(stat)
+    }
+
+    /// The same numbers as `MetricStats`, so one lookup serves both.
+    fn as_stats(&self) -> MetricStats {
+        MetricStats {
+            n: self.n,
+            mean: self.mean,
+            stdev: 0.0,
+            min: self.min,
+            p5: self.p5,
+            p50: self.p50,
+            p95: self.p95,
+            p99: self.p99,
+            max: self.max,
+            mean_ci95: self.ci95,
         }
     }
 }
 
 impl BaselineMetric {
+    /// A statistic by name ("mean", "p95", "stdev", "n"...), as the rules read it.
     pub fn get_named(&self, name: &str) -> Option<f64> {
-        Some(match name {
-            "n" => self.n as f64,
-            "stdev" => self.stdev,
-            "mean" => self.mean,
-            other => match Statistic::parse(other)? {
-                Statistic::Mean => self.mean,
-                Statistic::P5 => self.p5,
-                Statistic::P50 => self.p50,
-                Statistic::P95 => self.p95,
-                Statistic::P99 => self.p99,
-                Statistic::Max => self.max,
-                Statistic::Min => self.min,
-            },
-        })
+        MetricStats {
+            n: self.n,
+            mean: self.mean,
+            stdev: self.stdev,
+            min: self.min,
+            p5: self.p5,
+            p50: self.p50,
+            p95: self.p95,
+            p99: self.p99,
+            max: self.max,
+            mean_ci95: None,
+        }
+        .get_named(name)
     }
 }
 
