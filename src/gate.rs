@@ -849,8 +849,18 @@ pub fn check(input: &CheckInput) -> CheckReport {
                 .join(", ")
         ));
     }
-    if results.iter().all(|m| !m.gated) && verdict == RunVerdict::Pass {
-        reasons.push("no gated metric could be compared".into());
+    // A gate that judged nothing must not pass: a baseline cut short (no
+    // [metrics.*] tables left) or with none of this run's gated metrics
+    // leaves every gated result `Missing`, which is not a judgement.
+    let judged = results
+        .iter()
+        .filter(|m| m.gated && m.verdict != Verdict::Missing)
+        .count();
+    if judged == 0 && verdict == RunVerdict::Pass {
+        reasons.push(
+            "no gated metric was judged (none is both in the baseline and measured in this run); re-capture the baseline or check that it is complete"
+                .into(),
+        );
         raise(&mut verdict, RunVerdict::Inconclusive);
     }
 
