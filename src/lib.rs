@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod diagnose;
 pub mod error;
 pub mod exit_code;

@@ -6,8 +6,9 @@
 //! the whole tree (DataLoader workers included) when the window ends, and
 //! forwards Ctrl-C to it. An attached process is never signalled.
 
+use crate::console::Echo;
 use crate::error::GateError;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,9 +62,10 @@ pub enum Target {
 }
 
 impl Target {
-    /// Start `argv` with stdout piped through gate (and kept for the trace),
-    /// stderr and stdin inherited.
-    pub fn launch(argv: &[String]) -> Result<Target, GateError> {
+    /// Start `argv` with stdout piped through gate (kept for the trace and
+    /// passed on to `echo`: gate's stderr when gate's stdout carries a
+    /// report), stderr and stdin inherited.
+    pub fn launch(argv: &[String], echo: Echo) -> Result<Target, GateError> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| GateError::usage("no command given after '--'"))?;
@@ -86,17 +88,13 @@ impl Target {
         let reader = std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut buf = Vec::new();
-            let out = std::io::stdout();
             loop {
                 buf.clear();
                 match reader.read_until(b'\n', &mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
                         let now = Instant::now();
-                        let mut lock = out.lock();
-                        let _ = lock.write_all(&buf);
-                        let _ = lock.flush();
-                        drop(lock);
+                        crate::console::echo_line(echo, &buf);
                         let line = String::from_utf8_lossy(&buf)
                             .trim_end_matches(['\n', '\r'])
                             .to_string();
@@ -260,7 +258,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut t = Target::launch(&argv).unwrap();
+        let mut t = Target::launch(&argv, Echo::Stderr).unwrap();
         let exit = t.wait().unwrap();
         assert_eq!(exit.code, Some(7));
         let lines: Vec<String> = t.drain_output().into_iter().map(|(_, l)| l).collect();
@@ -269,7 +267,8 @@ mod tests {
 
     #[test]
     fn missing_program_is_a_usage_error_naming_it() {
-        let err = match Target::launch(&["definitely-not-a-program-xyz".to_string()]) {
+        let err = match Target::launch(&["definitely-not-a-program-xyz".to_string()], Echo::Stderr)
+        {
             Err(e) => e,
             Ok(_) => panic!("spawned a missing program"),
         };
@@ -283,7 +282,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut t = Target::launch(&argv).unwrap();
+        let mut t = Target::launch(&argv, Echo::Stderr).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         let exit = t.stop(libc::SIGTERM, Duration::from_secs(5)).unwrap();
         assert_eq!(exit.signal, Some(libc::SIGTERM));

@@ -17,6 +17,7 @@
 //!   trace is finished with reason "interrupted".
 
 use super::measure::MeasureArgs;
+use crate::console::{self, Echo};
 use crate::error::GateError;
 use crate::exit_code;
 use crate::metrics::{GPU_METRICS, HOST_METRICS};
@@ -60,7 +61,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     if args.measure.is_replay() {
         return Err(GateError::usage("'gate record' measures live: give a command after '--' or --pid PID (--replay is for check, capture and report)").into());
     }
-    let outcome = record(&args.measure, &args.output)?;
+    // `gate record` prints no report on stdout: the benchmark's output stays there.
+    let outcome = record(&args.measure, &args.output, Echo::Stdout)?;
     eprintln!(
         "gate: trace written to '{}' ({} samples, {})",
         outcome.path.display(),
@@ -70,9 +72,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     Ok(outcome.exit_code())
 }
 
-/// Record into `path` and return the final path (used by capture/check/report live).
+/// Record into `path` and return the final path (used by capture/check/report
+/// live). Those print their report on stdout, so the benchmark's own output
+/// goes to stderr.
 pub fn record_to(args: &MeasureArgs, path: &Path) -> anyhow::Result<PathBuf> {
-    Ok(record(args, path)?.path)
+    Ok(record(args, path, Echo::Stderr)?.path)
 }
 
 pub struct RecordOutcome {
@@ -105,7 +109,7 @@ impl RecordOutcome {
     }
 }
 
-pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateError> {
+pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutcome, GateError> {
     if !args.is_live() {
         return Err(GateError::usage(
             "nothing to record: give a command after '--' or --pid PID",
@@ -178,7 +182,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
     let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
     let mut target = match args.pid {
         Some(pid) => Target::attach(pid)?,
-        None => Target::launch(&args.command)?,
+        None => Target::launch(&args.command, echo)?,
     };
     let mut writer = match TraceWriter::create(path, &header) {
         Ok(w) => w,
@@ -327,7 +331,7 @@ pub fn record(args: &MeasureArgs, path: &Path) -> Result<RecordOutcome, GateErro
         }
     }
     if live {
-        eprintln!();
+        console::end_live();
     }
     profile.print();
     if let Some(s) = &gpu_sampler {
@@ -584,7 +588,7 @@ fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>
             fmt(at("power_w"), " W")
         ));
     }
-    eprint!("\r\x1b[2K{line}");
+    console::show_live(&line);
 }
 
 /// RFC 3339 UTC timestamp (seconds precision).

@@ -1,0 +1,194 @@
+//! What gate writes to a terminal besides its reports, and the one decision
+//! about colour.
+//!
+//! - Colour: [`color_enabled`] is the only place that decides, with the
+//!   conventions of cargo and ripgrep: `--color always|never` wins; with
+//!   `auto`, `NO_COLOR` set to any value (even empty) turns colour off,
+//!   `CLICOLOR_FORCE` set to anything but `0` or empty turns it on, and
+//!   otherwise the stream must be a terminal whose `TERM` is not `dumb`.
+//! - The live status line that `gate record` redraws on a terminal's stderr
+//!   ([`show_live`]) and the benchmark's own stdout lines that gate passes
+//!   through ([`echo_line`]) share one lock: a passed-through line first
+//!   clears the status line, so the two never end up on one row.
+//! - Where the benchmark's stdout goes ([`Echo`]): to gate's stdout when
+//!   gate prints nothing else there (`gate record`), to stderr whenever
+//!   stdout carries a report (`check`, `capture`, `report`), so that
+//!   `gate check --format json -- CMD | jq` sees JSON only.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+/// `--color` as the user chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether to colour a stream, given the choice, whether the stream is a
+/// terminal, and the environment (`env(name)`; a function so tests need not
+/// touch the process environment).
+pub fn color_enabled(
+    choice: ColorChoice,
+    is_terminal: bool,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            if env("NO_COLOR").is_some() {
+                return false;
+            }
+            if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                return true;
+            }
+            is_terminal && env("TERM").is_none_or(|t| t != "dumb")
+        }
+    }
+}
+
+fn process_env(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// Colour for what goes to stdout.
+pub fn stdout_color(choice: ColorChoice) -> bool {
+    color_enabled(choice, std::io::stdout().is_terminal(), process_env)
+}
+
+/// Colour for what goes to stderr.
+pub fn stderr_color(choice: ColorChoice) -> bool {
+    color_enabled(choice, std::io::stderr().is_terminal(), process_env)
+}
+
+/// Where the benchmark's own stdout lines are passed through to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Echo {
+    /// gate's stdout: only when gate prints no report there (`gate record`).
+    Stdout,
+    /// gate's stderr: whenever stdout carries a report or data.
+    Stderr,
+}
+
+/// Whether the live status line is on screen (and so must be cleared before
+/// anything else is written to the terminal).
+static LIVE_SHOWN: Mutex<bool> = Mutex::new(false);
+
+/// Erase the current terminal row: carriage return, then "erase line".
+const CLEAR_ROW: &str = "\r\x1b[2K";
+
+fn live_shown() -> std::sync::MutexGuard<'static, bool> {
+    // A panic while holding the lock leaves only a bool behind: keep going.
+    LIVE_SHOWN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Draw (or redraw) the live status line on stderr. Callers only do this
+/// when stderr is a terminal.
+pub fn show_live(line: &str) {
+    let mut shown = live_shown();
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{CLEAR_ROW}{line}");
+    let _ = err.flush();
+    *shown = true;
+}
+
+/// Leave the live line on screen as the last word and move to a new row.
+pub fn end_live() {
+    let mut shown = live_shown();
+    if *shown {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err);
+        let _ = err.flush();
+        *shown = false;
+    }
+}
+
+/// Pass one line of the benchmark's output through (bytes as the benchmark
+/// wrote them, newline included), clearing the live line first so they do
+/// not share a row; the next tick redraws the live line below it.
+pub fn echo_line(to: Echo, line: &[u8]) {
+    let mut shown = live_shown();
+    if *shown {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(CLEAR_ROW.as_bytes());
+        let _ = err.flush();
+        *shown = false;
+    }
+    // A closed pipe downstream (`gate record ... | head`) must not stop the
+    // benchmark: write errors are ignored, the trace keeps every line.
+    match to {
+        Echo::Stdout => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line);
+            let _ = out.flush();
+        }
+        Echo::Stderr => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(line);
+            let _ = err.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn decide(choice: ColorChoice, tty: bool, vars: &[(&str, &str)]) -> bool {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        color_enabled(choice, tty, |k| vars.get(k).cloned())
+    }
+
+    #[test]
+    fn flag_wins_over_environment() {
+        assert!(decide(ColorChoice::Always, false, &[("NO_COLOR", "1")]));
+        assert!(!decide(
+            ColorChoice::Never,
+            true,
+            &[("CLICOLOR_FORCE", "1")]
+        ));
+    }
+
+    #[test]
+    fn no_color_set_to_anything_even_empty_disables() {
+        assert!(decide(ColorChoice::Auto, true, &[]));
+        assert!(!decide(ColorChoice::Auto, true, &[("NO_COLOR", "")]));
+        assert!(!decide(ColorChoice::Auto, true, &[("NO_COLOR", "1")]));
+        // NO_COLOR beats CLICOLOR_FORCE (as in anstream).
+        assert!(!decide(
+            ColorChoice::Auto,
+            true,
+            &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]
+        ));
+    }
+
+    #[test]
+    fn clicolor_force_colours_a_pipe_unless_zero_or_empty() {
+        assert!(!decide(ColorChoice::Auto, false, &[]));
+        assert!(decide(ColorChoice::Auto, false, &[("CLICOLOR_FORCE", "1")]));
+        assert!(!decide(
+            ColorChoice::Auto,
+            false,
+            &[("CLICOLOR_FORCE", "0")]
+        ));
+        assert!(!decide(ColorChoice::Auto, false, &[("CLICOLOR_FORCE", "")]));
+    }
+
+    #[test]
+    fn dumb_terminal_gets_no_colour() {
+        assert!(!decide(ColorChoice::Auto, true, &[("TERM", "dumb")]));
+        assert!(decide(
+            ColorChoice::Auto,
+            true,
+            &[("TERM", "xterm-256color")]
+        ));
+    }
+}
