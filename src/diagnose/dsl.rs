@@ -31,6 +31,18 @@ use crate::stats::MetricSource;
 use std::collections::BTreeSet;
 use std::fmt;
 
+/// Longest expression accepted, in bytes. The built-in rules are under
+/// 300; the cap keeps a hostile `gate.toml` from costing memory or time.
+pub const MAX_EXPR_BYTES: usize = 4096;
+/// Most tokens in one expression. A chain of `and`/`+` builds a tree as
+/// deep as it is long, and evaluation, printing and dropping it recurse:
+/// 100,000 terms overflowed the stack (exit 134). 512 tokens bound the tree
+/// depth to ~256, a few hundred KiB of stack at most.
+pub const MAX_EXPR_TOKENS: usize = 512;
+/// Deepest nesting of parentheses, `not`, unary `-` and function calls
+/// (the parser recurses once per level: 5,000 levels overflowed the stack).
+pub const MAX_EXPR_NESTING: usize = 32;
+
 /// Statistic names an identifier may end with (`metric.stat`).
 pub const STATS: &[&str] = &[
     "mean", "p5", "p50", "median", "p95", "p99", "min", "max", "stdev", "n",
@@ -356,6 +368,8 @@ struct Parser<'a> {
     toks: Vec<(Tok, usize)>,
     pos: usize,
     vocab: &'a Vocabulary,
+    /// Current nesting (see `MAX_EXPR_NESTING`).
+    depth: usize,
 }
 
 /// A parsed sub-expression with its type and starting column.
@@ -367,10 +381,31 @@ struct Typed {
 
 /// Parse `src` and require the given result type.
 pub fn parse(src: &str, want: Type, vocab: &Vocabulary) -> Result<Expr, ParseError> {
+    if src.len() > MAX_EXPR_BYTES {
+        return Err(ParseError {
+            column: 1,
+            message: format!(
+                "expression is {} bytes long, over the limit of {MAX_EXPR_BYTES}; split it into several rules",
+                src.len()
+            ),
+        });
+    }
+    let toks = lex(src)?;
+    // `toks` ends with `Tok::End`, which is not a token of the expression.
+    if toks.len() > MAX_EXPR_TOKENS + 1 {
+        return Err(ParseError {
+            column: toks[MAX_EXPR_TOKENS].1,
+            message: format!(
+                "expression has {} tokens, over the limit of {MAX_EXPR_TOKENS}; split it into several rules",
+                toks.len() - 1
+            ),
+        });
+    }
     let mut p = Parser {
-        toks: lex(src)?,
+        toks,
         pos: 0,
         vocab,
+        depth: 0,
     };
     if p.peek() == &Tok::End {
         return Err(ParseError {
@@ -416,6 +451,26 @@ impl Parser<'_> {
             self.pos += 1;
         }
         t
+    }
+
+    /// One level deeper (parenthesis, `not`, unary `-`, call); `leave`
+    /// undoes it. Past `MAX_EXPR_NESTING` the parse fails instead of
+    /// recursing on.
+    fn enter(&mut self, col: usize) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_NESTING {
+            return Err(ParseError {
+                column: col,
+                message: format!(
+                    "nested more than {MAX_EXPR_NESTING} levels deep (parentheses, 'not', '-' and function calls count); simplify the expression"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
     }
 
     fn is_word(&self, w: &str) -> bool {
@@ -470,8 +525,10 @@ impl Parser<'_> {
     fn not(&mut self) -> Result<Typed, ParseError> {
         if self.is_word("not") {
             let col = self.col();
+            self.enter(col)?;
             self.next();
             let inner = self.not()?;
+            self.leave();
             Self::expect(&inner, Type::Bool, "not")?;
             return Ok(Typed {
                 expr: Expr::Not(Box::new(inner.expr)),
@@ -547,8 +604,10 @@ impl Parser<'_> {
     fn unary(&mut self) -> Result<Typed, ParseError> {
         if self.peek() == &Tok::Op("-") {
             let col = self.col();
+            self.enter(col)?;
             self.next();
             let inner = self.unary()?;
+            self.leave();
             Self::expect(&inner, Type::Num, "-")?;
             return Ok(Typed {
                 expr: Expr::Neg(Box::new(inner.expr)),
@@ -568,7 +627,9 @@ impl Parser<'_> {
                 col,
             }),
             Tok::LParen => {
+                self.enter(col)?;
                 let inner = self.or()?;
+                self.leave();
                 if self.peek() != &Tok::RParen {
                     return Err(ParseError {
                         column: self.col(),
@@ -614,6 +675,7 @@ impl Parser<'_> {
             ),
         })?;
         self.next(); // '('
+        self.enter(col)?;
         let mut args = Vec::new();
         if self.peek() != &Tok::RParen {
             loop {
@@ -633,6 +695,7 @@ impl Parser<'_> {
                 break;
             }
         }
+        self.leave();
         if self.peek() != &Tok::RParen {
             return Err(ParseError {
                 column: self.col(),
@@ -1229,6 +1292,42 @@ mod tests {
         assert_eq!(eval_num(&n("gpu_count"), &s, None), Some(3.0));
         // No GPU has the metric: missing, not 0.
         assert_eq!(eval_num(&n("spread(sm_active_pct.mean)"), &s, None), None);
+    }
+
+    #[test]
+    fn deep_nesting_and_long_chains_are_refused_not_a_stack_overflow() {
+        // Issue 9: 5,000 nested parentheses and a 100,000-term 'and'
+        // overflowed the stack (exit 134).
+        let deep = format!("{}gpu_count > 1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(
+            err(&deep).message.contains("bytes long"),
+            "{:?}",
+            err(&deep)
+        );
+        let long = vec!["gpu_count > 1"; 100_000].join(" and ");
+        assert!(err(&long).message.contains("bytes long"));
+        // Under the byte cap, the nesting and token caps hold.
+        let nested = |n: usize| format!("{}gpu_count > 1{}", "(".repeat(n), ")".repeat(n));
+        assert!(parse(
+            &nested(MAX_EXPR_NESTING),
+            Type::Bool,
+            &Vocabulary::standard()
+        )
+        .is_ok());
+        let e = err(&nested(MAX_EXPR_NESTING + 1));
+        assert!(e.message.contains("nested more than 32"), "{e:?}");
+        assert_eq!(e.column, MAX_EXPR_NESTING + 1);
+        let nots = format!("{}gpu_count > 1", "not ".repeat(40));
+        assert!(err(&nots).message.contains("nested"));
+        let negs = format!("{}gpu_count > 1", "-".repeat(40));
+        assert!(err(&negs).message.contains("nested"));
+        let calls = format!("{}gpu_count{} > 1", "abs(".repeat(40), ")".repeat(40));
+        assert!(err(&calls).message.contains("nested"));
+        let chain = |terms: usize| vec!["gpu_count > 1"; terms].join(" and ");
+        // 4 tokens a term, 'and' between: 128 terms = 511 tokens.
+        assert!(parse(&chain(128), Type::Bool, &Vocabulary::standard()).is_ok());
+        let e = err(&chain(200));
+        assert!(e.message.contains("799 tokens"), "{e:?}");
     }
 
     #[test]

@@ -288,8 +288,18 @@ pub fn from_table(
             )),
         }
     };
-    let at =
-        |field: &str, src: &str, e: ParseError| -> String { format!("{field}: {e} in \"{src}\"") };
+    // The expression is quoted back, cut to a readable length: a rule can
+    // be up to `dsl::MAX_EXPR_BYTES` long, and the error must stay one line.
+    let at = |field: &str, src: &str, e: ParseError| -> String {
+        const SHOWN_CHARS: usize = 120;
+        let shown: String = src.chars().take(SHOWN_CHARS).collect();
+        let more = if src.chars().nth(SHOWN_CHARS).is_some() {
+            "..."
+        } else {
+            ""
+        };
+        format!("{field}: {e} in \"{shown}{more}\"")
+    };
 
     let when = match (string("when")?, base) {
         (Some(w), _) => w,
