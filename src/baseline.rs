@@ -772,7 +772,7 @@ pub fn validate_name(name: &str) -> Result<(), GateError> {
 
 /// Load a baseline file; a missing file names the capture command to run.
 pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             let dir = path
                 .parent()
@@ -870,7 +870,7 @@ pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, Gat
     let _lock = LockGuard::acquire(PathBuf::from(lock_path))
         .map_err(|e| io_err("cannot lock (NAME.toml.lock)", e))?;
 
-    let outcome = match std::fs::read_to_string(path) {
+    let outcome = match crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES) {
         Ok(old) => {
             let diff = unified_diff(&old, text, &path.display().to_string());
             if !replace {

@@ -145,7 +145,7 @@ impl Config {
     /// Load `path`. A missing file is the empty policy when `required` is
     /// false (the default `gate.toml` need not exist), an error otherwise.
     pub fn load(path: &Path, required: bool) -> Result<Config, GateError> {
-        match std::fs::read_to_string(path) {
+        match crate::files::read_input_string(path, crate::limits::MAX_CONFIG_BYTES) {
             Ok(text) => Config::parse(&text, &path.display().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
                 Ok(Config::default())

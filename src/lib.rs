@@ -13,7 +13,11 @@ pub mod console;
 pub mod diagnose;
 pub mod error;
 pub mod exit_code;
+/// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
+pub mod files;
 pub mod gate;
+/// Every size and time limit on inputs (docs/limits.md).
+pub mod limits;
 pub mod metrics;
 pub mod report;
 pub mod sampler;

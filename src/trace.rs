@@ -17,6 +17,7 @@
 //! readable `.partial` prefix and never replaces a good trace.
 
 use crate::error::GateError;
+use crate::{files, limits};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -288,35 +289,62 @@ impl Trace {
     /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
     /// other malformed line is an error naming the file and line.
     pub fn load(path: &Path) -> Result<Trace, GateError> {
-        let file = File::open(path).map_err(|e| {
-            GateError::bad_file(
-                path,
-                format!(
-                    "cannot open trace: {e}; record one with 'gate record --output FILE -- CMD'"
-                ),
-            )
+        let file = files::open_input(path, limits::MAX_TRACE_BYTES).map_err(|e| {
+            let fix = if e.kind() == std::io::ErrorKind::NotFound {
+                "record one with 'gate record --output FILE -- CMD'"
+            } else {
+                "give a trace file written by 'gate record'"
+            };
+            GateError::bad_file(path, format!("cannot open trace: {e}; {fix}"))
         })?;
-        Self::read(BufReader::with_capacity(1 << 20, file), path)
+        let reader = files::Capped::new(file, limits::MAX_TRACE_BYTES);
+        Self::read(BufReader::with_capacity(1 << 20, reader), path)
     }
 
+    /// Read a trace from `reader`; `path` names it in messages. Beyond the
+    /// syntax, times are checked (finite, from 0 to
+    /// `limits::MAX_TRACE_SPAN_MS`, samples in order, nothing after the end
+    /// record): every later stage indexes time slices by them.
     pub fn read<R: BufRead>(mut reader: R, path: &Path) -> Result<Trace, GateError> {
         let mut trace = Trace {
             path: path.to_path_buf(),
             ..Default::default()
         };
-        let mut line = String::new();
+        let mut bytes = Vec::new();
         let mut lineno = 0usize;
         let mut have_header = false;
+        let mut end_line = 0usize;
         loop {
-            line.clear();
-            let n = reader
-                .read_line(&mut line)
-                .map_err(|e| GateError::bad_file(path, format!("read error: {e}")))?;
+            bytes.clear();
+            let n = read_line_capped(&mut reader, &mut bytes, limits::MAX_TRACE_LINE_BYTES)
+                .map_err(|e| {
+                    GateError::bad_file(path, format!("line {}: read error: {e}", lineno + 1))
+                })?;
             if n == 0 {
                 break;
             }
             lineno += 1;
-            let complete = line.ends_with('\n');
+            if n > limits::MAX_TRACE_LINE_BYTES {
+                return Err(GateError::bad_file(
+                    path,
+                    format!(
+                        "line {lineno}: longer than the {} limit for one trace record (docs/limits.md); the trace is corrupt, record it again",
+                        limits::bytes_text(limits::MAX_TRACE_LINE_BYTES as u64)
+                    ),
+                ));
+            }
+            let complete = bytes.ends_with(b"\n");
+            let Ok(line) = std::str::from_utf8(&bytes) else {
+                if !complete && have_header {
+                    // The writer died mid-character: keep the complete prefix.
+                    trace.truncated = true;
+                    break;
+                }
+                return Err(GateError::bad_file(
+                    path,
+                    format!("line {lineno}: not UTF-8 text; the trace is corrupt, record it again"),
+                ));
+            };
             let text = line.trim_end();
             if text.is_empty() {
                 continue;
@@ -367,11 +395,57 @@ impl Trace {
                         "line 1: not a gate trace (the first line must be the header record)",
                     ))
                 }
-                Record::Sample(s) => trace.push_sample(s, path, lineno)?,
-                Record::Event(e) => trace.events.push(e),
-                Record::Processes(p) => trace.processes.push(p),
-                Record::Output(o) => trace.output.push(o),
-                Record::End(e) => trace.end = Some(e),
+                _ if end_line > 0 => {
+                    return Err(GateError::bad_file(
+                        path,
+                        format!(
+                            "line {lineno}: a record after the end record (line {end_line}); the trace was edited or joined with another, record it again"
+                        ),
+                    ))
+                }
+                Record::Sample(s) => {
+                    check_time(s.t, path, lineno)?;
+                    if let Some(&prev) = trace.times_ms.last() {
+                        if s.t < prev {
+                            return Err(GateError::bad_file(
+                                path,
+                                format!(
+                                    "line {lineno}: sample time {} ms is before the previous sample's ({prev} ms); samples must be in time order, record the trace again",
+                                    s.t
+                                ),
+                            ));
+                        }
+                    }
+                    trace.push_sample(s, path, lineno)?
+                }
+                Record::Event(e) => {
+                    check_time(e.t, path, lineno)?;
+                    trace.events.push(e)
+                }
+                Record::Processes(p) => {
+                    check_time(p.t, path, lineno)?;
+                    trace.processes.push(p)
+                }
+                Record::Output(o) => {
+                    check_time(o.t, path, lineno)?;
+                    trace.output.push(o)
+                }
+                Record::End(e) => {
+                    check_time(e.t, path, lineno)?;
+                    if let Some(&last) = trace.times_ms.last() {
+                        if e.t < last {
+                            return Err(GateError::bad_file(
+                                path,
+                                format!(
+                                    "line {lineno}: the end record's time {} ms is before the last sample's ({last} ms); the trace is corrupt, record it again",
+                                    e.t
+                                ),
+                            ));
+                        }
+                    }
+                    end_line = lineno;
+                    trace.end = Some(e)
+                }
             }
         }
         if !have_header {
@@ -447,6 +521,55 @@ impl Trace {
     /// Exit code of the launched command, if it ran to completion.
     pub fn exit_code(&self) -> Option<i32> {
         self.end.as_ref().and_then(|e| e.exit_code)
+    }
+}
+
+/// A record time must be a finite number of ms from 0 to
+/// `limits::MAX_TRACE_SPAN_MS` (a time of 1e13 made reports allocate 240 GB).
+fn check_time(t: f64, path: &Path, lineno: usize) -> Result<(), GateError> {
+    if t.is_finite() && (0.0..=limits::MAX_TRACE_SPAN_MS).contains(&t) {
+        return Ok(());
+    }
+    Err(GateError::bad_file(
+        path,
+        format!(
+            "line {lineno}: time {} ms is outside 0 to {} ms (30 days, docs/limits.md); the trace is corrupt, record it again",
+            // 1e308 in full is 309 digits.
+            if t.abs() < 1e12 { t.to_string() } else { format!("{t:e}") },
+            limits::MAX_TRACE_SPAN_MS
+        ),
+    ))
+}
+
+/// Read one line (with its `\n`) into `buf`, keeping at most `cap + 1`
+/// bytes of it: returns the line's full length, so a caller sees a line
+/// over `cap` without ever holding it (a 1 GB line costs `cap`, not 1 GB).
+pub fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut total = 0usize;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = (cap + 1).saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..used.min(room)]);
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(total);
+        }
     }
 }
 
@@ -708,6 +831,114 @@ mod tests {
         std::fs::write(&path, format!("{head}\nnot json\n{head}\n")).unwrap();
         let err = Trace::load(&path).unwrap_err().to_string();
         assert!(err.contains("line 2"), "{err}");
+    }
+
+    /// A trace of `lines` (records as JSON text) after the test header.
+    fn load_lines(lines: &[String]) -> Result<Trace, GateError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let head = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
+        std::fs::write(&path, format!("{head}\n{}\n", lines.join("\n"))).unwrap();
+        Trace::load(&path)
+    }
+
+    fn line(r: &Record) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    fn end(t: f64) -> Record {
+        Record::End(EndRecord {
+            t,
+            samples: 2,
+            late_samples: 0,
+            exit_code: Some(0),
+            signal: None,
+            target_wall_s: Some(0.2),
+            reason: "target_exited".into(),
+            metrics_file: None,
+            target_gpus: None,
+        })
+    }
+
+    #[test]
+    fn absurd_negative_and_unordered_times_are_refused_with_the_line() {
+        // Issue 9: a first "t" of 1e308 panicked in the report; 1e13 asked
+        // for 240 GB.
+        for t in ["1e308", "1e13", "-5", "1e400"] {
+            let l = format!("{{\"type\":\"sample\",\"t\":{t},\"g\":[[1,2]],\"h\":[3]}}");
+            let err = load_lines(&[l]).unwrap_err().to_string();
+            assert!(
+                err.contains("line 2: time") || err.contains("line 2, column"),
+                "{t}: {err}"
+            );
+        }
+        let err = load_lines(&[line(&sample(100.0)), line(&sample(50.0))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 3: sample time 50 ms is before"), "{err}");
+        let err = load_lines(&[line(&sample(100.0)), line(&end(50.0))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 3: the end record's time"), "{err}");
+        let mut ev = EventRecord {
+            t: f64::MAX,
+            kind: EventKind::Note,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: "x".into(),
+        };
+        let err = load_lines(&[line(&Record::Event(ev.clone()))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2: time"), "{err}");
+        ev.t = 10.0;
+        assert!(load_lines(&[
+            line(&sample(0.0)),
+            line(&Record::Event(ev)),
+            line(&end(100.0))
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn a_record_after_the_end_record_is_refused() {
+        let err = load_lines(&[line(&sample(0.0)), line(&end(100.0)), line(&sample(200.0))])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 4: a record after the end record (line 3)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn non_utf8_and_overlong_lines_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let head = serde_json::to_string(&Record::Header(Box::new(header()))).unwrap();
+        let mut bytes = format!("{head}\n{}\n", line(&sample(0.0))).into_bytes();
+        bytes.extend_from_slice(b"{\"type\":\"output\",\"t\":1,\"line\":\"\xff\"}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let err = Trace::load(&path).unwrap_err().to_string();
+        assert!(err.contains("line 3: not UTF-8"), "{err}");
+
+        let mut r = std::io::Cursor::new(b"abcdef\nxy".to_vec());
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), 7);
+        assert_eq!(buf, b"abcd", "keeps cap + 1 bytes");
+        buf.clear();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3).unwrap(), 2);
+        assert_eq!(buf, b"xy");
+    }
+
+    #[test]
+    fn special_files_are_refused_not_read_for_ever() {
+        let err = Trace::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            err.contains("character device, not a regular file"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -69,3 +69,135 @@ fn deep_or_long_rule_conditions_are_refused_with_the_line() {
     let line = one_error_line(&stderr);
     assert!(line.contains("nested more than 32 levels"), "{line}");
 }
+
+/// Rewrite the first sample's time of trace `t` to `value` (JSON text).
+fn set_first_sample_time(t: &Path, value: &str) {
+    let text = std::fs::read_to_string(t).unwrap();
+    let mut done = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if !done && l.starts_with("{\"type\":\"sample\"") {
+                done = true;
+                let rest = &l[l.find(",\"t\":").unwrap() + 5..];
+                let after = &rest[rest.find(',').unwrap()..];
+                format!("{{\"type\":\"sample\",\"t\":{value}{after}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert!(done);
+    std::fs::write(t, lines.join("\n") + "\n").unwrap();
+}
+
+/// Item 7: `gate report` on a trace whose first "t" is 1e308 panicked in
+/// panorama.rs; 1e13 tried to allocate 240 GB, 1e11 took 21 GB.
+#[test]
+fn absurd_sample_times_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (value, shown) in [
+        ("1e308", "1e308"),
+        ("1e13", "1e13"),
+        ("1e11", "100000000000"),
+        ("-1", "-1"),
+    ] {
+        let t = trace(d, "t.jsonl", &healthy(1));
+        set_first_sample_time(&t, value);
+        let out = gate(d)
+            .arg("report")
+            .arg(&t)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let (_, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        let line = one_error_line(&stderr);
+        // The synthetic trace's first sample is on line 4.
+        assert!(
+            line.contains(&format!("t.jsonl: line 4: time {shown} ms is outside")),
+            "{value}: {line}"
+        );
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Item 10: `report /dev/zero` took 10 GB; a FIFO as trace, baseline or
+/// config blocked for ever. Each is now refused at once.
+#[test]
+fn special_files_as_inputs_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let out = gate(d)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let (_, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        one_error_line(&stderr).to_string()
+    };
+    let line = run(&["report", "/dev/zero"]);
+    assert!(
+        line.contains("character device, not a regular file"),
+        "{line}"
+    );
+    mkfifo(&d.join("fifo.jsonl"));
+    let line = run(&["report", "fifo.jsonl"]);
+    assert!(line.contains("is a FIFO, not a regular file"), "{line}");
+
+    let t = trace(d, "h1.jsonl", &healthy(1));
+    let t = t.to_str().unwrap();
+    gate(d)
+        .args(["capture", "--baseline", "b", "--commit", "c", "--replay", t])
+        .assert()
+        .success();
+    let line = run(&[
+        "check",
+        "--baseline",
+        "b",
+        "--config",
+        "fifo.jsonl",
+        "--replay",
+        t,
+    ]);
+    assert!(line.contains("is a FIFO"), "{line}");
+    std::fs::remove_file(d.join("baselines/b.toml")).unwrap();
+    mkfifo(&d.join("baselines/b.toml"));
+    let line = run(&["check", "--baseline", "b", "--replay", t]);
+    assert!(line.contains("is a FIFO"), "{line}");
+    let line = run(&["diff", "baselines/b.toml", t]);
+    assert!(
+        line.contains("neither a file nor a baseline name"),
+        "{line}"
+    );
+}
+
+/// Item 10: files past their size limit are refused with the limit named.
+#[test]
+fn oversized_config_and_baseline_are_refused_with_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut big = String::from("[defaults]\nthreshold = 0.1\n");
+    while big.len() <= 1024 * 1024 {
+        big.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    std::fs::write(d.join("gate.toml"), &big).unwrap();
+    let t = trace(d, "h1.jsonl", &healthy(1));
+    let out = gate(d).arg("report").arg(&t).output().unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        one_error_line(&stderr).contains("over the 1 MiB limit"),
+        "{stderr}"
+    );
+}

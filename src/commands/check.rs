@@ -189,7 +189,8 @@ fn load_inputs(args: &CheckArgs) -> anyhow::Result<(Config, Baseline, String)> {
 }
 
 fn warn_if_differs(path: &Path, ref_text: &str, reference: &str) {
-    if let Ok(local) = std::fs::read_to_string(path) {
+    // Capped like any input: only a warning depends on it.
+    if let Ok(local) = crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES) {
         if local != ref_text {
             eprintln!(
                 "gate: warning: '{}' in the working tree differs from '{reference}'; judging against '{reference}' (a change cannot loosen its own gate)",

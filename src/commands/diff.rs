@@ -50,10 +50,14 @@ fn is_trace(path: &Path) -> bool {
     if path.extension().is_some_and(|e| e == "jsonl") {
         return true;
     }
-    // A trace's first byte is '{' (its JSON header); a baseline's is '#' or a key.
-    std::fs::read(path)
+    // A trace's first byte is '{' (its JSON header); a baseline's is '#' or
+    // a key. Only the start is read: the file may be a large trace.
+    use std::io::Read;
+    let mut head = Vec::new();
+    crate::files::open_input(path, crate::limits::MAX_TRACE_BYTES)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
         .ok()
-        .and_then(|b| b.iter().copied().find(|c| !c.is_ascii_whitespace()))
+        .and_then(|_| head.iter().copied().find(|c| !c.is_ascii_whitespace()))
         == Some(b'{')
 }
 
@@ -80,7 +84,7 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
                 text,
             });
         }
-        let text = std::fs::read_to_string(&as_path)
+        let text = crate::files::read_input_string(&as_path, crate::limits::MAX_BASELINE_BYTES)
             .map_err(|e| GateError::bad_file(&as_path, format!("cannot read: {e}")))?;
         let b = baseline::parse(&text, arg)?;
         return Ok(Side {
@@ -92,7 +96,8 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
     if baseline::validate_name(arg).is_ok() {
         let path = baseline::path_for(dir, arg);
         let b = baseline::load(&path, arg)?;
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = crate::files::read_input_string(&path, crate::limits::MAX_BASELINE_BYTES)
+            .unwrap_or_default();
         return Ok(Side {
             label: path.display().to_string(),
             baseline: b,

@@ -54,8 +54,6 @@ const HOST_PERIOD: Duration = Duration::from_millis(95);
 const TREE_REFRESH: Duration = Duration::from_millis(500);
 /// Stdout kept in the trace, at most (the rest still passes through).
 const OUTPUT_CAP_BYTES: usize = 4 * 1024 * 1024;
-/// A metrics file larger than this is not embedded.
-const METRICS_FILE_CAP_BYTES: u64 = 1024 * 1024;
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     if args.measure.is_replay() {
@@ -527,20 +525,17 @@ fn read_metrics_file(
             message,
         }))
     };
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() > METRICS_FILE_CAP_BYTES => {
+    // A regular file of at most 1 MiB: the benchmark could leave a FIFO
+    // or a link to /dev/zero there.
+    match crate::files::read_input(path, crate::limits::MAX_METRICS_FILE_BYTES) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             note(
                 writer,
-                format!(
-                    "--metrics-file '{}' is over 1 MiB; not embedded",
-                    path.display()
-                ),
+                format!("--metrics-file '{}' {e}; not embedded", path.display()),
             )?;
             Ok(None)
         }
-        Ok(_) => Ok(std::fs::read(path)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())),
         Err(e) => {
             note(
                 writer,

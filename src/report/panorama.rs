@@ -111,7 +111,12 @@ pub struct Panorama {
 
 /// Cut `trace` into `slice_ms` slices.
 pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
-    let slice_ms = slice_ms.max(1.0);
+    // Slices are allocated up front: a long or sparse trace gets wider
+    // slices rather than millions of them (times are bounded at load).
+    let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
+    let slice_ms = slice_ms
+        .max(1.0)
+        .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil());
     let columns: Vec<String> = GPU_COLUMNS.iter().map(|c| c.0.to_string()).collect();
     let col_idx: Vec<Option<usize>> = GPU_COLUMNS.iter().map(|c| trace.gpu_column(c.0)).collect();
     let busy_i = 0;

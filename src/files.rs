@@ -1,0 +1,410 @@
+//! Opening files safely, for every command: inputs (traces, baselines,
+//! gate.toml, metrics files) and outputs (traces, reports, baselines, lock
+//! files).
+//!
+//! Inputs are read only from regular files and only up to a size limit
+//! (`crate::limits`): a FIFO used to block gate for ever, `/dev/zero` to
+//! eat 10 GB. The open itself does not block (`O_NONBLOCK`), and the type is
+//! checked on the opened descriptor, so swapping the path for a FIFO between
+//! a check and the open changes nothing.
+//!
+//! Outputs never replace what is not a regular file (a device node, a FIFO,
+//! a directory), never write through a symbolic link planted at a temporary
+//! name (temporaries are created with `O_EXCL | O_NOFOLLOW`), never replace
+//! one of the command's own inputs (`check --replay t.jsonl --json t.jsonl`),
+//! and appear whole or not at all (temporary file, then rename).
+
+use crate::limits::bytes_text;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What a non-regular file is, in words ("a FIFO", "a directory").
+fn kind_of(m: &Metadata) -> &'static str {
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn not_regular(m: &Metadata) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("is {}, not a regular file", kind_of(m)),
+    )
+}
+
+fn too_large(len: u64, limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "is {}, over the {} limit (docs/limits.md)",
+            bytes_text(len),
+            bytes_text(limit)
+        ),
+    )
+}
+
+/// Open `path` for reading: a regular file of at most `limit` bytes.
+/// The error (not-found kept as `NotFound`) is for the caller to put in
+/// context: "cannot read trace 'x': is a FIFO, not a regular file".
+pub fn open_input(path: &Path, limit: u64) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    if meta.len() > limit {
+        return Err(too_large(meta.len(), limit));
+    }
+    Ok(file)
+}
+
+/// A reader over an input that fails, rather than stopping quietly, when
+/// the file grew past `limit` after it was opened.
+pub struct Capped<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R: Read> Capped<R> {
+    pub fn new(inner: R, limit: u64) -> Capped<R> {
+        Capped {
+            inner,
+            left: limit,
+            limit,
+        }
+    }
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            // One byte more tells "exactly at the limit" from "past it".
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(too_large(self.limit + 1, self.limit)),
+            };
+        }
+        let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// The bytes of an input file (see `open_input`).
+pub fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_input(path, limit)?;
+    let mut out = Vec::new();
+    Capped::new(file, limit).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The text of an input file (see `open_input`); invalid UTF-8 is an error
+/// naming the line.
+pub fn read_input_string(path: &Path, limit: u64) -> io::Result<String> {
+    utf8_text(read_input(path, limit)?)
+}
+
+/// `bytes` as text, or an error naming the line of the first bad byte.
+pub fn utf8_text(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("line {line}: not UTF-8 text (invalid byte at offset {at})"),
+        )
+    })
+}
+
+// ------------------------------------------------------------------ outputs
+
+/// Identity of an existing file (device, inode), following symlinks.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// May `path` be written as the output `what` ("--json", "trace")?
+/// Refused: an existing path that is not a regular file (a symlink to one
+/// is fine: it is replaced, not followed), and a path that is one of
+/// `inputs` (the same file under any name).
+pub fn check_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<()> {
+    let refuse = |why: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to write {what} '{}': {why}", path.display()),
+        )
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            if let Ok(target) = std::fs::metadata(path) {
+                if !target.is_file() {
+                    return Err(refuse(format!(
+                        "it is a symbolic link to {}; choose another path",
+                        kind_of(&target)
+                    )));
+                }
+            }
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(refuse(format!(
+                "it is {}, which gate only ever replaces with a regular file; choose another path",
+                kind_of(&m)
+            )))
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(refuse(e.to_string())),
+    }
+    if let Some(id) = identity(path) {
+        for input in inputs {
+            if identity(input) == Some(id) {
+                return Err(refuse(format!(
+                    "it is the input '{}'; write the output somewhere else",
+                    input.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Create `path` for writing, exclusively and without following a symbolic
+/// link at it (`O_CREAT | O_EXCL | O_NOFOLLOW`), mode 0644 before umask.
+/// For temporaries and `.partial` traces: if anything exists there already,
+/// this fails (`AlreadyExists`) rather than writing through it.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
+}
+
+/// A lock file: created if missing, opened if present, but never through a
+/// symbolic link, never a FIFO or device (the open does not block).
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
+        .map_err(|e| no_symlink_message(e, path))?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
+}
+
+/// Append to `path` (a CI-provided file such as `$GITHUB_OUTPUT`), creating
+/// it if missing; a FIFO or device there is refused instead of blocking.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
+}
+
+/// ELOOP from `O_NOFOLLOW` says "too many levels of symbolic links"; say
+/// what it means here.
+fn no_symlink_message(e: io::Error, path: &Path) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "'{}' is a symbolic link; gate does not write through links there (remove it)",
+                path.display()
+            ),
+        )
+    } else {
+        e
+    }
+}
+
+/// A temporary name next to `path`: `.NAME.gate-tmp-PID-N`, in the same
+/// directory so the final rename stays on one file system.
+fn temp_path_for(path: &Path, attempt: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    path.with_file_name(format!(
+        ".{name}.gate-tmp-{}-{nanos:x}{attempt}",
+        std::process::id()
+    ))
+}
+
+/// Write `bytes` to `path` whole or not at all: checked with
+/// `check_output`, written to an exclusive temporary in the same
+/// directory, flushed, then renamed over `path`.
+pub fn write_output(path: &Path, what: &str, bytes: &[u8], inputs: &[&Path]) -> io::Result<()> {
+    check_output(path, what, inputs)?;
+    let mut attempt = 0;
+    let (tmp, mut file) = loop {
+        let tmp = temp_path_for(path, attempt);
+        match create_new(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .and_then(|()| {
+            // Checked again right before the rename: a device node put at
+            // `path` meanwhile must not be replaced either.
+            check_output(path, what, inputs)?;
+            std::fs::rename(&tmp, path)
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    #[test]
+    fn inputs_must_be_regular_and_small_enough() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let err = read_input(&fifo, 100).unwrap_err();
+        assert!(err.to_string().contains("is a FIFO"), "{err}");
+        let err = read_input(dir.path(), 100).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        let err = read_input(Path::new("/dev/zero"), 100).unwrap_err();
+        assert!(err.to_string().contains("character device"), "{err}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        let err = read_input(&big, 1024).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        assert!(
+            err.to_string().contains("2 KiB, over the 1 KiB limit"),
+            "{err}"
+        );
+        assert_eq!(read_input(&big, 2048).unwrap().len(), 2048);
+        let missing = read_input(&dir.path().join("nope"), 10).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_file_growing_past_the_limit_is_an_error_not_a_silent_cut() {
+        let mut r = Capped::new(io::Cursor::new(vec![1u8; 10]), 4);
+        let mut out = Vec::new();
+        assert!(r.read_to_end(&mut out).is_err());
+        let mut r = Capped::new(io::Cursor::new(vec![1u8; 4]), 4);
+        let mut out = Vec::new();
+        assert_eq!(r.read_to_end(&mut out).unwrap(), 4);
+    }
+
+    #[test]
+    fn utf8_errors_name_the_line() {
+        let err = utf8_text(b"a\nb\n\xff\n".to_vec()).unwrap_err();
+        assert!(err.to_string().starts_with("line 3: not UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn outputs_refuse_non_regular_files_and_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let err = write_output(&fifo, "--json", b"x", &[]).unwrap_err();
+        assert!(err.to_string().contains("is a FIFO"), "{err}");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        let err = write_output(dir.path(), "--json", b"x", &[]).unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+
+        let input = dir.path().join("t.jsonl");
+        std::fs::write(&input, "keep").unwrap();
+        let alias = dir.path().join("alias.jsonl");
+        symlink(&input, &alias).unwrap();
+        for out in [&input, &alias] {
+            let err = write_output(out, "--json", b"x", &[&input]).unwrap_err();
+            assert!(err.to_string().contains("is the input"), "{err}");
+        }
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), "keep");
+
+        // A symlink at the output is replaced, its target left alone.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let out = dir.path().join("out.json");
+        symlink(&victim, &out).unwrap();
+        write_output(&out, "--json", b"new", &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
+        // No temporaries left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("gate-tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn exclusive_create_and_lock_files_never_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let planted = dir.path().join("o.jsonl.partial");
+        symlink(&victim, &planted).unwrap();
+        assert_eq!(
+            create_new(&planted).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        let dangling = dir.path().join("x.lock");
+        symlink(dir.path().join("created-by-follow"), &dangling).unwrap();
+        let err = open_lock_file(&dangling).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(!dir.path().join("created-by-follow").exists());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+}

@@ -1,0 +1,78 @@
+//! Every size and time limit gate enforces on its inputs, in one place.
+//! docs/limits.md lists them with what gate does past each one (a test
+//! keeps that table in step with these constants).
+//!
+//! Why limits at all: gate reads files and flags that come from a merge
+//! request, and a benchmark's output. A hostile or broken input must end in
+//! one clear line and exit 2, never in a hang (a FIFO), a crash (a stack
+//! overflow, an allocation of 240 GB) or a process left running. Each limit
+//! is far above anything a real run produces (the sizes of the H200 fixtures
+//! are given for scale) and low enough that gate stays within a CI runner's
+//! memory when it is reached.
+
+use std::time::Duration;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Largest trace file read. A 1-hour, 8-GPU recording at 100 ms is under
+/// 100 MB; loaded, a trace takes about as much memory as its file.
+pub const MAX_TRACE_BYTES: u64 = 1024 * MIB;
+/// Longest line (record) of a trace. The longest real records are the
+/// header and the processes tables: a few KiB.
+pub const MAX_TRACE_LINE_BYTES: usize = 16 * MIB as usize;
+/// Latest time (ms since the start) a trace record may carry: 30 days.
+/// Reports allocate per time slice, so a time of 1e13 ms used to ask for
+/// 240 GB.
+pub const MAX_TRACE_SPAN_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
+/// Largest baseline file. The committed one-GPU baseline is 40 KB; eight
+/// GPUs make it about 8 times larger.
+pub const MAX_BASELINE_BYTES: u64 = 16 * MIB;
+/// Largest `gate.toml`.
+pub const MAX_CONFIG_BYTES: u64 = MIB;
+/// Largest `--metrics-file` embedded in a trace (larger: a note, not embedded).
+pub const MAX_METRICS_FILE_BYTES: u64 = MIB;
+/// Benchmark stdout kept in the trace, in all (the rest still passes through).
+pub const MAX_KEPT_OUTPUT_BYTES: usize = 4 * MIB as usize;
+/// Longest benchmark stdout line kept (and matched by `--warmup-until` and
+/// user-metric regexes); the rest of the line still passes through. A
+/// 500 MB line used to cost 1 GB of memory.
+pub const MAX_OUTPUT_LINE_BYTES: usize = 64 * 1024;
+/// Longest `--warmup`, `--duration` and `--warmup-timeout` (each): 30 days,
+/// the trace span limit. Larger values overflowed the clock arithmetic
+/// after the benchmark had started.
+pub const MAX_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Default bound on a `--warmup-until` wait: a pattern that never matches
+/// must not hold a `--duration` run open for ever.
+pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Most time slices in a report's panorama; a longer trace gets wider slices.
+pub const MAX_PANORAMA_SLICES: usize = 100_000;
+
+/// `n` bytes for people: `512 KiB`, `16 MiB`, `1 GiB`.
+pub fn bytes_text(n: u64) -> String {
+    const UNITS: [&str; 4] = ["bytes", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(bytes_text(MAX_TRACE_BYTES), "1 GiB");
+        assert_eq!(bytes_text(MAX_CONFIG_BYTES), "1 MiB");
+        assert_eq!(bytes_text(MAX_OUTPUT_LINE_BYTES as u64), "64 KiB");
+        assert_eq!(bytes_text(1536), "1.5 KiB");
+        assert_eq!(bytes_text(12), "12 bytes");
+    }
+}
