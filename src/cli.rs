@@ -1,7 +1,7 @@
 //! Command-line surface (clap derive). Each subcommand's flags live beside
 //! its implementation in `commands/`; this file only assembles them.
 
-use crate::commands::{capture, check, diff, doctor, record, report, tools};
+use crate::commands::{capture, check, diff, doctor, history, record, report, tools};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -42,6 +42,8 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Explain a run: utilization timeline, ranked suspects, processes
     Report(report::ReportArgs),
+    /// List recorded runs, regressions and drift; --html draws a trend page
+    History(history::HistoryCmdArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(tools::CompletionsArgs),
     /// Print the man page (roff); SUBCOMMAND for one command, --out-dir for all pages

@@ -57,6 +57,10 @@ pub struct GateConfig {
     /// Raw rule table; `diagnose::RuleSet::with_user_rules` owns its schema.
     #[serde(default)]
     pub rules: BTreeMap<String, toml::Value>,
+    /// `[history]`: where runs are recorded and how drift is judged
+    /// (`history::HistoryConfig` owns its schema).
+    #[serde(default)]
+    pub history: Option<crate::history::HistoryConfig>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -174,6 +178,9 @@ impl Config {
         let bad = |msg: String| GateError::bad_file(origin, msg);
         if let Some(t) = file.defaults.threshold {
             check_fraction(t).map_err(|m| bad(format!("[defaults] threshold: {m}")))?;
+        }
+        if let Some(h) = &file.history {
+            h.drift.validate().map_err(bad)?;
         }
         for (id, o) in &file.metrics {
             let Some(def) = metrics::find(id.get_ref()) else {

@@ -16,6 +16,7 @@ pub mod exit_code;
 /// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
 pub mod files;
 pub mod gate;
+pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).
 pub mod limits;
 pub mod metrics;

@@ -49,6 +49,9 @@ pub struct CaptureArgs {
 
     #[command(flatten)]
     pub measure: MeasureArgs,
+
+    #[command(flatten)]
+    pub history: super::history::HistoryArgs,
 }
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
@@ -175,6 +178,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             );
         }
     }
+    super::history::after_capture(&args.history, &config, &b, &traces)?;
     Ok(crate::exit_code::PASS)
 }
 

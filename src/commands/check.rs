@@ -83,6 +83,9 @@ pub struct CheckArgs {
 
     #[command(flatten)]
     pub measure: MeasureArgs,
+
+    #[command(flatten)]
+    pub history: super::history::HistoryArgs,
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
@@ -134,7 +137,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
 
     let traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
     let inputs: Vec<RunInput> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
-    let report = gate::check(&gate::CheckInput {
+    let mut report = gate::check(&gate::CheckInput {
         baseline: &baseline,
         baseline_source,
         config: &config,
@@ -145,6 +148,16 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         fail_on_improvement: args.fail_on_improvement,
         rules: &rules,
     });
+    // History (and drift, which may add findings to the report) before rendering.
+    let tags = baseline::cli_tags(&args.measure);
+    super::history::after_check(
+        &args.history,
+        &config,
+        &baseline,
+        &traces,
+        &tags,
+        &mut report,
+    )?;
     emit(args, &report)?;
     Ok(report.exit_code)
 }

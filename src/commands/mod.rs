@@ -5,6 +5,7 @@ pub mod capture;
 pub mod check;
 pub mod diff;
 pub mod doctor;
+pub mod history;
 pub mod measure;
 pub mod record;
 pub mod report;
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Check(a) => check::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Report(a) => report::run(a),
+        Command::History(a) => history::run(a),
         Command::Completions(a) => tools::completions(a),
         Command::Man(a) => tools::man(a),
     }

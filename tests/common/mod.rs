@@ -20,6 +20,12 @@ pub fn gate(dir: &Path) -> assert_cmd::Command {
         "CI_COMMIT_SHA",
         "GITHUB_SHA",
         "NO_COLOR",
+        // History: where runs go, and the branch they are recorded on.
+        "GATE_HISTORY_URL",
+        "GITHUB_HEAD_REF",
+        "GITHUB_REF_NAME",
+        "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+        "CI_COMMIT_REF_NAME",
     ] {
         c.env_remove(var);
     }

@@ -1,0 +1,381 @@
+//! `gate history`, and the two hooks through which `check` and `capture`
+//! append their run to the history database (one call each, after their
+//! report or baseline is built).
+//!
+//! Where the database is, first match wins: `--history URL` (or
+//! `$GATE_HISTORY_URL`), then gate.toml `[history] url_env = "VAR"` (the URL
+//! in that variable, a CI secret), then `[history] url`, then
+//! `.gate/history.sqlite` when `[history]` is present without either. With
+//! none of these, `check` and `capture` record nothing.
+//!
+//! A database that cannot be opened, read or written is a warning on stderr
+//! and never changes the verdict or the exit code, unless `--history-required`
+//! or `[history] required = true` (then exit 3, an infrastructure problem).
+//! A malformed location is a configuration error (exit 2) either way.
+
+use super::check::Format;
+use crate::baseline::{Baseline, Environment};
+use crate::config::Config;
+use crate::error::GateError;
+use crate::gate::CheckReport;
+use crate::history::listing::{self, Filter, Listing};
+use crate::history::record::{self, Provenance};
+use crate::history::{self, HistoryConfig, HistoryError, Location, MetricFilter, Query, RunKind};
+use crate::trace::Trace;
+use clap::Args;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// History flags shared by `check` and `capture`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HistoryArgs {
+    /// Record this run in a history database: a file (SQLite, e.g. .gate/history.sqlite),
+    /// sqlite:PATH, or postgres://USER:PASSWORD@HOST/DB [default: gate.toml [history]; off
+    /// when neither is set]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GATE_HISTORY_URL",
+        hide_env_values = true
+    )]
+    pub history: Option<String>,
+
+    /// Record nothing, whatever --history, $GATE_HISTORY_URL or gate.toml say
+    #[arg(long)]
+    pub no_history: bool,
+
+    /// A history database that cannot be written fails the command (exit 3) instead of a warning
+    #[arg(long)]
+    pub history_required: bool,
+
+    /// Branch recorded with the run (drift is judged per branch) [default: the CI's branch
+    /// variables, else git]
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryCmdArgs {
+    /// History database [default: $GATE_HISTORY_URL, gate.toml [history], else
+    /// .gate/history.sqlite]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GATE_HISTORY_URL",
+        hide_env_values = true
+    )]
+    pub history: Option<String>,
+
+    /// Gating policy file, for its [history] section [default: gate.toml, optional]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Only runs of this baseline
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+
+    /// Only runs on this branch
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+
+    /// Show this metric's value in every run (label as in check's report, e.g.
+    /// samples_per_s or sm_active_pct[gpu1])
+    #[arg(long, value_name = "ID")]
+    pub metric: Option<String>,
+
+    /// Only runs in which a gated metric regressed
+    #[arg(long)]
+    pub regressions: bool,
+
+    /// How many of the most recent runs (0 = all) [default: 20; 500 with --html]
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Output format on stdout
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Write a self-contained trend page (HTML with inline SVG) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// The database to use, if any; an error only for a malformed setting.
+fn resolve(
+    flag: Option<&str>,
+    config: Option<&HistoryConfig>,
+    required: bool,
+) -> Result<Option<Location>, GateError> {
+    if let Some(url) = flag.filter(|u| !u.trim().is_empty()) {
+        return Location::parse(url).map(Some).map_err(to_gate);
+    }
+    let Some(cfg) = config else {
+        return Ok(None);
+    };
+    if let Some(var) = &cfg.url_env {
+        match std::env::var(var) {
+            Ok(url) if !url.trim().is_empty() => {
+                return Location::parse(&url).map(Some).map_err(to_gate)
+            }
+            _ => {
+                // E.g. a fork's pipeline, which gets no secrets.
+                let msg = format!(
+                    "gate.toml [history] url_env = \"{}\" but that variable is not set",
+                    crate::history::record::clean(var)
+                );
+                if required {
+                    return Err(GateError::infra(format!(
+                        "{msg}; set it (a CI secret) or drop --history-required"
+                    )));
+                }
+                eprintln!("gate: warning: {msg}; this run is not recorded in the history");
+                return Ok(None);
+            }
+        }
+    }
+    let url = cfg
+        .url
+        .clone()
+        .unwrap_or_else(|| history::DEFAULT_SQLITE_PATH.to_string());
+    Location::parse(&url).map(Some).map_err(to_gate)
+}
+
+fn to_gate(e: HistoryError) -> GateError {
+    match e {
+        HistoryError::BadLocation(m) => GateError::usage(m),
+        other => GateError::infra(other.to_string()),
+    }
+}
+
+/// `--branch`, else the CI's variables (the PR/MR source branch first),
+/// else `git rev-parse --abbrev-ref HEAD` (None on a detached HEAD).
+fn detect_branch(flag: Option<&str>) -> Option<String> {
+    let clean = |s: String| {
+        let s = s.trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    if let Some(b) = flag.and_then(|f| clean(f.to_string())) {
+        return Some(b);
+    }
+    for var in [
+        "GITHUB_HEAD_REF",
+        "GITHUB_REF_NAME",
+        "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+        "CI_COMMIT_REF_NAME",
+    ] {
+        if let Some(b) = std::env::var(var).ok().and_then(clean) {
+            return Some(b);
+        }
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--abbrev-ref", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout)
+        .ok()
+        .and_then(clean)
+        .filter(|b| b != "HEAD")
+}
+
+fn provenance(
+    args: &HistoryArgs,
+    traces: &[Trace],
+    cli_tags: &BTreeMap<String, String>,
+    commit: Option<String>,
+) -> Provenance {
+    // The traces' tags (first trace wins), then --tag on this command line.
+    let mut tags = BTreeMap::new();
+    for t in traces.iter().rev() {
+        tags.extend(t.header.tags.clone());
+    }
+    tags.extend(cli_tags.clone());
+    Provenance {
+        recorded_at: history::now_rfc3339(),
+        commit,
+        branch: detect_branch(args.branch.as_deref()),
+        tags,
+        environment: traces
+            .first()
+            .map(|t| Environment::from_fingerprint(&t.header.fingerprint))
+            .unwrap_or_default(),
+        source: traces
+            .iter()
+            .map(|t| t.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Report a failed write: a warning, or the command's error when required.
+fn failed(e: HistoryError, required: bool) -> Result<(), GateError> {
+    if required {
+        return Err(GateError::infra(format!(
+            "{e}; the run was not recorded (--history-required)"
+        )));
+    }
+    eprintln!(
+        "gate: warning: {e}; the run was not recorded in the history (the verdict is unaffected; pass --history-required to make this an error)"
+    );
+    Ok(())
+}
+
+/// `check`'s hook: judge drift over the recent runs (which may add findings
+/// to `report`), then append the run. Called after the report is built,
+/// before it is rendered.
+pub fn after_check(
+    args: &HistoryArgs,
+    config: &Config,
+    baseline: &Baseline,
+    traces: &[Trace],
+    cli_tags: &BTreeMap<String, String>,
+    report: &mut CheckReport,
+) -> Result<(), GateError> {
+    if args.no_history {
+        return Ok(());
+    }
+    let cfg = config.file.history.as_ref();
+    let required = args.history_required || cfg.is_some_and(|c| c.required);
+    let Some(location) = resolve(args.history.as_deref(), cfg, required)? else {
+        return Ok(());
+    };
+    let drift_cfg = cfg.map(|c| c.drift.clone()).unwrap_or_default();
+    let prov = provenance(args, traces, cli_tags, super::capture::detect_commit(None));
+    let mut run = record::from_check(report, baseline, prov);
+    let outcome = (|| -> Result<i64, HistoryError> {
+        let mut store = history::open(&location, true)?;
+        if drift_cfg.enabled && run.branch.is_some() {
+            let previous = store.runs(&Query {
+                baseline: Some(run.baseline.clone()),
+                branch: run.branch.clone(),
+                kind: Some(RunKind::Check),
+                baseline_created: Some(run.baseline_created.clone()),
+                metrics: MetricFilter::Gated,
+                limit: Some(drift_cfg.window.saturating_sub(1)),
+                ..Query::default()
+            })?;
+            run.drift = record::judge_drift(&run, &previous, &drift_cfg);
+            record::apply_drift(report, &run.drift);
+            run.verdict = report.verdict.as_str().into();
+            run.exit_code = report.exit_code;
+        }
+        store.append(&run)
+    })();
+    match outcome {
+        Ok(id) => {
+            eprintln!("gate: recorded run {id} in {}", location.display());
+            Ok(())
+        }
+        Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
+        Err(e) => failed(e, required),
+    }
+}
+
+/// `capture`'s hook: append the new baseline as a `capture` run (trend pages
+/// mark it as a refresh).
+pub fn after_capture(
+    args: &HistoryArgs,
+    config: &Config,
+    baseline: &Baseline,
+    traces: &[Trace],
+) -> Result<(), GateError> {
+    if args.no_history {
+        return Ok(());
+    }
+    let cfg = config.file.history.as_ref();
+    let required = args.history_required || cfg.is_some_and(|c| c.required);
+    let Some(location) = resolve(args.history.as_deref(), cfg, required)? else {
+        return Ok(());
+    };
+    let prov = provenance(args, traces, &baseline.tags, baseline.commit.clone());
+    let run = record::from_capture(baseline, prov);
+    match history::open(&location, true).and_then(|mut s| s.append(&run)) {
+        Ok(id) => {
+            eprintln!("gate: recorded capture {id} in {}", location.display());
+            Ok(())
+        }
+        Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
+        Err(e) => failed(e, required),
+    }
+}
+
+/// `gate history`.
+pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
+    let config_path = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("gate.toml"));
+    let config = Config::load(&config_path, args.config.is_some())?;
+    let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
+        Some(l) => l,
+        None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),
+    };
+    let limit = match args.limit {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None if args.html.is_some() => Some(500),
+        None => Some(20),
+    };
+    // Gated rows are few per run (what regressed, trends, drift); a named
+    // metric loads only that one.
+    let metrics = match &args.metric {
+        Some(m) => MetricFilter::Only(vec![m.clone()]),
+        None => MetricFilter::Gated,
+    };
+    let query = Query {
+        baseline: args.baseline.clone(),
+        branch: args.branch.clone(),
+        kind: None,
+        baseline_created: None,
+        regressions_only: args.regressions,
+        metrics,
+        limit,
+    };
+    let mut store = history::open(&location, false).map_err(to_gate)?;
+    let runs = store.runs(&query).map_err(to_gate)?;
+    let filter = Filter {
+        baseline: args.baseline.clone(),
+        branch: args.branch.clone(),
+        metric: args.metric.clone(),
+        regressions_only: args.regressions,
+        limit,
+    };
+    if let Some(path) = &args.html {
+        let scope = [
+            args.baseline.as_ref().map(|b| format!("baseline {b}")),
+            args.branch.as_ref().map(|b| format!("branch {b}")),
+            args.metric.as_ref().map(|m| format!("metric {m}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let scope = if scope.is_empty() {
+            "all baselines".to_string()
+        } else {
+            scope
+        };
+        let page = history::html::render(&runs, &location.display(), &scope);
+        std::fs::write(path, page).map_err(|e| {
+            GateError::usage(format!(
+                "cannot write the trend page '{}': {e}",
+                path.display()
+            ))
+        })?;
+        eprintln!("gate: wrote trend page '{}'", path.display());
+    }
+    let l = Listing {
+        schema_version: listing::JSON_SCHEMA_VERSION,
+        database: location.display(),
+        filter,
+        runs,
+    };
+    match args.format {
+        Format::Text => print!("{}", listing::render_text(&l)),
+        Format::Json => print!("{}", listing::render_json(&l)),
+    }
+    Ok(crate::exit_code::PASS)
+}

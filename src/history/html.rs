@@ -1,0 +1,434 @@
+//! `gate history --html FILE`: one self-contained trend page (inline CSS and
+//! SVG; no script, font, image or network), per baseline and gated metric:
+//!
+//! - each run's value, one line per branch;
+//! - the baseline's band (baseline value +- the metric's tolerance) as a
+//!   shaded step, which moves where the baseline was refreshed;
+//! - baseline refreshes (a `capture`, or a new baseline version between two
+//!   checks) as dashed vertical lines;
+//! - regressions as red dots labelled with their top cause's rule, drift
+//!   findings as orange triangles; both also listed in words under the chart
+//!   (a screenshot or a printout has no tooltips).
+//!
+//! Deterministic for the same runs (no clock): numbers at fixed precision,
+//! maps iterated in order. Every string from the database is escaped.
+
+use super::{RunKind, RunRecord};
+use crate::gate::fmt_num;
+use crate::report::html::escape;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+const WIDTH: f64 = 1200.0;
+const HEIGHT: f64 = 240.0;
+const LEFT: f64 = 72.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 24.0;
+const BOTTOM: f64 = 34.0;
+/// At most this many regression labels per chart (the list below has all).
+const MAX_LABELS: usize = 12;
+const PALETTE: [&str; 6] = [
+    "#1f6feb", "#8250df", "#1a7f37", "#bf8700", "#0a7e8c", "#6e7781",
+];
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fff;max-width:1240px}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 4px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
+.meta{color:#4a5568;font-size:13px;line-height:1.5}.meta code{background:#f1f3f6;padding:1px 4px;border-radius:3px}
+.legend{font-size:12px;color:#4a5568;margin:4px 0}.legend span{margin-right:14px;white-space:nowrap}
+.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px;border-radius:2px}
+ul.events{font-size:13px;margin:4px 0 0;padding-left:20px}ul.events li{margin:2px 0}
+.reg{color:#c0392b;font-weight:600}.drift{color:#d35400;font-weight:600}.ref{color:#555;font-weight:600}
+svg{display:block}svg text{font-family:inherit}
+"#;
+
+/// One chart's data: a baseline's metric over the runs, oldest first.
+struct Chart<'a> {
+    baseline: &'a str,
+    metric: &'a str,
+    unit: String,
+    statistic: String,
+    direction: String,
+    /// (x index, run, row) for runs that have this metric.
+    points: Vec<(usize, &'a RunRecord, &'a super::MetricRow)>,
+    refreshes: Vec<(usize, &'a RunRecord)>,
+    runs: usize,
+}
+
+/// The page for `runs` (newest first, as the store returns them, gated
+/// metric rows loaded). `title_scope` says what was filtered (already
+/// plain text; escaped here).
+pub fn render(runs: &[RunRecord], database: &str, title_scope: &str) -> String {
+    let mut ordered: Vec<&RunRecord> = runs.iter().collect();
+    ordered.reverse();
+    let mut html = String::new();
+    html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    let _ = writeln!(
+        html,
+        "<title>gate history: {}</title>\n<style>{STYLE}</style></head><body>",
+        escape(title_scope)
+    );
+    let _ = writeln!(html, "<h1>gate history: {}</h1>", escape(title_scope));
+    let first = ordered
+        .first()
+        .map(|r| r.recorded_at.as_str())
+        .unwrap_or("-");
+    let last = ordered
+        .last()
+        .map(|r| r.recorded_at.as_str())
+        .unwrap_or("-");
+    let _ = writeln!(
+        html,
+        "<div class=\"meta\">{} run(s) from <code>{}</code>, {} to {}. Each chart: one gated metric of one baseline, runs in the order they were recorded (oldest left).</div>",
+        ordered.len(),
+        escape(database),
+        escape(first),
+        escape(last)
+    );
+    let _ = writeln!(
+        html,
+        "<div class=\"legend\"><span><i class=\"sw\" style=\"background:#dbe9f7\"></i>baseline ± tolerance</span><span><i class=\"sw\" style=\"background:#2d3748;height:2px\"></i>baseline</span><span><i class=\"sw\" style=\"background:#c0392b;border-radius:6px\"></i>regression (label: top cause)</span><span><i class=\"sw\" style=\"background:#d35400\"></i>drift finding</span><span><i class=\"sw\" style=\"border-left:2px dashed #555;border-radius:0;width:2px\"></i>baseline refreshed</span></div>"
+    );
+    if ordered.is_empty() {
+        html.push_str("<p>No runs recorded for this selection yet.</p>\n</body></html>\n");
+        return html;
+    }
+    let branches: BTreeSet<&str> = ordered
+        .iter()
+        .map(|r| r.branch.as_deref().unwrap_or("(no branch)"))
+        .collect();
+    let colour: BTreeMap<&str, &str> = branches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (*b, PALETTE[i % PALETTE.len()]))
+        .collect();
+    html.push_str("<div class=\"legend\">branches: ");
+    for (b, c) in &colour {
+        let _ = write!(
+            html,
+            "<span><i class=\"sw\" style=\"background:{c}\"></i>{}</span>",
+            escape(b)
+        );
+    }
+    html.push_str("</div>\n");
+    for chart in charts(&ordered) {
+        draw_chart(&mut html, &chart, &colour);
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+/// Charts per (baseline, gated metric), baselines and metrics in name order.
+fn charts<'a>(ordered: &[&'a RunRecord]) -> Vec<Chart<'a>> {
+    let mut keys: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for r in ordered {
+        for m in r.metrics.iter().filter(|m| m.gated) {
+            keys.insert((r.baseline.as_str(), m.metric.as_str()));
+        }
+    }
+    let mut out = Vec::new();
+    for (baseline, metric) in keys {
+        let runs: Vec<&RunRecord> = ordered
+            .iter()
+            .copied()
+            .filter(|r| r.baseline == baseline)
+            .collect();
+        let mut points = Vec::new();
+        let mut refreshes = Vec::new();
+        let mut last_version: Option<&str> = None;
+        for (i, r) in runs.iter().enumerate() {
+            let changed = last_version.is_some_and(|v| v != r.baseline_created);
+            if r.kind == RunKind::Capture || changed {
+                refreshes.push((i, *r));
+            }
+            last_version = Some(r.baseline_created.as_str());
+            if let Some(row) = r.metrics.iter().find(|m| m.metric == metric) {
+                points.push((i, *r, row));
+            }
+        }
+        let Some(first) = points.first() else {
+            continue;
+        };
+        out.push(Chart {
+            baseline,
+            metric,
+            unit: first.2.unit.clone(),
+            statistic: first.2.statistic.clone(),
+            direction: first.2.direction.clone(),
+            points,
+            refreshes,
+            runs: runs.len(),
+        });
+    }
+    out
+}
+
+fn unit_suffix(unit: &str) -> String {
+    if unit.is_empty() || unit == "count" {
+        String::new()
+    } else {
+        format!(" {unit}")
+    }
+}
+
+fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
+    let unit = unit_suffix(&c.unit);
+    let _ = writeln!(
+        html,
+        "<h2>{} <span class=\"meta\">({}{}, {}; baseline '{}')</span></h2>",
+        escape(c.metric),
+        escape(&c.statistic),
+        escape(&unit),
+        escape(&c.direction.replace('_', " ")),
+        escape(c.baseline)
+    );
+    // Y range: values, baselines and bands.
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for (_, _, m) in &c.points {
+        for v in [m.value, m.baseline_value].into_iter().flatten() {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if let (Some(b), Some(t)) = (m.baseline_value, m.tolerance) {
+            lo = lo.min(b - t);
+            hi = hi.max(b + t);
+        }
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        html.push_str("<p class=\"meta\">no values recorded for this metric</p>\n");
+        return;
+    }
+    if hi - lo < 1e-12 {
+        let pad = (hi.abs() * 0.05).max(1.0);
+        lo -= pad;
+        hi += pad;
+    }
+    let pad = (hi - lo) * 0.06;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let n = c.runs.max(2);
+    let x = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / n as f64;
+    let step = plot_w / n as f64;
+    let y = |v: f64| TOP + plot_h * (1.0 - (v - lo) / (hi - lo));
+    let _ = writeln!(
+        html,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{} over {} runs\">",
+        escape(c.metric),
+        c.runs
+    );
+    let _ = writeln!(
+        html,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w:.1}\" height=\"{plot_h:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>"
+    );
+    // Y grid and labels.
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * k as f64 / 4.0;
+        let yy = y(v);
+        let _ = writeln!(
+            html,
+            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eceef2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#4a5568\">{}</text>",
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            yy + 4.0,
+            escape(&fmt_num(v))
+        );
+    }
+    // Baseline band and line: merged steps of equal (baseline, tolerance).
+    let mut segs: Vec<(usize, usize, f64, Option<f64>)> = Vec::new();
+    for (i, _, m) in &c.points {
+        let Some(b) = m.baseline_value else { continue };
+        match segs.last_mut() {
+            Some(s) if s.2 == b && (s.3 == m.tolerance || m.tolerance.is_none()) => s.1 = *i,
+            _ => segs.push((*i, *i, b, m.tolerance)),
+        }
+    }
+    for (a, z, b, tol) in &segs {
+        let x0 = x(*a) - step / 2.0;
+        let x1 = x(*z) + step / 2.0;
+        if let Some(t) = tol {
+            let _ = writeln!(
+                html,
+                "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#dbe9f7\" opacity=\"0.8\"><title>baseline {} ± {}{}</title></rect>",
+                y(b + t),
+                x1 - x0,
+                (y(b - t) - y(b + t)).max(0.5),
+                escape(&fmt_num(*b)),
+                escape(&fmt_num(*t)),
+                escape(&unit)
+            );
+        }
+        let _ = writeln!(
+            html,
+            "<line x1=\"{x0:.1}\" x2=\"{x1:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#2d3748\" stroke-width=\"1.5\"/>",
+            y(*b),
+            y(*b)
+        );
+    }
+    // Refresh markers.
+    for (i, r) in &c.refreshes {
+        let xx = x(*i) - step / 2.0;
+        let _ = writeln!(
+            html,
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"#555\" stroke-dasharray=\"5,4\"><title>baseline refreshed ({}, {})</title></line><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">refresh</text>",
+            TOP + plot_h,
+            escape(&r.recorded_at),
+            escape(r.commit.as_deref().unwrap_or("commit unknown")),
+            xx + 3.0,
+            TOP + 10.0
+        );
+    }
+    // One polyline per branch.
+    let mut by_branch: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for (i, r, m) in &c.points {
+        if let Some(v) = m.value {
+            by_branch
+                .entry(r.branch.as_deref().unwrap_or("(no branch)"))
+                .or_default()
+                .push((x(*i), y(v)));
+        }
+    }
+    for (branch, pts) in &by_branch {
+        let col = colour.get(branch).copied().unwrap_or(PALETTE[0]);
+        let path: Vec<String> = pts.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
+        let _ = writeln!(
+            html,
+            "<polyline fill=\"none\" stroke=\"{col}\" stroke-width=\"1.6\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        if pts.len() <= 300 {
+            for (a, b) in pts {
+                let _ = writeln!(
+                    html,
+                    "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"2.2\" fill=\"{col}\"/>"
+                );
+            }
+        }
+    }
+    // Regressions and drift.
+    let mut events = Vec::new();
+    let mut labels = 0;
+    for (i, r, m) in &c.points {
+        let Some(v) = m.value else { continue };
+        let (xx, yy) = (x(*i), y(v));
+        let who = format!(
+            "run {} ({}, {}{})",
+            r.id.map(|i| i.to_string()).unwrap_or_default(),
+            r.recorded_at,
+            r.commit
+                .as_deref()
+                .map(|c| c.chars().take(12).collect::<String>())
+                .unwrap_or_else(|| "commit unknown".into()),
+            r.branch
+                .as_deref()
+                .map(|b| format!(", {b}"))
+                .unwrap_or_default()
+        );
+        if m.verdict == "regression" {
+            let cause = match (&r.top_cause, &r.top_rule) {
+                (Some(t), Some(rule)) => format!("{t} ({rule})"),
+                (None, Some(rule)) => rule.clone(),
+                _ => "no rule fired".into(),
+            };
+            let change = m
+                .change_pct
+                .map(|p| format!("{p:+.1} %"))
+                .unwrap_or_else(|| format!("{}{unit}", fmt_num(v)));
+            let _ = writeln!(
+                html,
+                "<circle cx=\"{xx:.1}\" cy=\"{yy:.1}\" r=\"5.5\" fill=\"#c0392b\" stroke=\"#fff\" stroke-width=\"1.5\"><title>{}: regression {}; top cause: {}</title></circle>",
+                escape(&who),
+                escape(&change),
+                escape(&cause)
+            );
+            if labels < MAX_LABELS {
+                labels += 1;
+                let label = r.top_rule.as_deref().unwrap_or("regression");
+                let ly = if yy - 10.0 < TOP + 12.0 {
+                    yy + 18.0
+                } else {
+                    yy - 10.0
+                };
+                let _ = writeln!(
+                    html,
+                    "<text x=\"{xx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\" font-weight=\"600\">{}</text>",
+                    escape(label)
+                );
+            }
+            events.push(format!(
+                "<li><span class=\"reg\">regression</span> {} at {}: {}{} ({}); top cause: {}</li>",
+                escape(&change),
+                escape(&who),
+                escape(&fmt_num(v)),
+                escape(&unit),
+                escape(&r.verdict),
+                escape(&cause)
+            ));
+        }
+        for d in r.drift.iter().filter(|d| d.metric == m.metric) {
+            let _ = writeln!(
+                html,
+                "<path d=\"M{:.1},{:.1} l6,11 h-12 z\" fill=\"#d35400\" stroke=\"#fff\"><title>{}</title></path>",
+                xx,
+                yy - 14.0,
+                escape(&d.message)
+            );
+            events.push(format!(
+                "<li><span class=\"drift\">drift</span> at {}{}: {}</li>",
+                escape(&who),
+                if d.failed { " (failed the run)" } else { "" },
+                escape(&d.message)
+            ));
+        }
+    }
+    for (_, r) in &c.refreshes {
+        events.push(format!(
+            "<li><span class=\"ref\">baseline refreshed</span> {} ({})</li>",
+            escape(&r.recorded_at),
+            escape(
+                &r.commit
+                    .as_deref()
+                    .map(|c| format!("commit {}", c.chars().take(12).collect::<String>()))
+                    .unwrap_or_else(|| "commit unknown".into())
+            )
+        ));
+    }
+    // X labels: first, last and a few dates between.
+    let ticks = 6.min(c.runs);
+    let runs_by_index: BTreeMap<usize, &RunRecord> =
+        c.points.iter().map(|(i, r, _)| (*i, *r)).collect();
+    let mut last_label = f64::NEG_INFINITY;
+    for k in 0..ticks {
+        let i = if ticks == 1 {
+            0
+        } else {
+            k * (c.runs - 1) / (ticks - 1)
+        };
+        let Some((_, r)) = runs_by_index.range(i..).next() else {
+            continue;
+        };
+        let xx = x(i);
+        if xx - last_label < 120.0 {
+            continue;
+        }
+        last_label = xx;
+        let date: String = r.recorded_at.chars().take(10).collect();
+        let _ = writeln!(
+            html,
+            "<text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#4a5568\">{} · run {}</text>",
+            HEIGHT - 12.0,
+            escape(&date),
+            r.id.map(|i| i.to_string()).unwrap_or_default()
+        );
+    }
+    html.push_str("</svg>\n");
+    if !events.is_empty() {
+        html.push_str("<ul class=\"events\">\n");
+        for e in events {
+            html.push_str(&e);
+            html.push('\n');
+        }
+        html.push_str("</ul>\n");
+    }
+}

@@ -1,0 +1,243 @@
+//! `gate history` in the terminal and as JSON: the runs of a baseline,
+//! branch or metric, newest first, with their verdicts, regressions, top
+//! cause and drift findings. Pure: renders what the store returned.
+//!
+//! Every string from the database (branch, commit, tags, rule titles) went
+//! through the environment or a user's file once: it is cleaned of control
+//! characters before reaching a terminal (`record::clean`), and JSON
+//! escapes it by construction.
+
+use super::record::clean;
+use super::{RunKind, RunRecord};
+use crate::gate::fmt_num;
+use serde::Serialize;
+
+/// Version of the `gate history --format json` document.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// What was asked, echoed in the output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Filter {
+    pub baseline: Option<String>,
+    pub branch: Option<String>,
+    pub metric: Option<String>,
+    pub regressions_only: bool,
+    /// None: every run.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listing {
+    pub schema_version: u32,
+    /// Where the runs came from (no password).
+    pub database: String,
+    pub filter: Filter,
+    /// Newest first.
+    pub runs: Vec<RunRecord>,
+}
+
+pub fn render_json(l: &Listing) -> String {
+    let mut s = serde_json::to_string_pretty(l).unwrap_or_else(|e| {
+        format!("{{\"error\": \"cannot serialise the history listing: {e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+fn short(c: &Option<String>) -> String {
+    c.as_deref()
+        .map(|c| clean(&c.chars().take(12).collect::<String>()))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn opt(s: &Option<String>) -> String {
+    s.as_deref().map(clean).unwrap_or_else(|| "-".into())
+}
+
+/// Left-aligned table with a header row; columns as wide as their widest cell.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::from("  ");
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = width[i]));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        out.push_str(&line(r.clone()));
+    }
+    out
+}
+
+fn scope(f: &Filter) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = &f.baseline {
+        parts.push(format!("baseline '{}'", clean(b)));
+    }
+    if let Some(b) = &f.branch {
+        parts.push(format!("branch '{}'", clean(b)));
+    }
+    if let Some(m) = &f.metric {
+        parts.push(format!("metric '{}'", clean(m)));
+    }
+    if parts.is_empty() {
+        "all baselines".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn cause(r: &RunRecord) -> String {
+    match (&r.top_cause, &r.top_rule) {
+        (Some(c), Some(rule)) => format!("{} ({})", clean(c), clean(rule)),
+        (None, Some(rule)) => clean(rule),
+        _ => "-".into(),
+    }
+}
+
+/// The terminal text of a listing.
+pub fn render_text(l: &Listing) -> String {
+    let f = &l.filter;
+    let what = if f.regressions_only {
+        "regressions"
+    } else {
+        "runs"
+    };
+    let mut out = format!(
+        "History of {} ({}): {} {what}{}, newest first\n",
+        scope(f),
+        clean(&l.database),
+        l.runs.len(),
+        match f.limit {
+            Some(n) if l.runs.len() >= n => format!(" (the last {n}; --limit 0 for all)"),
+            _ => String::new(),
+        }
+    );
+    if l.runs.is_empty() {
+        out.push_str("  (none recorded yet)\n");
+        return out;
+    }
+    if let Some(metric) = &f.metric {
+        let rows: Vec<Vec<String>> = l
+            .runs
+            .iter()
+            .map(|r| {
+                let m = r.metrics.iter().find(|m| &m.metric == metric);
+                let unit = m.map(|m| m.unit.as_str()).unwrap_or("");
+                vec![
+                    r.id.map(|i| i.to_string()).unwrap_or_default(),
+                    clean(&r.recorded_at),
+                    r.kind.as_str().into(),
+                    clean(&r.baseline),
+                    opt(&r.branch),
+                    short(&r.commit),
+                    m.and_then(|m| m.baseline_value)
+                        .map(|v| crate::report::value_with_unit(Some(v), unit))
+                        .unwrap_or_else(|| "n/a".into()),
+                    m.and_then(|m| m.value)
+                        .map(|v| crate::report::value_with_unit(Some(v), unit))
+                        .unwrap_or_else(|| "n/a".into()),
+                    m.and_then(|m| m.change_pct)
+                        .map(|p| format!("{p:+.1} %"))
+                        .unwrap_or_default(),
+                    m.map(|m| m.verdict.clone())
+                        .unwrap_or_else(|| "not recorded".into()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "id", "recorded", "kind", "baseline", "branch", "commit", "baseline", "value",
+                "change", "verdict",
+            ],
+            &rows,
+        ));
+    } else {
+        let rows: Vec<Vec<String>> = l
+            .runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.map(|i| i.to_string()).unwrap_or_default(),
+                    clean(&r.recorded_at),
+                    r.kind.as_str().into(),
+                    clean(&r.baseline),
+                    opt(&r.branch),
+                    short(&r.commit),
+                    clean(&r.verdict),
+                    if r.kind == RunKind::Capture {
+                        "-".into()
+                    } else {
+                        r.regressions.to_string()
+                    },
+                    cause(r),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "id",
+                "recorded",
+                "kind",
+                "baseline",
+                "branch",
+                "commit",
+                "verdict",
+                "regressions",
+                "top cause",
+            ],
+            &rows,
+        ));
+    }
+    // What regressed, and drift, below the table: one line each.
+    let mut notes = Vec::new();
+    for r in &l.runs {
+        let id = r.id.map(|i| i.to_string()).unwrap_or_default();
+        let regressed: Vec<String> = r
+            .metrics
+            .iter()
+            .filter(|m| m.verdict == "regression")
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    clean(&m.metric),
+                    m.change_pct
+                        .map(|p| format!("{p:+.1} %"))
+                        .unwrap_or_else(|| m.value.map(fmt_num).unwrap_or_default())
+                )
+            })
+            .collect();
+        if !regressed.is_empty() && f.metric.is_none() {
+            notes.push(format!(
+                "  run {id}: regressed {}; top cause: {}\n",
+                regressed.join(", "),
+                cause(r)
+            ));
+        }
+        for d in &r.drift {
+            notes.push(format!(
+                "  run {id}: {}{}\n",
+                clean(&d.message),
+                if d.failed { " [failed the run]" } else { "" }
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        for n in notes {
+            out.push_str(&n);
+        }
+    }
+    out
+}

@@ -1,0 +1,416 @@
+//! History: every `capture` and `check` kept in a real database, so a
+//! baseline (a snapshot) gains a past: trend charts per metric, the list of
+//! regressions over time, and the slow drift no single check can see.
+//!
+//! Owns
+//! - the data model of one recorded run (`RunRecord`, `MetricRow`,
+//!   `DriftRow`) and of a query (`Query`);
+//! - ONE small interface, `HistoryStore` (append a run atomically, read
+//!   runs back), implemented on two real engines: SQLite (`sqlite.rs`,
+//!   embedded, bundled with the binary, the default) and PostgreSQL
+//!   (`postgres.rs`, for teams whose CI runners are ephemeral);
+//! - the versioned schema and its migrations (`schema.rs`), shared by both;
+//! - where a database is (`Location::parse`: a path, `sqlite:PATH` or
+//!   `postgres://...`), with passwords kept out of every message;
+//! - building a record from a `CheckReport` or a new baseline (`record.rs`);
+//! - drift detection over the recent runs (`drift.rs`, CUSUM, cited there);
+//! - the terminal/JSON listing (`listing.rs`) and the trend page (`html.rs`).
+//!
+//! What it does not own: when to write (the `check` and `capture` commands
+//! call one hook each, `commands::history`), and the verdict (`gate.rs`). A
+//! database that cannot be reached is a warning there and never changes a
+//! verdict, unless the user asked for `--history-required`.
+
+pub mod drift;
+pub mod html;
+pub mod listing;
+pub mod postgres;
+pub mod record;
+pub mod schema;
+pub mod sql;
+pub mod sqlite;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where history goes when `[history]` is present in gate.toml without a
+/// `url`, and where `gate history` looks when nothing is configured.
+pub const DEFAULT_SQLITE_PATH: &str = ".gate/history.sqlite";
+
+/// What went wrong talking to a history database. The message never holds
+/// a password (see `Location::display`).
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The location itself is malformed (bad URL, unknown scheme): exit 2.
+    #[error("{0}")]
+    BadLocation(String),
+    /// The database could not be opened, read or written.
+    #[error("history database {location}: {message}")]
+    Unavailable { location: String, message: String },
+}
+
+impl HistoryError {
+    pub fn unavailable(location: &Location, message: impl std::fmt::Display) -> Self {
+        HistoryError::Unavailable {
+            location: location.display(),
+            message: redact_text(&message.to_string(), location),
+        }
+    }
+}
+
+/// A history database: an SQLite file or a PostgreSQL server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// The full connection URL (may hold a password: never print it raw).
+    Postgres(String),
+}
+
+impl Location {
+    /// `PATH`, `sqlite:PATH`, `sqlite://PATH` (SQLite) or
+    /// `postgres://...` / `postgresql://...` (PostgreSQL).
+    pub fn parse(url: &str) -> Result<Location, HistoryError> {
+        let url = url.trim();
+        if url.is_empty() {
+            return Err(HistoryError::BadLocation(
+                "the history location is empty; give a file (.gate/history.sqlite) or a postgres:// URL".into(),
+            ));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Location::Postgres(url.to_string()));
+        }
+        if let Some(rest) = url.strip_prefix("sqlite:") {
+            // `sqlite:///abs` and `sqlite://rel` as well as `sqlite:rel`.
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err(HistoryError::BadLocation(format!(
+                    "history location '{url}' names no file; write sqlite:.gate/history.sqlite"
+                )));
+            }
+            return Ok(Location::Sqlite(PathBuf::from(path)));
+        }
+        if let Some((scheme, _)) = url.split_once("://") {
+            return Err(HistoryError::BadLocation(format!(
+                "history location scheme '{}' is not supported; use a file path, sqlite:PATH or postgres://USER@HOST/DB",
+                crate::report::html::escape(scheme)
+            )));
+        }
+        Ok(Location::Sqlite(PathBuf::from(url)))
+    }
+
+    /// For messages: the SQLite path, or the PostgreSQL URL with its
+    /// password replaced by `***`.
+    pub fn display(&self) -> String {
+        match self {
+            Location::Sqlite(p) => format!("sqlite:{}", p.display()),
+            Location::Postgres(url) => redact_url(url),
+        }
+    }
+
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Location::Sqlite(_) => "sqlite",
+            Location::Postgres(_) => "postgresql",
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`; also
+/// hides `password=...` query parameters.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map(|i| rest_start + i)
+            .unwrap_or(out.len());
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                let start = rest_start + colon + 1;
+                out.replace_range(start..rest_start + at, "***");
+            }
+        }
+    }
+    if let Some(q) = out.find('?') {
+        let (head, query) = out.split_at(q + 1);
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|kv| match kv.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => kv.to_string(),
+            })
+            .collect();
+        out = format!("{head}{}", parts.join("&"));
+    }
+    out
+}
+
+/// A driver's error text with the location's password (if any) removed:
+/// some drivers echo the connection string back.
+fn redact_text(text: &str, location: &Location) -> String {
+    let Location::Postgres(url) = location else {
+        return text.to_string();
+    };
+    let mut out = text.replace(url.as_str(), &redact_url(url));
+    if let Some(pw) = password_of(url) {
+        if !pw.is_empty() {
+            out = out.replace(&pw, "***");
+        }
+    }
+    out
+}
+
+fn password_of(url: &str) -> Option<String> {
+    let rest = &url[url.find("://")? + 3..];
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    let userinfo = &authority[..authority.rfind('@')?];
+    Some(userinfo.split_once(':')?.1.to_string())
+}
+
+/// Which command recorded a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `gate capture`: a baseline was (re)written; trend pages mark it.
+    Capture,
+    /// `gate check`: a run judged against a baseline.
+    Check,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Capture => "capture",
+            RunKind::Check => "check",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunKind> {
+        match s {
+            "capture" => Some(RunKind::Capture),
+            "check" => Some(RunKind::Check),
+            _ => None,
+        }
+    }
+}
+
+/// One run, as appended to the history (and read back, with `id` set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Database id, increasing in append order (None before appending).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    /// When gate recorded it, RFC 3339 UTC.
+    pub recorded_at: String,
+    pub kind: RunKind,
+    pub baseline: String,
+    /// `created` of the baseline judged against (for a capture: of the new
+    /// baseline). A refresh changes it, which resets drift detection.
+    pub baseline_created: String,
+    /// Independent runs behind the baseline (its `capture.runs`).
+    pub baseline_runs: usize,
+    pub commit: Option<String>,
+    pub branch: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    /// GPU model of the run (also inside `environment`; a column for filters).
+    pub gpu_model: String,
+    /// The environment fingerprint (`baseline::Environment`) as JSON.
+    pub environment: serde_json::Value,
+    /// Run verdict (`pass`, `regression`, ...; `captured` for a capture).
+    pub verdict: String,
+    pub exit_code: i32,
+    /// Gated metrics that regressed in this run.
+    pub regressions: usize,
+    /// Rule name of the top diagnosis finding, e.g. `tensor_cores_unused`.
+    pub top_rule: Option<String>,
+    /// Its headline, e.g. "Matrix math is not on the tensor cores".
+    pub top_cause: Option<String>,
+    pub gate_version: String,
+    /// The trace file(s) behind the run.
+    pub source: String,
+    pub metrics: Vec<MetricRow>,
+    /// Drift findings `check` made with this run (schema 2).
+    #[serde(default)]
+    pub drift: Vec<DriftRow>,
+}
+
+/// One metric of one run: the statistic the gate judged and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricRow {
+    /// `MetricResult::label()`: `sm_active_pct`, `sm_active_pct[gpu1]`,
+    /// `node0/wall_time_s`.
+    pub metric: String,
+    pub unit: String,
+    /// `higher_is_better` | `lower_is_better` | `neutral`.
+    pub direction: String,
+    /// Which statistic `value` is (`mean`, `p95`, ...).
+    pub statistic: String,
+    pub gated: bool,
+    pub baseline_value: Option<f64>,
+    /// Standard deviation of the statistic between the baseline's runs
+    /// (None with one baseline run; schema 2).
+    pub baseline_sd: Option<f64>,
+    pub value: Option<f64>,
+    pub change_pct: Option<f64>,
+    /// Effective tolerance in the metric's unit (schema 2).
+    pub tolerance: Option<f64>,
+    /// Noise band in the metric's unit (schema 2).
+    pub noise: Option<f64>,
+    /// `gate::Verdict::as_str()`; `captured` for a capture.
+    pub verdict: String,
+}
+
+/// A drift finding as stored with the run that raised it (schema 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftRow {
+    pub metric: String,
+    /// Recent level minus baseline, in percent of the baseline.
+    pub shift_pct: Option<f64>,
+    /// Recent level minus baseline, in the metric's unit.
+    pub shift: f64,
+    /// CUSUM statistic at this run, in noise units (alarm above `h`).
+    pub cusum: f64,
+    /// Runs in the drifting segment.
+    pub runs: usize,
+    /// Commit of the first run of the segment, when known.
+    pub since_commit: Option<String>,
+    /// Whether gate.toml made it fail the run.
+    pub failed: bool,
+    /// The sentence reported to the user.
+    pub message: String,
+}
+
+/// Which runs to read back. Every filter is optional.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    pub baseline: Option<String>,
+    pub branch: Option<String>,
+    pub kind: Option<RunKind>,
+    /// Only runs judged against this version (`baseline_created`).
+    pub baseline_created: Option<String>,
+    /// Only runs in which at least one metric regressed.
+    pub regressions_only: bool,
+    /// Which metric rows to load with each run.
+    pub metrics: MetricFilter,
+    /// Newest first, at most this many runs (None: all).
+    pub limit: Option<usize>,
+}
+
+/// Which metric rows `runs()` loads with each run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum MetricFilter {
+    /// None: the run list alone (cheapest).
+    #[default]
+    None,
+    /// Gated metrics only (what trends and drift look at).
+    Gated,
+    /// These metric labels only.
+    Only(Vec<String>),
+    /// Every stored metric.
+    All,
+}
+
+/// The one interface both engines implement. Small on purpose: everything
+/// else (drift, listings, the trend page) is computed from what `runs`
+/// returns, so it behaves the same on either engine.
+pub trait HistoryStore {
+    /// Append one run and its metric and drift rows in ONE transaction:
+    /// either all of it is stored or none. Safe with concurrent writers.
+    /// Returns the new run's id.
+    fn append(&mut self, run: &RunRecord) -> Result<i64, HistoryError>;
+    /// Runs matching `query`, newest first (highest id first).
+    fn runs(&mut self, query: &Query) -> Result<Vec<RunRecord>, HistoryError>;
+    /// The schema version the database is at (after migrating).
+    fn schema_version(&mut self) -> Result<u32, HistoryError>;
+    /// Where it is, for messages (no password).
+    fn location(&self) -> String;
+}
+
+/// Open (and create, and migrate to the current schema) the database at
+/// `location`. `create`: make a missing SQLite file (and its folder); a
+/// reader such as `gate history` passes false and gets an error instead.
+pub fn open(location: &Location, create: bool) -> Result<Box<dyn HistoryStore>, HistoryError> {
+    match location {
+        Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, create)?)),
+        Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::connect(url)?)),
+    }
+}
+
+/// Settings of `[history]` in gate.toml.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryConfig {
+    /// `sqlite:PATH`, a path, or `postgres://...` (better: `url_env`, so no
+    /// password sits in the repository).
+    pub url: Option<String>,
+    /// Name of an environment variable holding the URL (a CI secret).
+    pub url_env: Option<String>,
+    /// A database that cannot be written fails the command (exit 3) instead
+    /// of a warning. Same as `--history-required`.
+    #[serde(default)]
+    pub required: bool,
+    /// Drift detection settings.
+    #[serde(default)]
+    pub drift: drift::DriftConfig,
+}
+
+/// Unix time now as RFC 3339 UTC (the only clock read of this module,
+/// used when a run is recorded).
+pub fn now_rfc3339() -> String {
+    crate::baseline::now_rfc3339()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse_to_the_engine_the_user_meant() {
+        assert_eq!(
+            Location::parse(".gate/history.sqlite").unwrap(),
+            Location::Sqlite(".gate/history.sqlite".into())
+        );
+        assert_eq!(
+            Location::parse("sqlite:h.db").unwrap(),
+            Location::Sqlite("h.db".into())
+        );
+        assert_eq!(
+            Location::parse("sqlite:///tmp/h.db").unwrap(),
+            Location::Sqlite("/tmp/h.db".into())
+        );
+        assert!(matches!(
+            Location::parse("postgresql://u@127.0.0.1/gate").unwrap(),
+            Location::Postgres(_)
+        ));
+        let err = Location::parse("mysql://x/y").unwrap_err().to_string();
+        assert!(
+            err.contains("'mysql'") && err.contains("postgres://"),
+            "{err}"
+        );
+        assert!(Location::parse("  ").is_err());
+        assert!(Location::parse("sqlite:").is_err());
+    }
+
+    #[test]
+    fn passwords_never_reach_a_message() {
+        let url = "postgres://gate:s3cr3t@db.internal:5432/hist?sslmode=disable&password=other";
+        let shown = Location::parse(url).unwrap().display();
+        assert_eq!(
+            shown,
+            "postgres://gate:***@db.internal:5432/hist?sslmode=disable&password=***"
+        );
+        let loc = Location::parse(url).unwrap();
+        let e =
+            HistoryError::unavailable(&loc, format!("cannot connect to {url}: s3cr3t rejected"));
+        let text = e.to_string();
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(text.contains("gate:***@db.internal"), "{text}");
+        assert_eq!(
+            redact_url("postgres://gate@localhost/h"),
+            "postgres://gate@localhost/h"
+        );
+    }
+}

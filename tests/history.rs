@@ -1,0 +1,577 @@
+//! History on SQLite, end to end: `capture` and `check` append runs to a
+//! real SQLite file, `gate history` lists them (text and JSON) and draws the
+//! trend page, drift over a slow slide is reported (and fails only when
+//! gate.toml says so), a dead database never changes a verdict, concurrent
+//! writers (threads and processes) never lose a row, and a database of
+//! schema 1 is migrated. Traces are SYNTHETIC (gpugate::synthetic).
+
+mod common;
+
+use common::*;
+use gpugate::history::{self, Location, MetricFilter, MetricRow, Query, RunKind, RunRecord};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const CONFIG: &str = r#"
+[user_metrics.samples_per_s]
+regex = 'samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+relative = 0.10
+"#;
+
+/// Capture baseline `name` from three healthy runs whose throughput
+/// differs by +-1 % (the run-to-run noise drift is measured against).
+fn capture(d: &Path, name: &str, db: &Path) {
+    let runs: Vec<_> = [0.99, 1.0, 1.01]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            trace(
+                d,
+                &format!("base-{i}.jsonl"),
+                &throughput(healthy(i as u64 + 1), *s),
+            )
+        })
+        .collect();
+    gate(d)
+        .args(["capture", "--baseline", name, "--commit", "base000"])
+        .arg("--history")
+        .arg(db)
+        .args(["--branch", "main", "--tag", "model=resnet", "--replay"])
+        .args(&runs)
+        .assert()
+        .success();
+}
+
+/// `gate check` of a run with `scale` x the healthy throughput, recorded
+/// on `main` at commit `commit`.
+fn check(d: &Path, db: &Path, seed: u64, scale: f64, commit: &str) -> std::process::Output {
+    let t = trace(
+        d,
+        &format!("run-{seed}.jsonl"),
+        &throughput(healthy(seed), scale),
+    );
+    gate(d)
+        .env("CI_COMMIT_SHA", commit)
+        .args([
+            "check",
+            "--baseline",
+            "train",
+            "--branch",
+            "main",
+            "--history",
+        ])
+        .arg(db)
+        .arg("--replay")
+        .arg(t)
+        .output()
+        .unwrap()
+}
+
+fn history_json(d: &Path, db: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = gate(d)
+        .args(["history", "--format", "json", "--history"])
+        .arg(db)
+        .args(extra)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn capture_and_check_are_recorded_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("hist/history.sqlite");
+    capture(d, "train", &db);
+    let ok = check(d, &db, 11, 1.0, "c0ffee1111");
+    assert_eq!(ok.status.code(), Some(0), "{:?}", output(&ok));
+    assert!(output(&ok).1.contains("gate: recorded run 2 in sqlite:"));
+    let slow = check(d, &db, 12, 0.7, "badbad2222");
+    assert_eq!(
+        slow.status.code(),
+        Some(1),
+        "a regression stays a regression"
+    );
+
+    let j = history_json(d, &db, &["--baseline", "train"]);
+    assert_eq!(j["schema_version"], 1);
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{j:#}");
+    // Newest first.
+    assert_eq!(runs[0]["kind"], "check");
+    assert_eq!(runs[0]["verdict"], "regression");
+    assert_eq!(runs[0]["commit"], "badbad2222");
+    assert_eq!(runs[0]["branch"], "main");
+    assert_eq!(runs[0]["regressions"], 1);
+    assert_eq!(runs[0]["exit_code"], 1);
+    assert_eq!(runs[0]["gpu_model"], "NVIDIA H200");
+    assert_eq!(runs[0]["environment"]["gpu_count"], 1);
+    let sps = runs[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "samples_per_s")
+        .expect("throughput recorded");
+    assert_eq!(sps["verdict"], "regression");
+    assert!(sps["change_pct"].as_f64().unwrap() < -25.0, "{sps}");
+    assert!(sps["baseline_sd"].as_f64().unwrap() > 0.0, "{sps}");
+    assert_eq!(runs[1]["verdict"], "pass");
+    assert_eq!(runs[1]["commit"], "c0ffee1111");
+    assert_eq!(runs[2]["kind"], "capture");
+    assert_eq!(runs[2]["verdict"], "captured");
+    assert_eq!(runs[2]["commit"], "base000");
+    assert_eq!(runs[2]["tags"]["model"], "resnet");
+    // Every run was judged against the captured baseline version.
+    assert_eq!(runs[0]["baseline_created"], runs[2]["baseline_created"]);
+
+    // Regressions only, and one metric's series, in the terminal.
+    let j = history_json(d, &db, &["--regressions"]);
+    assert_eq!(j["runs"].as_array().unwrap().len(), 1);
+    let out = gate(d)
+        .args(["history", "--metric", "samples_per_s", "--history"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (text, _) = output(&out);
+    assert!(text.contains("metric 'samples_per_s'"), "{text}");
+    assert!(
+        text.contains("badbad2222") && text.contains("regression"),
+        "{text}"
+    );
+    assert!(text.contains("captured"), "{text}");
+    let out = gate(d)
+        .args(["history", "--history"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (text, _) = output(&out);
+    assert!(text.contains("3 runs, newest first"), "{text}");
+    assert!(
+        text.contains("run 3: regressed samples_per_s -30"),
+        "{text}"
+    );
+
+    // The trend page: self-contained, with the band, the refresh and the regression.
+    let page = d.join("trend.html");
+    gate(d)
+        .args(["history", "--baseline", "train", "--history"])
+        .arg(&db)
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg") && html.contains("samples_per_s"));
+    assert!(html.contains("baseline refreshed"));
+    assert!(
+        html.contains(">regression</span> -30"),
+        "regression listed in words"
+    );
+    for external in ["<script", "http://", "https://", "<link", "<img", "@import"] {
+        let hits: Vec<_> = html
+            .match_indices(external)
+            .filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/2000/svg"))
+            .collect();
+        assert!(hits.is_empty(), "trend page references {external}");
+    }
+}
+
+#[test]
+fn a_slow_slide_that_every_check_passes_is_reported_as_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("history.sqlite");
+    capture(d, "train", &db);
+    // Healthy runs first: no drift.
+    for (i, seed) in (20..24).enumerate() {
+        let out = check(
+            d,
+            &db,
+            seed,
+            [1.0, 0.995, 1.005, 1.0][i],
+            &format!("ok{seed}"),
+        );
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+        assert!(
+            !stdout.contains("drift"),
+            "healthy run {seed} flagged: {stdout}"
+        );
+    }
+    // Then -1 % per change.
+    let mut found = None;
+    for step in 1..=10u64 {
+        let out = check(
+            d,
+            &db,
+            30 + step,
+            1.0 - 0.01 * step as f64,
+            &format!("slide{step:02}"),
+        );
+        let (stdout, stderr) = output(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "step {step}: drift is reported, not failed, by default\n{stdout}{stderr}"
+        );
+        if stdout.contains("drift: samples_per_s") {
+            found = Some((step, stdout));
+            break;
+        }
+    }
+    let (step, stdout) = found.expect("the slide was never reported as drift");
+    assert!(step <= 8, "found late, at step {step}");
+    assert!(stdout.contains("starting at commit slide"), "{stdout}");
+    assert!(stdout.contains("VERDICT: PASS"), "{stdout}");
+    let j = history_json(d, &db, &["--limit", "1"]);
+    let drift = &j["runs"][0]["drift"][0];
+    assert_eq!(drift["metric"], "samples_per_s", "{j:#}");
+    assert_eq!(drift["failed"], false);
+    assert!(drift["shift_pct"].as_f64().unwrap() < -4.0);
+
+    // gate.toml can make drift fail the run.
+    std::fs::write(
+        d.join("gate.toml"),
+        format!("{CONFIG}\n[history.drift]\nfail = true\n"),
+    )
+    .unwrap();
+    let out = check(d, &db, 60, 1.0 - 0.01 * step as f64, "slidefail");
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("drift: samples_per_s"), "{stdout}");
+    let j = history_json(d, &db, &["--limit", "1"]);
+    assert_eq!(j["runs"][0]["verdict"], "regression");
+    assert_eq!(j["runs"][0]["drift"][0]["failed"], true);
+}
+
+#[test]
+fn a_dead_database_is_a_warning_and_never_changes_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("ok.sqlite");
+    capture(d, "train", &db);
+    let t = trace(d, "run.jsonl", &healthy(5));
+    let slow = trace(d, "slow.jsonl", &throughput(healthy(6), 0.7));
+    // Not a database: a text file where the SQLite file should be.
+    let junk = d.join("junk.sqlite");
+    std::fs::write(
+        &junk,
+        "this is not an SQLite database, it is a text file\n".repeat(200),
+    )
+    .unwrap();
+    // A PostgreSQL port where nothing listens.
+    let dead_pg = "postgres://gate:secret-pw@127.0.0.1:9/none";
+    for (target, expect) in [
+        (junk.display().to_string(), "junk.sqlite"),
+        (dead_pg.to_string(), "postgres://gate:***@127.0.0.1:9/none"),
+    ] {
+        for (trace, code) in [(&t, 0), (&slow, 1)] {
+            let out = check_replay(d, "train", &["--history", &target], trace);
+            let (stdout, stderr) = output(&out);
+            assert_eq!(out.status.code(), Some(code), "{stdout}{stderr}");
+            assert!(
+                stderr.contains("gate: warning: history database"),
+                "{stderr}"
+            );
+            assert!(stderr.contains(expect), "{stderr}");
+            assert!(stderr.contains("verdict is unaffected"), "{stderr}");
+            assert!(!stderr.contains("secret-pw") && !stdout.contains("secret-pw"));
+        }
+        // Unless asked: then it is an infrastructure failure (exit 3).
+        let out = check_replay(
+            d,
+            "train",
+            &[
+                "--history",
+                &target,
+                "--history-required",
+                "--junit",
+                "j.xml",
+            ],
+            &t,
+        );
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+        assert!(stderr.contains("--history-required"), "{stderr}");
+        assert!(!stderr.contains("secret-pw"));
+        assert!(std::fs::read_to_string(d.join("j.xml"))
+            .unwrap()
+            .contains("error"));
+    }
+    // A malformed location is a configuration error, whatever.
+    let out = check_replay(d, "train", &["--history", "mysql://x/y"], &t);
+    assert_eq!(out.status.code(), Some(2));
+    // The url_env secret missing (a fork's pipeline): warning, not recorded.
+    std::fs::write(
+        d.join("gate.toml"),
+        format!("{CONFIG}\n[history]\nurl_env = \"GATE_TEST_UNSET_HISTORY_URL\"\n"),
+    )
+    .unwrap();
+    let out = check_replay(d, "train", &[], &t);
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr.contains("GATE_TEST_UNSET_HISTORY_URL\" but that variable is not set"),
+        "{stderr}"
+    );
+    // --no-history wins over everything.
+    let out = gate(d)
+        .env("GATE_HISTORY_URL", &junk)
+        .args(["check", "--baseline", "train", "--no-history", "--replay"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!output(&out).1.contains("history"), "{}", output(&out).1);
+}
+
+#[test]
+fn gate_toml_history_section_selects_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("gate.toml"),
+        format!("{CONFIG}\n[history]\nurl = \"sqlite:db/h.sqlite\"\n"),
+    )
+    .unwrap();
+    let t = trace(d, "b.jsonl", &healthy(1));
+    gate(d)
+        .args(["capture", "--baseline", "train", "--replay"])
+        .arg(&t)
+        .assert()
+        .success();
+    assert!(d.join("db/h.sqlite").exists());
+    // `gate history` reads the same place without being told.
+    let out = gate(d)
+        .args(["history", "--format", "json"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
+    assert_eq!(j["database"], "sqlite:db/h.sqlite");
+    assert_eq!(j["runs"].as_array().unwrap().len(), 1);
+    // A bad drift setting is a gate.toml error naming the key.
+    std::fs::write(d.join("gate.toml"), "[history.drift]\nwindow = 1\n").unwrap();
+    let out = gate(d).args(["history"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        output(&out).1.contains("[history.drift] window = 1"),
+        "{:?}",
+        output(&out)
+    );
+    // No database yet: one line saying how to make one.
+    let empty = tempfile::tempdir().unwrap();
+    let out = gate(empty.path()).args(["history"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        output(&out).1.contains("gate check --history"),
+        "{:?}",
+        output(&out)
+    );
+    assert!(
+        !empty.path().join(".gate").exists(),
+        "a read creates nothing"
+    );
+}
+
+/// A run as a test writes it: `metrics` gated metrics, values by index.
+pub fn synthetic_run(worker: usize, i: usize, metrics: usize) -> RunRecord {
+    RunRecord {
+        id: None,
+        recorded_at: format!("2026-11-30T00:{:02}:{:02}Z", worker % 60, i % 60),
+        kind: RunKind::Check,
+        baseline: "train".into(),
+        baseline_created: "2026-11-29T00:00:00Z".into(),
+        baseline_runs: 3,
+        commit: Some(format!("w{worker}-{i}")),
+        branch: Some(format!("job-{worker}")),
+        tags: BTreeMap::from([("worker".to_string(), worker.to_string())]),
+        gpu_model: "NVIDIA H200".into(),
+        environment: serde_json::json!({"gpu_model": "NVIDIA H200"}),
+        verdict: "pass".into(),
+        exit_code: 0,
+        regressions: 0,
+        top_rule: None,
+        top_cause: None,
+        gate_version: "test".into(),
+        source: format!("w{worker}/{i}.jsonl"),
+        metrics: (0..metrics)
+            .map(|m| MetricRow {
+                metric: format!("metric_{m:02}"),
+                unit: "%".into(),
+                direction: "higher_is_better".into(),
+                statistic: "mean".into(),
+                gated: true,
+                baseline_value: Some(90.0),
+                baseline_sd: Some(1.0),
+                value: Some(90.0 + (i % 7) as f64 * 0.1),
+                change_pct: Some(0.0),
+                tolerance: Some(9.0),
+                noise: Some(2.0),
+                verdict: "pass".into(),
+            })
+            .collect(),
+        drift: Vec::new(),
+    }
+}
+
+#[test]
+fn concurrent_writers_never_lose_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.sqlite");
+    let loc = Location::Sqlite(db.clone());
+    // Threads, each with its own connection, as parallel jobs would have.
+    let workers = 8;
+    let per_worker = 25;
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            let loc = loc.clone();
+            s.spawn(move || {
+                let mut store = history::open(&loc, true).expect("open");
+                for i in 0..per_worker {
+                    store.append(&synthetic_run(w, i, 20)).expect("append");
+                }
+            });
+        }
+    });
+    // And processes: six `gate check` at once on the same file.
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let b = trace(d, "b.jsonl", &healthy(1));
+    gate(d)
+        .args(["capture", "--baseline", "train", "--replay"])
+        .arg(&b)
+        .assert()
+        .success();
+    let traces: Vec<_> = (0..6)
+        .map(|i| trace(d, &format!("p{i}.jsonl"), &healthy(40 + i)))
+        .collect();
+    let children: Vec<_> = traces
+        .iter()
+        .map(|t| {
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gate"));
+            c.current_dir(d)
+                .env_remove("GATE_HISTORY_URL")
+                .args([
+                    "check",
+                    "--baseline",
+                    "train",
+                    "--branch",
+                    "ci",
+                    "--history-required",
+                    "--history",
+                ])
+                .arg(&db)
+                .arg("--replay")
+                .arg(t)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut store = history::open(&loc, false).unwrap();
+    let all = store
+        .runs(&Query {
+            metrics: MetricFilter::All,
+            ..Query::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), workers * per_worker + 6);
+    let mut ids: Vec<i64> = all.iter().map(|r| r.id.unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all.len(), "ids are unique");
+    for w in 0..workers {
+        let mine: Vec<_> = all
+            .iter()
+            .filter(|r| r.branch.as_deref() == Some(&format!("job-{w}")))
+            .collect();
+        assert_eq!(mine.len(), per_worker, "worker {w}");
+        assert!(
+            mine.iter().all(|r| r.metrics.len() == 20),
+            "whole runs only"
+        );
+    }
+    assert_eq!(
+        all.iter()
+            .filter(|r| r.branch.as_deref() == Some("ci"))
+            .count(),
+        6
+    );
+}
+
+#[test]
+fn a_schema_1_database_is_migrated_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v1.sqlite");
+    {
+        // The database as the first schema left it, with one run.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(history::schema::SCHEMA_TABLE_SQL).unwrap();
+        c.execute_batch(history::schema::MIGRATIONS[0].sqlite)
+            .unwrap();
+        c.execute("INSERT INTO gate_schema (version) VALUES (1)", [])
+            .unwrap();
+        c.execute(
+            "INSERT INTO runs (recorded_at, kind, baseline, baseline_created, baseline_runs, commit_sha, branch, tags, gpu_model, environment, verdict, exit_code, regressions, top_rule, top_cause, gate_version, source)
+             VALUES ('2026-11-01T00:00:00Z', 'check', 'train', 'v', 3, 'old1', 'main', '{}', 'NVIDIA H200', '{}', 'regression', 1, 1, 'sync_stalls', 'Sync stalls', '0.1.0', 'old.jsonl')",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO run_metrics (run_id, metric, unit, direction, statistic, gated, baseline_value, value, change_pct, verdict)
+             VALUES (1, 'sm_active_pct', '%', 'higher_is_better', 'mean', 1, 90.0, 60.0, -33.3, 'regression')",
+            [],
+        )
+        .unwrap();
+    }
+    let loc = Location::Sqlite(db.clone());
+    let mut store = history::open(&loc, false).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        history::schema::CURRENT_VERSION
+    );
+    let runs = store
+        .runs(&Query {
+            metrics: MetricFilter::All,
+            ..Query::default()
+        })
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].top_rule.as_deref(), Some("sync_stalls"));
+    let m = &runs[0].metrics[0];
+    assert_eq!(
+        (m.value, m.baseline_sd, m.tolerance),
+        (Some(60.0), None, None)
+    );
+    // New runs go in with the new columns; reopening changes nothing.
+    store.append(&synthetic_run(0, 1, 3)).unwrap();
+    drop(store);
+    let mut again = history::open(&loc, false).unwrap();
+    assert_eq!(again.runs(&Query::default()).unwrap().len(), 2);
+    // A database from a newer gate is refused, never written.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE gate_schema SET version = 99", [])
+        .unwrap();
+    let err = history::open(&loc, false)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("schema version 99 is newer"), "{err}");
+}
