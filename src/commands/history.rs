@@ -359,7 +359,12 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
             scope
         };
         let page = history::html::render(&runs, &location.display(), &scope);
-        std::fs::write(path, page).map_err(|e| {
+        // Never over the database itself (`--html .gate/history.sqlite`).
+        let db_path = match &location {
+            Location::Sqlite(p) => vec![p.as_path()],
+            Location::Postgres(_) => Vec::new(),
+        };
+        crate::files::write_output(path, "--html", page.as_bytes(), &db_path).map_err(|e| {
             GateError::usage(format!(
                 "cannot write the trend page '{}': {e}",
                 path.display()
