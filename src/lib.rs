@@ -20,6 +20,7 @@ pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).
 pub mod limits;
 pub mod metrics;
+pub mod record;
 pub mod report;
 pub mod sampler;
 pub mod stats;

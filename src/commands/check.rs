@@ -9,7 +9,7 @@ use crate::baseline::{self, Baseline, RunInput};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{self, CheckReport};
-use crate::report::{self, Reporter};
+use crate::report::check::{self as report, Reporter};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};

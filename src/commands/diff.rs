@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::fmt_num;
 use crate::metrics;
-use crate::report::value_with_unit;
+use crate::report::check::value_with_unit;
 use crate::trace::Trace;
 use clap::Args;
 use serde::Serialize;

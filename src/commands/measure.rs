@@ -149,7 +149,7 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
         if runs > 1 {
             eprintln!("gate: run {}/{}", run + 1, runs);
         }
-        let outcome = crate::commands::record::record_to(args, &path)?;
+        let outcome = crate::record::record_to(args, &path)?;
         traces.push(Trace::load(&outcome)?);
     }
     Ok(traces)

@@ -11,7 +11,7 @@ use crate::baseline::RunInput;
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
-use crate::report::{html, run_report};
+use crate::report::run::{self as run_report, html};
 use crate::trace::Trace;
 use anyhow::Context;
 use clap::{Args, ValueEnum};

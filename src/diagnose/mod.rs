@@ -22,6 +22,7 @@
 
 pub mod dsl;
 pub mod features;
+pub mod panorama;
 pub mod rules;
 
 use crate::error::GateError;

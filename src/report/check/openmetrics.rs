@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn families_are_contiguous_and_end_with_eof() {
-        let r = crate::report::tests_support::sample_report();
+        let r = crate::report::check::tests_support::sample_report();
         let text = OpenMetrics.render(&r);
         assert!(text.ends_with("# EOF\n"));
         assert!(text.contains("gate_sm_active_pct_mean 45\n"), "{text}");

@@ -20,7 +20,7 @@ mod tests {
 
     #[test]
     fn has_schema_version_and_verdict() {
-        let r = crate::report::tests_support::sample_report();
+        let r = crate::report::check::tests_support::sample_report();
         let v: serde_json::Value = serde_json::from_str(&Json.render(&r)).unwrap();
         assert_eq!(v["schema_version"], 1);
         assert_eq!(v["verdict"], "regression");

@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn colour_only_when_asked_and_table_is_aligned() {
-        let r = crate::report::tests_support::sample_report();
+        let r = crate::report::check::tests_support::sample_report();
         let plain = Terminal { color: false }.render(&r);
         assert!(!plain.contains('\x1b'), "{plain}");
         assert!(plain.contains("VERDICT: REGRESSION (exit 1)"));

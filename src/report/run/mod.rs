@@ -2,7 +2,9 @@
 //! suspects, processes on each GPU, and p50/p99/max of every metric. Built
 //! once from a trace (pure), then rendered as text, Markdown, JSON or HTML.
 
-use super::panorama::{self, Panorama};
+pub mod html;
+
+use crate::diagnose::panorama::{self, Panorama};
 use crate::diagnose::{Finding, RuleSet, Severity};
 use crate::metrics;
 use crate::stats::{MetricStats, RunSummary};

@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn verdict_table_and_diagnosis() {
-        let r = crate::report::tests_support::sample_report();
+        let r = crate::report::check::tests_support::sample_report();
         let md = Markdown.render(&r);
         assert!(md.starts_with("### gate: REGRESSION against baseline `demo` (exit 1)"));
         let wall = md.find("`wall_time_s`").unwrap();

@@ -10,9 +10,9 @@
 //! (`escape`). Output is byte-for-byte deterministic for a given trace: no
 //! clock, numbers printed with fixed precision, maps iterated in order.
 
-use super::panorama::{self, Problem};
-use super::run_report::RunReport;
+use super::RunReport;
 use crate::diagnose::dsl::format_number;
+use crate::diagnose::panorama::{self, Problem};
 use crate::diagnose::Severity;
 use crate::trace::Trace;
 use std::fmt::Write as _;
@@ -691,7 +691,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
             let _ = write!(
                 out,
                 "<details><summary>{}</summary><table><tr><th>metric</th><th>unit</th><th>mean</th><th>p50</th><th>p99</th><th>max</th><th>n</th></tr>",
-                escape(&crate::report::run_report::scope_title(r, &s.scope))
+                escape(&super::scope_title(r, &s.scope))
             );
         }
         let _ = write!(

@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn one_testcase_per_gated_metric_plus_the_run_with_unique_names() {
-        let r = crate::report::tests_support::sample_report();
+        let r = crate::report::check::tests_support::sample_report();
         let xml = Junit.render(&r);
         let cases: Vec<&str> = xml
             .lines()

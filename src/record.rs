@@ -1,0 +1,583 @@
+//! The recording engine: launch a command (or attach to a PID), sample GPU and host
+//! counters of its process tree at a fixed interval, and write a trace.
+//!
+//! Window semantics (also in the README):
+//! - Samples start when the target starts. Those in the first `--warmup`
+//!   are kept but marked warm-up; with `--warmup-until REGEX`, warm-up also
+//!   lasts until the benchmark prints a stdout line matching REGEX (setup
+//!   time varies: Python+torch took 8.5 s warm and 16 s on a cold H200 host).
+//! - `--duration D`: the measured window is D after warm-up. A launched
+//!   command still running then is stopped (SIGTERM to its process group,
+//!   SIGKILL after 10 s) and the run counts as complete ("duration_reached").
+//!   An attached process is never signalled: gate just stops watching.
+//! - A command that ends before the window is over ends the recording
+//!   ("target_exited"); the window is then shorter than asked, and `check`
+//!   says so (inconclusive when too few samples remain).
+//! - Ctrl-C (or SIGTERM to gate) is forwarded to a launched command; the
+//!   trace is finished with reason "interrupted".
+
+use crate::commands::measure::MeasureArgs;
+use crate::console::{self, Echo};
+use crate::error::GateError;
+use crate::exit_code;
+use crate::metrics::{GPU_METRICS, HOST_METRICS};
+use crate::sampler::host::{self, HostSampler};
+use crate::sampler::nvml::{GpuSampler, NvmlContext};
+use crate::target::{self, Target};
+use crate::trace::{
+    round_value, EndRecord, EventKind, EventRecord, Fingerprint, Header, OutputRecord, Record,
+    SampleRecord, TraceWriter, SCHEMA_VERSION,
+};
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Interval limits: below 10 ms NVML's own refresh makes samples repeats;
+/// above 10 s a run has too few samples to judge.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+const MAX_INTERVAL: Duration = Duration::from_secs(10);
+/// Host counters are sampled at most this often (95 ms: a 100 ms tick that
+/// fires a little early still samples).
+const HOST_PERIOD: Duration = Duration::from_millis(95);
+/// How often the process tree is rescanned for new children.
+const TREE_REFRESH: Duration = Duration::from_millis(500);
+/// Stdout kept in the trace, at most (the rest still passes through).
+const OUTPUT_CAP_BYTES: usize = 4 * 1024 * 1024;
+
+/// Record into `path` and return the final path (used by capture/check/report
+/// live). Those print their report on stdout, so the benchmark's own output
+/// goes to stderr.
+pub fn record_to(args: &MeasureArgs, path: &Path) -> anyhow::Result<PathBuf> {
+    Ok(record(args, path, Echo::Stderr)?.path)
+}
+
+pub struct RecordOutcome {
+    pub path: PathBuf,
+    pub end: EndRecord,
+}
+
+impl RecordOutcome {
+    /// 0 when the target ran to completion (or gate stopped it at the end of
+    /// the window); 3 when it failed: a failed benchmark is never a pass.
+    pub fn exit_code(&self) -> i32 {
+        if self.end.reason == "duration_reached" {
+            return exit_code::PASS;
+        }
+        match (self.end.exit_code, self.end.signal) {
+            (Some(0), _) => exit_code::PASS,
+            (None, None) => exit_code::PASS, // attached: exit status unknown
+            (code, signal) => {
+                eprintln!(
+                    "gate: the benchmark failed ({}); the trace is kept for diagnosis",
+                    match (code, signal) {
+                        (Some(c), _) => format!("exit status {c}"),
+                        (_, Some(s)) => format!("killed by signal {s}"),
+                        _ => "unknown status".into(),
+                    }
+                );
+                exit_code::INFRA
+            }
+        }
+    }
+}
+
+pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutcome, GateError> {
+    if !args.is_live() {
+        return Err(GateError::usage(
+            "nothing to record: give a command after '--' or --pid PID",
+        ));
+    }
+    if args.pid.is_some() && args.warmup_until.is_some() {
+        return Err(GateError::usage(
+            "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
+        ));
+    }
+    if args.interval < MIN_INTERVAL || args.interval > MAX_INTERVAL {
+        return Err(GateError::usage(format!(
+            "--interval {:?} is out of range; use 10ms to 10s (default 100ms)",
+            args.interval
+        )));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            GateError::usage(format!(
+                "cannot create '{}': {e}; choose another --output",
+                dir.display()
+            ))
+        })?;
+    }
+    target::install_interrupt_handler();
+    let start = Instant::now();
+    let mut fingerprint = Fingerprint {
+        host: host::host_info(),
+        ..Default::default()
+    };
+    let mut gpu_sampler: Option<GpuSampler> = None;
+    if !args.no_gpu {
+        let nvml = NvmlContext::init()?;
+        let v = nvml.versions();
+        fingerprint.driver_version = v.driver;
+        fingerprint.nvml_version = v.nvml;
+        fingerprint.cuda_driver_version = v.cuda_driver;
+        let indices = nvml.select(args.gpu.as_deref())?;
+        for &i in &indices {
+            fingerprint.gpus.push(nvml.gpu_info(i)?);
+        }
+        let mut sampler = nvml.sampler(&indices, start, args.gpm_interval)?;
+        // A probe tick discovers what each GPU cannot report, so the header
+        // can say so, and primes the first GPM sample.
+        let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());
+        for g in fingerprint.gpus.iter_mut() {
+            if let Some(u) = sampler.unsupported().get(&g.index) {
+                g.unsupported = u.clone();
+            }
+        }
+        gpu_sampler = Some(sampler);
+    }
+    let header = Header {
+        schema_version: SCHEMA_VERSION,
+        gate_version: crate::GATE_VERSION.to_string(),
+        start_time: rfc3339_utc(SystemTime::now()),
+        interval_ms: args.interval.as_millis() as u64,
+        warmup_ms: args.warmup.as_millis() as u64,
+        duration_ms: args.duration.map(|d| d.as_millis() as u64),
+        command: args.command.clone(),
+        attach_pid: args.pid,
+        tags: args.tags.iter().cloned().collect(),
+        fingerprint,
+        gpu_columns: GPU_METRICS.iter().map(|d| d.id.to_string()).collect(),
+        host_columns: HOST_METRICS.iter().map(|d| d.id.to_string()).collect(),
+        note: args.note.clone(),
+    };
+    // Validate everything before the target starts: a bad flag must neither
+    // launch the benchmark nor leave a trace behind.
+    let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
+    let mut target = match args.pid {
+        Some(pid) => Target::attach(pid)?,
+        None => Target::launch(&args.command, echo)?,
+    };
+    let mut writer = match TraceWriter::create(path, &header) {
+        Ok(w) => w,
+        Err(e) => {
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            return Err(e);
+        }
+    };
+    let t0 = target.started().unwrap_or(start);
+    let ms_since =
+        |at: Instant| round_value(at.saturating_duration_since(t0).as_secs_f64() * 1000.0);
+    writer.write(&Record::Event(EventRecord {
+        t: 0.0,
+        kind: EventKind::TargetStart,
+        gpu: None,
+        pid: Some(target.pid()),
+        code: None,
+        message: if args.command.is_empty() {
+            format!("attached to PID {}", target.pid())
+        } else {
+            args.command.join(" ")
+        },
+    }))?;
+
+    let mut profile = crate::sampler::CpuProfile::from_env();
+    let mut host_sampler = HostSampler::new();
+    let mut host_at: Option<Instant> = None;
+    let mut tree: HashSet<u32> = host::process_tree(target.pid());
+    let mut tree_at = Instant::now();
+    let live = std::io::stderr().is_terminal();
+    let mut live_at = t0;
+    let mut samples = 0u64;
+    let mut late = 0u64;
+    let mut next_tick = Instant::now();
+    let reason;
+    loop {
+        next_tick += args.interval;
+        let now = Instant::now();
+        if next_tick > now {
+            std::thread::sleep(next_tick - now);
+        } else if now - next_tick > args.interval {
+            // Fell behind by more than a tick (host overloaded, suspended):
+            // skip the missed ticks rather than burst, and say so.
+            late += 1;
+            if late <= 10 {
+                writer.write(&Record::Event(EventRecord {
+                    t: ms_since(now),
+                    kind: EventKind::LateSample,
+                    gpu: None,
+                    pid: None,
+                    code: None,
+                    message: format!(
+                        "sample {:.1} ms late",
+                        (now - next_tick).as_secs_f64() * 1000.0
+                    ),
+                }))?;
+            }
+            next_tick = now;
+        }
+        let now = Instant::now();
+        let t_ms = ms_since(now);
+        let c = profile.start();
+        if now.duration_since(tree_at) >= TREE_REFRESH {
+            let fresh = host::process_tree(target.pid());
+            if !fresh.is_empty() {
+                tree = fresh;
+            }
+            tree_at = now;
+        }
+        profile.stop("tree", c);
+        // /proc CPU times tick at 10 ms, so host counters sampled faster
+        // than HOST_PERIOD would be noise; in between they are missing.
+        let c = profile.start();
+        let mut h = if host_at.is_none_or(|t| now.duration_since(t) >= HOST_PERIOD) {
+            host_at = Some(now);
+            host_sampler.sample(&tree, now)
+        } else {
+            vec![None; HOST_METRICS.len()]
+        };
+        profile.stop("host", c);
+        let (mut g, extras) = match gpu_sampler.as_mut() {
+            Some(s) => s.sample(now, t_ms, &tree),
+            None => (Vec::new(), Default::default()),
+        };
+        let c = profile.start();
+        let warm = now.saturating_duration_since(t0) < args.warmup || !output.warmup_released();
+        if live && now.duration_since(live_at) >= Duration::from_secs(1) {
+            live_at = now;
+            print_live(
+                now.duration_since(t0),
+                &h,
+                g.first().map(|v| v.as_slice()),
+                warm,
+            );
+        }
+        // Rounded in place: a few decimals keep traces small and diffs stable.
+        for x in g.iter_mut().flatten().chain(h.iter_mut()) {
+            *x = x.map(round_value);
+        }
+        writer.write(&Record::Sample(SampleRecord {
+            t: t_ms,
+            w: warm,
+            g,
+            h,
+        }))?;
+        samples += 1;
+        for e in extras.events {
+            writer.write(&Record::Event(e))?;
+        }
+        for mut p in extras.processes {
+            for proc_ in p.procs.iter_mut() {
+                proc_.cpu_pct = host_sampler
+                    .last_cpu_pct
+                    .get(&proc_.pid)
+                    .map(|v| round_value(*v));
+                proc_.rss_mib = host_sampler.rss_mib(proc_.pid).map(round_value);
+            }
+            writer.write(&Record::Processes(p))?;
+        }
+        output.drain(&mut writer, &target, &ms_since)?;
+        writer.flush()?;
+        profile.stop("trace_write", c);
+        if target.poll_exit().is_some() {
+            reason = "target_exited";
+            break;
+        }
+        if target::interrupted() {
+            target.stop(libc::SIGINT, target::STOP_GRACE);
+            reason = "interrupted";
+            break;
+        }
+        // The window counts from the end of warm-up: the later of --warmup
+        // and the --warmup-until line.
+        let steady_since = output
+            .warmup_matched
+            .map(|m| m.saturating_duration_since(t0).max(args.warmup))
+            .unwrap_or(args.warmup);
+        if output.warmup_released()
+            && args
+                .duration
+                .is_some_and(|d| now.saturating_duration_since(t0) >= steady_since + d)
+        {
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            reason = "duration_reached";
+            break;
+        }
+    }
+    if live {
+        console::end_live();
+    }
+    profile.print();
+    if let Some(s) = &gpu_sampler {
+        s.profile.print();
+    }
+    let exit = target.wait();
+    output.drain(&mut writer, &target, &ms_since)?;
+    if !output.warmup_released() {
+        writer.write(&Record::Event(EventRecord {
+            t: ms_since(Instant::now()),
+            kind: EventKind::Note,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up".into(),
+        }))?;
+    }
+    if let Some(e) = exit {
+        writer.write(&Record::Event(EventRecord {
+            t: ms_since(e.at),
+            kind: EventKind::TargetExit,
+            gpu: None,
+            pid: Some(target.pid()),
+            code: e.code.map(i64::from),
+            message: match (e.code, e.signal) {
+                (Some(c), _) => format!("exit status {c}"),
+                (_, Some(s)) => format!("killed by signal {s}"),
+                _ if args.pid.is_some() => "attached process ended (status unknown)".into(),
+                _ => "status unknown".into(),
+            },
+        }))?;
+    }
+    if let Some(s) = &gpu_sampler {
+        for (gpu, joules) in s.energy_counter_j() {
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(Instant::now()),
+                kind: EventKind::Note,
+                gpu: Some(gpu),
+                pid: None,
+                code: None,
+                message: format!("NVML energy counter over the recording: {joules:.1} J (energy_j integrates power samples)"),
+            }))?;
+        }
+        for (gpu, unsupported) in s.unsupported() {
+            let header_knew = header
+                .fingerprint
+                .gpus
+                .iter()
+                .find(|g| g.index == gpu)
+                .map(|g| g.unsupported.clone())
+                .unwrap_or_default();
+            let new: Vec<String> = unsupported
+                .into_iter()
+                .filter(|u| !header_knew.contains(u))
+                .collect();
+            if !new.is_empty() {
+                writer.write(&Record::Event(EventRecord {
+                    t: ms_since(Instant::now()),
+                    kind: EventKind::Note,
+                    gpu: Some(gpu),
+                    pid: None,
+                    code: None,
+                    message: format!(
+                        "unsupported on this GPU (recorded as null): {}",
+                        new.join(", ")
+                    ),
+                }))?;
+            }
+        }
+    }
+    let metrics_file = match &args.metrics_file {
+        Some(p) => read_metrics_file(p, &mut writer, ms_since(Instant::now()))?,
+        None => None,
+    };
+    let end = EndRecord {
+        t: ms_since(Instant::now()),
+        samples,
+        late_samples: late,
+        exit_code: exit.and_then(|e| e.code),
+        signal: exit.and_then(|e| e.signal),
+        target_wall_s: match (target.started(), exit) {
+            (Some(s), Some(e)) => Some(round_value(e.at.duration_since(s).as_secs_f64())),
+            _ => None,
+        },
+        reason: reason.to_string(),
+        metrics_file,
+        target_gpus: match (&gpu_sampler, &args.gpu) {
+            (Some(s), None) if !s.target_gpus.is_empty() => {
+                Some(s.target_gpus.iter().copied().collect())
+            }
+            _ => None,
+        },
+    };
+    let path = writer.finish(end.clone())?;
+    Ok(RecordOutcome { path, end })
+}
+
+/// Keeps the target's stdout lines in the trace (up to a cap) and watches
+/// them for the `--warmup-until` pattern.
+struct OutputKeeper {
+    bytes: usize,
+    capped: bool,
+    warmup_until: Option<regex::Regex>,
+    /// When the first line matching `warmup_until` arrived.
+    warmup_matched: Option<Instant>,
+}
+
+impl OutputKeeper {
+    fn new(warmup_until: Option<&str>) -> Result<OutputKeeper, GateError> {
+        let warmup_until = warmup_until
+            .map(|p| {
+                regex::Regex::new(p).map_err(|e| {
+                    GateError::usage(format!(
+                        "--warmup-until '{p}' is not a valid regex ({e}); e.g. --warmup-until '^step 10 '"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(OutputKeeper {
+            bytes: 0,
+            capped: false,
+            warmup_until,
+            warmup_matched: None,
+        })
+    }
+
+    /// The steady window may start: the pattern matched, or there is none.
+    fn warmup_released(&self) -> bool {
+        self.warmup_until.is_none() || self.warmup_matched.is_some()
+    }
+
+    fn drain(
+        &mut self,
+        writer: &mut TraceWriter,
+        target: &Target,
+        ms_since: &dyn Fn(Instant) -> f64,
+    ) -> Result<(), GateError> {
+        for (at, line) in target.drain_output() {
+            if self.warmup_matched.is_none()
+                && self
+                    .warmup_until
+                    .as_ref()
+                    .is_some_and(|re| re.is_match(&line))
+            {
+                self.warmup_matched = Some(at);
+                writer.write(&Record::Event(EventRecord {
+                    t: ms_since(at),
+                    kind: EventKind::Note,
+                    gpu: None,
+                    pid: None,
+                    code: None,
+                    message: format!("warm-up released by --warmup-until at output line: {line}"),
+                }))?;
+            }
+            if self.bytes + line.len() > OUTPUT_CAP_BYTES {
+                if !self.capped {
+                    self.capped = true;
+                    writer.write(&Record::Event(EventRecord {
+                        t: ms_since(at),
+                        kind: EventKind::OutputTruncated,
+                        gpu: None,
+                        pid: None,
+                        code: None,
+                        message: format!(
+                            "stdout beyond {OUTPUT_CAP_BYTES} bytes is passed through but not kept in the trace"
+                        ),
+                    }))?;
+                }
+                continue;
+            }
+            self.bytes += line.len();
+            writer.write(&Record::Output(OutputRecord {
+                t: ms_since(at),
+                line,
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+fn read_metrics_file(
+    path: &Path,
+    writer: &mut TraceWriter,
+    t_ms: f64,
+) -> Result<Option<String>, GateError> {
+    let note = |writer: &mut TraceWriter, message: String| {
+        writer.write(&Record::Event(EventRecord {
+            t: t_ms,
+            kind: EventKind::Note,
+            gpu: None,
+            pid: None,
+            code: None,
+            message,
+        }))
+    };
+    // A regular file of at most 1 MiB: the benchmark could leave a FIFO
+    // or a link to /dev/zero there.
+    match crate::files::read_input(path, crate::limits::MAX_METRICS_FILE_BYTES) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            note(
+                writer,
+                format!("--metrics-file '{}' {e}; not embedded", path.display()),
+            )?;
+            Ok(None)
+        }
+        Err(e) => {
+            note(
+                writer,
+                format!(
+                    "--metrics-file '{}' was not written by the benchmark: {e}",
+                    path.display()
+                ),
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// One status line on a terminal: elapsed time and a few current readings
+/// (first GPU). Never printed when stderr is not a TTY.
+fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>]>, warm: bool) {
+    let fmt = |v: Option<f64>, unit: &str| {
+        v.map(|x| format!("{x:.0}{unit}"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let host_at = |id: &str| {
+        HOST_METRICS
+            .iter()
+            .position(|d| d.id == id)
+            .and_then(|i| host.get(i).copied().flatten())
+    };
+    let mut line = format!(
+        "gate: {:>6.1}s{}  target CPU {}",
+        elapsed.as_secs_f64(),
+        if warm { " (warm-up)" } else { "" },
+        fmt(host_at("target_cpu_pct"), "%")
+    );
+    if let Some(g) = gpu {
+        let at = |id: &str| {
+            GPU_METRICS
+                .iter()
+                .position(|d| d.id == id)
+                .and_then(|i| g.get(i).copied().flatten())
+        };
+        line.push_str(&format!(
+            "  GPU0 busy {}  SM {}  tensor {}  {}",
+            fmt(at("gpu_busy_pct"), "%"),
+            fmt(at("sm_active_pct"), "%"),
+            fmt(at("tensor_pct"), "%"),
+            fmt(at("power_w"), " W")
+        ));
+    }
+    console::show_live(&line);
+}
+
+/// RFC 3339 UTC timestamp (seconds precision).
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    crate::baseline::rfc3339_from_unix(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_utc(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_910_400); // 2026-11-29
+        assert_eq!(rfc3339_utc(t), "2026-11-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,92 @@
+//! Check reporters: one file per output format, all rendering the same
+//! `gate::CheckReport` through the `Reporter` trait. Reporters are pure:
+//! the same report gives the same bytes (no clock, no host lookups), so a
+//! replayed trace can be snapshot-tested.
+
+pub mod github;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod openmetrics;
+pub mod terminal;
+
+use crate::gate::CheckReport;
+
+/// One output format.
+pub trait Reporter {
+    /// The whole document, ending with a newline.
+    fn render(&self, report: &CheckReport) -> String;
+}
+
+/// Text of one metric value with its unit, `n/a` when absent.
+pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(v) if unit.is_empty() || unit == "count" => crate::gate::fmt_num(v),
+        Some(v) if unit == "%" => format!("{} %", crate::gate::fmt_num(v)),
+        Some(v) => format!("{} {unit}", crate::gate::fmt_num(v)),
+        None => "n/a".into(),
+    }
+}
+
+/// `+12.3 %` (relative) or the absolute change when the baseline is 0.
+pub fn change_text(m: &crate::gate::MetricResult) -> String {
+    match (m.change_pct, m.change) {
+        (Some(p), _) => format!("{}{} %", if p >= 0.0 { "+" } else { "" }, fmt_pct(p)),
+        (None, Some(c)) => format!(
+            "{}{}",
+            if c >= 0.0 { "+" } else { "" },
+            value_with_unit(Some(c), &m.unit)
+        ),
+        _ => "".into(),
+    }
+}
+
+fn fmt_pct(p: f64) -> String {
+    if p.abs() >= 100.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
+}
+
+/// `±9.7 %`: the effective tolerance in the metric's unit.
+pub fn tolerance_text(m: &crate::gate::MetricResult) -> String {
+    match m.tolerance {
+        Some(t) if m.gated => format!("±{}", value_with_unit(Some(t), &m.unit)),
+        _ => "".into(),
+    }
+}
+
+pub fn noise_text(m: &crate::gate::MetricResult) -> String {
+    match m.noise {
+        Some(n) if m.gated => format!("±{}", value_with_unit(Some(n), &m.unit)),
+        _ => "".into(),
+    }
+}
+
+/// One line per failing metric or run-level reason, for annotations and
+/// JUnit: what moved, by how much, against which tolerance, and why.
+pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> String {
+    let mut s = format!(
+        "{} ({}): baseline {}, new {}, change {}, tolerance {}, noise band {}. {}",
+        m.label(),
+        m.statistic.as_str(),
+        value_with_unit(m.baseline, &m.unit),
+        value_with_unit(m.new, &m.unit),
+        change_text(m),
+        tolerance_text(m),
+        noise_text(m),
+        m.reason
+    );
+    let diag = report.diagnosis_text.clone();
+    if !diag.is_empty() {
+        s.push_str("\nDiagnosis:\n");
+        for d in diag {
+            s.push_str(&format!("- {d}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support;
