@@ -1,8 +1,10 @@
-//! Command-line surface (clap derive). Each subcommand's flags live beside
-//! its implementation in `commands/`; this file only assembles them.
+//! Command-line surface (clap derive) and the top of the house: each
+//! subcommand's flags live beside its implementation in `commands/`; this
+//! file assembles them and hands each to its command. Dependencies point
+//! one way: main -> cli -> commands -> the library.
 
 use crate::commands::{capture, check, diff, doctor, history, record, report, tools};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -48,4 +50,86 @@ pub enum Command {
     Completions(tools::CompletionsArgs),
     /// Print the man page (roff); SUBCOMMAND for one command, --out-dir for all pages
     Man(tools::ManArgs),
+}
+
+/// Run the parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Record(a) => record::run(a),
+        Command::Doctor(a) => doctor::run(a),
+        Command::Capture(a) => capture::run(a),
+        Command::Check(a) => check::run(a),
+        Command::Diff(a) => diff::run(a),
+        Command::Report(a) => report::run(a),
+        Command::History(a) => history::run(a),
+        Command::Completions(a) => tools::completions(a, Cli::command()),
+        Command::Man(a) => tools::man(a, Cli::command()),
+    }
+}
+
+// Completions and man pages are tested here, with the real CLI: `tools`
+// itself never imports `cli` (no import cycle).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::tools::{man_command, render_page, write_pages, BIN_NAME};
+    use clap_complete::Shell;
+
+    fn render_completions(shell: Shell) -> String {
+        let mut cmd = Cli::command();
+        let mut buf = Vec::new();
+        clap_complete::generate(shell, &mut cmd, BIN_NAME, &mut buf);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn every_shell_gets_a_script_naming_the_subcommands() {
+        for shell in [
+            Shell::Bash,
+            Shell::Zsh,
+            Shell::Fish,
+            Shell::Elvish,
+            Shell::PowerShell,
+        ] {
+            let script = render_completions(shell);
+            for sub in ["capture", "check", "report", "completions"] {
+                assert!(script.contains(sub), "{shell:?} completion lacks '{sub}'");
+            }
+        }
+        // bash registers the function for the binary name users type.
+        assert!(render_completions(Shell::Bash).contains("complete -F _gate"));
+    }
+
+    #[test]
+    fn man_page_is_roff_and_deterministic() {
+        let render =
+            || String::from_utf8(render_page(man_command(Cli::command())).unwrap()).unwrap();
+        let page = render();
+        assert!(page.starts_with(".ie"), "{}", &page[..40.min(page.len())]);
+        assert!(page.contains(".TH gate 1"));
+        assert!(
+            page.contains("Exit codes"),
+            "long_about must reach the page"
+        );
+        assert_eq!(page, render(), "no date or other varying content");
+    }
+
+    #[test]
+    fn out_dir_gets_one_page_per_subcommand() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_pages(man_command(Cli::command()), dir.path()).unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.contains(&"gate.1".to_string()), "{names:?}");
+        assert!(names.contains(&"gate-check.1".to_string()), "{names:?}");
+        assert!(!names.iter().any(|n| n == "gate-help.1"), "{names:?}");
+        let check = std::fs::read_to_string(dir.path().join("gate-check.1")).unwrap();
+        let title = check.lines().find(|l| l.starts_with(".TH")).unwrap_or("");
+        assert!(
+            title.contains(&format!("\"gate {}\"", crate::GATE_VERSION)),
+            "subcommand pages carry gate's version as source: {title}"
+        );
+    }
 }

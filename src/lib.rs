@@ -15,6 +15,7 @@ pub mod error;
 pub mod exit_code;
 /// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
 pub mod files;
+pub mod format;
 pub mod gate;
 pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).

@@ -2,11 +2,11 @@
 //! Nothing else in the program calls `process::exit`.
 
 use clap::Parser;
-use gpugate::{cli::Cli, commands, error::exit_code_of};
+use gpugate::{cli, cli::Cli, error::exit_code_of};
 
 fn main() {
-    let cli = Cli::parse();
-    let code = match commands::run(cli) {
+    let args = Cli::parse();
+    let code = match cli::run(args) {
         Ok(code) => code,
         Err(err) => {
             // One line: the outermost context, then the cause chain.

@@ -16,10 +16,8 @@
 //! - Ctrl-C (or SIGTERM to gate) is forwarded to a launched command; the
 //!   trace is finished with reason "interrupted".
 
-use crate::commands::measure::MeasureArgs;
 use crate::console::{self, Echo};
 use crate::error::GateError;
-use crate::exit_code;
 use crate::metrics::{GPU_METRICS, HOST_METRICS};
 use crate::sampler::host::{self, HostSampler};
 use crate::sampler::nvml::{GpuSampler, NvmlContext};
@@ -28,15 +26,50 @@ use crate::trace::{
     round_value, EndRecord, EventKind, EventRecord, Fingerprint, Header, OutputRecord, Record,
     SampleRecord, TraceWriter, SCHEMA_VERSION,
 };
-use std::collections::HashSet;
-use std::io::IsTerminal;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+/// What to record, already validated: `commands::measure` builds it from
+/// the flags (ranges checked, `--warmup-until` compiled), so the engine
+/// never sees a command-line type and never starts a target on a bad flag.
+#[derive(Debug, Clone)]
+pub struct RecordPlan {
+    /// Command to launch (argv, never through a shell); empty when attaching.
+    pub command: Vec<String>,
+    /// Attach to this running process instead of launching `command`.
+    pub pid: Option<u32>,
+    /// Sampling interval of NVML and host counters, within
+    /// `MIN_INTERVAL..=MAX_INTERVAL`.
+    pub interval: Duration,
+    /// GPM period (each GPM value averages one period).
+    pub gpm_interval: Duration,
+    /// Samples in the first `warmup` are marked warm-up.
+    pub warmup: Duration,
+    /// Warm-up also lasts until a stdout line matches (launch mode only).
+    pub warmup_until: Option<regex::Regex>,
+    /// Length of the measured window after warm-up; None: until the target exits.
+    pub duration: Option<Duration>,
+    /// GPU selection as `NvmlContext::select` reads it ('0,2', 'all');
+    /// None: every visible GPU, statistics on those the target used.
+    pub gpu: Option<String>,
+    /// Host counters only (no NVML).
+    pub no_gpu: bool,
+    /// Labels stored in the trace header.
+    pub tags: BTreeMap<String, String>,
+    /// A file the benchmark writes with its own metrics, embedded at the end.
+    pub metrics_file: Option<PathBuf>,
+    /// Free-text provenance stored in the header.
+    pub note: Option<String>,
+    /// Print a one-line status every second on stderr (the caller decides:
+    /// stderr is a terminal).
+    pub live_status: bool,
+}
+
 /// Interval limits: below 10 ms NVML's own refresh makes samples repeats;
 /// above 10 s a run has too few samples to judge.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
-const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// Host counters are sampled at most this often (95 ms: a 100 ms tick that
 /// fires a little early still samples).
 const HOST_PERIOD: Duration = Duration::from_millis(95);
@@ -45,60 +78,15 @@ const TREE_REFRESH: Duration = Duration::from_millis(500);
 /// Stdout kept in the trace, at most (the rest still passes through).
 const OUTPUT_CAP_BYTES: usize = 4 * 1024 * 1024;
 
-/// Record into `path` and return the final path (used by capture/check/report
-/// live). Those print their report on stdout, so the benchmark's own output
-/// goes to stderr.
-pub fn record_to(args: &MeasureArgs, path: &Path) -> anyhow::Result<PathBuf> {
-    Ok(record(args, path, Echo::Stderr)?.path)
-}
-
 pub struct RecordOutcome {
     pub path: PathBuf,
     pub end: EndRecord,
 }
 
-impl RecordOutcome {
-    /// 0 when the target ran to completion (or gate stopped it at the end of
-    /// the window); 3 when it failed: a failed benchmark is never a pass.
-    pub fn exit_code(&self) -> i32 {
-        if self.end.reason == "duration_reached" {
-            return exit_code::PASS;
-        }
-        match (self.end.exit_code, self.end.signal) {
-            (Some(0), _) => exit_code::PASS,
-            (None, None) => exit_code::PASS, // attached: exit status unknown
-            (code, signal) => {
-                eprintln!(
-                    "gate: the benchmark failed ({}); the trace is kept for diagnosis",
-                    match (code, signal) {
-                        (Some(c), _) => format!("exit status {c}"),
-                        (_, Some(s)) => format!("killed by signal {s}"),
-                        _ => "unknown status".into(),
-                    }
-                );
-                exit_code::INFRA
-            }
-        }
-    }
-}
-
-pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutcome, GateError> {
-    if !args.is_live() {
-        return Err(GateError::usage(
-            "nothing to record: give a command after '--' or --pid PID",
-        ));
-    }
-    if args.pid.is_some() && args.warmup_until.is_some() {
-        return Err(GateError::usage(
-            "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
-        ));
-    }
-    if args.interval < MIN_INTERVAL || args.interval > MAX_INTERVAL {
-        return Err(GateError::usage(format!(
-            "--interval {:?} is out of range; use 10ms to 10s (default 100ms)",
-            args.interval
-        )));
-    }
+/// Record the plan's target into `path` (written as `path.partial` until
+/// the recording ends). A launched target's stdout is kept in the trace and
+/// passed on to `echo`.
+pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcome, GateError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             GateError::usage(format!(
@@ -114,17 +102,17 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
         ..Default::default()
     };
     let mut gpu_sampler: Option<GpuSampler> = None;
-    if !args.no_gpu {
+    if !plan.no_gpu {
         let nvml = NvmlContext::init()?;
         let v = nvml.versions();
         fingerprint.driver_version = v.driver;
         fingerprint.nvml_version = v.nvml;
         fingerprint.cuda_driver_version = v.cuda_driver;
-        let indices = nvml.select(args.gpu.as_deref())?;
+        let indices = nvml.select(plan.gpu.as_deref())?;
         for &i in &indices {
             fingerprint.gpus.push(nvml.gpu_info(i)?);
         }
-        let mut sampler = nvml.sampler(&indices, start, args.gpm_interval)?;
+        let mut sampler = nvml.sampler(&indices, start, plan.gpm_interval)?;
         // A probe tick discovers what each GPU cannot report, so the header
         // can say so, and primes the first GPM sample.
         let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());
@@ -138,24 +126,24 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
     let header = Header {
         schema_version: SCHEMA_VERSION,
         gate_version: crate::GATE_VERSION.to_string(),
-        start_time: rfc3339_utc(SystemTime::now()),
-        interval_ms: args.interval.as_millis() as u64,
-        warmup_ms: args.warmup.as_millis() as u64,
-        duration_ms: args.duration.map(|d| d.as_millis() as u64),
-        command: args.command.clone(),
-        attach_pid: args.pid,
-        tags: args.tags.iter().cloned().collect(),
+        start_time: crate::format::rfc3339_utc(SystemTime::now()),
+        interval_ms: plan.interval.as_millis() as u64,
+        warmup_ms: plan.warmup.as_millis() as u64,
+        duration_ms: plan.duration.map(|d| d.as_millis() as u64),
+        command: plan.command.clone(),
+        attach_pid: plan.pid,
+        tags: plan.tags.clone(),
         fingerprint,
         gpu_columns: GPU_METRICS.iter().map(|d| d.id.to_string()).collect(),
         host_columns: HOST_METRICS.iter().map(|d| d.id.to_string()).collect(),
-        note: args.note.clone(),
+        note: plan.note.clone(),
     };
-    // Validate everything before the target starts: a bad flag must neither
-    // launch the benchmark nor leave a trace behind.
-    let mut output = OutputKeeper::new(args.warmup_until.as_deref())?;
-    let mut target = match args.pid {
+    // The plan was validated before we got here: a bad flag neither
+    // launches the benchmark nor leaves a trace behind.
+    let mut output = OutputKeeper::new(plan.warmup_until.clone());
+    let mut target = match plan.pid {
         Some(pid) => Target::attach(pid)?,
-        None => Target::launch(&args.command, echo)?,
+        None => Target::launch(&plan.command, echo)?,
     };
     let mut writer = match TraceWriter::create(path, &header) {
         Ok(w) => w,
@@ -173,10 +161,10 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
         gpu: None,
         pid: Some(target.pid()),
         code: None,
-        message: if args.command.is_empty() {
+        message: if plan.command.is_empty() {
             format!("attached to PID {}", target.pid())
         } else {
-            args.command.join(" ")
+            plan.command.join(" ")
         },
     }))?;
 
@@ -185,18 +173,18 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
     let mut host_at: Option<Instant> = None;
     let mut tree: HashSet<u32> = host::process_tree(target.pid());
     let mut tree_at = Instant::now();
-    let live = std::io::stderr().is_terminal();
+    let live = plan.live_status;
     let mut live_at = t0;
     let mut samples = 0u64;
     let mut late = 0u64;
     let mut next_tick = Instant::now();
     let reason;
     loop {
-        next_tick += args.interval;
+        next_tick += plan.interval;
         let now = Instant::now();
         if next_tick > now {
             std::thread::sleep(next_tick - now);
-        } else if now - next_tick > args.interval {
+        } else if now - next_tick > plan.interval {
             // Fell behind by more than a tick (host overloaded, suspended):
             // skip the missed ticks rather than burst, and say so.
             late += 1;
@@ -241,7 +229,7 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
             None => (Vec::new(), Default::default()),
         };
         let c = profile.start();
-        let warm = now.saturating_duration_since(t0) < args.warmup || !output.warmup_released();
+        let warm = now.saturating_duration_since(t0) < plan.warmup || !output.warmup_released();
         if live && now.duration_since(live_at) >= Duration::from_secs(1) {
             live_at = now;
             print_live(
@@ -291,10 +279,10 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
         // and the --warmup-until line.
         let steady_since = output
             .warmup_matched
-            .map(|m| m.saturating_duration_since(t0).max(args.warmup))
-            .unwrap_or(args.warmup);
+            .map(|m| m.saturating_duration_since(t0).max(plan.warmup))
+            .unwrap_or(plan.warmup);
         if output.warmup_released()
-            && args
+            && plan
                 .duration
                 .is_some_and(|d| now.saturating_duration_since(t0) >= steady_since + d)
         {
@@ -332,7 +320,7 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
             message: match (e.code, e.signal) {
                 (Some(c), _) => format!("exit status {c}"),
                 (_, Some(s)) => format!("killed by signal {s}"),
-                _ if args.pid.is_some() => "attached process ended (status unknown)".into(),
+                _ if plan.pid.is_some() => "attached process ended (status unknown)".into(),
                 _ => "status unknown".into(),
             },
         }))?;
@@ -375,7 +363,7 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
             }
         }
     }
-    let metrics_file = match &args.metrics_file {
+    let metrics_file = match &plan.metrics_file {
         Some(p) => read_metrics_file(p, &mut writer, ms_since(Instant::now()))?,
         None => None,
     };
@@ -391,7 +379,7 @@ pub fn record(args: &MeasureArgs, path: &Path, echo: Echo) -> Result<RecordOutco
         },
         reason: reason.to_string(),
         metrics_file,
-        target_gpus: match (&gpu_sampler, &args.gpu) {
+        target_gpus: match (&gpu_sampler, &plan.gpu) {
             (Some(s), None) if !s.target_gpus.is_empty() => {
                 Some(s.target_gpus.iter().copied().collect())
             }
@@ -413,22 +401,13 @@ struct OutputKeeper {
 }
 
 impl OutputKeeper {
-    fn new(warmup_until: Option<&str>) -> Result<OutputKeeper, GateError> {
-        let warmup_until = warmup_until
-            .map(|p| {
-                regex::Regex::new(p).map_err(|e| {
-                    GateError::usage(format!(
-                        "--warmup-until '{p}' is not a valid regex ({e}); e.g. --warmup-until '^step 10 '"
-                    ))
-                })
-            })
-            .transpose()?;
-        Ok(OutputKeeper {
+    fn new(warmup_until: Option<regex::Regex>) -> OutputKeeper {
+        OutputKeeper {
             bytes: 0,
             capped: false,
             warmup_until,
             warmup_matched: None,
-        })
+        }
     }
 
     /// The steady window may start: the pattern matched, or there is none.
@@ -559,25 +538,4 @@ fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>
         ));
     }
     console::show_live(&line);
-}
-
-/// RFC 3339 UTC timestamp (seconds precision).
-pub fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    crate::baseline::rfc3339_from_unix(secs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_known_dates() {
-        assert_eq!(rfc3339_utc(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_910_400); // 2026-11-29
-        assert_eq!(rfc3339_utc(t), "2026-11-29T00:00:00Z");
-    }
 }

@@ -11,7 +11,6 @@
 //! (`runs`), so the gate knows how much the statistic moves between two
 //! runs of the same code (see `gate.rs` and docs/gating.md).
 
-use crate::commands::measure::MeasureArgs;
 use crate::config::{toml_error, Config, UserMetricValue};
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
@@ -966,41 +965,6 @@ pub fn unified_diff(old: &str, new: &str, label: &str) -> String {
         .to_string()
 }
 
-/// Current time, RFC 3339 UTC, second precision. Only capture uses it.
-pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339_from_unix(secs)
-}
-
-pub fn rfc3339_from_unix(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
-}
-
-/// Tags given on the command line, as a map.
-pub fn cli_tags(args: &MeasureArgs) -> BTreeMap<String, String> {
-    args.tags.iter().cloned().collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1170,13 +1134,6 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("writer = "));
         assert_eq!(text.lines().count(), 2001, "a whole file from one writer");
-    }
-
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(1_796_000_000), "2026-11-30T00:53:20Z");
-        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
     }
 
     #[test]

@@ -118,9 +118,9 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     }
 
     let meta = BuildMeta {
-        created: baseline::now_rfc3339(),
+        created: crate::format::now_rfc3339(),
         commit: detect_commit(args.commit.as_deref()),
-        tags: baseline::cli_tags(&args.measure),
+        tags: args.measure.tags.iter().cloned().collect(),
     };
     let b = baseline::build(&args.baseline, &inputs, &config, args.multi_node, &meta)?;
     let text = baseline::to_toml(

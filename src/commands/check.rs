@@ -149,7 +149,8 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         rules: &rules,
     });
     // History (and drift, which may add findings to the report) before rendering.
-    let tags = baseline::cli_tags(&args.measure);
+    let tags: std::collections::BTreeMap<String, String> =
+        args.measure.tags.iter().cloned().collect();
     super::history::after_check(
         &args.history,
         &config,

@@ -3,9 +3,12 @@
 //! Live measurement always goes through a trace file, so a live run and its
 //! replay are judged by exactly the same code.
 
+use crate::console::Echo;
 use crate::error::GateError;
+use crate::record::{self, RecordPlan};
 use crate::trace::Trace;
 use clap::Args;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -75,6 +78,53 @@ impl MeasureArgs {
     pub fn is_live(&self) -> bool {
         self.pid.is_some() || !self.command.is_empty()
     }
+
+    /// The validated plan the recording engine runs: every flag is checked
+    /// here, before anything is launched or written.
+    pub fn record_plan(&self) -> Result<RecordPlan, GateError> {
+        if !self.is_live() {
+            return Err(GateError::usage(
+                "nothing to record: give a command after '--' or --pid PID",
+            ));
+        }
+        if self.pid.is_some() && self.warmup_until.is_some() {
+            return Err(GateError::usage(
+                "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
+            ));
+        }
+        if self.interval < record::MIN_INTERVAL || self.interval > record::MAX_INTERVAL {
+            return Err(GateError::usage(format!(
+                "--interval {:?} is out of range; use 10ms to 10s (default 100ms)",
+                self.interval
+            )));
+        }
+        let warmup_until = self
+            .warmup_until
+            .as_deref()
+            .map(|p| {
+                regex::Regex::new(p).map_err(|e| {
+                    GateError::usage(format!(
+                        "--warmup-until '{p}' is not a valid regex ({e}); e.g. --warmup-until '^step 10 '"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(RecordPlan {
+            command: self.command.clone(),
+            pid: self.pid,
+            interval: self.interval,
+            gpm_interval: self.gpm_interval,
+            warmup: self.warmup,
+            warmup_until,
+            duration: self.duration,
+            gpu: self.gpu.clone(),
+            no_gpu: self.no_gpu,
+            tags: self.tags.iter().cloned().collect(),
+            metrics_file: self.metrics_file.clone(),
+            note: self.note.clone(),
+            live_status: std::io::stderr().is_terminal(),
+        })
+    }
 }
 
 /// Parse `100ms`, `30s`, `5m`, `1h`, `1.5s`; a bare number means seconds.
@@ -139,6 +189,7 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
             trace_dir.display()
         ))
     })?;
+    let plan = args.record_plan()?;
     let mut traces = Vec::new();
     for run in 0..runs.max(1) {
         let stamp = std::time::SystemTime::now()
@@ -149,8 +200,10 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
         if runs > 1 {
             eprintln!("gate: run {}/{}", run + 1, runs);
         }
-        let outcome = crate::record::record_to(args, &path)?;
-        traces.push(Trace::load(&outcome)?);
+        // The caller prints its report on stdout, so the benchmark's own
+        // output goes to stderr.
+        let outcome = record::record(&plan, &path, Echo::Stderr)?;
+        traces.push(Trace::load(&outcome.path)?);
     }
     Ok(traces)
 }

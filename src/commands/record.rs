@@ -4,7 +4,8 @@
 use super::measure::MeasureArgs;
 use crate::console::Echo;
 use crate::error::GateError;
-use crate::record::record;
+use crate::exit_code;
+use crate::record::{record, RecordOutcome};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -22,12 +23,35 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         return Err(GateError::usage("'gate record' measures live: give a command after '--' or --pid PID (--replay is for check, capture and report)").into());
     }
     // `gate record` prints no report on stdout: the benchmark's output stays there.
-    let outcome = record(&args.measure, &args.output, Echo::Stdout)?;
+    let outcome = record(&args.measure.record_plan()?, &args.output, Echo::Stdout)?;
     eprintln!(
         "gate: trace written to '{}' ({} samples, {})",
         outcome.path.display(),
         outcome.end.samples,
         outcome.end.reason
     );
-    Ok(outcome.exit_code())
+    Ok(exit_code_of(&outcome))
+}
+
+/// 0 when the target ran to completion (or gate stopped it at the end of
+/// the window); 3 when it failed: a failed benchmark is never a pass.
+fn exit_code_of(outcome: &RecordOutcome) -> i32 {
+    if outcome.end.reason == "duration_reached" {
+        return exit_code::PASS;
+    }
+    match (outcome.end.exit_code, outcome.end.signal) {
+        (Some(0), _) => exit_code::PASS,
+        (None, None) => exit_code::PASS, // attached: exit status unknown
+        (code, signal) => {
+            eprintln!(
+                "gate: the benchmark failed ({}); the trace is kept for diagnosis",
+                match (code, signal) {
+                    (Some(c), _) => format!("exit status {c}"),
+                    (_, Some(s)) => format!("killed by signal {s}"),
+                    _ => "unknown status".into(),
+                }
+            );
+            exit_code::INFRA
+        }
+    }
 }

@@ -15,7 +15,7 @@
 
 use super::{RunKind, RunRecord};
 use crate::gate::fmt_num;
-use crate::report::html::escape;
+use crate::report::run::html::escape;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 

@@ -143,10 +143,10 @@ pub fn render_text(l: &Listing) -> String {
                     opt(&r.branch),
                     short(&r.commit),
                     m.and_then(|m| m.baseline_value)
-                        .map(|v| crate::report::value_with_unit(Some(v), unit))
+                        .map(|v| crate::report::check::value_with_unit(Some(v), unit))
                         .unwrap_or_else(|| "n/a".into()),
                     m.and_then(|m| m.value)
-                        .map(|v| crate::report::value_with_unit(Some(v), unit))
+                        .map(|v| crate::report::check::value_with_unit(Some(v), unit))
                         .unwrap_or_else(|| "n/a".into()),
                     m.and_then(|m| m.change_pct)
                         .map(|p| format!("{p:+.1} %"))

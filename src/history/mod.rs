@@ -93,7 +93,7 @@ impl Location {
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(HistoryError::BadLocation(format!(
                 "history location scheme '{}' is not supported; use a file path, sqlite:PATH or postgres://USER@HOST/DB",
-                crate::report::html::escape(scheme)
+                crate::report::run::html::escape(scheme)
             )));
         }
         Ok(Location::Sqlite(PathBuf::from(url)))
@@ -360,7 +360,7 @@ pub struct HistoryConfig {
 /// Unix time now as RFC 3339 UTC (the only clock read of this module,
 /// used when a run is recorded).
 pub fn now_rfc3339() -> String {
-    crate::baseline::now_rfc3339()
+    crate::format::now_rfc3339()
 }
 
 #[cfg(test)]
