@@ -38,12 +38,13 @@
 //! metric not measured; exit 3) > `pass` (exit 0). A crashed benchmark is
 //! never a pass, whatever its counters say.
 
-use crate::baseline::{Baseline, BaselineMetric, Environment, RunInput};
+use crate::baseline::{Baseline, BaselineMetric, Environment};
 use crate::config::{Config, Policy};
 use crate::diagnose::{Finding, RuleSet};
 use crate::exit_code;
 use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;
+use crate::summary::RunInput;
 use serde::Serialize;
 
 /// Version of the JSON report format.

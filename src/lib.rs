@@ -25,6 +25,7 @@ pub mod record;
 pub mod report;
 pub mod sampler;
 pub mod stats;
+pub mod summary;
 /// SYNTHETIC traces (header note says "synthetic"; never a measurement):
 /// the one generator behind the tests, benchmarks and docs examples.
 pub mod synthetic;

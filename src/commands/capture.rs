@@ -4,11 +4,11 @@
 //! wants `--replace`.
 
 use super::measure::{self, MeasureArgs};
-use crate::baseline::RunInput;
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate;
+use crate::summary::RunInput;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -5,11 +5,12 @@
 //! gate.toml from the working tree or from a git ref.
 
 use super::measure::{self, MeasureArgs};
-use crate::baseline::{self, Baseline, RunInput};
+use crate::baseline::{self, Baseline};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{self, CheckReport};
 use crate::report::check::{self as report, Reporter};
+use crate::summary::RunInput;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};

@@ -4,13 +4,13 @@
 //! request when a baseline is refreshed). Informational: exit 0.
 
 use super::check::Format;
-use crate::baseline::RunInput;
 use crate::baseline::{self, Baseline, BuildMeta};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::fmt_num;
 use crate::metrics;
 use crate::report::check::value_with_unit;
+use crate::summary::RunInput;
 use crate::trace::Trace;
 use clap::Args;
 use serde::Serialize;

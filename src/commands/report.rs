@@ -7,11 +7,11 @@
 //! report is built from a trace, so a replay reproduces it byte for byte.
 
 use super::measure::{self, parse_duration, MeasureArgs};
-use crate::baseline::RunInput;
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::report::run::{self as run_report, html};
+use crate::summary::RunInput;
 use crate::trace::Trace;
 use anyhow::Context;
 use clap::{Args, ValueEnum};

@@ -1,0 +1,564 @@
+//! How a baseline is stored: the review-friendly TOML text (stable key
+//! order, 4 significant digits, header comment saying how to refresh it),
+//! loading with `file: line L, column C` errors and a clear message for a
+//! future schema, and the never-lose-data write (lock file, diff on
+//! replace, temp file + fsync + rename).
+
+use super::{Baseline, SCHEMA_VERSION};
+use crate::config::toml_error;
+use crate::error::GateError;
+use serde::Deserialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Significant digits kept in the TOML file: enough to gate at 0.1 %,
+/// few enough that a re-capture does not rewrite every line.
+pub const SIGNIFICANT_DIGITS: usize = 4;
+
+// ---------------------------------------------------------------- rendering
+
+/// The review-friendly TOML text of a baseline: header comment, fields in
+/// schema order, maps sorted, floats at `SIGNIFICANT_DIGITS`, each run's
+/// summary on one line.
+pub fn to_toml(b: &Baseline, refresh_hint: &str) -> String {
+    let value = toml::Value::try_from(b).expect("a baseline always serializes to TOML");
+    let table = match value {
+        toml::Value::Table(t) => t,
+        _ => unreachable!("a struct serializes to a table"),
+    };
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# gate baseline '{}' (schema_version {}), written by gate {}.\n",
+        comment_safe(&b.name),
+        SCHEMA_VERSION,
+        comment_safe(&b.gate_version)
+    ));
+    out.push_str("# Refresh it (after an intended performance change) with:\n");
+    out.push_str(&format!("#   {}\n", comment_safe(refresh_hint)));
+    out.push_str("# Review changes like code: a lower baseline loosens the gate for everyone.\n\n");
+    write_table(&mut out, &mut Vec::new(), &table);
+    out
+}
+
+/// The command that refreshes a baseline, for its header comment.
+pub fn refresh_hint(name: &str, command: &[String]) -> String {
+    let mut s = format!("gate capture --baseline {name} --replace");
+    if command.is_empty() {
+        s.push_str(" [--runs N] -- CMD");
+    } else {
+        s.push_str(" --");
+        for a in command {
+            s.push(' ');
+            s.push_str(&shell_word(a));
+        }
+    }
+    s
+}
+
+fn shell_word(a: &str) -> String {
+    if !a.is_empty()
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+/// Comments cannot hold line breaks or control characters.
+fn comment_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+fn is_nested_table(v: &toml::Value) -> bool {
+    matches!(v, toml::Value::Table(_))
+}
+
+fn write_table(out: &mut String, path: &mut Vec<String>, table: &toml::Table) {
+    let has_scalars = table.values().any(|v| !is_nested_table(v));
+    if !path.is_empty() && (has_scalars || table.is_empty()) {
+        let header: Vec<String> = path.iter().map(|k| key(k)).collect();
+        out.push_str(&format!("\n[{}]\n", header.join(".")));
+    }
+    for (k, v) in table {
+        if !is_nested_table(v) {
+            out.push_str(&format!("{} = {}\n", key(k), value_text(v, true)));
+        }
+    }
+    for (k, v) in table {
+        if let toml::Value::Table(t) = v {
+            path.push(k.clone());
+            write_table(out, path, t);
+            path.pop();
+        }
+    }
+}
+
+fn key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        quote(k)
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Round to `SIGNIFICANT_DIGITS` and print the shortest text that reads
+/// back as that number (always with a decimal point: it is a float).
+pub fn format_float(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let rounded: f64 = format!("{:.*e}", SIGNIFICANT_DIGITS - 1, v)
+        .parse()
+        .unwrap_or(v);
+    let rounded = if rounded == 0.0 { 0.0 } else { rounded }; // no "-0.0"
+    let s = format!("{rounded}");
+    if s.contains('.') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn value_text(v: &toml::Value, top: bool) -> String {
+    match v {
+        toml::Value::String(s) => quote(s),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => format_float(*f),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Datetime(d) => d.to_string(),
+        toml::Value::Array(a) => {
+            if top && !a.is_empty() && a.iter().all(is_nested_table) {
+                // Arrays of small tables (per-run summaries): one per line.
+                let mut s = String::from("[\n");
+                for item in a {
+                    s.push_str("  ");
+                    s.push_str(&value_text(item, false));
+                    s.push_str(",\n");
+                }
+                s.push(']');
+                s
+            } else {
+                let items: Vec<String> = a.iter().map(|x| value_text(x, false)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+        toml::Value::Table(t) => {
+            if t.is_empty() {
+                return "{}".into();
+            }
+            let items: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{} = {}", key(k), value_text(v, false)))
+                .collect();
+            format!("{{ {} }}", items.join(", "))
+        }
+    }
+}
+
+// ------------------------------------------------------------------ loading
+
+/// Where baseline `name` lives in `dir`.
+pub fn path_for(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.toml"))
+}
+
+/// Load a baseline file; a missing file names the capture command to run.
+pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
+    let text = crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            let dir = path
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            GateError::usage(format!(
+                "baseline '{name_hint}' not found in '{dir}/'; run 'gate capture --baseline {name_hint}' first"
+            ))
+        } else {
+            GateError::bad_file(path, format!("cannot read baseline: {e}"))
+        }
+    })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parse the text of a baseline file; `origin` names it in messages.
+pub fn parse(text: &str, origin: &str) -> Result<Baseline, GateError> {
+    let recapture = "fix the file or re-capture it with 'gate capture --baseline NAME --replace'";
+    // Syntax first, then the version (so a future file gets the version
+    // message, not a confusing unknown-field one), then the schema.
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| toml_error(origin, text, &e, recapture))?;
+    #[derive(Deserialize)]
+    struct Probe {
+        schema_version: Option<toml::Spanned<toml::Value>>,
+    }
+    let probe: Probe = toml::from_str(text).map_err(|e| toml_error(origin, text, &e, recapture))?;
+    match probe.schema_version {
+        None => {
+            return Err(GateError::bad_file(
+                origin,
+                format!(
+                    "line 1, column 1: missing schema_version; not a gate baseline? {recapture}"
+                ),
+            ))
+        }
+        Some(v) if v.get_ref().as_integer() != Some(SCHEMA_VERSION as i64) => {
+            let (l, c) = crate::config::line_col(text, v.span().start);
+            let written_by = table
+                .get("gate_version")
+                .and_then(|g| g.as_str())
+                .map(|g| format!(" (written by gate {g})"))
+                .unwrap_or_default();
+            return Err(GateError::bad_file(
+                origin,
+                format!(
+                    "line {l}, column {c}: baseline schema_version {} is not supported by this gate (it reads {SCHEMA_VERSION}){written_by}; re-capture with 'gate capture --baseline NAME --replace' or use the gate version that wrote it",
+                    v.get_ref()
+                ),
+            ));
+        }
+        Some(_) => {}
+    }
+    toml::from_str(text).map_err(|e| toml_error(origin, text, &e, recapture))
+}
+
+// ------------------------------------------------------------------ storing
+
+/// What `store` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOutcome {
+    Created,
+    /// Replaced an existing file; the unified diff old -> new.
+    Replaced {
+        diff: String,
+    },
+    /// The file exists and `replace` was false: nothing written.
+    Refused {
+        diff: String,
+    },
+}
+
+/// Write `text` to `path` without ever losing data:
+/// - an exclusive lock on `PATH.lock` (fs4) serialises concurrent captures
+///   of one baseline, so the existence check and the rename are one step
+///   (the lock file is removed afterwards, see `LockGuard`);
+/// - an existing file is only replaced with `replace`, and the diff is
+///   returned either way for the user to review;
+/// - the write goes to a temp file in the same directory, is fsynced, then
+///   renamed over the target (atomic on POSIX), and the directory fsynced.
+pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, GateError> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let io_err = |what: &str, e: std::io::Error| {
+        GateError::usage(format!(
+            "{what} '{}': {e}; pass --baseline-dir to a writable directory",
+            path.display()
+        ))
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io_err("cannot create the directory of", e))?;
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let _lock = LockGuard::acquire(PathBuf::from(lock_path))
+        .map_err(|e| io_err("cannot lock (NAME.toml.lock)", e))?;
+
+    let outcome = match crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES) {
+        Ok(old) => {
+            let diff = unified_diff(&old, text, &path.display().to_string());
+            if !replace {
+                return Ok(StoreOutcome::Refused { diff });
+            }
+            StoreOutcome::Replaced { diff }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreOutcome::Created,
+        Err(e) => return Err(io_err("cannot read existing baseline", e)),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".gate-baseline-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| io_err("cannot create a temp file next to", e))?;
+    tmp.write_all(text.as_bytes())
+        .map_err(|e| io_err("cannot write", e))?;
+    #[cfg(unix)]
+    {
+        // tempfile creates 0600; a baseline is a file for the repository.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = tmp
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| io_err("cannot fsync", e))?;
+    tmp.persist(path)
+        .map_err(|e| io_err("cannot rename the temp file onto", e.error))?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all(); // make the rename durable
+    }
+    Ok(outcome)
+}
+
+/// Exclusive lock on `NAME.toml.lock`, removed again on drop so no stale
+/// lock files are left next to baselines. Removing a lock file is only safe
+/// if a waiter that then gets the lock notices it locked an unlinked file:
+/// after locking, the path must still name the inode we locked, else retry.
+struct LockGuard {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl LockGuard {
+    fn acquire(path: PathBuf) -> std::io::Result<LockGuard> {
+        use fs4::fs_std::FileExt;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            FileExt::lock_exclusive(&file)?;
+            if same_file(&file, &path) {
+                return Ok(LockGuard { file, path });
+            }
+            // Another capture removed it between our open and our lock.
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &std::fs::File, path: &Path) -> bool {
+    path.exists()
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Unlink while still holding the lock; closing the file unlocks.
+        #[cfg(unix)]
+        let _ = std::fs::remove_file(&self.path);
+        let _ = &self.file;
+    }
+}
+
+/// Unified diff of two texts (3 lines of context), `a/` and `b/` headers.
+pub fn unified_diff(old: &str, new: &str, label: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{label}"), &format!("b/{label}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::build::metric_entry;
+    use crate::baseline::{CaptureSettings, Environment, RunStat, SourceRun};
+    use crate::metrics::{Direction, Statistic};
+    use crate::stats::MetricStats;
+    use std::collections::BTreeMap;
+
+    fn sample_baseline() -> Baseline {
+        let stat = MetricStats::from_series((0..100).map(|i| 90.0 + (i % 7) as f64)).unwrap();
+        let m = metric_entry(
+            "%".into(),
+            Direction::HigherIsBetter,
+            Statistic::Mean,
+            true,
+            &stat,
+            vec![
+                RunStat::from_stats(&stat, Statistic::Mean),
+                RunStat::from_stats(&stat, Statistic::Mean),
+            ],
+        );
+        let mut metrics = BTreeMap::new();
+        metrics.insert("sm_active_pct".to_string(), m.clone());
+        metrics.insert("wall_time_s".to_string(), m);
+        let mut features = BTreeMap::new();
+        features.insert("gpu_busy_pct.idle_frac".to_string(), 0.012345);
+        Baseline {
+            schema_version: SCHEMA_VERSION,
+            name: "demo".into(),
+            gate_version: "0.1.0".into(),
+            created: "2026-11-29T10:00:00Z".into(),
+            commit: Some("abc123".into()),
+            tags: BTreeMap::from([("model".to_string(), "resnet \"50\"".to_string())]),
+            environment: Environment {
+                gpu_model: "NVIDIA H200".into(),
+                gpu_count: 1,
+                driver_version: Some("580.159.04".into()),
+                driver_major: Some("580".into()),
+                ..Default::default()
+            },
+            capture: CaptureSettings {
+                interval_ms: 100,
+                warmup_ms: 2000,
+                steady_window: "after warm-up".into(),
+                runs: 2,
+                command: vec!["python".into(), "train.py".into()],
+                sources: vec![SourceRun {
+                    trace: "a.jsonl".into(),
+                    steady_start_ms: 2000.0,
+                    steady_end_ms: 12000.0,
+                    steady_samples: 100,
+                    total_samples: 120,
+                    wall_time_s: Some(12.5),
+                }],
+                ..Default::default()
+            },
+            features,
+            metrics,
+            gpus: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn toml_round_trips_and_reads_well() {
+        let b = sample_baseline();
+        let text = to_toml(&b, &refresh_hint("demo", &b.capture.command));
+        assert!(text.starts_with("# gate baseline 'demo'"), "{text}");
+        assert!(text.contains("gate capture --baseline demo --replace -- python train.py"));
+        assert!(text.contains("\n[metrics.sm_active_pct]\n"), "{text}");
+        assert!(
+            text.contains("\"gpu_busy_pct.idle_frac\" = 0.01235"),
+            "{text}"
+        );
+        assert!(text.contains("runs = [\n  { value = "), "{text}");
+        let back = parse(&text, "demo.toml").unwrap();
+        assert_eq!(back.name, "demo");
+        assert_eq!(back.tags["model"], "resnet \"50\"");
+        let m = &back.metrics["sm_active_pct"];
+        assert_eq!(m.runs.len(), 2);
+        assert!((m.mean - b.metrics["sm_active_pct"].mean).abs() < 0.01);
+        // Same input, same text: stable order.
+        assert_eq!(
+            text,
+            to_toml(&back, &refresh_hint("demo", &b.capture.command))
+        );
+    }
+
+    #[test]
+    fn floats_keep_four_significant_digits() {
+        assert_eq!(format_float(97.12345), "97.12");
+        assert_eq!(format_float(20270.4), "20270.0");
+        assert_eq!(format_float(0.000123456), "0.0001235");
+        assert_eq!(format_float(3.0), "3.0");
+        assert_eq!(format_float(-0.00001), "-0.00001");
+        assert_eq!(format_float(1234567.0), "1235000.0");
+    }
+
+    #[test]
+    fn unknown_field_and_wrong_version_are_located() {
+        let b = sample_baseline();
+        let text = to_toml(&b, "x");
+        let bad = text.replace(
+            "[metrics.sm_active_pct]\n",
+            "[metrics.sm_active_pct]\nbogus = 1\n",
+        );
+        let err = parse(&bad, "b.toml").unwrap_err().to_string();
+        let line = bad
+            .lines()
+            .position(|l| l == "bogus = 1")
+            .map(|i| i + 1)
+            .unwrap();
+        assert!(err.contains(&format!("line {line}, column 1")), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+        let v2 = text.replace("schema_version = 1", "schema_version = 2");
+        let err = parse(&v2, "b.toml").unwrap_err().to_string();
+        assert!(err.contains("schema_version 2 is not supported"), "{err}");
+        assert!(err.contains("line 6, column 18"), "{err}");
+        let cut = &text[..text.len() / 2];
+        let err = parse(cut, "b.toml").unwrap_err().to_string();
+        assert!(err.starts_with("b.toml: line "), "{err}");
+    }
+
+    #[test]
+    fn store_refuses_overwrite_and_replaces_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        assert_eq!(
+            store(&path, "a = 1\n", false).unwrap(),
+            StoreOutcome::Created
+        );
+        match store(&path, "a = 2\n", false).unwrap() {
+            StoreOutcome::Refused { diff } => {
+                assert!(diff.contains("-a = 1") && diff.contains("+a = 2"), "{diff}")
+            }
+            o => panic!("{o:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 1\n");
+        assert!(matches!(
+            store(&path, "a = 2\n", true).unwrap(),
+            StoreOutcome::Replaced { .. }
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 2\n");
+        // No temp files left behind.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert!(names.iter().all(|n| !n.ends_with(".lock")), "{names:?}");
+    }
+
+    #[test]
+    fn concurrent_stores_never_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let p = path.clone();
+                std::thread::spawn(move || {
+                    let body = format!("writer = {i}\n{}", "x = 1\n".repeat(2000));
+                    store(&p, &body, true).unwrap()
+                })
+            })
+            .collect();
+        let created = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|o| *o == StoreOutcome::Created)
+            .count();
+        assert_eq!(created, 1, "exactly one writer saw no file");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("writer = "));
+        assert_eq!(text.lines().count(), 2001, "a whole file from one writer");
+    }
+}
