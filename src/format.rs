@@ -1,4 +1,4 @@
-//! How values print: RFC 3339 timestamps (traces, baselines).
+//! How values print: RFC 3339 timestamps (traces, baselines), seconds.
 
 use std::time::SystemTime;
 
@@ -36,6 +36,13 @@ pub fn rfc3339_from_unix(secs: u64) -> String {
         (rem / 60) % 60,
         rem % 60
     )
+}
+
+/// Seconds with up to 3 decimals and no trailing zeros ("1.5", "12").
+pub fn secs(ms: f64) -> String {
+    let s = format!("{:.3}", ms / 1000.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
 }
 
 #[cfg(test)]

@@ -280,7 +280,7 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
             }
         }
     }
-    if let Err(e) = report::github::append_step_summary(&markdown) {
+    if let Err(e) = append_step_summary(&markdown) {
         eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
     }
     github_output(r.verdict.as_str(), r.counts.regression);
@@ -309,6 +309,27 @@ fn annotations(r: &CheckReport) -> Vec<String> {
             .collect();
     }
     report::github::error_annotations(&items)
+}
+
+/// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under
+/// GitHub's cap (what earlier steps wrote counts).
+fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return Ok(false);
+    };
+    let path = Path::new(&path);
+    let existing = std::fs::metadata(path)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    let room = report::github::STEP_SUMMARY_MAX_BYTES.saturating_sub(existing);
+    let text = report::github::cap_summary(markdown, room);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    use std::io::Write;
+    f.write_all(text.as_bytes())?;
+    Ok(true)
 }
 
 /// Append `verdict=` and `regressions=` to `$GITHUB_OUTPUT` when set.

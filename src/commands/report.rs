@@ -10,7 +10,7 @@ use super::measure::{self, parse_duration, MeasureArgs};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
-use crate::report::run::{self as run_report, html};
+use crate::report::run::{html, json, markdown, text, RunReport};
 use crate::summary::RunInput;
 use crate::trace::Trace;
 use anyhow::Context;
@@ -96,39 +96,38 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let slice_ms = args.slice.as_secs_f64() * 1000.0;
-    let reports: Vec<run_report::RunReport> = traces
+    let reports: Vec<RunReport> = traces
         .iter()
         .map(|t| {
             let run = RunInput::new(t, &config).summary;
-            run_report::RunReport::build_with(t, &rules, slice_ms, run)
+            RunReport::build_with(t, &rules, slice_ms, run)
         })
         .collect();
 
     let stdout = match args.format {
-        ReportFormat::Json => run_report::render_json(&reports),
+        ReportFormat::Json => json::render(&reports),
         ReportFormat::Text => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             reports
                 .iter()
-                .map(|r| run_report::render_text(r, color))
+                .map(|r| text::render(r, color))
                 .collect::<Vec<_>>()
                 .join("\n")
         }
     };
     if let Some(path) = &args.json {
-        write_output(path, &run_report::render_json(&reports))?;
+        write_output(path, &json::render(&reports))?;
     }
     if let Some(path) = &args.markdown {
         let md = reports
             .iter()
-            .map(run_report::render_markdown)
+            .map(markdown::render)
             .collect::<Vec<_>>()
             .join("\n");
         write_output(path, &md)?;
     }
     if let Some(path) = &args.html {
-        let runs: Vec<(run_report::RunReport, &Trace)> =
-            reports.iter().cloned().zip(traces.iter()).collect();
+        let runs: Vec<(RunReport, &Trace)> = reports.iter().cloned().zip(traces.iter()).collect();
         write_output(path, &html::render(&runs))?;
     }
     print!("{stdout}");

@@ -238,105 +238,6 @@ pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
     }
 }
 
-/// Seconds with up to 3 decimals and no trailing zeros ("1.5", "12").
-pub fn secs(ms: f64) -> String {
-    let s = format!("{:.3}", ms / 1000.0);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
-/// Table cell: 3 significant digits so that 0.04 % SM active (the whole
-/// story of a launch storm) does not print as 0.0.
-fn cell(v: Option<f64>) -> String {
-    v.map(crate::diagnose::dsl::format_number)
-        .unwrap_or_else(|| "n/a".into())
-}
-
-/// Plain-text tables, one per GPU, then the merged problem intervals.
-pub fn render_text(p: &Panorama) -> String {
-    let mut out = String::new();
-    let legend: Vec<String> = Problem::ALL
-        .iter()
-        .map(|x| format!("{} = {}", x.flag(), x.describe()))
-        .collect();
-    out.push_str(&format!(
-        "{} s slices; flags: {}; w = warm-up (not flagged)\n",
-        secs(p.slice_ms),
-        legend.join(", ")
-    ));
-    for g in &p.gpus {
-        out.push_str(&format!("\nGPU {} ({})\n", g.gpu, g.name));
-        let mut header = vec!["t_s".to_string()];
-        header.extend(GPU_COLUMNS.iter().map(|c| c.1.to_string()));
-        header.push(HOST_COLUMN.1.into());
-        header.push("flags".into());
-        let rows: Vec<Vec<String>> = g
-            .slices
-            .iter()
-            .map(|s| {
-                let mut r = vec![secs(s.start_ms)];
-                r.extend(s.values.iter().map(|v| cell(*v)));
-                r.push(cell(s.target_cpu_pct));
-                let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
-                if s.warmup {
-                    flags.push('w');
-                }
-                r.push(flags);
-                r
-            })
-            .collect();
-        out.push_str(&table(&header, &rows));
-    }
-    if p.intervals.is_empty() {
-        out.push_str("\nNo problem intervals.\n");
-    } else {
-        out.push_str("\nProblem intervals:\n");
-        for i in &p.intervals {
-            out.push_str(&format!(
-                "  GPU {} {} {}-{} s ({})\n",
-                i.gpu,
-                i.problem.as_str(),
-                secs(i.start_ms),
-                secs(i.end_ms),
-                i.problem.describe()
-            ));
-        }
-    }
-    out
-}
-
-/// A right-aligned plain-text table (first column left-aligned).
-pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if i < w.len() {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::from(" ");
-        for (i, c) in cells.iter().enumerate() {
-            let pad = w[i].saturating_sub(c.chars().count());
-            s.push(' ');
-            if i == 0 || i + 1 == cells.len() {
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header);
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,15 +282,5 @@ mod tests {
         storm.jitter = 0.02;
         let p = build(&synthetic::trace(&storm, 1), 1000.0);
         assert!(p.intervals.iter().any(|i| i.problem == Problem::Starved));
-    }
-
-    #[test]
-    fn text_marks_missing_as_na_and_flags_rows() {
-        let mut sig = Signature::sync_stall();
-        sig.no_gpm = true;
-        let text = render_text(&build(&synthetic::trace(&sig, 1), 5000.0));
-        assert!(text.contains("n/a"), "{text}");
-        assert!(text.contains(" I\n"), "{text}");
-        assert!(text.contains("GPU 0 idle 5-35 s"), "{text}");
     }
 }

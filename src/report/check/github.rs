@@ -1,10 +1,8 @@
 //! GitHub Actions conventions: workflow-command escaping for `::error`
 //! annotations, the 10-annotations-per-step cap, and the 1 MiB cap on
-//! `$GITHUB_STEP_SUMMARY`.
+//! `$GITHUB_STEP_SUMMARY`. Pure text: `commands::check` reads the
+//! environment and appends to the files.
 //! Escaping follows @actions/core `command.ts` (escapeData / escapeProperty).
-
-use std::io::Write;
-use std::path::Path;
 
 /// GitHub shows at most 10 error annotations per step.
 pub const MAX_ERROR_ANNOTATIONS: usize = 10;
@@ -66,26 +64,6 @@ pub fn cap_summary(markdown: &str, max_bytes: usize) -> String {
         cut -= 1;
     }
     format!("{}{}", &markdown[..cut], note)
-}
-
-/// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under
-/// the cap (what is already there counts).
-pub fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
-        return Ok(false);
-    };
-    let path = Path::new(&path);
-    let existing = std::fs::metadata(path)
-        .map(|m| m.len() as usize)
-        .unwrap_or(0);
-    let room = STEP_SUMMARY_MAX_BYTES.saturating_sub(existing);
-    let text = cap_summary(markdown, room);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    f.write_all(text.as_bytes())?;
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -452,10 +452,10 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         },
         r.total_samples,
         r.steady_samples,
-        panorama::secs(r.steady_start_ms),
-        panorama::secs(r.steady_end_ms),
+        crate::format::secs(r.steady_start_ms),
+        crate::format::secs(r.steady_end_ms),
         r.interval_ms,
-        panorama::secs(r.warmup_ms as f64),
+        crate::format::secs(r.warmup_ms as f64),
         r.exit_code
             .map(|c| format!(", exit code {c}"))
             .unwrap_or_default(),
@@ -584,7 +584,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
     let _ = write!(
         out,
         "<h2>Utilization panorama ({} s slices)</h2>",
-        panorama::secs(p.slice_ms)
+        crate::format::secs(p.slice_ms)
     );
     if p.intervals.is_empty() {
         out.push_str("<p>No problem intervals.</p>");
@@ -597,8 +597,8 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
                 i.gpu,
                 i.problem.as_str(),
                 escape(i.problem.describe()),
-                panorama::secs(i.start_ms),
-                panorama::secs(i.end_ms)
+                crate::format::secs(i.start_ms),
+                crate::format::secs(i.end_ms)
             );
         }
         out.push_str("</ul>");
@@ -629,7 +629,7 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
             let _ = write!(
                 out,
                 r#"<tr{class}><td class="n">{}</td>"#,
-                panorama::secs(s.start_ms)
+                crate::format::secs(s.start_ms)
             );
             for v in &s.values {
                 let _ = write!(out, r#"<td class="n">{}</td>"#, num(*v));

@@ -1,0 +1,50 @@
+//! A run's report as JSON (`gate report --format json` / `--json FILE`):
+//! field names are part of the interface.
+
+use super::{RunReport, REPORT_SCHEMA_VERSION};
+use serde::Serialize;
+
+/// The JSON document of `gate report --format json` / `--json FILE`.
+pub fn render(reports: &[RunReport]) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        schema_version: u32,
+        gate_version: &'a str,
+        runs: &'a [RunReport],
+    }
+    let mut s = serde_json::to_string_pretty(&Doc {
+        schema_version: REPORT_SCHEMA_VERSION,
+        gate_version: crate::GATE_VERSION,
+        runs: reports,
+    })
+    .expect("report serialises");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::run::tests_support::report;
+    use crate::synthetic::Signature;
+
+    #[test]
+    fn json_is_deterministic_and_missing_is_null() {
+        let mut sig = Signature::healthy();
+        sig.no_gpm = true;
+        let a = render(&[report(&sig, 1)]);
+        let b = render(&[report(&sig, 1)]);
+        assert_eq!(a, b);
+        let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+        let run = &v["runs"][0];
+        let sm = run["stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["metric"] == "sm_active_pct")
+            .unwrap();
+        assert!(sm["p50"].is_null());
+        assert_eq!(run["suspects"][0]["rule"], "clock_power_capped");
+        assert!(run["panorama"]["gpus"][0]["slices"][5]["values"][1].is_null());
+    }
+}

@@ -1,0 +1,201 @@
+//! A run's report as Markdown (for artifacts and merge-request comments).
+
+use super::text::provenance;
+use super::{num, scope_title, RunReport};
+use crate::diagnose::panorama;
+
+/// Escape text for a Markdown table cell or paragraph: no raw HTML, no
+/// table breaks, no emphasis surprises.
+pub fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' => out.push_str("\\|"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!(
+        "|{}\n",
+        header.iter().map(|_| "---|").collect::<String>()
+    ));
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.join(" | ")));
+    }
+    out
+}
+
+pub fn render(r: &RunReport) -> String {
+    let mut out = format!("## gate report: {}\n\n", md_escape(&r.source));
+    for line in provenance(r).iter().skip(1) {
+        out.push_str(&format!("- {}\n", md_escape(line.trim())));
+    }
+    out.push_str("\n### Suspects\n\n");
+    if r.suspects.is_empty() {
+        out.push_str("No suspects.\n");
+    } else {
+        let rows: Vec<Vec<String>> = r
+            .suspects
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                vec![
+                    (i + 1).to_string(),
+                    f.severity.as_str().to_string(),
+                    format!("**{}** (`{}`)", md_escape(&f.title), f.rule),
+                    md_escape(&f.evidence.join("; ")),
+                ]
+            })
+            .collect();
+        out.push_str(&md_table(&["#", "severity", "suspect", "evidence"], &rows));
+        for (i, f) in r.suspects.iter().enumerate() {
+            out.push_str(&format!(
+                "\n**{}. {}**: {}\n\n",
+                i + 1,
+                md_escape(&f.title),
+                md_escape(&f.explanation)
+            ));
+            for s in &f.next_steps {
+                out.push_str(&format!("- {}\n", md_escape(s)));
+            }
+        }
+    }
+
+    out.push_str("\n### Utilization panorama\n\n");
+    let p = &r.panorama;
+    out.push_str(&format!(
+        "{} s slices. Flags: {}; w = warm-up.\n",
+        crate::format::secs(p.slice_ms),
+        panorama::Problem::ALL
+            .iter()
+            .map(|x| format!("{} = {}", x.flag(), md_escape(x.describe())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if p.intervals.is_empty() {
+        out.push_str("\nNo problem intervals.\n");
+    } else {
+        out.push_str("\nProblem intervals:\n\n");
+        for i in &p.intervals {
+            out.push_str(&format!(
+                "- GPU {}: {} from {} s to {} s\n",
+                i.gpu,
+                i.problem.as_str(),
+                crate::format::secs(i.start_ms),
+                crate::format::secs(i.end_ms)
+            ));
+        }
+    }
+    for g in &p.gpus {
+        out.push_str(&format!("\n**GPU {} ({})**\n\n", g.gpu, md_escape(&g.name)));
+        let mut header: Vec<&str> = vec!["t s"];
+        header.extend(panorama::GPU_COLUMNS.iter().map(|c| c.1));
+        header.push(panorama::HOST_COLUMN.1);
+        header.push("flags");
+        let rows: Vec<Vec<String>> = g
+            .slices
+            .iter()
+            .map(|s| {
+                let mut row = vec![crate::format::secs(s.start_ms)];
+                row.extend(s.values.iter().map(|v| num(*v)));
+                row.push(num(s.target_cpu_pct));
+                let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
+                if s.warmup {
+                    flags.push('w');
+                }
+                row.push(flags);
+                row
+            })
+            .collect();
+        out.push_str(&md_table(&header, &rows));
+    }
+
+    out.push_str("\n### Processes\n\n");
+    if r.processes.is_empty() {
+        out.push_str("No process records in the trace.\n");
+    } else {
+        let rows: Vec<Vec<String>> = r
+            .processes
+            .iter()
+            .map(|p| {
+                vec![
+                    p.gpu.to_string(),
+                    p.pid.to_string(),
+                    if p.in_target { "target" } else { "**other**" }.into(),
+                    num(p.sm_share_pct),
+                    num(p.gpu_mem_mib_max),
+                    num(p.cpu_pct_mean),
+                    num(p.rss_mib_max),
+                    md_escape(if p.cmdline.is_empty() {
+                        &p.name
+                    } else {
+                        &p.cmdline
+                    }),
+                ]
+            })
+            .collect();
+        out.push_str(&md_table(
+            &[
+                "gpu", "pid", "who", "sm %", "gpu MiB", "cpu %", "rss MiB", "command",
+            ],
+            &rows,
+        ));
+    }
+
+    out.push_str("\n### Statistics (steady window)\n");
+    let mut scope = "";
+    let mut rows = Vec::new();
+    let header = ["metric", "unit", "mean", "p50", "p99", "max", "n"];
+    for s in &r.stats {
+        if s.scope != scope {
+            if !rows.is_empty() {
+                out.push_str(&md_table(&header, &rows));
+                rows.clear();
+            }
+            scope = &s.scope;
+            out.push_str(&format!("\n**{}**\n\n", md_escape(&scope_title(r, scope))));
+        }
+        rows.push(vec![
+            md_escape(&s.metric),
+            md_escape(&s.unit),
+            num(s.mean),
+            num(s.p50),
+            num(s.p99),
+            num(s.max),
+            s.n.to_string(),
+        ]);
+    }
+    if !rows.is_empty() {
+        out.push_str(&md_table(&header, &rows));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::run::tests_support::report;
+    use crate::synthetic::Signature;
+
+    #[test]
+    fn markdown_escapes_hostile_command_lines() {
+        let md = render(&report(&Signature::contention(), 1));
+        assert!(!md.contains("<b>"), "raw HTML leaked");
+        assert!(md.contains("&lt;b&gt;&amp;amp;&lt;/b&gt;"), "{md}");
+        assert!(md.contains("a&lt;b &amp;&amp; c&gt;d"), "{md}");
+        assert!(md.contains("| 1 | high | **Other processes share the GPU**"));
+    }
+}
