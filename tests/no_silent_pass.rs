@@ -5,9 +5,10 @@
 mod common;
 
 use common::*;
-use gpugate::baseline::{self, RunInput};
+use gpugate::baseline;
 use gpugate::config::Config;
 use gpugate::gate::Verdict;
+use gpugate::summary::RunInput;
 use gpugate::trace::Trace;
 use std::path::{Path, PathBuf};
 
