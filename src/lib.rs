@@ -12,6 +12,7 @@ pub mod config;
 pub mod console;
 pub mod diagnose;
 pub mod error;
+pub mod escape;
 pub mod exit_code;
 /// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
 pub mod files;

@@ -7,6 +7,7 @@
 use super::{Baseline, SCHEMA_VERSION};
 use crate::config::toml_error;
 use crate::error::GateError;
+use crate::escape;
 use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,12 +30,12 @@ pub fn to_toml(b: &Baseline, refresh_hint: &str) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "# gate baseline '{}' (schema_version {}), written by gate {}.\n",
-        comment_safe(&b.name),
+        escape::toml_comment(&b.name),
         SCHEMA_VERSION,
-        comment_safe(&b.gate_version)
+        escape::toml_comment(&b.gate_version)
     ));
     out.push_str("# Refresh it (after an intended performance change) with:\n");
-    out.push_str(&format!("#   {}\n", comment_safe(refresh_hint)));
+    out.push_str(&format!("#   {}\n", escape::toml_comment(refresh_hint)));
     out.push_str("# Review changes like code: a lower baseline loosens the gate for everyone.\n\n");
     write_table(&mut out, &mut Vec::new(), &table);
     out
@@ -49,28 +50,10 @@ pub fn refresh_hint(name: &str, command: &[String]) -> String {
         s.push_str(" --");
         for a in command {
             s.push(' ');
-            s.push_str(&shell_word(a));
+            s.push_str(&escape::shell_word(a));
         }
     }
     s
-}
-
-fn shell_word(a: &str) -> String {
-    if !a.is_empty()
-        && a.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        a.to_string()
-    } else {
-        format!("'{}'", a.replace('\'', "'\\''"))
-    }
-}
-
-/// Comments cannot hold line breaks or control characters.
-fn comment_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 fn is_nested_table(v: &toml::Value) -> bool {
@@ -104,26 +87,8 @@ fn key(k: &str) -> String {
     {
         k.to_string()
     } else {
-        quote(k)
+        escape::toml_string(k)
     }
-}
-
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Round to `SIGNIFICANT_DIGITS` and print the shortest text that reads
@@ -149,7 +114,7 @@ pub fn format_float(v: f64) -> String {
 
 fn value_text(v: &toml::Value, top: bool) -> String {
     match v {
-        toml::Value::String(s) => quote(s),
+        toml::Value::String(s) => escape::toml_string(s),
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Float(f) => format_float(*f),
         toml::Value::Boolean(b) => b.to_string(),

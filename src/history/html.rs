@@ -14,8 +14,8 @@
 //! maps iterated in order. Every string from the database is escaped.
 
 use super::{RunKind, RunRecord};
+use crate::escape::html as escape;
 use crate::gate::fmt_num;
-use crate::report::run::html::escape;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 

@@ -93,7 +93,7 @@ impl Location {
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(HistoryError::BadLocation(format!(
                 "history location scheme '{}' is not supported; use a file path, sqlite:PATH or postgres://USER@HOST/DB",
-                crate::report::run::html::escape(scheme)
+                crate::escape::html(scheme)
             )));
         }
         Ok(Location::Sqlite(PathBuf::from(url)))

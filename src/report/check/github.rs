@@ -2,24 +2,15 @@
 //! annotations, the 10-annotations-per-step cap, and the 1 MiB cap on
 //! `$GITHUB_STEP_SUMMARY`. Pure text: `commands::check` reads the
 //! environment and appends to the files.
-//! Escaping follows @actions/core `command.ts` (escapeData / escapeProperty).
+//! Escaping: `crate::escape::github_data` / `github_property` (as
+//! @actions/core `command.ts` escapeData / escapeProperty).
+
+use crate::escape;
 
 /// GitHub shows at most 10 error annotations per step.
 pub const MAX_ERROR_ANNOTATIONS: usize = 10;
 /// `$GITHUB_STEP_SUMMARY` content above 1 MiB is rejected by the runner.
 pub const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
-
-/// Escape a workflow-command message: `%`, CR, LF.
-pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// Escape a workflow-command property value: as data, plus `:` and `,`.
-pub fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
-}
 
 /// `::error title=...::message` lines for `(title, message)` pairs: at most
 /// `MAX_ERROR_ANNOTATIONS`, the last one a roll-up when there are more.
@@ -27,8 +18,8 @@ pub fn error_annotations(items: &[(String, String)]) -> Vec<String> {
     let line = |title: &str, msg: &str| {
         format!(
             "::error title={}::{}",
-            escape_property(title),
-            escape_data(msg)
+            escape::github_property(title),
+            escape::github_data(msg)
         )
     };
     if items.len() <= MAX_ERROR_ANNOTATIONS {
@@ -71,9 +62,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn data_and_properties_are_escaped() {
-        assert_eq!(escape_data("50% down\r\nnext"), "50%25 down%0D%0Anext");
-        assert_eq!(escape_property("gpu:0, sm"), "gpu%3A0%2C sm");
+    fn annotation_titles_and_messages_are_escaped() {
         let lines = error_annotations(&[("sm_active_pct[gpu:0]".into(), "fell 40%\nsee".into())]);
         assert_eq!(
             lines,
@@ -94,11 +83,6 @@ mod tests {
 
     #[test]
     fn percent_in_a_title_is_escaped_before_colons_and_commas() {
-        // `%` first, or the `%3A` made for ':' would become `%253A`.
-        assert_eq!(
-            escape_property("p95: 12%, gpu:1"),
-            "p95%3A 12%25%2C gpu%3A1"
-        );
         let lines = error_annotations(&[("tensor_pct -40%".into(), "100% -> 60%".into())]);
         assert_eq!(lines[0], "::error title=tensor_pct -40%25::100%25 -> 60%25");
     }

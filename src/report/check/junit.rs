@@ -5,9 +5,9 @@
 //! writes control characters raw, which makes the file ill-formed XML as
 //! soon as a benchmark's command line or output holds an escape sequence,
 //! and a CI report that fails to parse hides the very failure it should
-//! show. Here every text and attribute goes through `escape`, which also
-//! drops characters XML 1.0 cannot carry at all (replaced by a visible
-//! `\u{..}` so nothing silently disappears).
+//! show. Here every text and attribute goes through `escape::xml_text` /
+//! `escape::xml_attr`, which also replace characters XML 1.0 cannot carry
+//! at all by a visible `\u{..}`, so nothing silently disappears.
 //!
 //! Layout: one `testsuite` named `gate.<baseline>`; one testcase per gated
 //! metric (classname `gate.<baseline>`, `gate.<baseline>.gpu<N>`,
@@ -16,37 +16,10 @@
 //! (crash, environment, too few samples, the overall regression).
 
 use super::{failure_text, Reporter};
+use crate::escape;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
 pub struct Junit;
-
-/// XML 1.0 `Char` production.
-fn is_xml_char(c: char) -> bool {
-    matches!(c as u32,
-        0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
-}
-
-/// Escape for element text (`attr` false) or a double-quoted attribute.
-pub fn escape(s: &str, attr: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            // `>` too, so `]]>` can never appear in text.
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Attribute values normalise raw whitespace: keep it as refs.
-            '\n' if attr => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' if attr => out.push_str("&#9;"),
-            c if is_xml_char(c) => out.push(c),
-            c => out.push_str(&format!("\\u{{{:04X}}}", c as u32)),
-        }
-    }
-    out
-}
 
 fn classname(report: &CheckReport, m: &MetricResult) -> String {
     let mut s = format!("gate.{}", report.baseline.name);
@@ -76,7 +49,7 @@ impl Reporter for Junit {
         let run_time: f64 = r.runs.iter().filter_map(|x| x.wall_time_s).sum();
         let mut run_case = format!(
             "    <testcase classname=\"{}\" name=\"run verdict\" time=\"{}\">\n",
-            escape(&suite, true),
+            escape::xml_attr(&suite),
             seconds(Some(run_time))
         );
         let mut body = r.reasons.join("\n");
@@ -98,8 +71,8 @@ impl Reporter for Junit {
                 failures += 1;
                 run_case.push_str(&format!(
                     "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
-                    escape(&message, true),
-                    escape(&body, false)
+                    escape::xml_attr(&message),
+                    escape::xml_text(&body)
                 ));
             }
             v => {
@@ -107,8 +80,8 @@ impl Reporter for Junit {
                 run_case.push_str(&format!(
                     "      <error type=\"{}\" message=\"{}\">{}</error>\n",
                     v.as_str(),
-                    escape(&message, true),
-                    escape(&body, false)
+                    escape::xml_attr(&message),
+                    escape::xml_text(&body)
                 ));
             }
         }
@@ -135,15 +108,15 @@ impl Reporter for Junit {
         }
         run_case.push_str(&format!(
             "      <system-out>{}</system-out>\n    </testcase>\n",
-            escape(&out_text, false)
+            escape::xml_text(&out_text)
         ));
         cases.push(run_case);
 
         for m in r.metrics.iter().filter(|m| m.gated) {
             let mut case = format!(
                 "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
-                escape(&classname(r, m), true),
-                escape(&m.id, true)
+                escape::xml_attr(&classname(r, m)),
+                escape::xml_attr(&m.id)
             );
             let short = format!(
                 "{} {}: {} -> {} ({})",
@@ -159,24 +132,24 @@ impl Reporter for Junit {
                     failures += 1;
                     case.push_str(&format!(
                         "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
-                        escape(&short, true),
-                        escape(&text, false)
+                        escape::xml_attr(&short),
+                        escape::xml_text(&text)
                     ));
                 }
                 Verdict::Improvement if r.fail_on_improvement => {
                     failures += 1;
                     case.push_str(&format!(
                         "      <failure type=\"improvement\" message=\"{}\">{}</failure>\n",
-                        escape(&short, true),
-                        escape(&text, false)
+                        escape::xml_attr(&short),
+                        escape::xml_text(&text)
                     ));
                 }
                 Verdict::Missing if m.new.is_none() => {
                     errors += 1;
                     case.push_str(&format!(
                         "      <error type=\"missing\" message=\"{}\">{}</error>\n",
-                        escape(&short, true),
-                        escape(&m.reason, false)
+                        escape::xml_attr(&short),
+                        escape::xml_text(&m.reason)
                     ));
                 }
                 Verdict::Missing | Verdict::Inconclusive => {
@@ -184,13 +157,13 @@ impl Reporter for Junit {
                     case.push_str(&format!(
                         "      <skipped type=\"{}\" message=\"{}\"/>\n",
                         m.verdict.as_str(),
-                        escape(&format!("{short}. {}", m.reason), true)
+                        escape::xml_attr(&format!("{short}. {}", m.reason))
                     ));
                 }
                 _ => {
                     case.push_str(&format!(
                         "      <system-out>{}</system-out>\n",
-                        escape(&format!("{short}. {}", m.reason), false)
+                        escape::xml_text(&format!("{short}. {}", m.reason))
                     ));
                 }
             }
@@ -206,7 +179,7 @@ impl Reporter for Junit {
         ));
         xml.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">\n",
-            escape(&suite, true),
+            escape::xml_attr(&suite),
             cases.len(),
             seconds(Some(run_time))
         ));
@@ -228,8 +201,8 @@ impl Reporter for Junit {
         for (k, v) in props {
             xml.push_str(&format!(
                 "      <property name=\"{}\" value=\"{}\"/>\n",
-                escape(k, true),
-                escape(&v, true)
+                escape::xml_attr(k),
+                escape::xml_attr(&v)
             ));
         }
         xml.push_str("    </properties>\n");
@@ -256,27 +229,16 @@ pub fn render_error(baseline: &str, kind: &str, message: &str) -> String {
     </testcase>\n\
   </testsuite>\n\
 </testsuites>\n",
-        s = escape(&suite, true),
-        k = escape(kind, true),
-        m = escape(first, true),
-        t = escape(message, false)
+        s = escape::xml_attr(&suite),
+        k = escape::xml_attr(kind),
+        m = escape::xml_attr(first),
+        t = escape::xml_text(message)
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escaping_drops_nothing_silently_and_never_leaves_cdata_end() {
-        let s = "a\u{1b}[31m]]>\"<'&\u{0}\u{FFFE}\n";
-        let e = escape(s, false);
-        assert_eq!(
-            e,
-            "a\\u{001B}[31m]]&gt;&quot;&lt;&apos;&amp;\\u{0000}\\u{FFFE}\n"
-        );
-        assert_eq!(escape("x\ny\tz", true), "x&#10;y&#9;z");
-    }
 
     #[test]
     fn one_testcase_per_gated_metric_plus_the_run_with_unique_names() {

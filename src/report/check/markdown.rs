@@ -3,24 +3,10 @@
 //! on top), the diagnosis, and the context metrics folded away.
 
 use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use crate::escape::{markdown_code as code, markdown_text as text};
 use crate::gate::{CheckReport, MetricResult, RunVerdict};
 
 pub struct Markdown;
-
-/// Table-cell text: no line breaks, no pipes, no raw HTML.
-pub fn cell(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\n' | '\r' => ' '.to_string(),
-            '|' => "\\|".to_string(),
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '`' => "'".to_string(),
-            c if c.is_control() => ' '.to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
 
 fn table(out: &mut String, rows: &[&MetricResult]) {
     out.push_str("| metric | stat | baseline | new | change | tolerance | noise | verdict |\n");
@@ -32,13 +18,13 @@ fn table(out: &mut String, rows: &[&MetricResult]) {
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
-            cell(&m.label()),
+            code(&m.label()),
             m.statistic.as_str(),
-            cell(&value_with_unit(m.baseline, &m.unit)),
-            cell(&value_with_unit(m.new, &m.unit)),
-            cell(&change_text(m)),
-            cell(&tolerance_text(m)),
-            cell(&noise_text(m)),
+            text(&value_with_unit(m.baseline, &m.unit)),
+            text(&value_with_unit(m.new, &m.unit)),
+            text(&change_text(m)),
+            text(&tolerance_text(m)),
+            text(&noise_text(m)),
             verdict
         ));
     }
@@ -56,14 +42,14 @@ impl Reporter for Markdown {
         };
         out.push_str(&format!(
             "### gate: {mark} against baseline `{}` (exit {})\n\n",
-            cell(&r.baseline.name),
+            code(&r.baseline.name),
             r.exit_code
         ));
         for reason in &r.reasons {
-            out.push_str(&format!("- {}\n", cell(reason)));
+            out.push_str(&format!("- {}\n", text(reason)));
         }
         for w in &r.warnings {
-            out.push_str(&format!("- warning: {}\n", cell(w)));
+            out.push_str(&format!("- warning: {}\n", text(w)));
         }
         if !r.reasons.is_empty() || !r.warnings.is_empty() {
             out.push('\n');
@@ -71,25 +57,25 @@ impl Reporter for Markdown {
         let b = &r.baseline;
         out.push_str(&format!(
             "Baseline `{}`: {} run(s) on {} x{}, captured {}{}.  \n",
-            cell(&b.source),
+            code(&b.source),
             b.runs,
-            cell(&b.gpu_model),
+            text(&b.gpu_model),
             b.gpu_count,
-            cell(&b.created),
+            text(&b.created),
             b.commit
                 .as_ref()
-                .map(|c| format!(" at commit `{}`", cell(c)))
+                .map(|c| format!(" at commit `{}`", code(c)))
                 .unwrap_or_default()
         ));
         for run in &r.runs {
             out.push_str(&format!(
                 "{}Run `{}` (`{}`): {} steady samples ({} valid), wall {}, exit {}{}.  \n",
                 run.node.map(|n| format!("Node {n}: ")).unwrap_or_default(),
-                cell(&run.source),
+                code(&run.source),
                 if run.command.is_empty() {
                     "attached to a PID".to_string()
                 } else {
-                    cell(&run.command)
+                    code(&run.command)
                 },
                 run.steady_samples,
                 run.valid_samples,
@@ -114,9 +100,9 @@ impl Reporter for Markdown {
                 out.push_str(&format!(
                     "{}. **{}** ({:?}): {}\n",
                     i + 1,
-                    cell(&d.title),
+                    text(&d.title),
                     d.severity,
-                    cell(&d.text())
+                    text(&d.text())
                 ));
             }
             out.push('\n');
@@ -125,7 +111,7 @@ impl Reporter for Markdown {
         if !regressions.is_empty() {
             out.push_str("#### Why\n\n");
             for m in regressions {
-                out.push_str(&format!("- `{}`: {}\n", cell(&m.label()), cell(&m.reason)));
+                out.push_str(&format!("- `{}`: {}\n", code(&m.label()), text(&m.reason)));
             }
             out.push('\n');
         }

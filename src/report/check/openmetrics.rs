@@ -6,6 +6,7 @@
 //! branch, so only the new run's values are written.
 
 use super::Reporter;
+use crate::escape;
 use crate::gate::CheckReport;
 
 pub struct OpenMetrics;
@@ -15,12 +16,6 @@ fn name_part(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
-}
-
-fn label_value(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 fn number(v: f64) -> String {
@@ -43,7 +38,7 @@ impl Reporter for OpenMetrics {
             } else {
                 let inner: Vec<String> = labels
                     .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape::openmetrics_label(v)))
                     .collect();
                 format!("{{{}}}", inner.join(","))
             };
@@ -97,7 +92,10 @@ impl Reporter for OpenMetrics {
         let mut out = String::new();
         for (family, help, lines) in families {
             out.push_str(&format!("# TYPE {family} gauge\n"));
-            out.push_str(&format!("# HELP {family} {}\n", label_value(&help)));
+            out.push_str(&format!(
+                "# HELP {family} {}\n",
+                escape::openmetrics_label(&help)
+            ));
             for l in lines {
                 out.push_str(&l);
                 out.push('\n');

@@ -3,6 +3,7 @@
 //! command decides: stdout is a TTY and `NO_COLOR` is unset).
 
 use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use crate::escape;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
 /// Context (ungated) metrics are listed only when they moved at least this
@@ -41,23 +42,9 @@ pub fn stdout_wants_color() -> bool {
     !no_color && std::io::stdout().is_terminal()
 }
 
-/// Text from traces and files (paths, benchmark output) may hold escape
-/// sequences; a report must not be able to drive the user's terminal.
-fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 fn row(m: &MetricResult) -> [String; 8] {
     [
-        clean(&m.label()),
+        escape::terminal(&m.label()),
         m.statistic.as_str().to_string(),
         value_with_unit(m.baseline, &m.unit),
         value_with_unit(m.new, &m.unit),
@@ -74,10 +61,10 @@ impl Reporter for Terminal {
         let b = &r.baseline;
         out.push_str(&format!(
             "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
-            clean(&b.name),
+            escape::terminal(&b.name),
             b.runs,
             if b.runs == 1 { "" } else { "s" },
-            clean(&b.gpu_model),
+            escape::terminal(&b.gpu_model),
             b.gpu_count,
             if b.created.is_empty() {
                 String::new()
@@ -93,7 +80,7 @@ impl Reporter for Terminal {
             out.push_str(&format!(
                 "{}{}: {} steady samples ({} valid), wall {}, exit {}{}\n",
                 run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
-                clean(&run.source),
+                escape::terminal(&run.source),
                 run.steady_samples,
                 run.valid_samples,
                 value_with_unit(run.wall_time_s, "s"),
@@ -176,17 +163,21 @@ impl Reporter for Terminal {
         if !regressions.is_empty() {
             out.push_str("\nWhy:\n");
             for m in regressions {
-                out.push_str(&format!("  {}: {}\n", clean(&m.label()), clean(&m.reason)));
+                out.push_str(&format!(
+                    "  {}: {}\n",
+                    escape::terminal(&m.label()),
+                    escape::terminal(&m.reason)
+                ));
             }
         }
         if !r.diagnosis.is_empty() {
             out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
             for (i, d) in r.diagnosis_text.iter().enumerate() {
-                out.push_str(&format!("  {}. {}\n", i + 1, clean(d)));
+                out.push_str(&format!("  {}. {}\n", i + 1, escape::terminal(d)));
             }
         }
         for w in &r.warnings {
-            out.push_str(&format!("\nwarning: {}", clean(w)));
+            out.push_str(&format!("\nwarning: {}", escape::terminal(w)));
         }
         if !r.warnings.is_empty() {
             out.push('\n');
@@ -211,7 +202,7 @@ impl Reporter for Terminal {
         } else {
             out.push('\n');
             for reason in &r.reasons {
-                out.push_str(&format!("  - {}\n", clean(reason)));
+                out.push_str(&format!("  - {}\n", escape::terminal(reason)));
             }
         }
         out

@@ -7,34 +7,16 @@
 //! host CPU plot, the panorama table, processes and statistics.
 //!
 //! Everything that comes from a trace or a rule file is escaped
-//! (`escape`). Output is byte-for-byte deterministic for a given trace: no
+//! (`crate::escape::html`). Output is byte-for-byte deterministic for a given trace: no
 //! clock, numbers printed with fixed precision, maps iterated in order.
 
 use super::RunReport;
 use crate::diagnose::dsl::format_number;
 use crate::diagnose::panorama::{self, Problem};
 use crate::diagnose::Severity;
+use crate::escape::html as escape;
 use crate::trace::Trace;
 use std::fmt::Write as _;
-
-/// Escape text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters have no business in a report (and some are
-            // invalid in HTML); show them as a replacement mark.
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const WIDTH: f64 = 1280.0;
 /// Width of each chart of a side-by-side pair.
@@ -771,15 +753,6 @@ mod tests {
         pts.extend((0..10).map(|i| (7.0 + i as f64 * 0.2, 2.0)));
         let broken = bridge_sparse(pts);
         assert_eq!(broken.iter().filter(|p| p.1.is_nan()).count(), 1);
-    }
-
-    #[test]
-    fn escaping_covers_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
-        assert_eq!(escape("a\u{1b}[31mb"), "a\u{fffd}[31mb");
     }
 
     #[test]

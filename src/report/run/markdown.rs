@@ -3,28 +3,7 @@
 use super::text::provenance;
 use super::{num, scope_title, RunReport};
 use crate::diagnose::panorama;
-
-/// Escape text for a Markdown table cell or paragraph: no raw HTML, no
-/// table breaks, no emphasis surprises.
-pub fn md_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '|' => out.push_str("\\|"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            c if c.is_control() => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::escape;
 
 fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
@@ -39,9 +18,9 @@ fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 pub fn render(r: &RunReport) -> String {
-    let mut out = format!("## gate report: {}\n\n", md_escape(&r.source));
+    let mut out = format!("## gate report: {}\n\n", escape::markdown_text(&r.source));
     for line in provenance(r).iter().skip(1) {
-        out.push_str(&format!("- {}\n", md_escape(line.trim())));
+        out.push_str(&format!("- {}\n", escape::markdown_text(line.trim())));
     }
     out.push_str("\n### Suspects\n\n");
     if r.suspects.is_empty() {
@@ -55,8 +34,12 @@ pub fn render(r: &RunReport) -> String {
                 vec![
                     (i + 1).to_string(),
                     f.severity.as_str().to_string(),
-                    format!("**{}** (`{}`)", md_escape(&f.title), f.rule),
-                    md_escape(&f.evidence.join("; ")),
+                    format!(
+                        "**{}** (`{}`)",
+                        escape::markdown_text(&f.title),
+                        escape::markdown_code(&f.rule)
+                    ),
+                    escape::markdown_text(&f.evidence.join("; ")),
                 ]
             })
             .collect();
@@ -65,11 +48,11 @@ pub fn render(r: &RunReport) -> String {
             out.push_str(&format!(
                 "\n**{}. {}**: {}\n\n",
                 i + 1,
-                md_escape(&f.title),
-                md_escape(&f.explanation)
+                escape::markdown_text(&f.title),
+                escape::markdown_text(&f.explanation)
             ));
             for s in &f.next_steps {
-                out.push_str(&format!("- {}\n", md_escape(s)));
+                out.push_str(&format!("- {}\n", escape::markdown_text(s)));
             }
         }
     }
@@ -81,7 +64,7 @@ pub fn render(r: &RunReport) -> String {
         crate::format::secs(p.slice_ms),
         panorama::Problem::ALL
             .iter()
-            .map(|x| format!("{} = {}", x.flag(), md_escape(x.describe())))
+            .map(|x| format!("{} = {}", x.flag(), escape::markdown_text(x.describe())))
             .collect::<Vec<_>>()
             .join(", ")
     ));
@@ -100,7 +83,11 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     for g in &p.gpus {
-        out.push_str(&format!("\n**GPU {} ({})**\n\n", g.gpu, md_escape(&g.name)));
+        out.push_str(&format!(
+            "\n**GPU {} ({})**\n\n",
+            g.gpu,
+            escape::markdown_text(&g.name)
+        ));
         let mut header: Vec<&str> = vec!["t s"];
         header.extend(panorama::GPU_COLUMNS.iter().map(|c| c.1));
         header.push(panorama::HOST_COLUMN.1);
@@ -139,7 +126,7 @@ pub fn render(r: &RunReport) -> String {
                     num(p.gpu_mem_mib_max),
                     num(p.cpu_pct_mean),
                     num(p.rss_mib_max),
-                    md_escape(if p.cmdline.is_empty() {
+                    escape::markdown_text(if p.cmdline.is_empty() {
                         &p.name
                     } else {
                         &p.cmdline
@@ -166,11 +153,14 @@ pub fn render(r: &RunReport) -> String {
                 rows.clear();
             }
             scope = &s.scope;
-            out.push_str(&format!("\n**{}**\n\n", md_escape(&scope_title(r, scope))));
+            out.push_str(&format!(
+                "\n**{}**\n\n",
+                escape::markdown_text(&scope_title(r, scope))
+            ));
         }
         rows.push(vec![
-            md_escape(&s.metric),
-            md_escape(&s.unit),
+            escape::markdown_text(&s.metric),
+            escape::markdown_text(&s.unit),
             num(s.mean),
             num(s.p50),
             num(s.p99),

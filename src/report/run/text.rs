@@ -4,6 +4,7 @@
 use super::{num, scope_title, RunReport};
 use crate::diagnose::panorama::{self, Panorama};
 use crate::diagnose::Severity;
+use crate::escape;
 
 /// Severity label, coloured when `color` (a TTY without NO_COLOR).
 fn severity_label(s: Severity, color: bool) -> String {
@@ -126,7 +127,7 @@ pub fn render(r: &RunReport, color: bool) -> String {
                     num(p.cpu_pct_mean),
                     num(p.rss_mib_max),
                     format!("{}-{}", p.first_seen_s, p.last_seen_s),
-                    printable(if p.cmdline.is_empty() {
+                    escape::terminal(if p.cmdline.is_empty() {
                         &p.name
                     } else {
                         &p.cmdline
@@ -167,14 +168,6 @@ pub fn render(r: &RunReport, color: bool) -> String {
         out.push_str(&table(&header, &rows));
     }
     out
-}
-
-/// Replace control characters (a command line could carry escape
-/// sequences that rewrite the user's terminal).
-pub fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// Table cell: 3 significant digits so that 0.04 % SM active (the whole
