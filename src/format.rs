@@ -1,6 +1,89 @@
-//! How values print: RFC 3339 timestamps (traces, baselines), seconds.
+//! How values print, one rule each, for every report and message.
+//!
+//! Measured values ([`number`], [`value_with_unit`]): 4 significant digits
+//! (the precision baselines are stored with, so a value reads the same in
+//! `gate check`, `gate report`, `gate diff` and the baseline file), but the
+//! integer part is never rounded (20270.4 prints 20270), no exponent,
+//! trailing zeros dropped (5.0 prints 5), `n/a` when not finite or absent.
+//! So 12.345 prints 12.35 in every report (before this rule, `gate report`
+//! printed it 12.3 and `gate check` 12.35).
+//!
+//! Three quantities are not measured values and keep their own, documented
+//! shapes: relative changes ([`percent_change`], one decimal, none from
+//! 100 % up: "+12.3 %"), times within a recording ([`secs`], to the
+//! millisecond, so adjacent slices never print alike), and timestamps
+//! ([`rfc3339_utc`]). Baseline files store floats with exactly
+//! [`SIGNIFICANT_DIGITS`] digits (`baseline` store.rs, a TOML float always
+//! has a decimal point). Machine formats (JSON, OpenMetrics) carry full
+//! precision.
 
 use std::time::SystemTime;
+
+/// Significant digits of a measured value, in reports and in baseline
+/// files: enough to gate at 0.1 %, few enough that a re-capture does not
+/// rewrite every line of a baseline.
+pub const SIGNIFICANT_DIGITS: usize = 4;
+
+/// A measured value for people: at least [`SIGNIFICANT_DIGITS`]
+/// significant digits, integer part never rounded, no trailing zeros,
+/// `n/a` when not finite.
+///
+/// ```
+/// use gpugate::format::number;
+/// assert_eq!(number(12.345), "12.35");
+/// assert_eq!(number(0.0412), "0.0412");
+/// assert_eq!(number(20270.4), "20270");
+/// assert_eq!(number(5.0), "5");
+/// ```
+pub fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    // Decimals that leave SIGNIFICANT_DIGITS digits (at most 9 for tiny values).
+    let magnitude = a.log10().floor() as i32; // 97.1 -> 1, 0.0123 -> -2
+    let decimals = (SIGNIFICANT_DIGITS as i32 - 1 - magnitude).clamp(0, 9) as usize;
+    let s = format!("{v:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+/// [`number`], or `n/a` for a value that was not measured (never 0).
+pub fn number_or_na(v: Option<f64>) -> String {
+    v.map(number).unwrap_or_else(|| "n/a".into())
+}
+
+/// A measured value with its unit (`97.12 %`, `312 W`, `42`), `n/a` when
+/// absent. Counts and unit-less values print bare.
+pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(v) if unit.is_empty() || unit == "count" => number(v),
+        Some(v) => format!("{} {unit}", number(v)),
+        None => "n/a".into(),
+    }
+}
+
+/// A relative change in percent, signed, without the `%` sign: one
+/// decimal, none from 100 up (`+12.3`, `-40`, `+150`).
+pub fn percent_change(p: f64) -> String {
+    let sign = if p >= 0.0 { "+" } else { "" };
+    if p.abs() >= 100.0 {
+        format!("{sign}{p:.0}")
+    } else {
+        format!("{sign}{p:.1}")
+    }
+}
 
 /// RFC 3339 UTC timestamp of `t` (seconds precision).
 pub fn rfc3339_utc(t: SystemTime) -> String {
@@ -49,6 +132,37 @@ pub fn secs(ms: f64) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn numbers_keep_four_significant_digits_and_their_integer_part() {
+        assert_eq!(number(97.123), "97.12");
+        assert_eq!(number(97.46), "97.46");
+        assert_eq!(number(12.345), "12.35");
+        assert_eq!(number(0.0123456), "0.01235");
+        assert_eq!(number(0.04), "0.04");
+        assert_eq!(number(20270.4), "20270");
+        assert_eq!(number(1234.6), "1235");
+        assert_eq!(number(5.0), "5");
+        assert_eq!(number(1.5), "1.5");
+        assert_eq!(number(-3.25), "-3.25");
+        assert_eq!(number(-0.0), "0");
+        assert_eq!(number(-1e-12), "0");
+        assert_eq!(number(f64::NAN), "n/a");
+        assert_eq!(number(f64::INFINITY), "n/a");
+        assert_eq!(number_or_na(None), "n/a");
+    }
+
+    #[test]
+    fn values_carry_their_unit_and_changes_their_sign() {
+        assert_eq!(value_with_unit(Some(97.123), "%"), "97.12 %");
+        assert_eq!(value_with_unit(Some(312.0), "W"), "312 W");
+        assert_eq!(value_with_unit(Some(3.0), "count"), "3");
+        assert_eq!(value_with_unit(None, "%"), "n/a");
+        assert_eq!(percent_change(12.34), "+12.3");
+        assert_eq!(percent_change(-40.0), "-40.0");
+        assert_eq!(percent_change(150.4), "+150");
+        assert_eq!(percent_change(0.0), "+0.0");
+    }
 
     #[test]
     fn rfc3339_dates() {

@@ -42,6 +42,7 @@ use crate::baseline::{Baseline, BaselineMetric, Environment};
 use crate::config::{Config, Policy};
 use crate::diagnose::{Finding, RuleSet};
 use crate::exit_code;
+use crate::format;
 use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;
 use crate::summary::RunInput;
@@ -203,11 +204,11 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgemen
     let stat = policy.statistic.as_str();
     let tol_text = format!(
         "tolerance {} {unit} (max of {:.0} % of baseline and {} {unit})",
-        fmt_num(tolerance),
+        format::number(tolerance),
         policy.relative * 100.0,
-        fmt_num(policy.absolute)
+        format::number(policy.absolute)
     );
-    let noise_text = format!("noise band {} {unit}", fmt_num(noise));
+    let noise_text = format!("noise band {} {unit}", format::number(noise));
     if !policy.gated {
         return Judgement {
             verdict: Verdict::Info,
@@ -219,10 +220,10 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgemen
     let moved = || {
         format!(
             "{stat} {} -> {} {unit} ({}{} {unit})",
-            fmt_num(b),
-            fmt_num(x),
+            format::number(b),
+            format::number(x),
             if x >= b { "+" } else { "" },
-            fmt_num(x - b)
+            format::number(x - b)
         )
     };
     let (verdict, reason) = if worse > tolerance && worse > noise {
@@ -257,34 +258,6 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgemen
         tolerance,
         noise,
         reason,
-    }
-}
-
-/// Short numbers for messages: 4 significant digits.
-pub fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return "n/a".into();
-    }
-    let a = v.abs();
-    if a == 0.0 {
-        return "0".into();
-    }
-    let decimals = if a >= 1000.0 {
-        0
-    } else if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
-        2
-    } else if a >= 1.0 {
-        3
-    } else {
-        (3.0 - a.log10().floor()).min(9.0) as usize
-    };
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 
@@ -1013,14 +986,5 @@ mod tests {
         assert_eq!(RunVerdict::Regression.exit_code(), 1);
         assert_eq!(RunVerdict::Inconclusive.exit_code(), 3);
         assert_eq!(RunVerdict::Pass.exit_code(), 0);
-    }
-
-    #[test]
-    fn numbers_are_short() {
-        assert_eq!(fmt_num(97.123), "97.12");
-        assert_eq!(fmt_num(0.0123456), "0.01235");
-        assert_eq!(fmt_num(20270.4), "20270");
-        assert_eq!(fmt_num(5.0), "5");
-        assert_eq!(fmt_num(f64::NAN), "n/a");
     }
 }

@@ -12,9 +12,7 @@ use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Significant digits kept in the TOML file: enough to gate at 0.1 %,
-/// few enough that a re-capture does not rewrite every line.
-pub const SIGNIFICANT_DIGITS: usize = 4;
+use crate::format::SIGNIFICANT_DIGITS;
 
 // ---------------------------------------------------------------- rendering
 
@@ -91,8 +89,11 @@ fn key(k: &str) -> String {
     }
 }
 
-/// Round to `SIGNIFICANT_DIGITS` and print the shortest text that reads
-/// back as that number (always with a decimal point: it is a float).
+/// The storage form of a float: rounded to exactly `SIGNIFICANT_DIGITS`
+/// (also the integer part, unlike `format::number`, so a re-capture only
+/// rewrites lines whose value really moved) and printed as the shortest
+/// text that reads back as that number, always with a decimal point (it is
+/// a TOML float).
 pub fn format_float(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();

@@ -171,9 +171,9 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             println!(
                 "  {id} ({}): {}{}",
                 m.statistic.as_str(),
-                crate::report::check::value_with_unit(Some(o.value), &m.unit),
+                crate::format::value_with_unit(Some(o.value), &m.unit),
                 o.run_stdev()
-                    .map(|s| format!(" (sd {} between runs)", gate::fmt_num(s)))
+                    .map(|s| format!(" (sd {} between runs)", crate::format::number(s)))
                     .unwrap_or_default()
             );
         }

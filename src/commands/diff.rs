@@ -7,9 +7,9 @@ use super::check::Format;
 use crate::baseline::{self, Baseline, BuildMeta};
 use crate::config::Config;
 use crate::error::GateError;
-use crate::gate::fmt_num;
+use crate::format::number as fmt_num;
+use crate::format::value_with_unit;
 use crate::metrics;
-use crate::report::check::value_with_unit;
 use crate::summary::RunInput;
 use crate::trace::Trace;
 use clap::Args;
@@ -232,7 +232,7 @@ fn render_text(r: &DiffReport) -> String {
                 value_with_unit(m.a, &m.unit),
                 value_with_unit(m.b, &m.unit),
                 match (m.change_pct, m.change) {
-                    (Some(p), _) => format!("{}{:.1} %", if p >= 0.0 { "+" } else { "" }, p),
+                    (Some(p), _) => format!("{} %", crate::format::percent_change(p)),
                     (None, Some(c)) => format!("{}{}", if c >= 0.0 { "+" } else { "" }, fmt_num(c)),
                     _ => String::new(),
                 },

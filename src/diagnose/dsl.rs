@@ -857,7 +857,7 @@ impl fmt::Display for Expr {
             }
         };
         match self {
-            Expr::Num(v) => f.write_str(&format_number(*v)),
+            Expr::Num(v) => f.write_str(&crate::format::number(*v)),
             Expr::Ident(i) => write!(f, "{i}"),
             Expr::Neg(a) => {
                 f.write_str("-")?;
@@ -905,36 +905,6 @@ impl fmt::Display for Expr {
                 f.write_str(")")
             }
         }
-    }
-}
-
-/// Numbers for people: at most 3 significant decimals, no trailing zeros.
-pub fn format_number(v: f64) -> String {
-    if !v.is_finite() {
-        return "n/a".into();
-    }
-    let a = v.abs();
-    let s = if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        // Keep 2 significant digits of small values (0.04 % SM active matters).
-        let digits = (-a.log10()).floor() as usize + 2;
-        format!("{v:.digits$}", digits = digits.min(6))
-    };
-    if s.contains('.') {
-        let t = s.trim_end_matches('0').trim_end_matches('.');
-        if t == "-0" {
-            return "0".into();
-        }
-        t.to_string()
-    } else {
-        s
     }
 }
 
@@ -1414,17 +1384,5 @@ mod tests {
                 "0.3 * gpu_busy_pct.mean"
             ]
         );
-    }
-
-    #[test]
-    fn numbers_format_for_people() {
-        assert_eq!(format_number(0.04), "0.04");
-        assert_eq!(format_number(0.0412), "0.041");
-        assert_eq!(format_number(97.46), "97.5");
-        assert_eq!(format_number(20270.4), "20270");
-        assert_eq!(format_number(3.0), "3");
-        assert_eq!(format_number(1.5), "1.5");
-        assert_eq!(format_number(f64::NAN), "n/a");
-        assert_eq!(format_number(-0.0), "0");
     }
 }

@@ -218,8 +218,8 @@ pub fn with_unit(v: Option<f64>, e: &Expr) -> String {
     match v {
         None => "n/a".into(),
         Some(x) => match unit_of(e) {
-            Some(u) => format!("{} {u}", dsl::format_number(x)),
-            None => dsl::format_number(x),
+            Some(u) => format!("{} {u}", crate::format::number(x)),
+            None => crate::format::number(x),
         },
     }
 }

@@ -236,7 +236,7 @@ severity = "low"
     // re-thresholded fragmentation rule fires on a healthy run at its new
     // severity, keeping its built-in texts.
     assert_eq!(names(&f), vec!["low_throughput", "kernel_fragmentation"]);
-    assert_eq!(f[0].explanation, "Busy 99.5 % yet the benchmark is slow.");
+    assert_eq!(f[0].explanation, "Busy 99.53 % yet the benchmark is slow.");
     assert_eq!(f[1].severity, Severity::Low);
     assert!(f[1].title.starts_with("Kernel fragmentation"));
     assert_eq!(
@@ -246,7 +246,7 @@ severity = "low"
     // Default evidence of a user rule: the operands of its condition.
     assert_eq!(
         f[0].evidence,
-        vec!["gpu_busy_pct.mean = 99.5 %", "samples_per_s.mean = 1000"]
+        vec!["gpu_busy_pct.mean = 99.53 %", "samples_per_s.mean = 1000"]
     );
 }
 
@@ -296,9 +296,12 @@ fn templates_render_values_changes_and_literal_braces() {
     let base = run_of(&Signature::healthy(), 1);
     let new = run_of(&Signature::sync_stall(), 1);
     let s = t.render(Some(&base), &new);
-    assert_eq!(s, "{x} busy 5.97 %, was 99.5 %: fell from 99.5 % to 5.97 %");
+    assert_eq!(
+        s,
+        "{x} busy 5.971 %, was 99.53 %: fell from 99.53 % to 5.971 %"
+    );
     let s = t.render(None, &new);
-    assert_eq!(s, "{x} busy 5.97 %, was n/a: is 5.97 %");
+    assert_eq!(s, "{x} busy 5.971 %, was n/a: is 5.971 %");
     let e = rules::Template::parse("a {gpu_busy_pct.mean", &vocab).unwrap_err();
     assert_eq!(e.column, 3);
     let e = rules::Template::parse("a } b", &vocab).unwrap_err();

@@ -15,7 +15,7 @@
 
 use super::{RunKind, RunRecord};
 use crate::escape::html as escape;
-use crate::gate::fmt_num;
+use crate::format::number as fmt_num;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 

@@ -9,7 +9,7 @@
 
 use super::record::clean;
 use super::{RunKind, RunRecord};
-use crate::gate::fmt_num;
+use crate::format::number as fmt_num;
 use serde::Serialize;
 
 /// Version of the `gate history --format json` document.
@@ -143,10 +143,10 @@ pub fn render_text(l: &Listing) -> String {
                     opt(&r.branch),
                     short(&r.commit),
                     m.and_then(|m| m.baseline_value)
-                        .map(|v| crate::report::check::value_with_unit(Some(v), unit))
+                        .map(|v| crate::format::value_with_unit(Some(v), unit))
                         .unwrap_or_else(|| "n/a".into()),
                     m.and_then(|m| m.value)
-                        .map(|v| crate::report::check::value_with_unit(Some(v), unit))
+                        .map(|v| crate::format::value_with_unit(Some(v), unit))
                         .unwrap_or_else(|| "n/a".into()),
                     m.and_then(|m| m.change_pct)
                         .map(|p| format!("{p:+.1} %"))

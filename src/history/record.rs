@@ -245,7 +245,7 @@ pub fn judge_drift(
         let pct = d
             .shift_pct
             .map(|p| format!("{p:+.1} %"))
-            .unwrap_or_else(|| format!("{:+}{unit}", crate::gate::fmt_num(d.shift)));
+            .unwrap_or_else(|| format!("{:+}{unit}", crate::format::number(d.shift)));
         let branch = current
             .branch
             .as_deref()
@@ -259,12 +259,12 @@ pub fn judge_drift(
             "drift: {} ({}) has slid {pct} ({} -> {}{unit}) over the last {} run(s){branch}{since}; each run passed its own check, together they are beyond the run-to-run noise (CUSUM {:.1} > {} noise units of {}{unit}); look at the commits in that range, or refresh the baseline if the change is intended",
             clean(&m.metric),
             m.statistic,
-            crate::gate::fmt_num(b),
-            crate::gate::fmt_num(d.level),
+            crate::format::number(b),
+            crate::format::number(d.level),
             d.segment_runs,
             d.cusum,
             drift::H_SIGMA,
-            crate::gate::fmt_num(d.sigma),
+            crate::format::number(d.sigma),
         );
         out.push(DriftRow {
             metric: m.metric.clone(),

@@ -97,9 +97,7 @@ impl Reporter for Junit {
                     &run.command
                 },
                 run.steady_samples,
-                run.wall_time_s
-                    .map(|w| w.to_string())
-                    .unwrap_or("n/a".into()),
+                crate::format::number_or_na(run.wall_time_s),
                 run.exit_code.map(|c| c.to_string()).unwrap_or("n/a".into())
             ));
         }
@@ -122,8 +120,8 @@ impl Reporter for Junit {
                 "{} {}: {} -> {} ({})",
                 m.id,
                 m.statistic.as_str(),
-                super::value_with_unit(m.baseline, &m.unit),
-                super::value_with_unit(m.new, &m.unit),
+                crate::format::value_with_unit(m.baseline, &m.unit),
+                crate::format::value_with_unit(m.new, &m.unit),
                 m.verdict.as_str()
             );
             let text = failure_text(r, m);

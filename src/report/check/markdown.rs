@@ -2,8 +2,9 @@
 //! and artifacts. Verdict first, then the gated table (first-class metrics
 //! on top), the diagnosis, and the context metrics folded away.
 
-use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use super::{change_text, noise_text, tolerance_text, Reporter};
 use crate::escape::{markdown_code as code, markdown_text as text};
+use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict};
 
 pub struct Markdown;

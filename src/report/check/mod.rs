@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod openmetrics;
 pub mod terminal;
 
+use crate::format::{self, value_with_unit};
 use crate::gate::CheckReport;
 
 /// One output format.
@@ -18,34 +19,16 @@ pub trait Reporter {
     fn render(&self, report: &CheckReport) -> String;
 }
 
-/// Text of one metric value with its unit, `n/a` when absent.
-pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) if unit.is_empty() || unit == "count" => crate::gate::fmt_num(v),
-        Some(v) if unit == "%" => format!("{} %", crate::gate::fmt_num(v)),
-        Some(v) => format!("{} {unit}", crate::gate::fmt_num(v)),
-        None => "n/a".into(),
-    }
-}
-
 /// `+12.3 %` (relative) or the absolute change when the baseline is 0.
 pub fn change_text(m: &crate::gate::MetricResult) -> String {
     match (m.change_pct, m.change) {
-        (Some(p), _) => format!("{}{} %", if p >= 0.0 { "+" } else { "" }, fmt_pct(p)),
+        (Some(p), _) => format!("{} %", format::percent_change(p)),
         (None, Some(c)) => format!(
             "{}{}",
             if c >= 0.0 { "+" } else { "" },
             value_with_unit(Some(c), &m.unit)
         ),
         _ => "".into(),
-    }
-}
-
-fn fmt_pct(p: f64) -> String {
-    if p.abs() >= 100.0 {
-        format!("{p:.0}")
-    } else {
-        format!("{p:.1}")
     }
 }
 

@@ -2,8 +2,9 @@
 //! verdict last (where the eye lands). Colour only when asked for (the
 //! command decides: stdout is a TTY and `NO_COLOR` is unset).
 
-use super::{change_text, noise_text, tolerance_text, value_with_unit, Reporter};
+use super::{change_text, noise_text, tolerance_text, Reporter};
 use crate::escape;
+use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
 /// Context (ungated) metrics are listed only when they moved at least this

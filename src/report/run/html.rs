@@ -11,10 +11,10 @@
 //! clock, numbers printed with fixed precision, maps iterated in order.
 
 use super::RunReport;
-use crate::diagnose::dsl::format_number;
 use crate::diagnose::panorama::{self, Problem};
 use crate::diagnose::Severity;
 use crate::escape::html as escape;
+use crate::format::{number as format_number, number_or_na as num};
 use crate::trace::Trace;
 use std::fmt::Write as _;
 
@@ -381,10 +381,6 @@ fn host_line(
         color,
         points: series(trace, |i| trace.host_value(i, col), t_end_s),
     })
-}
-
-fn num(v: Option<f64>) -> String {
-    v.map(format_number).unwrap_or_else(|| "n/a".into())
 }
 
 fn sev_badge(s: Severity) -> String {

@@ -1,9 +1,10 @@
 //! A run's report as Markdown (for artifacts and merge-request comments).
 
 use super::text::provenance;
-use super::{num, scope_title, RunReport};
+use super::{scope_title, RunReport};
 use crate::diagnose::panorama;
 use crate::escape;
+use crate::format::number_or_na as num;
 
 fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));

@@ -217,11 +217,6 @@ fn stat_rows(trace: &Trace, run: &RunSummary) -> Vec<StatRow> {
     out
 }
 
-pub(crate) fn num(v: Option<f64>) -> String {
-    v.map(crate::diagnose::dsl::format_number)
-        .unwrap_or_else(|| "n/a".into())
-}
-
 /// "GPU 0 (NVIDIA H200)", "Host (...)" for a statistics scope key.
 pub fn scope_title(r: &RunReport, scope: &str) -> String {
     match scope {

@@ -1,10 +1,11 @@
 //! A run's report as terminal text: provenance, the utilization panorama,
 //! ranked suspects, processes, and the statistics of the steady window.
 
-use super::{num, scope_title, RunReport};
+use super::{scope_title, RunReport};
 use crate::diagnose::panorama::{self, Panorama};
 use crate::diagnose::Severity;
 use crate::escape;
+use crate::format::number_or_na as num;
 
 /// Severity label, coloured when `color` (a TTY without NO_COLOR).
 fn severity_label(s: Severity, color: bool) -> String {
@@ -170,13 +171,6 @@ pub fn render(r: &RunReport, color: bool) -> String {
     out
 }
 
-/// Table cell: 3 significant digits so that 0.04 % SM active (the whole
-/// story of a launch storm) does not print as 0.0.
-fn cell(v: Option<f64>) -> String {
-    v.map(crate::diagnose::dsl::format_number)
-        .unwrap_or_else(|| "n/a".into())
-}
-
 /// The panorama as plain-text tables, one per GPU, then the merged
 /// problem intervals.
 pub fn panorama(p: &Panorama) -> String {
@@ -201,8 +195,8 @@ pub fn panorama(p: &Panorama) -> String {
             .iter()
             .map(|s| {
                 let mut r = vec![crate::format::secs(s.start_ms)];
-                r.extend(s.values.iter().map(|v| cell(*v)));
-                r.push(cell(s.target_cpu_pct));
+                r.extend(s.values.iter().map(|v| num(*v)));
+                r.push(num(s.target_cpu_pct));
                 let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
                 if s.warmup {
                     flags.push('w');
