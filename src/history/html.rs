@@ -111,8 +111,20 @@ pub fn render(runs: &[RunRecord], database: &str, title_scope: &str) -> String {
         );
     }
     html.push_str("</div>\n");
+    let mut flat = Vec::new();
     for chart in charts(&ordered) {
-        draw_chart(&mut html, &chart, &colour);
+        if is_flat(&chart) {
+            flat.push(format!("{} ({})", chart.metric, chart.baseline));
+        } else {
+            draw_chart(&mut html, &chart, &colour);
+        }
+    }
+    if !flat.is_empty() {
+        let _ = writeln!(
+            html,
+            "<h2>Unchanged</h2><p class=\"meta\">Equal to the baseline in every run, no finding: {}.</p>",
+            escape(&flat.join(", "))
+        );
     }
     html.push_str("</body></html>\n");
     html
@@ -163,6 +175,15 @@ fn charts<'a>(ordered: &[&'a RunRecord]) -> Vec<Chart<'a>> {
     out
 }
 
+/// Every value equal to its baseline and nothing to mark: not worth a chart.
+fn is_flat(c: &Chart) -> bool {
+    c.points.iter().all(|(_, r, m)| {
+        m.value == m.baseline_value
+            && m.verdict != "regression"
+            && !r.drift.iter().any(|d| d.metric == m.metric)
+    })
+}
+
 fn unit_suffix(unit: &str) -> String {
     if unit.is_empty() || unit == "count" {
         String::new()
@@ -182,11 +203,14 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         escape(&c.direction.replace('_', " ")),
         escape(c.baseline)
     );
-    // Y range: values, baselines and bands.
+    // Y range: values that passed, baselines and bands. Regressions are
+    // often far off (a -95 % cliff); scaling to them would flatten the slow
+    // slide this page exists to show, so they are drawn at the edge.
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for (_, _, m) in &c.points {
-        for v in [m.value, m.baseline_value].into_iter().flatten() {
+        let value = m.value.filter(|_| m.verdict != "regression");
+        for v in [value, m.baseline_value].into_iter().flatten() {
             lo = lo.min(v);
             hi = hi.max(v);
         }
@@ -211,7 +235,8 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
     let n = c.runs.max(2);
     let x = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / n as f64;
     let step = plot_w / n as f64;
-    let y = |v: f64| TOP + plot_h * (1.0 - (v - lo) / (hi - lo));
+    let y = |v: f64| TOP + plot_h * (1.0 - ((v - lo) / (hi - lo)).clamp(-0.02, 1.02));
+    let off_scale = |v: f64| v < lo || v > hi;
     let _ = writeln!(
         html,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{} over {} runs\">",
@@ -241,6 +266,11 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         let Some(b) = m.baseline_value else { continue };
         match segs.last_mut() {
             Some(s) if s.2 == b && (s.3 == m.tolerance || m.tolerance.is_none()) => s.1 = *i,
+            // A capture row has no tolerance: it takes its first check's.
+            Some(s) if s.2 == b && s.3.is_none() => {
+                s.1 = *i;
+                s.3 = m.tolerance;
+            }
             _ => segs.push((*i, *i, b, m.tolerance)),
         }
     }
@@ -344,7 +374,12 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             );
             if labels < MAX_LABELS {
                 labels += 1;
-                let label = r.top_rule.as_deref().unwrap_or("regression");
+                let rule = r.top_rule.as_deref().unwrap_or("regression");
+                let label = if off_scale(v) {
+                    format!("{rule} ({}{unit}, off scale)", fmt_num(v))
+                } else {
+                    rule.to_string()
+                };
                 let ly = if yy - 10.0 < TOP + 12.0 {
                     yy + 18.0
                 } else {
@@ -353,16 +388,15 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
                 let _ = writeln!(
                     html,
                     "<text x=\"{xx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\" font-weight=\"600\">{}</text>",
-                    escape(label)
+                    escape(&label)
                 );
             }
             events.push(format!(
-                "<li><span class=\"reg\">regression</span> {} at {}: {}{} ({}); top cause: {}</li>",
+                "<li><span class=\"reg\">regression</span> {} at {}: {}{}; top cause: {}</li>",
                 escape(&change),
                 escape(&who),
                 escape(&fmt_num(v)),
                 escape(&unit),
-                escape(&r.verdict),
                 escape(&cause)
             ));
         }
@@ -378,7 +412,7 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
                 "<li><span class=\"drift\">drift</span> at {}{}: {}</li>",
                 escape(&who),
                 if d.failed { " (failed the run)" } else { "" },
-                escape(&d.message)
+                escape(d.message.strip_prefix("drift: ").unwrap_or(&d.message))
             ));
         }
     }
@@ -414,9 +448,14 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         }
         last_label = xx;
         let date: String = r.recorded_at.chars().take(10).collect();
+        let anchor = if k + 1 == ticks && ticks > 1 {
+            "end"
+        } else {
+            "middle"
+        };
         let _ = writeln!(
             html,
-            "<text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#4a5568\">{} · run {}</text>",
+            "<text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"{anchor}\" fill=\"#4a5568\">{} · run {}</text>",
             HEIGHT - 12.0,
             escape(&date),
             r.id.map(|i| i.to_string()).unwrap_or_default()

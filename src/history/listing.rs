@@ -7,7 +7,7 @@
 //! characters before reaching a terminal (`record::clean`), and JSON
 //! escapes it by construction.
 
-use super::record::clean;
+use super::record::{clean, clean_text};
 use super::{RunKind, RunRecord};
 use crate::format::number as fmt_num;
 use serde::Serialize;
@@ -228,7 +228,7 @@ pub fn render_text(l: &Listing) -> String {
         for d in &r.drift {
             notes.push(format!(
                 "  run {id}: {}{}\n",
-                clean(&d.message),
+                clean_text(&d.message),
                 if d.failed { " [failed the run]" } else { "" }
             ));
         }

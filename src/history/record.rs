@@ -161,13 +161,17 @@ pub fn counts_for_drift(run: &RunRecord) -> bool {
         && run.verdict != RunVerdict::Invalid.as_str()
 }
 
-/// Control characters out, length bounded: branch names and commits come
-/// from the environment and end up in terminal, CI log and report text.
-pub fn clean(s: &str) -> String {
-    let s: String = s
-        .chars()
+/// Control characters out: text from the environment or the database
+/// (branch names, commits, messages) reaches terminals, CI logs and reports.
+pub fn clean_text(s: &str) -> String {
+    s.chars()
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
+        .collect()
+}
+
+/// `clean_text`, and at most 80 characters: for names in table cells.
+pub fn clean(s: &str) -> String {
+    let s = clean_text(s);
     if s.chars().count() > 80 {
         let cut: String = s.chars().take(79).collect();
         format!("{cut}…")
@@ -198,13 +202,17 @@ pub fn judge_drift(
         .filter(|r| counts_for_drift(r) && r.baseline_created == current.baseline_created)
         .take(config.window.saturating_sub(1))
         .collect();
+    // Only values that passed their own check (pass, inconclusive,
+    // improvement) make a drift series: a regression is already a finding
+    // of its own (and usually reverted), and one such outlier in the window
+    // would inflate the moving-range noise estimate and hide a real slide.
+    let passed = |verdict: &str| {
+        verdict == Verdict::Pass.as_str()
+            || verdict == Verdict::Inconclusive.as_str()
+            || verdict == Verdict::Improvement.as_str()
+    };
     for m in current.metrics.iter().filter(|m| m.gated) {
-        // A regression is already failing on its own; missing/info rows
-        // carry no judged value.
-        if m.verdict != Verdict::Pass.as_str()
-            && m.verdict != Verdict::Inconclusive.as_str()
-            && m.verdict != Verdict::Improvement.as_str()
-        {
+        if !passed(&m.verdict) {
             continue;
         }
         let (Some(b), Some(x)) = (m.baseline_value, m.value) else {
@@ -221,6 +229,9 @@ pub fn judge_drift(
             .rev()
             .filter_map(|r| {
                 let row = r.metrics.iter().find(|p| p.metric == m.metric)?;
+                if !passed(&row.verdict) {
+                    return None;
+                }
                 Some((row.value?, r.commit.as_deref()))
             })
             .collect();
@@ -407,6 +418,27 @@ mod tests {
         assert!(judge_drift(&current, &slide, &off).is_empty());
         assert_eq!(
             judge_drift(&current, &slide, &DriftConfig::default()).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_reverted_regression_in_the_window_does_not_hide_a_slide() {
+        let mut values = vec![1001.0, 999.0, 1000.5, 999.5];
+        values.extend([990.0, 980.0, 970.0, 960.0, 950.0]);
+        let mut previous: Vec<RunRecord> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| run(i as i64 + 1, "v1", "pass", *v))
+            .collect();
+        // Run 3 regressed to 50 (a launch storm, reverted at once).
+        previous[2].metrics[0].value = Some(50.0);
+        previous[2].metrics[0].verdict = "regression".into();
+        previous[2].verdict = "regression".into();
+        previous.reverse();
+        let current = run(10, "v1", "pass", 940.0);
+        assert_eq!(
+            judge_drift(&current, &previous, &DriftConfig::default()).len(),
             1
         );
     }
