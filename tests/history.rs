@@ -575,3 +575,77 @@ fn a_schema_1_database_is_migrated_and_keeps_its_runs() {
         .to_string();
     assert!(err.contains("schema version 99 is newer"), "{err}");
 }
+
+/// Every `gate` command line and `extra-args` in the history templates,
+/// with GitHub/GitLab variables left as words.
+fn template_commands() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    let mut take = |origin: &str, text: &str| {
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("gate ") {
+                out.push((origin.to_string(), line.to_string()));
+            }
+        }
+    };
+    let gh = "ci-templates/github/workflows/gpu-gate-history.yml";
+    let wf: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(root.join(gh)).unwrap()).unwrap();
+    for (name, job) in wf["jobs"].as_mapping().unwrap() {
+        for step in job["steps"].as_sequence().unwrap() {
+            if let Some(run) = step["run"].as_str() {
+                assert_eq!(step["shell"].as_str(), Some("bash"), "{name:?}: run needs shell");
+                take(gh, run);
+            }
+            if let Some(extra) = step["with"]["extra-args"].as_str() {
+                // The action runs `gate check ... EXTRA`.
+                take(gh, &format!("gate check {extra}"));
+            }
+            if step["uses"].as_str().is_some_and(|u| u.starts_with("actions/cache/save")) {
+                assert_eq!(step["if"].as_str(), Some("always()"), "save after a failed check too");
+            }
+        }
+    }
+    let gl = "ci-templates/gitlab/history.gitlab-ci.yml";
+    let ci: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(root.join(gl)).unwrap()).unwrap();
+    for (_, job) in ci.as_mapping().unwrap() {
+        for key in ["script", "after_script"] {
+            for line in job[key].as_sequence().into_iter().flatten() {
+                take(gl, line.as_str().unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn history_templates_use_only_flags_gate_knows() {
+    let commands = template_commands();
+    assert!(commands.len() >= 8, "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut help = BTreeMap::new();
+    for (origin, line) in &commands {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let sub = words[1];
+        let text = help.entry(sub.to_string()).or_insert_with(|| {
+            let out = gate(dir.path()).args([sub, "--help"]).output().unwrap();
+            assert!(out.status.success(), "{origin}: gate {sub} --help");
+            output(&out).0
+        });
+        for w in words.iter().take_while(|w| **w != "--") {
+            if w.starts_with("--") {
+                let flag = w.split('=').next().unwrap();
+                assert!(
+                    text.contains(&format!("{flag} ")) || text.contains(&format!("{flag}\n")),
+                    "{origin}: 'gate {sub}' has no flag {flag} ({line})"
+                );
+            }
+        }
+    }
+    // Both engines appear, and the history is always saved / published.
+    let all: String = commands.iter().map(|c| c.1.clone() + "\n").collect();
+    assert!(all.contains("--history .gate/history.sqlite"));
+    assert!(all.contains("--history-required"));
+    assert!(all.contains("--html .gate/ci/trend.html"));
+}
