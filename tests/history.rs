@@ -594,15 +594,26 @@ fn template_commands() -> Vec<(String, String)> {
     for (name, job) in wf["jobs"].as_mapping().unwrap() {
         for step in job["steps"].as_sequence().unwrap() {
             if let Some(run) = step["run"].as_str() {
-                assert_eq!(step["shell"].as_str(), Some("bash"), "{name:?}: run needs shell");
+                assert_eq!(
+                    step["shell"].as_str(),
+                    Some("bash"),
+                    "{name:?}: run needs shell"
+                );
                 take(gh, run);
             }
             if let Some(extra) = step["with"]["extra-args"].as_str() {
                 // The action runs `gate check ... EXTRA`.
                 take(gh, &format!("gate check {extra}"));
             }
-            if step["uses"].as_str().is_some_and(|u| u.starts_with("actions/cache/save")) {
-                assert_eq!(step["if"].as_str(), Some("always()"), "save after a failed check too");
+            if step["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/cache/save"))
+            {
+                assert_eq!(
+                    step["if"].as_str(),
+                    Some("always()"),
+                    "save after a failed check too"
+                );
             }
         }
     }
