@@ -660,3 +660,48 @@ fn history_templates_use_only_flags_gate_knows() {
     assert!(all.contains("--history-required"));
     assert!(all.contains("--html .gate/ci/trend.html"));
 }
+
+#[test]
+fn hostile_branch_names_never_reach_a_terminal_or_page_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("h.sqlite");
+    let evil = "feat/\u{1b}]0;pwned\u{7}<script>alert(1)</script>\u{202e}";
+    let t = trace(d, "b.jsonl", &healthy(1));
+    gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "train",
+            "--branch",
+            evil,
+            "--history",
+        ])
+        .arg(&db)
+        .arg("--replay")
+        .arg(&t)
+        .assert()
+        .success();
+    let page = d.join("p.html");
+    let out = gate(d)
+        .args(["history", "--history"])
+        .arg(&db)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let (text, _) = output(&out);
+    assert!(text.contains("feat/\\u{1b}]0;pwned\\u{7}"), "{text}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for (what, s) in [("terminal", &text), ("page", &html)] {
+        assert!(
+            !s.contains('\u{1b}') && !s.contains('\u{7}') && !s.contains('\u{202e}'),
+            "{what}"
+        );
+    }
+    assert!(!html.contains("<script>"), "escaped in HTML");
+    // JSON keeps the exact bytes (escaped by JSON itself).
+    let j = history_json(d, &db, &[]);
+    assert_eq!(j["runs"][0]["branch"], evil);
+}

@@ -161,12 +161,11 @@ pub fn counts_for_drift(run: &RunRecord) -> bool {
         && run.verdict != RunVerdict::Invalid.as_str()
 }
 
-/// Control characters out: text from the environment or the database
+/// Hostile characters (controls, bidi overrides) shown visibly
+/// (`crate::escape::terminal`): text from the environment or the database
 /// (branch names, commits, messages) reaches terminals, CI logs and reports.
 pub fn clean_text(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
+    crate::escape::terminal(s)
 }
 
 /// `clean_text`, and at most 80 characters: for names in table cells.
@@ -445,7 +444,7 @@ mod tests {
 
     #[test]
     fn text_from_the_environment_is_cleaned() {
-        assert_eq!(clean("feat/x\u{1b}[31m\n"), "feat/x\u{fffd}[31m\u{fffd}");
+        assert_eq!(clean("feat/x\u{1b}[31m\n"), "feat/x\\u{1b}[31m\\n");
         assert_eq!(clean(&"b".repeat(200)).chars().count(), 80);
     }
 }
