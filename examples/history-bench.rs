@@ -29,7 +29,7 @@ use std::process::Command;
 use std::time::Instant;
 
 fn run(i: usize, metrics: usize) -> RunRecord {
-    let regressed = i % 97 == 0;
+    let regressed = i.is_multiple_of(97);
     RunRecord {
         id: None,
         recorded_at: format!(
@@ -38,7 +38,7 @@ fn run(i: usize, metrics: usize) -> RunRecord {
             i / 60 % 24,
             i % 60
         ),
-        kind: if i % 500 == 0 {
+        kind: if i.is_multiple_of(500) {
             RunKind::Capture
         } else {
             RunKind::Check
@@ -47,7 +47,7 @@ fn run(i: usize, metrics: usize) -> RunRecord {
         baseline_created: format!("v{}", i / 500),
         baseline_runs: 3,
         commit: Some(format!("{:040x}", i * 2_654_435_761)),
-        branch: Some(if i % 2 == 0 { "main" } else { "dev" }.into()),
+        branch: Some(if i.is_multiple_of(2) { "main" } else { "dev" }.into()),
         tags: BTreeMap::from([("model".to_string(), "resnet50".to_string())]),
         gpu_model: "NVIDIA H200".into(),
         environment: serde_json::json!({
@@ -88,7 +88,7 @@ fn run(i: usize, metrics: usize) -> RunRecord {
                 }
             })
             .collect(),
-        drift: if i % 13 == 0 {
+        drift: if i.is_multiple_of(13) {
             vec![DriftRow {
                 metric: "metric_01".into(),
                 shift_pct: Some(-6.0),
