@@ -1,29 +1,25 @@
 //! Acceptance on the REAL H200 fixtures (fixtures/traces/*.jsonl, recorded
 //! by `gate record` on the lent H200): a baseline from healthy-1 + healthy-2
 //! passes healthy-3, and every pathology fails naming what moved.
-//!
-//! Skipped (loudly) only while `fixtures/traces/healthy-1.jsonl` does not
-//! exist; once it does, every other fixture must exist too.
+//! The traces ship with the repository: a missing one fails the test.
 
 mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
 
+/// A recorded H200 trace; they ship with the repository, so a missing one
+/// is a failure, never a skip.
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/traces")
-        .join(name)
-}
-
-/// The recorded H200 traces ship with the repository: missing is a failure.
-fn fixtures_present() -> bool {
+        .join(name);
     assert!(
-        fixture("healthy-1.jsonl").exists(),
+        path.exists(),
         "fixture missing: {} (the recorded H200 traces ship in fixtures/traces)",
-        fixture("healthy-1.jsonl").display()
+        path.display()
     );
-    true
+    path
 }
 
 const CONFIG: &str = r#"
@@ -54,9 +50,6 @@ fn capture(d: &Path) {
 
 #[test]
 fn healthy_run_passes_against_a_baseline_of_two_healthy_runs() {
-    if !fixtures_present() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture(d);
@@ -80,9 +73,6 @@ fn healthy_run_passes_against_a_baseline_of_two_healthy_runs() {
 
 #[test]
 fn every_pathology_fixture_regresses_and_names_what_moved() {
-    if !fixtures_present() {
-        return;
-    }
     // The gated metric each pathology must move (DOMAIN.md section 7).
     let cases: [(&str, &[&str]); 7] = [
         ("launch-storm.jsonl", &["sm_active_pct"]),

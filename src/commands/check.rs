@@ -1,8 +1,7 @@
 //! `gate check`: measure a run (or replay traces), judge it against a stored
 //! baseline, write the reports and return the exit code of the verdict.
-//!
-//! Also home of a helper capture and diff share: reading baselines and
-//! gate.toml from the working tree or from a git ref.
+//! The baseline and gate.toml come from the working tree, or from a git ref
+//! with `--baseline-ref` (`git_show`), so a change cannot loosen its own gate.
 
 use super::measure::{self, MeasureArgs};
 use crate::baseline::{self, Baseline};

@@ -1,7 +1,7 @@
 //! Rules engine: names the likely root cause of a run's behaviour, or of
 //! what changed between a baseline and a new run.
 //!
-//! INTERFACE (stable; the implementation fills it in):
+//! Interface:
 //! - `RuleSet::builtin()` the embedded rules;
 //! - `RuleSet::with_user_rules(&rules_table_from_gate_toml)`;
 //! - `RuleSet::diagnose(&run)` ranked suspects of one run;

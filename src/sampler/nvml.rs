@@ -828,8 +828,9 @@ mod tests {
 
     #[test]
     fn every_gpm_column_is_a_gpu_metric() {
+        // The sampler writes GPM values at `col(column)` at run time.
         for (_, c) in GPM_COLUMNS {
-            let _ = col(c);
+            assert_eq!(GPU_METRICS[col(c)].id, *c);
         }
     }
 
