@@ -200,14 +200,14 @@ impl Config {
                 })?;
             }
             if let Some(a) = o.absolute {
-                if !(a.is_finite() && a >= 0.0) {
-                    return Err(bad(format!(
-                        "{}: [metrics.{}] absolute must be a number >= 0 in {}",
+                check_absolute(a).map_err(|m| {
+                    bad(format!(
+                        "{}: [metrics.{}] absolute: {m} in {}",
                         at(id.span()),
                         id.get_ref(),
                         def.unit
-                    )));
-                }
+                    ))
+                })?;
             }
             if let Some(s) = &o.statistic {
                 if Statistic::parse(s.get_ref()).is_none() {
@@ -262,6 +262,16 @@ impl Config {
                 check_fraction(r).map_err(|m| {
                     bad(format!(
                         "{}: [user_metrics.{}] relative: {m}",
+                        at(name.span()),
+                        name.get_ref()
+                    ))
+                })?;
+            }
+            // `absolute = inf` (or nan, or -5) made a -45 % drop pass.
+            if let Some(a) = u.absolute {
+                check_absolute(a).map_err(|m| {
+                    bad(format!(
+                        "{}: [user_metrics.{}] absolute: {m}",
                         at(name.span()),
                         name.get_ref()
                     ))
@@ -426,6 +436,19 @@ pub struct UserMetricValue {
     pub ci95: Option<f64>,
 }
 
+/// An absolute tolerance: a finite number from 0 to
+/// `limits::MAX_ABS_VALUE` (beyond it a tolerance waves everything through).
+fn check_absolute(v: f64) -> Result<(), String> {
+    if v.is_finite() && (0.0..=crate::limits::MAX_ABS_VALUE).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{v} is not a tolerance; use a number from 0 to {:e} (the metric's unit)",
+            crate::limits::MAX_ABS_VALUE
+        ))
+    }
+}
+
 fn check_fraction(v: f64) -> Result<(), String> {
     if v.is_finite() && (0.0..=10.0).contains(&v) {
         Ok(())
@@ -572,6 +595,35 @@ enabled = false
             .unwrap_err()
             .to_string();
         assert!(err.contains("direction"), "{err}");
+    }
+
+    #[test]
+    fn absurd_tolerances_are_refused_with_the_line() {
+        // Issue 9: a user metric's `absolute = inf` (or nan, or -5) was
+        // accepted and made a -45 % drop pass.
+        for v in ["inf", "nan", "-5.0", "1e308", "-inf"] {
+            let text = format!(
+                "[user_metrics.tput]\nregex = 'tput: ([0-9.]+)'\ndirection = \"higher_is_better\"\nabsolute = {v}\n"
+            );
+            let err = Config::parse(&text, "g.toml").unwrap_err().to_string();
+            assert!(
+                err.starts_with("g.toml: line 1, column 15: [user_metrics.tput] absolute:"),
+                "{v}: {err}"
+            );
+            let text = format!("[metrics.sm_active_pct]\nabsolute = {v}\n");
+            let err = Config::parse(&text, "g.toml").unwrap_err().to_string();
+            assert!(
+                err.contains("[metrics.sm_active_pct] absolute:"),
+                "{v}: {err}"
+            );
+        }
+        for v in ["inf", "nan", "-0.1", "11.0"] {
+            let err = Config::parse(&format!("[defaults]\nthreshold = {v}\n"), "g.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("threshold"), "{v}: {err}");
+        }
+        assert!(Config::parse("[metrics.sm_active_pct]\nabsolute = 2.5\n", "g.toml").is_ok());
     }
 
     #[test]

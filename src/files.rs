@@ -139,6 +139,25 @@ pub fn utf8_text(bytes: Vec<u8>) -> io::Result<String> {
 
 // ------------------------------------------------------------------ outputs
 
+/// Whether an I/O error is the machine's fault (disk full, quota, I/O
+/// error), not the user's: retrying on another runner may help (exit 3).
+pub fn is_infra_io(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EIO)
+    ) || e.kind() == io::ErrorKind::StorageFull
+}
+
+/// `message` as the error for writing an output that failed with `e`:
+/// infrastructure (exit 3) for a full disk, usage (exit 2) otherwise.
+pub fn output_error(message: String, e: &io::Error) -> crate::error::GateError {
+    if is_infra_io(e) {
+        crate::error::GateError::infra(message)
+    } else {
+        crate::error::GateError::usage(message)
+    }
+}
+
 /// Identity of an existing file (device, inode), following symlinks.
 fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))

@@ -17,6 +17,9 @@ pub mod exit_code;
 /// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
 pub mod files;
 pub mod format;
+/// Fuzzing entry points for the four parsers (cargo-fuzz targets and tests/fuzz_parsers.rs).
+#[doc(hidden)]
+pub mod fuzz_targets;
 pub mod gate;
 pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).

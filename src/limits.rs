@@ -44,6 +44,12 @@ pub const MAX_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Default bound on a `--warmup-until` wait: a pattern that never matches
 /// must not hold a `--duration` run open for ever.
 pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Largest magnitude of a statistic in a baseline and of an absolute
+/// tolerance: 1e15. Nothing gate measures comes near (an hour of eight
+/// GPUs is 2e7 J; a user metric in bytes per second is below 1e12);
+/// beyond it, `relative x baseline` tolerances swallow any change (a
+/// baseline of 1e308 judged a 99.9 % drop a pass).
+pub const MAX_ABS_VALUE: f64 = 1e15;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
 

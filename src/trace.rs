@@ -614,13 +614,25 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
+    /// Start `PATH.partial`. Refused: a `PATH` that is not a regular file
+    /// (a device node, a FIFO, a directory: the final rename would replace
+    /// it), and anything already at `PATH.partial` (created exclusively,
+    /// never through a planted symbolic link, never over a crashed
+    /// recording's prefix or a concurrent recording).
     pub fn create(path: &Path, header: &Header) -> Result<TraceWriter, GateError> {
+        files::check_output(path, "the trace", &[])
+            .map_err(|e| files::output_error(format!("{e}; choose another --output"), &e))?;
         let partial = partial_path(path);
-        let file = File::create(&partial).map_err(|e| {
-            GateError::usage(format!(
-                "cannot create trace file '{}': {e}; choose a writable --output path",
-                partial.display()
-            ))
+        let file = files::create_new(&partial).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "it exists already (an earlier recording that did not finish, another gate recording to the same file, or a link): move or delete it, or choose another --output".to_string()
+            } else {
+                format!("{e}; choose a writable --output path")
+            };
+            files::output_error(
+                format!("cannot create trace file '{}': {why}", partial.display()),
+                &e,
+            )
         })?;
         let mut w = TraceWriter {
             out: BufWriter::with_capacity(64 * 1024, file),
@@ -666,6 +678,13 @@ impl TraceWriter {
             .map_err(|e| GateError::infra(format!("flushing trace: {e}")))?;
         file.sync_all()
             .map_err(|e| GateError::infra(format!("syncing trace: {e}")))?;
+        // Checked again: something may have been put at the path meanwhile.
+        files::check_output(&self.final_path, "the trace", &[]).map_err(|e| {
+            GateError::usage(format!(
+                "{e}; the recording is kept in '{}'",
+                self.partial.display()
+            ))
+        })?;
         std::fs::rename(&self.partial, &self.final_path).map_err(|e| {
             GateError::infra(format!(
                 "moving '{}' to '{}': {e}",

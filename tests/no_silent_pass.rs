@@ -98,3 +98,94 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
     }
     assert!(parsed > 10, "only {parsed} prefixes parsed");
 }
+
+/// Capture `train` from a healthy synthetic run in `d`; return its text.
+fn capture(d: &Path) -> String {
+    let t1 = trace(d, "h1.jsonl", &healthy(1));
+    gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "train",
+            "--commit",
+            "c",
+            "--replay",
+        ])
+        .arg(&t1)
+        .assert()
+        .success();
+    std::fs::read_to_string(d.join("baselines/train.toml")).unwrap()
+}
+
+/// In `table` of the baseline text, replace the first match of `pattern`
+/// with `value`; return the new text and the 1-based line of the change.
+fn edit_in_table(text: &str, table: &str, pattern: &str, value: &str) -> (String, usize) {
+    let t = text
+        .find(table)
+        .unwrap_or_else(|| panic!("{table} not in baseline"));
+    let re = regex::Regex::new(pattern).unwrap();
+    let m = re
+        .find(&text[t..])
+        .unwrap_or_else(|| panic!("{pattern} not in {table}"));
+    let (a, b) = (t + m.start(), t + m.end());
+    let line = text[..a].matches('\n').count() + 1;
+    (format!("{}{value}{}", &text[..a], &text[b..]), line)
+}
+
+/// Item 2: statistics of 1e308 judged a 99.9 % drop a pass; nan/inf made
+/// a metric "missing" without failing; `ci95 = -1000` made a drop
+/// "inconclusive". Each is refused at load with file:line, exit 2.
+#[test]
+fn absurd_baseline_statistics_are_refused_at_load_with_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = capture(d);
+    let t3 = trace(d, "h3.jsonl", &healthy(3));
+    let cases = [
+        (r"(?m)^mean = \S+", "mean = 1e308", "not a measurement"),
+        (r"(?m)^mean = \S+", "mean = nan", "not a measurement"),
+        (r"(?m)^mean = \S+", "mean = inf", "not a measurement"),
+        (r"(?m)^mean = \S+", "mean = -5.0", "is negative"),
+        (r"(?m)^stdev = \S+", "stdev = -1.0", "is negative"),
+        (r"ci95 = [^,]+", "ci95 = -1000.0", "is negative"),
+        (
+            r"(?m)^p95 = \S+",
+            "p95 = 0.5",
+            "percentiles must not decrease",
+        ),
+    ];
+    for (pattern, value, needle) in cases {
+        let (bad, line) = edit_in_table(&text, "[metrics.sm_active_pct]", pattern, value);
+        std::fs::write(d.join("baselines/train.toml"), &bad).unwrap();
+        let out = check_replay(d, "train", &[], &t3);
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stdout}\n{stderr}");
+        let err = stderr
+            .lines()
+            .find(|l| l.starts_with("gate: error:"))
+            .unwrap();
+        assert!(
+            err.contains(&format!("baselines/train.toml: line {line}, column")),
+            "{value}: {err}"
+        );
+        assert!(err.contains(needle), "{value}: {err}");
+    }
+}
+
+/// Smaller: a baseline whose `name` differs from its file was accepted.
+#[test]
+fn a_baseline_named_unlike_its_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = capture(d);
+    std::fs::write(d.join("baselines/other.toml"), &text).unwrap();
+    let t3 = trace(d, "h3.jsonl", &healthy(3));
+    let out = check_replay(d, "other", &[], &t3);
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = text.lines().position(|l| l.starts_with("name = ")).unwrap() + 1;
+    assert!(
+        stderr.contains(&format!("other.toml: line {line}, column 8: name 'train' differs from the file name 'other.toml'")),
+        "{stderr}"
+    );
+}

@@ -14,6 +14,8 @@
 //! runs of the same code (see `gate.rs` and docs/gating.md).
 
 mod build;
+/// Load-time checks of a baseline's numbers and name.
+mod check;
 mod store;
 
 pub use build::{build, BuildMeta};

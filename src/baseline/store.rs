@@ -171,7 +171,12 @@ pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
             GateError::bad_file(path, format!("cannot read baseline: {e}"))
         }
     })?;
-    parse(&text, &path.display().to_string())
+    let origin = path.display().to_string();
+    let b = parse(&text, &origin)?;
+    if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+        super::check::check_name(&b, &text, &origin, stem)?;
+    }
+    Ok(b)
 }
 
 /// Parse the text of a baseline file; `origin` names it in messages.
@@ -212,7 +217,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Baseline, GateError> {
         }
         Some(_) => {}
     }
-    toml::from_str(text).map_err(|e| toml_error(origin, text, &e, recapture))
+    let b: Baseline = toml::from_str(text).map_err(|e| toml_error(origin, text, &e, recapture))?;
+    super::check::check(&b, text, origin)?;
+    Ok(b)
 }
 
 // ------------------------------------------------------------------ storing

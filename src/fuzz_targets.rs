@@ -1,0 +1,150 @@
+//! Entry points for fuzzing the four parsers of user-supplied text: a
+//! trace, a baseline, a `gate.toml`, a rule condition. Each takes arbitrary
+//! bytes, parses them the way the commands do, and when the input is
+//! accepted, drives it through what the commands do next (statistics,
+//! judging, reports, rule evaluation), so a value the parser lets through
+//! cannot crash a later stage. A panic anywhere is a bug; an `Err` is the
+//! expected answer to most inputs.
+//!
+//! Two drivers call these: the cargo-fuzz targets in `fuzz/` (libFuzzer,
+//! coverage-guided, nightly; see docs/limits.md for long campaigns), and
+//! `tests/fuzz_parsers.rs` (stable, in `cargo test`), which replays the
+//! committed corpus and crash inputs and runs a bounded mutation campaign.
+
+use crate::baseline;
+use crate::summary::RunInput;
+use crate::config::Config;
+use crate::diagnose::dsl::{self, Type, Vocabulary};
+use crate::diagnose::RuleSet;
+use crate::trace::Trace;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// A small real trace (the synthetic generator's healthy run): what
+/// baselines are judged against and rules evaluated on.
+fn reference_trace() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let sig = crate::synthetic::Signature::healthy()
+            .with_warmup_samples(5)
+            .with_samples(60);
+        crate::synthetic::trace(&sig, 1)
+    })
+}
+
+fn default_config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(Config::default)
+}
+
+/// A trace file's bytes: parse, then summarise, diagnose and report it as
+/// `gate report` does.
+pub fn trace(data: &[u8]) {
+    let Ok(t) = Trace::read(std::io::Cursor::new(data), Path::new("fuzz.jsonl")) else {
+        return;
+    };
+    if t.sample_count() == 0 {
+        return;
+    }
+    let rules = RuleSet::builtin();
+    let run = RunInput::new(&t, default_config()).summary;
+    let report = crate::report::run::RunReport::build_with(&t, &rules, 1000.0, run);
+    let _ = crate::report::run::text::render(&report, false);
+    let _ = crate::report::run::markdown::render(&report);
+    let _ = crate::report::run::json::render(std::slice::from_ref(&report));
+    let _ = crate::report::run::html::render(&[(report.clone(), &t)]);
+}
+
+/// A baseline file's bytes: parse (with its load-time checks), render it
+/// back, and judge the reference run against it as `gate check` does.
+pub fn baseline(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(b) = baseline::parse(text, "fuzz.toml") else {
+        return;
+    };
+    // What gate writes, it reads back.
+    let rendered = baseline::to_toml(&b, "fuzz");
+    let again = baseline::parse(&rendered, "rendered.toml")
+        .unwrap_or_else(|e| panic!("a rendered baseline does not load: {e}\n{rendered}"));
+    assert_eq!(
+        rendered,
+        baseline::to_toml(&again, "fuzz"),
+        "rendering is not stable"
+    );
+    let config = default_config();
+    let rules = RuleSet::builtin();
+    let runs = [RunInput::new(reference_trace(), config)];
+    let _ = crate::gate::check(&crate::gate::CheckInput {
+        baseline: &b,
+        baseline_source: "fuzz.toml".into(),
+        config,
+        cli_threshold: None,
+        runs: &runs,
+        multi_node: false,
+        allow_env_mismatch: true,
+        fail_on_improvement: false,
+        rules: &rules,
+    });
+}
+
+/// A `gate.toml`'s bytes: parse, build its rule set, resolve every policy
+/// and extract its user metrics from the reference run.
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(c) = Config::parse(text, "fuzz.toml") else {
+        return;
+    };
+    if let Ok(rules) = c.rule_set() {
+        let run = RunInput::new(reference_trace(), &c);
+        let _ = rules.diagnose(&run.summary);
+    }
+    for d in crate::metrics::GPU_METRICS
+        .iter()
+        .chain(crate::metrics::HOST_METRICS)
+    {
+        let _ = c.policy(d.id, Some(0.2));
+    }
+    for name in c.user_metric_names() {
+        let _ = c.policy(&name, None);
+    }
+    let _ = c.user_metric_values(reference_trace());
+}
+
+/// A rule condition's bytes: parse; an accepted condition prints as text
+/// that parses to the same condition, and evaluates without panicking.
+pub fn rule(data: &[u8]) {
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
+    let vocab = Vocabulary::standard();
+    for want in [Type::Bool, Type::Num] {
+        let Ok(e) = dsl::parse(src, want, &vocab) else {
+            continue;
+        };
+        let printed = e.to_string();
+        let back = dsl::parse(&printed, want, &vocab).unwrap_or_else(|err| {
+            panic!("'{printed}' (printed from '{src}') does not parse: {err}")
+        });
+        assert_eq!(
+            printed,
+            back.to_string(),
+            "printing is not stable for '{src}'"
+        );
+        let run = RunInput::new(reference_trace(), default_config()).summary;
+        match want {
+            Type::Bool => {
+                let _ = dsl::eval_bool(&e, &run);
+                let _ = dsl::margin(&e, &run);
+                let _ = dsl::evidence_operands(&e);
+            }
+            Type::Num => {
+                let _ = dsl::eval_num(&e, &run, None);
+                let _ = dsl::eval_num(&e, &run, Some(0));
+            }
+        }
+    }
+}
