@@ -12,10 +12,10 @@
 //! committed corpus and crash inputs and runs a bounded mutation campaign.
 
 use crate::baseline;
-use crate::summary::RunInput;
 use crate::config::Config;
 use crate::diagnose::dsl::{self, Type, Vocabulary};
 use crate::diagnose::RuleSet;
+use crate::summary::RunInput;
 use crate::trace::Trace;
 use std::path::Path;
 use std::sync::OnceLock;

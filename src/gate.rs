@@ -413,6 +413,11 @@ pub fn run_failure(trace: &crate::trace::Trace) -> Option<String> {
         ));
     }
     let end = trace.end.as_ref()?;
+    if end.reason == "warmup_timeout" {
+        return Some(format!(
+            "--warmup-until never matched within --warmup-timeout, so the benchmark was stopped before its window ('{src}')"
+        ));
+    }
     if let Some(sig) = end.signal {
         // gate itself stops the target with SIGTERM when --duration is reached.
         if end.reason != "duration_reached" {

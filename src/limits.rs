@@ -37,10 +37,14 @@ pub const MAX_KEPT_OUTPUT_BYTES: usize = 4 * MIB as usize;
 /// user-metric regexes); the rest of the line still passes through. A
 /// 500 MB line used to cost 1 GB of memory.
 pub const MAX_OUTPUT_LINE_BYTES: usize = 64 * 1024;
-/// Longest `--warmup`, `--duration` and `--warmup-timeout` (each): 30 days,
-/// the trace span limit. Larger values overflowed the clock arithmetic
-/// after the benchmark had started.
-pub const MAX_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Longest `--warmup`, `--duration` and `--warmup-timeout` (each): 7 days.
+/// `--duration 99999999999999999999` panicked while parsing; huge
+/// `--warmup` + `--duration` overflowed the clock arithmetic after the
+/// benchmark had started (and left it running).
+pub const MAX_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+/// A recording stops at 29 days (as if `--duration` were reached), so its
+/// trace stays within `MAX_TRACE_SPAN_MS` and can be read back.
+pub const MAX_RECORDING: Duration = Duration::from_secs(29 * 24 * 3600);
 /// Default bound on a `--warmup-until` wait: a pattern that never matches
 /// must not hold a `--duration` run open for ever.
 pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -52,6 +56,22 @@ pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const MAX_ABS_VALUE: f64 = 1e15;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
+
+/// A duration for people: `250ms`, `10s`, `10m`, `7 days`.
+pub fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms % 86_400_000 == 0 {
+        format!("{} days", ms / 86_400_000)
+    } else if ms % 3_600_000 == 0 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
 
 /// `n` bytes for people: `512 KiB`, `16 MiB`, `1 GiB`.
 pub fn bytes_text(n: u64) -> String {
@@ -80,5 +100,9 @@ mod tests {
         assert_eq!(bytes_text(MAX_OUTPUT_LINE_BYTES as u64), "64 KiB");
         assert_eq!(bytes_text(1536), "1.5 KiB");
         assert_eq!(bytes_text(12), "12 bytes");
+        assert_eq!(duration_text(MAX_WINDOW), "7 days");
+        assert_eq!(duration_text(DEFAULT_WARMUP_TIMEOUT), "10m");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
     }
 }

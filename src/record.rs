@@ -50,6 +50,9 @@ pub struct RecordPlan {
     pub warmup_until: Option<regex::Regex>,
     /// Length of the measured window after warm-up; None: until the target exits.
     pub duration: Option<Duration>,
+    /// Longest wait for `warmup_until`: past it the recording stops
+    /// (reason "warmup_timeout").
+    pub warmup_timeout: Duration,
     /// GPU selection as `NvmlContext::select` reads it ('0,2', 'all');
     /// None: every visible GPU, statistics on those the target used.
     pub gpu: Option<String>,
@@ -138,20 +141,93 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         host_columns: HOST_METRICS.iter().map(|d| d.id.to_string()).collect(),
         note: plan.note.clone(),
     };
-    // The plan was validated before we got here: a bad flag neither
+    // The plan was validated before we got here, and the output is opened
+    // before the target starts: a bad flag or a refused output path neither
     // launches the benchmark nor leaves a trace behind.
-    let mut output = OutputKeeper::new(plan.warmup_until.clone());
-    let mut target = match plan.pid {
-        Some(pid) => Target::attach(pid)?,
-        None => Target::launch(&plan.command, echo)?,
+    let mut writer = TraceWriter::create(path, &header)?;
+    let target = match plan.pid {
+        Some(pid) => Target::attach(pid),
+        None => Target::launch(&plan.command, echo),
     };
-    let mut writer = match TraceWriter::create(path, &header) {
-        Ok(w) => w,
+    let mut target = match target {
+        Ok(t) => t,
         Err(e) => {
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            writer.abandon();
             return Err(e);
         }
     };
+    let mut progress = Progress::default();
+    match run(
+        plan,
+        &header,
+        &mut gpu_sampler,
+        &mut writer,
+        &mut target,
+        start,
+        &mut progress,
+    ) {
+        Ok(end) => {
+            let path = writer.finish(end.clone())?;
+            Ok(RecordOutcome { path, end })
+        }
+        Err(e) => {
+            // Whatever failed (a full disk, a sampler), the benchmark does
+            // not outlive the recording, and what was recorded stays
+            // readable under the .partial name.
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            let t = target
+                .started()
+                .map(|s| round_value(s.elapsed().as_secs_f64() * 1000.0))
+                .unwrap_or(0.0);
+            let _ = writer.write(&Record::Event(EventRecord {
+                t,
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                code: None,
+                message: format!("the recording failed: {e}"),
+            }));
+            let exit = target.wait();
+            let partial = writer.close_as_partial(EndRecord {
+                t,
+                samples: progress.samples,
+                late_samples: progress.late,
+                exit_code: exit.and_then(|e| e.code),
+                signal: exit.and_then(|e| e.signal),
+                target_wall_s: None,
+                reason: "error".into(),
+                metrics_file: None,
+                target_gpus: None,
+            });
+            let kept = format!("what was recorded is in '{}'", partial.display());
+            Err(match e {
+                GateError::Infra(m) => GateError::Infra(format!("{m}; {kept}")),
+                GateError::Usage(m) => GateError::Usage(format!("{m}; {kept}")),
+                other => other,
+            })
+        }
+    }
+}
+
+/// Samples written so far (for the end record of a failed recording).
+#[derive(Default)]
+struct Progress {
+    samples: u64,
+    late: u64,
+}
+
+/// Sample `target` until the window ends, then write the closing events.
+/// Returns the end record; the caller finishes the file.
+fn run(
+    plan: &RecordPlan,
+    header: &Header,
+    gpu_sampler: &mut Option<GpuSampler>,
+    writer: &mut TraceWriter,
+    target: &mut Target,
+    start: Instant,
+    progress: &mut Progress,
+) -> Result<EndRecord, GateError> {
+    let mut output = OutputKeeper::new(plan.warmup_until.clone());
     let t0 = target.started().unwrap_or(start);
     let ms_since =
         |at: Instant| round_value(at.saturating_duration_since(t0).as_secs_f64() * 1000.0);
@@ -167,6 +243,22 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
             plan.command.join(" ")
         },
     }))?;
+    if plan.pid.is_some() && std::fs::File::open(format!("/proc/{}/io", target.pid())).is_err() {
+        // Another user's process: /proc/PID/io is theirs (and root's) only.
+        let message = format!(
+            "cannot read /proc/{}/io (another user's process?): read/write bytes are recorded as null; run gate as that user or as root to measure them",
+            target.pid()
+        );
+        eprintln!("gate: warning: {message}");
+        writer.write(&Record::Event(EventRecord {
+            t: 0.0,
+            kind: EventKind::Note,
+            gpu: None,
+            pid: Some(target.pid()),
+            code: None,
+            message,
+        }))?;
+    }
 
     let mut profile = crate::sampler::CpuProfile::from_env();
     let mut host_sampler = HostSampler::new();
@@ -175,8 +267,6 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
     let mut tree_at = Instant::now();
     let live = plan.live_status;
     let mut live_at = t0;
-    let mut samples = 0u64;
-    let mut late = 0u64;
     let mut next_tick = Instant::now();
     let reason;
     loop {
@@ -187,8 +277,8 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         } else if now - next_tick > plan.interval {
             // Fell behind by more than a tick (host overloaded, suspended):
             // skip the missed ticks rather than burst, and say so.
-            late += 1;
-            if late <= 10 {
+            progress.late += 1;
+            if progress.late <= 10 {
                 writer.write(&Record::Event(EventRecord {
                     t: ms_since(now),
                     kind: EventKind::LateSample,
@@ -209,6 +299,9 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         if now.duration_since(tree_at) >= TREE_REFRESH {
             let fresh = host::process_tree(target.pid());
             if !fresh.is_empty() {
+                // Remembered, so they are stopped with the tree even after
+                // they leave its process group.
+                target.track(fresh.iter().copied());
                 tree = fresh;
             }
             tree_at = now;
@@ -249,7 +342,7 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
             g,
             h,
         }))?;
-        samples += 1;
+        progress.samples += 1;
         for e in extras.events {
             writer.write(&Record::Event(e))?;
         }
@@ -263,16 +356,62 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
             }
             writer.write(&Record::Processes(p))?;
         }
-        output.drain(&mut writer, &target, &ms_since)?;
+        output.drain(writer, target, &ms_since)?;
         writer.flush()?;
         profile.stop("trace_write", c);
         if target.poll_exit().is_some() {
             reason = "target_exited";
             break;
         }
-        if target::interrupted() {
-            target.stop(libc::SIGINT, target::STOP_GRACE);
+        if let Some(sig) = target::interrupt_signal() {
+            // Forwarded as received (Ctrl-C, SIGTERM, a hang-up), to the
+            // whole tree.
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(Instant::now()),
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                code: Some(i64::from(sig)),
+                message: format!(
+                    "gate received signal {sig}: forwarded to the benchmark's process tree"
+                ),
+            }))?;
+            target.stop(sig, target::STOP_GRACE);
             reason = "interrupted";
+            break;
+        }
+        let elapsed = now.saturating_duration_since(t0);
+        if !output.warmup_released() && elapsed >= plan.warmup_timeout {
+            // A pattern that never matches must not hold the run open.
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(now),
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                code: None,
+                message: format!(
+                    "--warmup-until did not match any stdout line within {} (--warmup-timeout): recording stopped",
+                    crate::limits::duration_text(plan.warmup_timeout)
+                ),
+            }))?;
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            reason = "warmup_timeout";
+            break;
+        }
+        if elapsed >= crate::limits::MAX_RECORDING {
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(now),
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                code: None,
+                message: format!(
+                    "the recording reached {}, the longest trace gate reads (docs/limits.md): stopped",
+                    crate::limits::duration_text(crate::limits::MAX_RECORDING)
+                ),
+            }))?;
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            reason = "duration_reached";
             break;
         }
         // The window counts from the end of warm-up: the later of --warmup
@@ -299,7 +438,43 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         s.profile.print();
     }
     let exit = target.wait();
-    output.drain(&mut writer, &target, &ms_since)?;
+    if reason == "target_exited" {
+        // `sh -c 'server & exit 0'`: what the command left running is
+        // stopped, not orphaned.
+        let left = target.stop_leftovers(target::STOP_GRACE);
+        if !left.is_empty() {
+            let pids: Vec<String> = left.iter().map(|p| p.to_string()).collect();
+            let message = format!(
+                "the benchmark exited and left {} process(es) running (PID {}): stopped them",
+                left.len(),
+                pids.join(", ")
+            );
+            eprintln!("gate: {message}");
+            writer.write(&Record::Event(EventRecord {
+                t: ms_since(Instant::now()),
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                code: None,
+                message,
+            }))?;
+        }
+    }
+    output.drain(writer, target, &ms_since)?;
+    let long_lines = target.long_output_lines();
+    if long_lines > 0 {
+        writer.write(&Record::Event(EventRecord {
+            t: ms_since(Instant::now()),
+            kind: EventKind::OutputTruncated,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: format!(
+                "{long_lines} stdout line(s) longer than {} were passed through whole but kept cut",
+                crate::limits::bytes_text(crate::limits::MAX_OUTPUT_LINE_BYTES as u64)
+            ),
+        }))?;
+    }
     if !output.warmup_released() {
         writer.write(&Record::Event(EventRecord {
             t: ms_since(Instant::now()),
@@ -364,13 +539,13 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         }
     }
     let metrics_file = match &plan.metrics_file {
-        Some(p) => read_metrics_file(p, &mut writer, ms_since(Instant::now()))?,
+        Some(p) => read_metrics_file(p, writer, ms_since(Instant::now()))?,
         None => None,
     };
     let end = EndRecord {
         t: ms_since(Instant::now()),
-        samples,
-        late_samples: late,
+        samples: progress.samples,
+        late_samples: progress.late,
         exit_code: exit.and_then(|e| e.code),
         signal: exit.and_then(|e| e.signal),
         target_wall_s: match (target.started(), exit) {
@@ -386,8 +561,7 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
             _ => None,
         },
     };
-    let path = writer.finish(end.clone())?;
-    Ok(RecordOutcome { path, end })
+    Ok(end)
 }
 
 /// Keeps the target's stdout lines in the trace (up to a cap) and watches

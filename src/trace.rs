@@ -202,7 +202,9 @@ pub struct EndRecord {
     pub signal: Option<i32>,
     /// Wall time of the target, seconds (launch to exit), when launched.
     pub target_wall_s: Option<f64>,
-    /// Why the recording stopped: "target_exited", "duration_reached", "interrupted".
+    /// Why the recording stopped: "target_exited", "duration_reached",
+    /// "interrupted", "warmup_timeout" (`--warmup-until` never matched), or
+    /// "error" (gate failed; only in a `.partial`).
     pub reason: String,
     /// Contents of the `--metrics-file` the benchmark wrote, if any.
     #[serde(default)]
@@ -697,6 +699,26 @@ impl TraceWriter {
 
     pub fn partial_path(&self) -> &Path {
         &self.partial
+    }
+
+    /// Nothing was recorded (the target could not be started): remove the
+    /// `.partial` this writer created.
+    pub fn abandon(self) {
+        let partial = self.partial.clone();
+        drop(self);
+        let _ = std::fs::remove_file(partial);
+    }
+
+    /// The recording failed: end the `.partial` with `end` so it reads as a
+    /// complete record of what happened, but leave it under its `.partial`
+    /// name (a failed recording never replaces a trace). Best effort: the
+    /// disk may be what failed.
+    pub fn close_as_partial(mut self, end: EndRecord) -> PathBuf {
+        let _ = self.write(&Record::End(end));
+        if let Ok(file) = self.out.into_inner() {
+            let _ = file.sync_all();
+        }
+        self.partial
     }
 }
 

@@ -201,3 +201,54 @@ fn oversized_config_and_baseline_are_refused_with_the_limit() {
         "{stderr}"
     );
 }
+
+/// Item 10: a 500 MB benchmark stdout line cost 1 GB of memory. Now the
+/// line passes through whole, 64 KiB of it is kept, and gate's memory
+/// stays flat. (200 MB here, to keep the test quick.)
+#[test]
+fn a_huge_stdout_line_passes_through_without_costing_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate_bin = assert_cmd::cargo::cargo_bin("gate");
+    let line_bytes: u64 = 200 * 1024 * 1024;
+    let status = std::process::Command::new(&gate_bin)
+        .current_dir(dir.path())
+        .args(["record", "--no-gpu", "-o", "t.jsonl", "--", "sh", "-c"])
+        .arg(format!(
+            "head -c {line_bytes} /dev/zero | tr '\\0' x; echo; echo 'samples_per_s: 5'"
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            // Count what passed through without keeping it.
+            let mut passed = 0u64;
+            let mut out = child.stdout.take().unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = std::io::Read::read(&mut out, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                passed += n as u64;
+            }
+            assert_eq!(passed, line_bytes + 1 + "samples_per_s: 5\n".len() as u64);
+            child.wait()
+        })
+        .unwrap();
+    assert!(status.success());
+    // Largest resident set of any finished child of this test process:
+    // gate (or a smaller helper), never 200 MB.
+    // SAFETY: getrusage fills the struct it is given.
+    let max_rss_kib = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss
+    };
+    assert!(max_rss_kib < 100 * 1024, "a child used {max_rss_kib} KiB");
+    let t = gpugate::trace::Trace::load(&dir.path().join("t.jsonl")).unwrap();
+    assert_eq!(t.output[0].line.len(), 64 * 1024);
+    assert_eq!(t.output[1].line, "samples_per_s: 5");
+    assert!(t
+        .events
+        .iter()
+        .any(|e| e.kind == gpugate::trace::EventKind::OutputTruncated));
+}

@@ -36,6 +36,11 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "REGEX")]
     pub warmup_until: Option<String>,
 
+    /// Longest wait for --warmup-until to match; past it the benchmark is stopped and the run
+    /// fails (exit 3) rather than never reaching its --duration
+    #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub warmup_timeout: Duration,
+
     /// Sampling interval of NVML and host counters (10ms to 10s); GPM values come every --gpm-interval
     #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub interval: Duration,
@@ -92,6 +97,22 @@ impl MeasureArgs {
                 "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
             ));
         }
+        // Checked whatever parsed them: a huge value must be one clear line
+        // here, not a clock overflow once the benchmark runs.
+        let max = crate::limits::MAX_WINDOW;
+        for (flag, d) in [
+            ("--warmup", Some(self.warmup)),
+            ("--duration", self.duration),
+            ("--warmup-timeout", Some(self.warmup_timeout)),
+        ] {
+            if d.is_some_and(|d| d > max) {
+                return Err(GateError::usage(format!(
+                    "{flag} {} is longer than the {} gate records (docs/limits.md); use a shorter window",
+                    crate::limits::duration_text(d.unwrap_or_default()),
+                    crate::limits::duration_text(max)
+                )));
+            }
+        }
         if self.interval < record::MIN_INTERVAL || self.interval > record::MAX_INTERVAL {
             return Err(GateError::usage(format!(
                 "--interval {:?} is out of range; use 10ms to 10s (default 100ms)",
@@ -117,6 +138,7 @@ impl MeasureArgs {
             warmup: self.warmup,
             warmup_until,
             duration: self.duration,
+            warmup_timeout: self.warmup_timeout,
             gpu: self.gpu.clone(),
             no_gpu: self.no_gpu,
             tags: self.tags.iter().cloned().collect(),
@@ -152,10 +174,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m or h")),
     };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("'{s}' is not a valid duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    // `99999999999999999999` seconds overflow a Duration (it panicked).
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        format!(
+            "'{s}' is not a valid duration; use a positive value up to {} (e.g. 30s, 5m)",
+            crate::limits::duration_text(crate::limits::MAX_WINDOW)
+        )
+    })
 }
 
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {

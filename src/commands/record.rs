@@ -39,6 +39,12 @@ fn exit_code_of(outcome: &RecordOutcome) -> i32 {
     if outcome.end.reason == "duration_reached" {
         return exit_code::PASS;
     }
+    if outcome.end.reason == "warmup_timeout" {
+        eprintln!(
+            "gate: --warmup-until never matched a line of the benchmark's stdout within --warmup-timeout, so nothing was measured; check the pattern against the output kept in the trace, or raise --warmup-timeout"
+        );
+        return exit_code::INFRA;
+    }
     match (outcome.end.exit_code, outcome.end.signal) {
         (Some(0), _) => exit_code::PASS,
         (None, None) => exit_code::PASS, // attached: exit status unknown
