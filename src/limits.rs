@@ -62,11 +62,11 @@ pub fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
-    } else if ms % 86_400_000 == 0 {
+    } else if ms.is_multiple_of(86_400_000) {
         format!("{} days", ms / 86_400_000)
-    } else if ms % 3_600_000 == 0 {
+    } else if ms.is_multiple_of(3_600_000) {
         format!("{}h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
     } else {
         format!("{}s", d.as_secs_f64())
@@ -92,6 +92,69 @@ pub fn bytes_text(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/limits.md states each limit: the table row must name the value
+    /// this file enforces.
+    #[test]
+    fn the_documented_table_matches_the_constants() {
+        let doc = include_str!("../docs/limits.md");
+        let row = |label: &str| -> &str {
+            doc.lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("no row '{label}' in docs/limits.md"))
+        };
+        let expect = [
+            ("trace file", bytes_text(MAX_TRACE_BYTES)),
+            (
+                "one trace record (line)",
+                bytes_text(MAX_TRACE_LINE_BYTES as u64),
+            ),
+            (
+                "trace times",
+                format!("{}", MAX_TRACE_SPAN_MS as u64).replace("2592000000", "2,592,000,000"),
+            ),
+            ("report panorama", "100,000".to_string()),
+            ("baseline file", bytes_text(MAX_BASELINE_BYTES)),
+            ("baseline statistics", format!("{MAX_ABS_VALUE:e}")),
+            ("`gate.toml`", bytes_text(MAX_CONFIG_BYTES)),
+            ("tolerances in `gate.toml`", format!("{MAX_ABS_VALUE:e}")),
+            ("`--metrics-file`", bytes_text(MAX_METRICS_FILE_BYTES)),
+            (
+                "benchmark stdout kept in the trace",
+                bytes_text(MAX_KEPT_OUTPUT_BYTES as u64),
+            ),
+            (
+                "one benchmark stdout line",
+                bytes_text(MAX_OUTPUT_LINE_BYTES as u64),
+            ),
+            (
+                "`--warmup`, `--duration`, `--warmup-timeout`",
+                duration_text(MAX_WINDOW),
+            ),
+            (
+                "`--warmup-until` wait",
+                duration_text(DEFAULT_WARMUP_TIMEOUT),
+            ),
+            ("one recording", duration_text(MAX_RECORDING)),
+            (
+                "rule condition (`when`, `evidence`)",
+                format!(
+                    "{} bytes, {} tokens, {} levels",
+                    crate::diagnose::dsl::MAX_EXPR_BYTES,
+                    crate::diagnose::dsl::MAX_EXPR_TOKENS,
+                    crate::diagnose::dsl::MAX_EXPR_NESTING
+                ),
+            ),
+        ];
+        for (label, value) in expect {
+            assert!(
+                row(label).contains(&value),
+                "docs/limits.md '{label}' does not say {value}"
+            );
+        }
+        assert_eq!(MAX_PANORAMA_SLICES, 100_000);
+        assert_eq!(MAX_TRACE_SPAN_MS, 2_592_000_000.0);
+    }
 
     #[test]
     fn sizes_read_well() {

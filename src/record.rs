@@ -79,7 +79,7 @@ const HOST_PERIOD: Duration = Duration::from_millis(95);
 /// How often the process tree is rescanned for new children.
 const TREE_REFRESH: Duration = Duration::from_millis(500);
 /// Stdout kept in the trace, at most (the rest still passes through).
-const OUTPUT_CAP_BYTES: usize = 4 * 1024 * 1024;
+const OUTPUT_CAP_BYTES: usize = crate::limits::MAX_KEPT_OUTPUT_BYTES;
 
 pub struct RecordOutcome {
     pub path: PathBuf,
