@@ -26,6 +26,77 @@ Explain:     gate report .gate/traces/<run>.jsonl --html report.html"
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// More gate flags as ONE string, split like a shell line by gate itself (quotes
+    /// honoured; no variables, globs or substitutions, nothing is run): for CI inputs that
+    /// can only be strings, e.g. --args-string "--duration 5m --warmup-until '^step 20 '"
+    #[arg(long, global = true, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub args_string: Option<String>,
+}
+
+/// Parse gate's command line: clap, then `--args-string` expanded in place
+/// (its shell-like words replace it) and parsed again, so those flags are
+/// checked exactly like flags typed on the command line.
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    let invalid =
+        |msg: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{msg}\n"));
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let mut cli = Cli::try_parse_from(&argv)?;
+    if cli.args_string.is_some() {
+        cli = Cli::try_parse_from(expand_args_string(&argv).map_err(invalid)?)?;
+    }
+    let measure = match &mut cli.command {
+        Command::Record(a) => Some(&mut a.measure),
+        Command::Capture(a) => Some(&mut a.measure),
+        Command::Check(a) => Some(&mut a.measure),
+        Command::Report(a) => Some(&mut a.measure),
+        _ => None,
+    };
+    if let Some(m) = measure {
+        m.split_command_string().map_err(invalid)?;
+    }
+    Ok(cli)
+}
+
+/// `argv` with every `--args-string VALUE` (or `--args-string=VALUE`) before
+/// a `--` replaced by VALUE's shell-like words.
+pub fn expand_args_string(argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::OsString>, String> {
+    const FLAG: &str = "--args-string";
+    let mut out = Vec::with_capacity(argv.len());
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let text = arg.to_str();
+        let value = match text {
+            Some("--") => {
+                out.push(arg.clone());
+                out.extend(it.by_ref().cloned());
+                break;
+            }
+            Some(FLAG) => it
+                .next()
+                .map(|v| v.to_string_lossy().into_owned())
+                .ok_or_else(|| format!("{FLAG} needs a value"))?,
+            Some(t) if t.starts_with("--args-string=") => t[FLAG.len() + 1..].to_string(),
+            _ => {
+                out.push(arg.clone());
+                continue;
+            }
+        };
+        let words = crate::shell_words::split(&value, FLAG)?;
+        if words
+            .iter()
+            .any(|w| w == FLAG || w.starts_with("--args-string="))
+        {
+            return Err(format!("{FLAG} '{value}' contains {FLAG} itself"));
+        }
+        out.extend(words.into_iter().map(Into::into));
+    }
+    Ok(out)
 }
 
 // Parsed once per process: the size difference between variants is irrelevant.

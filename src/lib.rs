@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod record;
 pub mod report;
 pub mod sampler;
+pub mod shell_words;
 pub mod stats;
 pub mod summary;
 /// SYNTHETIC traces (header note says "synthetic"; never a measurement):

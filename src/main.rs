@@ -1,11 +1,11 @@
 //! Thin entry point: parse, run, map the outcome to the exit-code contract.
 //! Nothing else in the program calls `process::exit`.
 
-use clap::Parser;
-use gpugate::{cli, cli::Cli, error::exit_code_of};
+use gpugate::{cli, error::exit_code_of};
 
 fn main() {
-    let args = Cli::parse();
+    // clap, plus --args-string expanded into real flags (cli::parse_from).
+    let args = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let code = match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

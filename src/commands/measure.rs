@@ -15,11 +15,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, Args, Default)]
 pub struct MeasureArgs {
     /// Replay recorded trace(s) instead of measuring live (one per run or per node)
-    #[arg(long, num_args = 1.., value_name = "TRACE", conflicts_with_all = ["pid", "command"])]
+    #[arg(long, num_args = 1.., value_name = "TRACE", conflicts_with_all = ["pid", "command", "command_string"])]
     pub replay: Vec<PathBuf>,
 
     /// Attach to a running process (and its children) instead of launching one
-    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "command_string"])]
     pub pid: Option<u32>,
 
     /// Length of the measured window after warm-up (e.g. 30s, 5m). Launch mode: the
@@ -69,6 +69,17 @@ pub struct MeasureArgs {
     /// Free-text provenance stored in the trace header (e.g. where a fixture was recorded)
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+
+    /// The command to launch as ONE string, split like a shell line by gate (quotes
+    /// honoured; no variables, globs or substitutions; never run through a shell). For CI
+    /// inputs that can only be strings; otherwise put the command after `--`
+    #[arg(
+        long,
+        value_name = "LINE",
+        conflicts_with = "command",
+        allow_hyphen_values = true
+    )]
+    pub command_string: Option<String>,
 
     /// Command to launch, after `--` (argv, never through a shell)
     #[arg(last = true, value_name = "CMD")]
@@ -147,40 +158,70 @@ impl MeasureArgs {
             live_status: std::io::stderr().is_terminal(),
         })
     }
+
+    /// Turn `--command-string LINE` into the argv after `--` (done once, at
+    /// parse time, so everything downstream sees one form).
+    pub fn split_command_string(&mut self) -> Result<(), String> {
+        if let Some(line) = self.command_string.take() {
+            let argv = crate::shell_words::split(&line, "--command-string")?;
+            if argv.is_empty() {
+                return Err("--command-string is empty; give the benchmark command, e.g. --command-string 'python train.py'".into());
+            }
+            self.command = argv;
+        }
+        Ok(())
+    }
 }
 
-/// Parse `100ms`, `30s`, `5m`, `1h`, `1.5s`; a bare number means seconds.
+/// Parse a duration with the `humantime` crate: `100ms`, `30s`, `5m`,
+/// `1m30s`, `1h 15m`, `2days`; a bare number means seconds (`2`, `1.5`).
 ///
 /// ```
 /// use gpugate::commands::measure::parse_duration;
 /// use std::time::Duration;
 /// assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
-/// assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+/// assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+/// assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
 /// assert!(parse_duration("10 parsecs").is_err());
+/// assert!(parse_duration("99999999999h").unwrap_err().contains("7 days"));
 /// ```
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration; use e.g. 100ms, 30s, 5m"))?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m or h")),
-    };
-    // `99999999999999999999` seconds overflow a Duration (it panicked).
-    Duration::try_from_secs_f64(secs).map_err(|_| {
+    let text = s.trim();
+    // No flag takes more than limits::MAX_WINDOW: a huge value is one clear
+    // line here, never a Duration or Instant overflow later.
+    let max = crate::limits::MAX_WINDOW;
+    let too_long = || {
         format!(
-            "'{s}' is not a valid duration; use a positive value up to {} (e.g. 30s, 5m)",
-            crate::limits::duration_text(crate::limits::MAX_WINDOW)
+            "'{}' is longer than the {} gate accepts for any duration (docs/limits.md); use e.g. 10m or 2h",
+            text.escape_debug(),
+            crate::limits::duration_text(max)
         )
-    })
+    };
+    // A bare number: seconds (humantime wants a unit).
+    let d = if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        let secs: f64 = text.parse().map_err(|_| {
+            format!(
+                "'{}' is not a duration; use e.g. 100ms, 30s, 5m, 1m30s",
+                text.escape_debug()
+            )
+        })?;
+        if !(secs.is_finite() && secs <= max.as_secs_f64()) {
+            return Err(too_long());
+        }
+        Duration::from_secs_f64(secs)
+    } else {
+        humantime::parse_duration(text).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => too_long(),
+            e => format!(
+                "'{}' is not a duration ({e}); use e.g. 100ms, 30s, 5m, 1m30s",
+                text.escape_debug()
+            ),
+        })?
+    };
+    if d > max {
+        return Err(too_long());
+    }
+    Ok(d)
 }
 
 pub fn parse_tag(s: &str) -> Result<(String, String), String> {
@@ -245,6 +286,44 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
         assert!(parse_duration("3parsecs").is_err());
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h 15m").unwrap(), Duration::from_secs(4500));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn huge_durations_are_one_line_errors_never_panics() {
+        for huge in [
+            "99999999999999999999999s",
+            "18446744073709551615s",
+            "600000h",
+            "8days",
+            "1e300",
+            "99999999999999999999999999999999999999",
+        ] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(e.contains(huge) || e.contains("7 days"), "{huge}: {e}");
+        }
+        assert_eq!(
+            parse_duration("7days").unwrap(),
+            crate::limits::MAX_WINDOW
+        );
+    }
+
+    #[test]
+    fn command_string_becomes_the_argv() {
+        let mut m = MeasureArgs {
+            command_string: Some("python 'a b.py' --x=\"1 2\"".into()),
+            ..Default::default()
+        };
+        m.split_command_string().unwrap();
+        assert_eq!(m.command, vec!["python", "a b.py", "--x=1 2"]);
+        let mut empty = MeasureArgs {
+            command_string: Some("  ".into()),
+            ..Default::default()
+        };
+        assert!(empty.split_command_string().unwrap_err().contains("empty"));
     }
 
     #[test]
