@@ -77,6 +77,14 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub openmetrics: Option<PathBuf>,
 
+    /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
+    /// three lines, hidden markers the CI templates use to edit one comment per baseline)
+    #[arg(long, value_name = "FILE")]
+    pub pr_comment: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub color: super::ColorArgs,
+
     /// Where live runs write their traces
     #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
     pub trace_dir: PathBuf,
@@ -261,11 +269,24 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
         report::openmetrics::OpenMetrics.render(r),
         "OpenMetrics",
     )?;
+    if let Some(p) = &args.pr_comment {
+        // The CI templates keep the comment in a folder of its own (it is
+        // uploaded alone for the comment job): create it.
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create '{}' for --pr-comment", dir.display()))?;
+        }
+    }
+    write(
+        &args.pr_comment,
+        report::pr_comment::PrComment.render(r),
+        "pull request comment",
+    )?;
     let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let annotations = if github { annotations(r) } else { Vec::new() };
     match args.format {
         Format::Text => {
-            let color = report::terminal::stdout_wants_color();
+            let color = args.color.stdout();
             print!("{}", report::terminal::Terminal { color }.render(r));
             for a in &annotations {
                 println!("{a}");

@@ -15,7 +15,6 @@ use crate::summary::RunInput;
 use crate::trace::Trace;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -66,6 +65,9 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub measure: MeasureArgs,
+
+    #[command(flatten)]
+    pub color: super::ColorArgs,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
@@ -107,7 +109,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let stdout = match args.format {
         ReportFormat::Json => json::render(&reports),
         ReportFormat::Text => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let color = args.color.stdout();
             reports
                 .iter()
                 .map(|r| text::render(r, color))

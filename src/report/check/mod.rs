@@ -8,6 +8,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod openmetrics;
+pub mod pr_comment;
 pub mod terminal;
 
 use crate::format::{self, value_with_unit};

@@ -1,6 +1,7 @@
 //! Terminal reporter: a compact table, first-class metrics first, the
 //! verdict last (where the eye lands). Colour only when asked for (the
-//! command decides: stdout is a TTY and `NO_COLOR` is unset).
+//! command decides with `console::color_enabled`: `--color`, `NO_COLOR`,
+//! `CLICOLOR_FORCE`, a TTY).
 
 use super::{change_text, noise_text, tolerance_text, Reporter};
 use crate::escape;
@@ -33,14 +34,6 @@ impl Terminal {
             Verdict::Info => "2",
         }
     }
-}
-
-/// Whether to colour stdout: a terminal, and `NO_COLOR` unset or empty
-/// (https://no-color.org).
-pub fn stdout_wants_color() -> bool {
-    use std::io::IsTerminal;
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    !no_color && std::io::stdout().is_terminal()
 }
 
 fn row(m: &MetricResult) -> [String; 8] {

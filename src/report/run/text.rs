@@ -7,7 +7,7 @@ use crate::diagnose::Severity;
 use crate::escape;
 use crate::format::number_or_na as num;
 
-/// Severity label, coloured when `color` (a TTY without NO_COLOR).
+/// Severity label, coloured when `color` (decided by `console::color_enabled`).
 fn severity_label(s: Severity, color: bool) -> String {
     let label = s.as_str().to_uppercase();
     if !color {

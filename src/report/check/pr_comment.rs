@@ -1,0 +1,201 @@
+//! The pull/merge request comment (`gate check --pr-comment FILE`): short,
+//! and the first three lines say it all, because that is what a reviewer
+//! reads in a notification:
+//!
+//! 1. the verdict and how many gated metrics regressed or changed;
+//! 2. the top cause: the first diagnosis, else the run-level reason;
+//! 3. the metrics that moved most, with their change.
+//!
+//! The full gated table follows, folded. Two hidden lines end it: the
+//! marker `<!-- gate-pr-comment:BASELINE -->` by which the CI templates find
+//! and edit their one comment on each push, and `<!-- gate-changed:yes|no -->`:
+//! a new comment is posted only when something regressed or changed, an
+//! existing one is always updated (so a fixed regression does not leave a
+//! stale red comment behind).
+
+use super::{change_text, Reporter};
+use crate::escape::{markdown_code as code, markdown_text as text};
+use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
+
+pub struct PrComment;
+
+/// Most metrics named on line 3; the rest are counted.
+const NAMED_ON_LINE_3: usize = 3;
+
+/// The marker the CI templates search for (baseline names are
+/// `[A-Za-z0-9._-]`, validated when loaded).
+pub fn marker(baseline: &str) -> String {
+    format!("<!-- gate-pr-comment:{baseline} -->")
+}
+
+/// Gated metrics that moved beyond their threshold, worst first:
+/// regressions, then inconclusive, then improvements; by size of change.
+fn moved(r: &CheckReport) -> Vec<&MetricResult> {
+    let rank = |v: Verdict| match v {
+        Verdict::Regression => 0,
+        Verdict::Inconclusive => 1,
+        Verdict::Improvement => 2,
+        _ => 3,
+    };
+    let mut m: Vec<&MetricResult> = r
+        .metrics
+        .iter()
+        .filter(|m| m.gated && rank(m.verdict) < 3)
+        .collect();
+    m.sort_by(|a, b| {
+        rank(a.verdict).cmp(&rank(b.verdict)).then(
+            b.change_pct
+                .unwrap_or(0.0)
+                .abs()
+                .total_cmp(&a.change_pct.unwrap_or(0.0).abs()),
+        )
+    });
+    m
+}
+
+/// Whether a comment is worth posting: the run did not pass cleanly, or a
+/// gated metric moved beyond its threshold (improvements included).
+pub fn changed(r: &CheckReport) -> bool {
+    r.verdict != RunVerdict::Pass || !moved(r).is_empty()
+}
+
+impl Reporter for PrComment {
+    fn render(&self, r: &CheckReport) -> String {
+        let moved = moved(r);
+        let regressed = moved
+            .iter()
+            .filter(|m| m.verdict == Verdict::Regression)
+            .count();
+        let (icon, word) = match r.verdict {
+            RunVerdict::Pass => (":white_check_mark:", "PASS"),
+            RunVerdict::Regression => (":x:", "REGRESSION"),
+            RunVerdict::Inconclusive => (":grey_question:", "INCONCLUSIVE"),
+            RunVerdict::Invalid => (":warning:", "INVALID"),
+            RunVerdict::Error => (":warning:", "ERROR"),
+        };
+        let mut counts = Vec::new();
+        if regressed > 0 {
+            counts.push(format!("{regressed} regressed"));
+        }
+        if moved.len() > regressed {
+            counts.push(format!("{} changed", moved.len() - regressed));
+        }
+        let counts = if counts.is_empty() {
+            "no gated metric moved".to_string()
+        } else {
+            counts.join(", ")
+        };
+        let mut out = format!(
+            "**gate: {icon} {word}** against baseline `{}`: {counts} (exit {})\n",
+            code(&r.baseline.name),
+            r.exit_code
+        );
+        // Line 2: the top cause.
+        let cause = match (r.diagnosis.first(), r.reasons.first()) {
+            (Some(d), _) if r.verdict != RunVerdict::Pass || !moved.is_empty() => {
+                format!("{}: {}", d.title, d.explanation)
+            }
+            (_, Some(reason)) if r.verdict != RunVerdict::Pass => reason.clone(),
+            _ if moved.is_empty() => {
+                "Every gated metric is within its threshold and the noise band.".to_string()
+            }
+            _ => "No diagnosis rule matched the change.".to_string(),
+        };
+        out.push_str(&format!("Top cause: {}\n", text(&cause)));
+        // Line 3: what moved most.
+        if moved.is_empty() {
+            out.push_str("Nothing to review.\n");
+        } else {
+            let named: Vec<String> = moved
+                .iter()
+                .take(NAMED_ON_LINE_3)
+                .map(|m| {
+                    format!(
+                        "`{}` {} {} ({})",
+                        code(&m.label()),
+                        m.statistic.as_str(),
+                        text(&change_text(m)),
+                        m.verdict.as_str()
+                    )
+                })
+                .collect();
+            let more = moved.len().saturating_sub(NAMED_ON_LINE_3);
+            out.push_str(&format!(
+                "Moved: {}{}\n",
+                named.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let gated: Vec<&MetricResult> = r.metrics.iter().filter(|m| m.gated).collect();
+        if !gated.is_empty() {
+            out.push_str("\n<details><summary>Gated metrics</summary>\n\n");
+            out.push_str("| metric | stat | change | verdict |\n|---|---|---:|---|\n");
+            for m in gated {
+                out.push_str(&format!(
+                    "| `{}` | {} | {} | {} |\n",
+                    code(&m.label()),
+                    m.statistic.as_str(),
+                    text(&change_text(m)),
+                    m.verdict.as_str()
+                ));
+            }
+            out.push_str("\n</details>\n");
+        }
+        out.push('\n');
+        out.push_str(&marker(&r.baseline.name));
+        out.push('\n');
+        out.push_str(if changed(r) {
+            "<!-- gate-changed:yes -->\n"
+        } else {
+            "<!-- gate-changed:no -->\n"
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_and_top_cause_come_first_and_markers_last() {
+        let r = crate::report::check::tests_support::sample_report();
+        let text = PrComment.render(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("**gate: :x: REGRESSION** against baseline `demo`"),
+            "{text}"
+        );
+        assert!(lines[0].contains("regressed"), "{text}");
+        assert!(lines[1].starts_with("Top cause: "), "{text}");
+        assert!(lines[2].starts_with("Moved: `"), "{text}");
+        assert_eq!(lines[lines.len() - 2], "<!-- gate-pr-comment:demo -->");
+        assert_eq!(lines[lines.len() - 1], "<!-- gate-changed:yes -->");
+        assert!(changed(&r));
+    }
+
+    #[test]
+    fn a_clean_pass_says_so_and_is_not_worth_a_new_comment() {
+        let mut r = crate::report::check::tests_support::sample_report();
+        r.verdict = RunVerdict::Pass;
+        r.exit_code = 0;
+        r.reasons.clear();
+        for m in r.metrics.iter_mut() {
+            if m.gated {
+                m.verdict = Verdict::Pass;
+            }
+        }
+        let text = PrComment.render(&r);
+        assert!(
+            text.starts_with("**gate: :white_check_mark: PASS**"),
+            "{text}"
+        );
+        assert!(text.contains("no gated metric moved"), "{text}");
+        assert!(text.ends_with("<!-- gate-changed:no -->\n"), "{text}");
+        assert!(!changed(&r));
+    }
+}
