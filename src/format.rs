@@ -14,8 +14,8 @@
 //! millisecond, so adjacent slices never print alike), and timestamps
 //! ([`rfc3339_utc`]). Baseline files store floats with exactly
 //! [`SIGNIFICANT_DIGITS`] digits (`baseline` store.rs, a TOML float always
-//! has a decimal point). Machine formats (JSON, OpenMetrics) carry full
-//! precision.
+//! has a decimal point). JSON carries full precision; OpenMetrics values
+//! are [`significant`] (3 digits: GitLab compares them as strings).
 
 use std::time::SystemTime;
 
@@ -57,6 +57,32 @@ pub fn number(v: f64) -> String {
     } else {
         s
     }
+}
+
+/// `v` rounded to `digits` significant digits for a machine format, in
+/// Rust's shortest round-trip form (integer part rounded too, unlike
+/// [`number`]): `NaN`, `+Inf`, `-Inf` as OpenMetrics spells them, and never
+/// `-0`.
+///
+/// ```
+/// use gpugate::format::significant;
+/// assert_eq!(significant(97.14999, 3), "97.1");
+/// assert_eq!(significant(1234567.0, 3), "1230000");
+/// assert_eq!(significant(0.0123456, 3), "0.0123");
+/// ```
+pub fn significant(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let sci = format!("{:.*e}", digits.max(1) - 1, v);
+    let rounded: f64 = sci.parse().unwrap_or(v);
+    if rounded == 0.0 {
+        return "0".into();
+    }
+    format!("{rounded}")
 }
 
 /// [`number`], or `n/a` for a value that was not measured (never 0).

@@ -194,8 +194,16 @@ fn healthy_run_passes_and_reports_every_format() {
     );
     let om = std::fs::read_to_string(d.join("m.txt")).unwrap();
     assert!(om.ends_with("# EOF\n"));
-    assert!(om.contains("gate_sm_active_pct_mean "), "{om}");
-    assert!(om.contains("gate_samples_per_s_mean "), "{om}");
+    // Base units, the statistic as a label (issue 10).
+    assert!(
+        om.contains("gate_sm_active_ratio{statistic=\"mean\"} "),
+        "{om}"
+    );
+    assert!(om.contains("# UNIT gate_sm_active_ratio ratio\n"), "{om}");
+    assert!(
+        om.contains("gate_samples_per_second{statistic=\"mean\"} "),
+        "{om}"
+    );
 
     // A replayed trace gives the same report byte for byte.
     let again = check_replay(d, "train", &["--format", "json"], &t3);

@@ -1,15 +1,28 @@
-//! OpenMetrics text for GitLab's metrics report (`artifacts:reports:metrics`):
-//! flat names that carry the metric, its statistic and so its unit
-//! (`gate_sm_active_pct_mean{gpu="0"} 97.1`), one `# TYPE` per family, all
-//! samples of a family together, and the mandatory `# EOF` last line.
-//! GitLab compares these values between the merge request and its target
-//! branch, so only the new run's values are written.
+//! OpenMetrics text for GitLab's metrics report (`artifacts:reports:metrics`).
+//!
+//! - Names are in base units, with the unit as the name's suffix and a
+//!   `# UNIT` line: `%` becomes a ratio (0..1), MiB bytes, MHz hertz, ms
+//!   seconds (`gate_sm_active_ratio`, `gate_mem_used_bytes`,
+//!   `gate_wall_time_seconds`); counts and user metrics without a known unit
+//!   keep their value and get no `# UNIT`.
+//! - The statistic is a label (`statistic="mean"`), as are `gpu` and `node`,
+//!   so one family holds a metric's mean and p95 on every GPU.
+//! - Values carry 3 significant digits: GitLab compares the values between
+//!   the merge request and its target branch as strings, and 16 digits made
+//!   every metric "changed".
+//! - One `# TYPE` per family, its samples together, `# EOF` last.
+//!
+//! Only the new run's values are written: the target branch's pipeline
+//! writes its own (the `gate-check` component runs there too).
 
 use super::Reporter;
 use crate::escape;
 use crate::gate::CheckReport;
 
 pub struct OpenMetrics;
+
+/// Significant digits of every value.
+pub const SIGNIFICANT_DIGITS: usize = 3;
 
 /// A metric name part: `[a-zA-Z0-9_]`, anything else becomes `_`.
 fn name_part(s: &str) -> String {
@@ -18,21 +31,67 @@ fn name_part(s: &str) -> String {
         .collect()
 }
 
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
+/// A value as written: [`SIGNIFICANT_DIGITS`] significant digits.
+pub fn number(v: f64) -> String {
+    crate::format::significant(v, SIGNIFICANT_DIGITS)
+}
+
+/// How a gate unit maps to a base unit: (the metric id's own suffix for it,
+/// the base unit's name, factor to base units).
+fn base_unit(unit: &str) -> Option<(&'static str, &'static str, f64)> {
+    Some(match unit {
+        "%" => ("_pct", "ratio", 0.01),
+        "s" => ("_s", "seconds", 1.0),
+        "ms" => ("_ms", "seconds", 1e-3),
+        "MiB" => ("_mib", "bytes", 1024.0 * 1024.0),
+        "MiB/s" => ("_mib_s", "bytes_per_second", 1024.0 * 1024.0),
+        "MHz" => ("_mhz", "hertz", 1e6),
+        "W" => ("_w", "watts", 1.0),
+        "J" => ("_j", "joules", 1.0),
+        "C" => ("_c", "celsius", 1.0),
+        _ => return None,
+    })
+}
+
+/// Family name, `# UNIT` (if any) and the factor to base units of a metric.
+pub fn family(id: &str, unit: &str) -> (String, Option<&'static str>, f64) {
+    match base_unit(unit) {
+        Some((suffix, base, factor)) => {
+            let stem = id.strip_suffix(suffix).unwrap_or(id);
+            (
+                format!("gate_{}_{base}", name_part(stem)),
+                Some(base),
+                factor,
+            )
+        }
+        None => {
+            let stem = id.strip_suffix("_per_s").map(|s| format!("{s}_per_second"));
+            (
+                format!("gate_{}", name_part(stem.as_deref().unwrap_or(id))),
+                None,
+                1.0,
+            )
+        }
     }
+}
+
+struct Family {
+    name: String,
+    kind: &'static str,
+    unit: Option<&'static str>,
+    help: String,
+    samples: Vec<String>,
 }
 
 impl Reporter for OpenMetrics {
     fn render(&self, r: &CheckReport) -> String {
-        // (family, help, lines) in first-seen order.
-        let mut families: Vec<(String, String, Vec<String>)> = Vec::new();
-        let mut add = |family: String, help: String, labels: Vec<(String, String)>, v: f64| {
+        let mut families: Vec<Family> = Vec::new();
+        let mut add = |name: String,
+                       kind: &'static str,
+                       unit: Option<&'static str>,
+                       help: String,
+                       labels: Vec<(&str, String)>,
+                       v: f64| {
             let labels = if labels.is_empty() {
                 String::new()
             } else {
@@ -42,62 +101,87 @@ impl Reporter for OpenMetrics {
                     .collect();
                 format!("{{{}}}", inner.join(","))
             };
-            let line = format!("{family}{labels} {}", number(v));
-            match families.iter_mut().find(|f| f.0 == family) {
-                Some(f) => f.2.push(line),
-                None => families.push((family, help, vec![line])),
+            let line = format!("{name}{labels} {}", number(v));
+            match families.iter_mut().find(|f| f.name == name) {
+                Some(f) => f.samples.push(line),
+                None => families.push(Family {
+                    name,
+                    kind,
+                    unit,
+                    help,
+                    samples: vec![line],
+                }),
             }
         };
-        let baseline = vec![("baseline".to_string(), r.baseline.name.clone())];
+        let baseline = || vec![("baseline", r.baseline.name.clone())];
         add(
-            "gate_verdict".into(),
-            "Run verdict of gate check: 1 for the verdict of this run".into(),
+            "gate_run".into(),
+            "info",
+            None,
+            "The run gate check judged: its baseline and verdict".into(),
             vec![
-                ("baseline".into(), r.baseline.name.clone()),
-                ("verdict".into(), r.verdict.as_str().into()),
+                ("baseline", r.baseline.name.clone()),
+                ("verdict", r.verdict.as_str().into()),
             ],
             1.0,
         );
         add(
             "gate_regressions".into(),
-            "Metrics that regressed beyond threshold and noise".into(),
-            baseline.clone(),
+            "gauge",
+            None,
+            "Gated metrics that regressed beyond threshold and noise".into(),
+            baseline(),
             r.counts.regression as f64,
         );
         add(
             "gate_exit_code".into(),
-            "Exit code of gate check".into(),
-            baseline,
+            "gauge",
+            None,
+            "Exit code of gate check (0 pass, 1 regression, 2 input, 3 measurement)".into(),
+            baseline(),
             r.exit_code as f64,
         );
         for m in &r.metrics {
             let Some(v) = m.new else { continue };
-            let family = format!("gate_{}_{}", name_part(&m.id), m.statistic.as_str());
+            let (name, unit, factor) = family(&m.id, &m.unit);
             let help = format!(
-                "{} of {} in {} over the steady window{}",
-                m.statistic.as_str(),
+                "{} over the steady window, in {}{}",
                 m.id,
-                if m.unit.is_empty() { "units" } else { &m.unit },
+                unit.unwrap_or(if m.unit.is_empty() { "units" } else { &m.unit }),
                 if m.gated { " (gated)" } else { "" }
             );
-            let mut labels = Vec::new();
+            let mut labels = vec![("statistic", m.statistic.as_str().to_string())];
             if let Some(n) = m.node {
-                labels.push(("node".to_string(), n.to_string()));
+                labels.push(("node", n.to_string()));
             }
             if let Some(g) = m.gpu {
-                labels.push(("gpu".to_string(), g.to_string()));
+                labels.push(("gpu", g.to_string()));
             }
-            add(family, help, labels, v);
+            add(name, "gauge", unit, help, labels, v * factor);
         }
         let mut out = String::new();
-        for (family, help, lines) in families {
-            out.push_str(&format!("# TYPE {family} gauge\n"));
+        for f in families {
+            // OpenMetrics: an info family's samples carry the `_info` suffix.
+            let sample_name = if f.kind == "info" {
+                format!("{}_info", f.name)
+            } else {
+                f.name.clone()
+            };
+            out.push_str(&format!("# TYPE {} {}\n", f.name, f.kind));
+            if let Some(u) = f.unit {
+                out.push_str(&format!("# UNIT {} {u}\n", f.name));
+            }
             out.push_str(&format!(
-                "# HELP {family} {}\n",
-                escape::openmetrics_label(&help)
+                "# HELP {} {}\n",
+                f.name,
+                escape::openmetrics_label(&f.help)
             ));
-            for l in lines {
-                out.push_str(&l);
+            for l in f.samples {
+                if f.kind == "info" {
+                    out.push_str(&l.replacen(&f.name, &sample_name, 1));
+                } else {
+                    out.push_str(&l);
+                }
                 out.push('\n');
             }
         }
@@ -111,29 +195,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn families_are_contiguous_and_end_with_eof() {
+    fn base_units_statistic_labels_and_eof() {
         let r = crate::report::check::tests_support::sample_report();
         let text = OpenMetrics.render(&r);
         assert!(text.ends_with("# EOF\n"));
-        assert!(text.contains("gate_sm_active_pct_mean 45\n"), "{text}");
+        // 45 % -> 0.45 as a ratio; the statistic is a label.
         assert!(
-            text.contains("gate_sm_active_pct_mean{gpu=\"1\"} 40\n"),
+            text.contains("gate_sm_active_ratio{statistic=\"mean\"} 0.45\n"),
             "{text}"
         );
-        assert!(text.contains("gate_verdict{baseline=\"demo\",verdict=\"regression\"} 1"));
-        // Each family's TYPE line appears once and its samples follow it.
-        let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
-        let mut uniq = types.clone();
-        uniq.dedup();
-        assert_eq!(types.len(), uniq.len());
+        assert!(
+            text.contains("gate_sm_active_ratio{statistic=\"mean\",gpu=\"1\"} 0.4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# UNIT gate_sm_active_ratio ratio\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# UNIT gate_wall_time_seconds seconds\n"),
+            "{text}"
+        );
+        assert!(text.contains("gate_run_info{baseline=\"demo\",verdict=\"regression\"} 1"));
+        // Each family's TYPE line appears once, its UNIT is its suffix, and
+        // its samples follow it.
         let mut seen = std::collections::BTreeSet::new();
         let mut current = String::new();
-        for l in text.lines().filter(|l| !l.starts_with('#')) {
-            let fam = l.split(['{', ' ']).next().unwrap().to_string();
-            if fam != current {
-                assert!(seen.insert(fam.clone()), "family {fam} split");
-                current = fam;
+        for l in text.lines() {
+            if let Some(rest) = l.strip_prefix("# TYPE ") {
+                current = rest.split(' ').next().unwrap().to_string();
+                assert!(seen.insert(current.clone()), "family {current} twice");
+            } else if let Some(rest) = l.strip_prefix("# UNIT ") {
+                let (fam, unit) = rest.split_once(' ').unwrap();
+                assert_eq!(fam, current);
+                assert!(fam.ends_with(&format!("_{unit}")), "{l}");
+            } else if !l.starts_with('#') {
+                let name = l.split(['{', ' ']).next().unwrap();
+                assert!(name.starts_with(current.as_str()), "{l} outside {current}");
             }
         }
+    }
+
+    #[test]
+    fn values_have_three_significant_digits() {
+        assert_eq!(number(97.14999999), "97.1");
+        assert_eq!(number(0.0123456), "0.0123");
+        assert_eq!(number(1234567.0), "1230000");
+        assert_eq!(number(-0.00000001), "-0.00000001");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(-0.0), "0");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(f64::NEG_INFINITY), "-Inf");
+        // MiB -> bytes, % -> ratio, MHz -> hertz.
+        assert_eq!(
+            family("target_mem_mib", "MiB"),
+            ("gate_target_mem_bytes".into(), Some("bytes"), 1048576.0)
+        );
+        assert_eq!(family("sm_clock_mhz", "MHz").0, "gate_sm_clock_hertz");
+        assert_eq!(
+            family("pcie_tx_mib_s", "MiB/s").0,
+            "gate_pcie_tx_bytes_per_second"
+        );
+        assert_eq!(
+            family("target_ctx_switches_per_s", "1/s"),
+            ("gate_target_ctx_switches_per_second".into(), None, 1.0)
+        );
+        assert_eq!(family("samples_per_s", "samples/s").1, None);
     }
 }

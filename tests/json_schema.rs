@@ -1,0 +1,181 @@
+//! The published JSON Schema of `gate check --format json` / `--json FILE`
+//! (schemas/check-report.schema.json) checked against real output of the
+//! real binary: a pass, a regression with a diagnosis, a multi-node run and
+//! a failed benchmark (error verdict), on the shipped H200 traces.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(ROOT).join("fixtures/traces").join(name)
+}
+
+fn validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("schemas/check-report.schema.json"))
+        .expect("schemas/check-report.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema")
+}
+
+fn gate(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("gate").unwrap();
+    c.current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    c
+}
+
+fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:#?}");
+}
+
+/// `gate check ... --format json --json FILE`: stdout and the file, both parsed.
+fn check(
+    dir: &Path,
+    args: &[&str],
+    replay: &[PathBuf],
+) -> (i32, serde_json::Value, serde_json::Value) {
+    let out = gate(dir)
+        .args([
+            "check",
+            "--baseline",
+            "healthy",
+            "--format",
+            "json",
+            "--json",
+            "report.json",
+        ])
+        .args(args)
+        .arg("--replay")
+        .args(replay)
+        .output()
+        .unwrap();
+    let stdout: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    (out.status.code().unwrap(), stdout, file)
+}
+
+#[test]
+fn check_json_output_matches_the_published_schema() {
+    let v = validator();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gate(d)
+        .args(["capture", "--baseline", "healthy", "--replay"])
+        .arg(fixture("healthy-1.jsonl"))
+        .arg(fixture("healthy-2.jsonl"))
+        .assert()
+        .success();
+    // (what, flags, traces, exit code, verdict)
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<PathBuf>, i32, &'a str);
+    let cases: Vec<Case> = vec![
+        ("pass", vec![], vec![fixture("healthy-3.jsonl")], 0, "pass"),
+        (
+            "regression",
+            vec![],
+            vec![fixture("launch-storm.jsonl")],
+            1,
+            "regression",
+        ),
+        (
+            "multi-node",
+            vec!["--multi-node"],
+            vec![fixture("healthy-3.jsonl"), fixture("sync-stall.jsonl")],
+            1,
+            "regression",
+        ),
+    ];
+    for (what, args, replay, code, verdict) in cases {
+        let (exit, stdout, file) = check(d, &args, &replay);
+        assert_eq!(exit, code, "{what}");
+        assert_eq!(stdout, file, "{what}: --format json and --json differ");
+        assert_eq!(stdout["verdict"], verdict, "{what}");
+        assert_valid(&v, &stdout, what);
+    }
+    let (_, regression, _) = check(d, &[], &[fixture("launch-storm.jsonl")]);
+    assert!(!regression["diagnosis"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_failed_benchmark_report_matches_the_schema_too() {
+    let v = validator();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Host counters only, so it runs here: a baseline from a run, then a
+    // benchmark that exits 7 (an `error` verdict, exit 3).
+    gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "healthy",
+            "--no-gpu",
+            "--command-string",
+        ])
+        .arg("python3 -c 'import time\nt=time.time()\nwhile time.time()-t<2.5: pass'")
+        .assert()
+        .success();
+    let out = gate(d)
+        .args([
+            "check",
+            "--baseline",
+            "healthy",
+            "--no-gpu",
+            "--format",
+            "json",
+            "--",
+        ])
+        .args([
+            "python3",
+            "-c",
+            "import time,sys\nt=time.time()\nwhile time.time()-t<2.5: pass\nsys.exit(7)",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["verdict"], "error");
+    assert_valid(&v, &doc, "failed benchmark");
+}
+
+#[test]
+fn the_schema_rejects_what_it_should() {
+    let v = validator();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gate(d)
+        .args(["capture", "--baseline", "healthy", "--replay"])
+        .arg(fixture("healthy-1.jsonl"))
+        .arg(fixture("healthy-2.jsonl"))
+        .assert()
+        .success();
+    let (_, doc, _) = check(d, &[], &[fixture("healthy-3.jsonl")]);
+    let mut missing = doc.clone();
+    missing.as_object_mut().unwrap().remove("verdict");
+    assert!(!v.is_valid(&missing), "a report without a verdict passed");
+    let mut wrong = doc.clone();
+    wrong["metrics"][0]["verdict"] = "fine".into();
+    assert!(!v.is_valid(&wrong), "an unknown metric verdict passed");
+    let mut extra = doc;
+    extra["surprise"] = 1.into();
+    assert!(!v.is_valid(&extra), "an undocumented field passed");
+}
