@@ -574,15 +574,25 @@ impl GateCommand {
             .any(|a| a == name)
     }
     fn long_flags(&self) -> BTreeSet<String> {
-        self.argv
-            .iter()
-            .take_while(|a| *a != "--")
-            .filter(|a| a.starts_with("--"))
-            .cloned()
-            .collect()
+        let mut flags = BTreeSet::new();
+        let mut it = self.argv.iter().take_while(|a| *a != "--");
+        while let Some(a) = it.next() {
+            if a.starts_with("--") {
+                flags.insert(a.clone());
+                // Their values are strings that may start with `--`.
+                if a == "--args-string" || a == "--command-string" {
+                    it.next();
+                }
+            }
+        }
+        flags
     }
-    /// The live command after `--`.
+    /// The live command: after `--`, or `--command-string` split the way
+    /// gate splits it.
     fn live(&self) -> Vec<String> {
+        if let Some(line) = self.flag("--command-string") {
+            return shlex::split(line).expect("a valid command string");
+        }
         match self.argv.iter().position(|a| a == "--") {
             Some(p) => self.argv[p + 1..].to_vec(),
             None => Vec::new(),
@@ -681,26 +691,19 @@ struct Scenario {
 
 const ACTION: &str = "ci-templates/github/action.yml";
 const WORKFLOW: &str = "ci-templates/github/workflows/gpu-gate.yml";
-const GL_CHECK: &str = "ci-templates/gitlab/templates/gate-check.yml";
-const GL_CAPTURE: &str = "ci-templates/gitlab/templates/gate-capture.yml";
+const GL_CHECK: &str = "templates/gate-check.yml";
+const GL_CAPTURE: &str = "templates/gate-capture.yml";
+const COMMENT_WORKFLOW: &str = "ci-templates/github/workflows/gate-pr-comment.yml";
+const INSTALL_SCRIPT: &str = "ci-templates/install-gate.sh";
+const RELEASE_CHECKSUMS: &str = "ci-templates/release-checksums.txt";
+/// The benchmark command every scenario gives its template, as one string.
+const COMMAND: &str = "python bench/train.py --seconds 60";
 const MAKEFILE: &str = "ci-templates/local/gate.mk";
 const PRE_PUSH: &str = "ci-templates/local/pre-push";
 
 /// Shell variables the templates' scripts set themselves before their gate
 /// lines; the scenario's values for them.
 fn shell_locals(v: &mut Vars, out: &str) {
-    v.set(
-        "gate_cmd",
-        Val::A(
-            ["python", "bench/train.py", "--seconds", "60"]
-                .map(String::from)
-                .to_vec(),
-        ),
-    );
-    v.set(
-        "gate_extra",
-        Val::A(vec!["--tag".into(), "source=template-test".into()]),
-    );
     v.set("gate_config", s("gate.toml"));
     v.set("committed", s(format!("baselines/{BASELINE}.toml")));
     v.set("captured", s(format!("{out}/baselines/{BASELINE}.toml")));
@@ -718,7 +721,7 @@ fn github_action_scenario() -> Scenario {
         declared_inputs: declared,
         inputs: [
             ("baseline", BASELINE),
-            ("command", "python bench/train.py --seconds 60"),
+            ("command", COMMAND),
             ("threshold", "0.1"),
             ("extra-args", "--tag source=template-test"),
         ]
@@ -731,6 +734,9 @@ fn github_action_scenario() -> Scenario {
             ("github.server_url", "https://github.example"),
             ("github.repository", "acme/trainer"),
             ("github.run_id", "42"),
+            ("github.event.pull_request.number", "17"),
+            ("github.action_repository", "acme/gpugate"),
+            ("github.token", "test-token"),
             ("steps.target.outputs.ref", "origin/main"),
             ("steps.target.outputs.config", "gate.toml"),
         ]
@@ -841,10 +847,7 @@ fn gitlab_scenario(rel: &str, locals: &[(&str, Val)]) -> (Component, Vec<GateCom
         rel,
         &[
             ("baseline", Value::String(BASELINE.into())),
-            (
-                "command",
-                Value::String("python bench/train.py --seconds 60".into()),
-            ),
+            ("command", Value::String(COMMAND.into())),
             (
                 "extra-args",
                 Value::String("--tag source=template-test".into()),
@@ -860,7 +863,10 @@ fn gitlab_scenario(rel: &str, locals: &[(&str, Val)]) -> (Component, Vec<GateCom
                 vars.set(&str_of(k), s(str_of(val)));
             }
         }
-        let out = vars.scalar("GATE_OUT", rel);
+        let out = match vars.vars.get("GATE_OUT") {
+            Some(_) => vars.scalar("GATE_OUT", rel),
+            None => ".gate/ci".to_string(),
+        };
         shell_locals(&mut vars, &out);
         for (k, val) in locals {
             vars.set(k, val.clone());
@@ -943,6 +949,8 @@ fn local_scenario() -> Scenario {
     make_vars.insert("GATE_BASELINE".into(), BASELINE.into());
     let out = make_vars["GATE_OUT"].clone();
     let mut vars = Vars::default();
+    // gate.mk exports GATE_COMMAND; the recipes pass it as "$GATE_COMMAND".
+    vars.set("GATE_COMMAND", s(make_vars["GATE_COMMAND"].clone()));
     vars.subst
         .insert("git rev-parse HEAD".into(), COMMIT.into());
     vars.subst.insert(
@@ -984,7 +992,8 @@ fn local_scenario() -> Scenario {
         .set("baseline", s(BASELINE))
         .set("baseline_dir", s("baselines"))
         .set("target", s("main"))
-        .set("out", s(".gate/pre-push"));
+        .set("out", s(".gate/pre-push"))
+        .set("command_line", s(COMMAND));
     shell_locals(&mut hook_vars, ".gate/pre-push");
     commands.extend(collect(PRE_PUSH, &read(PRE_PUSH), &hook_vars));
     Scenario {
@@ -1129,9 +1138,15 @@ fn github_action_gate_commands_use_the_contract_flags() {
             "--junit",
             "--json",
             "--markdown",
+            "--pr-comment",
             "--trace-dir",
-            "--tag",
+            "--args-string",
+            "--command-string",
         ])
+    );
+    assert_eq!(
+        check.flag("--args-string"),
+        Some("--tag source=template-test")
     );
     assert_eq!(check.flag("--baseline"), Some(BASELINE));
     assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));
@@ -1200,7 +1215,7 @@ fn github_action_gate_commands_use_the_contract_flags() {
 }
 
 #[test]
-fn example_workflow_keeps_forks_off_the_gpu_runner() {
+fn example_workflow_gives_pull_request_code_no_write_access() {
     let text = read(WORKFLOW);
     assert!(
         !text
@@ -1208,6 +1223,15 @@ fn example_workflow_keeps_forks_off_the_gpu_runner() {
             .any(|l| l.trim_start().starts_with("pull_request_target")),
         "no pull_request_target trigger"
     );
+    // The header tells the truth about forks: the PR's own workflow file
+    // runs, so the protection is approval plus a restricted runner group.
+    for needle in [
+        "Require approval for all external",
+        "runner group",
+        "No\n# condition in this file is a security boundary",
+    ] {
+        assert!(text.contains(needle), "{WORKFLOW} header lacks '{needle}'");
+    }
     let wf = yaml(WORKFLOW);
     let action = yaml(ACTION);
     let declared: BTreeSet<String> = action["inputs"]
@@ -1223,13 +1247,12 @@ fn example_workflow_keeps_forks_off_the_gpu_runner() {
             Value::Sequence(s) => s.iter().map(str_of).collect(),
             other => vec![str_of(other)],
         };
-        let cond = str_of(&job["if"]);
         if runs_on.iter().any(|l| l == "self-hosted") {
             gpu_jobs += 1;
             assert_eq!(runs_on, vec!["self-hosted", "gpu"], "job {name}");
             assert!(
-                !cond.contains("pull_request") || cond.contains("github.event.pull_request.head.repo.full_name == github.repository"),
-                "job {name} runs pull requests on the GPU runner without the same-repository guard: {cond}"
+                job.get("permissions").is_none(),
+                "job {name} runs benchmark code: it keeps the workflow's read-only token"
             );
         }
         for step in job["steps"].as_sequence().unwrap() {
@@ -1267,6 +1290,74 @@ fn example_workflow_keeps_forks_off_the_gpu_runner() {
     }
     assert_eq!(gpu_jobs, 2, "check + capture");
     assert_eq!(str_of(&wf["permissions"]["contents"]), "read");
+}
+
+#[test]
+fn pull_request_comment_is_posted_by_a_workflow_run_job_that_runs_no_pr_code() {
+    let wf = yaml(COMMENT_WORKFLOW);
+    let gpu_gate = yaml(WORKFLOW);
+    // serde_yaml reads the key `on` as a string (YAML 1.2).
+    let on = &wf["on"]["workflow_run"];
+    assert_eq!(
+        on["workflows"],
+        Value::Sequence(vec![gpu_gate["name"].clone()]),
+        "it must follow the workflow that runs the check"
+    );
+    assert_eq!(on["types"][0], Value::String("completed".into()));
+    assert_eq!(
+        wf["permissions"],
+        Value::Mapping(Default::default()),
+        "nothing by default"
+    );
+    let jobs = wf["jobs"].as_mapping().unwrap();
+    assert_eq!(jobs.len(), 1);
+    let job = jobs.values().next().unwrap();
+    assert_eq!(str_of(&job["runs-on"]), "ubuntu-latest");
+    let perms: BTreeMap<String, String> = job["permissions"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (str_of(k), str_of(v)))
+        .collect();
+    assert_eq!(
+        perms,
+        [("actions", "read"), ("pull-requests", "write")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    );
+    let steps = job["steps"].as_sequence().unwrap();
+    assert!(
+        steps
+            .iter()
+            .all(|st| !str_of(&st["uses"]).starts_with("actions/checkout")),
+        "checking out code in a job with a write token is how pwn requests happen"
+    );
+    let download = &steps[0];
+    // The action uploads gate-pr-comment-<baseline>; the pattern finds it.
+    let action = yaml(ACTION);
+    let upload = action["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|st| str_of(&st["name"]) == "Upload the pull request comment")
+        .expect("the action uploads the comment");
+    let uploaded = str_of(&upload["with"]["name"]);
+    let pattern = str_of(&download["with"]["pattern"]);
+    assert!(
+        uploaded.starts_with(pattern.trim_end_matches('*')),
+        "{uploaded} vs {pattern}"
+    );
+    let script = str_of(&steps[1]["run"]);
+    assert!(!script.contains("${{"), "expressions go through env:");
+    for needle in [
+        "HEAD_SHA",
+        "gate-pr-comment:[A-Za-z0-9._-]{1,100}",
+        "<!-- gate-changed:yes -->",
+        "--method PATCH",
+    ] {
+        assert!(script.contains(needle), "comment script lacks '{needle}'");
+    }
 }
 
 #[test]
@@ -1351,8 +1442,10 @@ fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
             "--json",
             "--markdown",
             "--openmetrics",
+            "--pr-comment",
             "--trace-dir",
-            "--tag",
+            "--args-string",
+            "--command-string",
         ])
     );
     // The reports GitLab reads are the files gate writes.
@@ -1553,7 +1646,7 @@ fn runnable(cmd: &GateCommand, traces: &[PathBuf], cwd: &Path, git_ref: bool) ->
     while let Some(a) = it.next() {
         match a.as_str() {
             "--" => break,
-            "--pid" => {
+            "--pid" | "--command-string" => {
                 it.next();
             }
             "--baseline-ref" => {
@@ -1716,6 +1809,18 @@ fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
                         );
                     }
                 }
+                if let Some(p) = file("--pr-comment") {
+                    let text =
+                        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(
+                        COMMENT_MARKER.is_match(&text),
+                        "{what}: no marker in {text}"
+                    );
+                    assert!(
+                        text.lines().next().unwrap().starts_with("**gate: "),
+                        "{what}: {text}"
+                    );
+                }
                 if let Some(p) = file("--openmetrics") {
                     let text = std::fs::read_to_string(&p).unwrap();
                     assert!(
@@ -1767,5 +1872,341 @@ fn template_commands_run_against_the_real_binary() {
     assert_eq!(total, 6 + 3 + 3 + 6);
     for sc in &scenarios {
         run_scenario(sc, &traces);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Install script, pinned checksums, shell evaluation, GitLab include route.
+// ---------------------------------------------------------------------------
+
+/// The marker both comment-posting scripts search for (their regex).
+static COMMENT_MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?m)^<!-- gate-pr-comment:[A-Za-z0-9._-]{1,100} -->$").unwrap()
+});
+
+/// Lines strictly between `begin` and `end` marker lines (markers included
+/// when `with_markers`), each with `indent` leading spaces removed.
+fn marked_block(
+    text: &str,
+    begin: &str,
+    end: &str,
+    indent: usize,
+) -> Option<(usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let b = lines.iter().position(|l| l.trim() == begin)?;
+    let e = b + lines[b..].iter().position(|l| l.trim() == end)?;
+    let body: Vec<String> = lines[b..=e]
+        .iter()
+        .map(|l| l.get(indent..).unwrap_or("").trim_end().to_string())
+        .collect();
+    Some((b, e, body.join("\n")))
+}
+
+/// The GitLab components carry a byte-identical copy of
+/// ci-templates/install-gate.sh's function (a component cannot ship files)
+/// and of the pinned release checksums. `GATE_BLESS=1` rewrites the copies.
+#[test]
+fn gitlab_components_carry_the_install_script_and_the_pinned_checksums() {
+    const IND: usize = 6;
+    let script = read(INSTALL_SCRIPT);
+    let (_, _, install) = marked_block(
+        &script,
+        "# --- BEGIN install-gate ---",
+        "# --- END install-gate ---",
+        0,
+    )
+    .expect("install-gate.sh has the markers");
+    let sums: Vec<String> = read(RELEASE_CHECKSUMS)
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(String::from)
+        .collect();
+    for l in &sums {
+        let (sha, file) = l.split_once("  ").expect("sha256sum format");
+        assert!(
+            sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+            "{l}"
+        );
+        assert!(
+            file.starts_with("gate-") && file.ends_with(".tar.gz"),
+            "{l}"
+        );
+    }
+    let checksums = std::iter::once("# --- BEGIN release-checksums ---".to_string())
+        .chain(sums)
+        .chain(std::iter::once(
+            "# --- END release-checksums ---".to_string(),
+        ))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for rel in [GL_CHECK, GL_CAPTURE] {
+        let mut text = read(rel);
+        for (begin, end, want) in [
+            (
+                "# --- BEGIN install-gate ---",
+                "# --- END install-gate ---",
+                &install,
+            ),
+            (
+                "# --- BEGIN release-checksums ---",
+                "# --- END release-checksums ---",
+                &checksums,
+            ),
+        ] {
+            let (b, e, have) = marked_block(&text, begin, end, IND)
+                .unwrap_or_else(|| panic!("{rel}: no '{begin}' block"));
+            if &have == want {
+                continue;
+            }
+            if std::env::var_os("GATE_BLESS").is_some() {
+                let mut lines: Vec<String> = text.lines().map(String::from).collect();
+                let fresh: Vec<String> = want
+                    .lines()
+                    .map(|l| {
+                        if l.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{}{l}", " ".repeat(IND))
+                        }
+                    })
+                    .collect();
+                lines.splice(b..=e, fresh);
+                text = lines.join("\n") + "\n";
+                std::fs::write(root(rel), &text).unwrap();
+            } else {
+                panic!(
+                    "{rel}: the '{begin}' block differs from its source; rerun with GATE_BLESS=1"
+                );
+            }
+        }
+        // And it is really used: the install item defines and calls it.
+        let comp = gitlab_component(
+            rel,
+            &[
+                ("baseline", Value::String(BASELINE.into())),
+                ("command", Value::String(COMMAND.into())),
+            ],
+        );
+        let job = comp.jobs.values().next().unwrap();
+        let all: String = job["script"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            all.contains("gate_install() {") && all.contains("gate_install || exit $?"),
+            "{rel}"
+        );
+        let cache = &job["cache"];
+        assert_eq!(
+            str_of(&cache["paths"][0]),
+            ".gate/cache/",
+            "{rel}: the install cache"
+        );
+    }
+}
+
+/// No template evaluates user input as shell code: no `eval`, no unquoted
+/// expansion of the command or extra-args, and the strings reach gate whole.
+#[test]
+fn no_template_evaluates_user_input() {
+    for rel in [
+        ACTION,
+        WORKFLOW,
+        COMMENT_WORKFLOW,
+        GL_CHECK,
+        GL_CAPTURE,
+        MAKEFILE,
+        PRE_PUSH,
+        INSTALL_SCRIPT,
+    ] {
+        let text = read(rel);
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split(" #").next().unwrap().trim_start();
+            if code.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = code
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .collect();
+            assert!(!words.contains(&"eval"), "{rel}:{}: eval: {line}", n + 1);
+            for var in ["GATE_COMMAND", "GATE_EXTRA_ARGS", "command_line"] {
+                for bad in [format!(" ${var}"), format!("${{{var}}} ")] {
+                    assert!(
+                        !code.contains(&bad) || code.contains(&format!("\"${var}\"")),
+                        "{rel}:{}: unquoted ${var}: {line}",
+                        n + 1
+                    );
+                }
+            }
+        }
+    }
+    // Every live gate command in them passes the command as one string.
+    for sc in [
+        github_action_scenario(),
+        gitlab_check_scenario().1,
+        gitlab_capture_scenario().1,
+        local_scenario(),
+    ] {
+        for c in &sc.commands {
+            if matches!(c.sub(), "check" | "capture") {
+                assert_eq!(c.flag("--command-string"), Some(COMMAND), "{}", c.origin);
+                assert!(!c.argv.contains(&"--".to_string()), "{}", c.origin);
+            }
+        }
+    }
+}
+
+#[test]
+fn gitlab_comment_job_runs_no_merge_request_code_and_keeps_the_token_away() {
+    let (comp, _) = gitlab_check_scenario();
+    let job = &comp.jobs["gate-check-comment"];
+    assert_eq!(str_of(&job["needs"][0]["job"]), "gate-check");
+    assert_eq!(
+        str_of(&job["variables"]["GIT_STRATEGY"]),
+        "none",
+        "no checkout of the MR's code"
+    );
+    assert_eq!(str_of(&job["environment"]["name"]), "gate-notes");
+    assert_eq!(str_of(&job["environment"]["action"]), "access");
+    assert!(job.get("tags").is_none(), "not on the GPU runner");
+    let script = str_of(&job["script"][0]);
+    for needle in [
+        "GATE_NOTE_TOKEN",
+        "gate-pr-comment:[A-Za-z0-9._-]{1,100}",
+        "<!-- gate-changed:yes -->",
+        "--request PUT",
+    ] {
+        assert!(script.contains(needle), "comment script lacks '{needle}'");
+    }
+    // The GPU job never names the token.
+    let gpu = serde_yaml::to_string(&comp.jobs["gate-check"]).unwrap();
+    assert!(!gpu.contains("GATE_NOTE_TOKEN"));
+    // The note it posts is the file the check writes.
+    let (_, sc) = gitlab_check_scenario();
+    let check = sc.commands.iter().find(|c| c.sub() == "check").unwrap();
+    assert_eq!(
+        check.flag("--pr-comment"),
+        Some(str_of(&job["variables"]["GATE_NOTE"]).as_str())
+    );
+    // Default-branch pipelines run the check too (their OpenMetrics are what
+    // the merge request widget compares with).
+    let rules = comp.jobs["gate-check"]["rules"].as_sequence().unwrap();
+    assert!(rules.iter().any(|r| str_of(&r["if"])
+        .contains("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH")
+        && str_of(&r["when"]) == "on_success"));
+}
+
+/// The `include:` routes the docs show resolve: a component name maps to
+/// `templates/<name>.yml` at the repository root (what `include: component:`
+/// looks up), an `include: project:` names an existing file, and every input
+/// the examples pass is declared while every required one is passed. The
+/// examples are YAML that the CI schema check also validates
+/// (GATE_TEMPLATE_EXPORT_DIR, see .ci/run).
+#[test]
+fn documented_gitlab_include_routes_resolve() {
+    let docs = ["ci-templates/README.md", "ci-templates/gitlab/README.md"];
+    let mut includes = 0;
+    for doc in docs {
+        let text = read(doc);
+        for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+            let yaml_text = block.split("```").next().unwrap();
+            if !yaml_text.contains("include:") {
+                continue;
+            }
+            let v: Value = serde_yaml::from_str(yaml_text)
+                .unwrap_or_else(|e| panic!("{doc} yaml block {i}: {e}"));
+            export_for_schema_check(
+                &format!("include-example-{}-{i}.yml", doc.replace('/', "_")),
+                yaml_text,
+            );
+            for inc in v["include"].as_sequence().unwrap() {
+                let file = if let Some(c) = inc.get("component") {
+                    let c = str_of(c);
+                    let name = c
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .split('@')
+                        .next()
+                        .unwrap()
+                        .to_string();
+                    assert!(c.contains("/gpugate/"), "{doc}: {c}");
+                    format!("templates/{name}.yml")
+                } else if inc.get("project").is_some() {
+                    str_of(&inc["file"]).trim_start_matches('/').to_string()
+                } else {
+                    continue;
+                };
+                assert!(
+                    root(&file).exists(),
+                    "{doc}: include resolves to missing {file}"
+                );
+                let docs = yaml_docs(&file);
+                let declared = docs[0]["spec"]["inputs"].as_mapping().unwrap();
+                let given = inc["inputs"].as_mapping().cloned().unwrap_or_default();
+                for k in given.keys() {
+                    assert!(declared.contains_key(k), "{doc}: {file} has no input {k:?}");
+                }
+                for (k, d) in declared {
+                    assert!(
+                        d.get("default").is_some() || given.contains_key(k),
+                        "{doc}: required input {k:?} of {file} not given"
+                    );
+                }
+                includes += 1;
+            }
+        }
+    }
+    assert!(
+        includes >= 3,
+        "component and project routes documented: {includes}"
+    );
+}
+
+/// With GATE_TEMPLATE_EXPORT_DIR set (.ci/run sets it), write `text` there
+/// for check-jsonschema.
+fn export_for_schema_check(name: &str, text: &str) {
+    if let Some(dir) = std::env::var_os("GATE_TEMPLATE_EXPORT_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+/// The GitLab components with their inputs filled in (defaults plus the
+/// scenario's), as GitLab would see them: `.ci/run` validates these against
+/// the gitlab-ci schema (spec headers cannot be validated filled in).
+#[test]
+fn gitlab_components_filled_in_for_the_schema_check() {
+    for (rel, name) in [(GL_CHECK, "gate-check"), (GL_CAPTURE, "gate-capture")] {
+        let comp = gitlab_component(
+            rel,
+            &[
+                ("baseline", Value::String(BASELINE.into())),
+                ("command", Value::String(COMMAND.into())),
+            ],
+        );
+        let jobs: serde_yaml::Mapping = comp
+            .jobs
+            .iter()
+            .map(|(k, v)| (Value::String(k.clone()), v.clone()))
+            .collect();
+        let mut doc = serde_yaml::Mapping::new();
+        doc.insert(
+            Value::String("stages".into()),
+            Value::Sequence(vec![Value::String("test".into())]),
+        );
+        doc.extend(jobs);
+        let text = serde_yaml::to_string(&Value::Mapping(doc)).unwrap();
+        assert!(!text.contains("$[["), "{rel}: uninterpolated input left");
+        export_for_schema_check(&format!("{name}.filled.gitlab-ci.yml"), &text);
+        // The `spec:` header is a document of its own (check-jsonschema
+        // reads one document per file).
+        let raw = read(rel);
+        let header = raw.split("\n---\n").next().unwrap();
+        export_for_schema_check(&format!("{name}.spec.gitlab-ci.yml"), header);
     }
 }

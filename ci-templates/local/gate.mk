@@ -21,6 +21,10 @@ GATE_OUT ?= .gate/local
 
 .PHONY: gate-check gate-capture gate-refresh gate-report
 
+# The command reaches gate as one string through the environment; gate splits
+# it like a shell line (quotes honoured) and no shell evaluates it.
+export GATE_COMMAND
+
 # The baseline comes from origin/$(GATE_TARGET), as in CI: local edits to
 # baselines/ cannot make your own check pass. Thresholds are read from
 # ./gate.toml (gate's default); CI takes them from the target branch too.
@@ -33,7 +37,7 @@ gate-check:
 		--junit $(GATE_OUT)/gate-junit.xml \
 		--markdown $(GATE_OUT)/gate.md \
 		--trace-dir $(GATE_OUT)/traces \
-		-- $(GATE_COMMAND)
+		--command-string "$$GATE_COMMAND"
 
 gate-capture:
 	gate capture --baseline $(GATE_BASELINE) \
@@ -41,7 +45,7 @@ gate-capture:
 		--runs $(GATE_RUNS) \
 		--trace-dir $(GATE_OUT)/traces \
 		--commit $$(git rev-parse HEAD) \
-		-- $(GATE_COMMAND)
+		--command-string "$$GATE_COMMAND"
 
 gate-refresh:
 	gate capture --baseline $(GATE_BASELINE) --replace \
@@ -49,7 +53,7 @@ gate-refresh:
 		--runs $(GATE_RUNS) \
 		--trace-dir $(GATE_OUT)/traces \
 		--commit $$(git rev-parse HEAD) \
-		-- $(GATE_COMMAND)
+		--command-string "$$GATE_COMMAND"
 	git --no-pager diff --stat -- $(GATE_BASELINE_DIR)/$(GATE_BASELINE).toml
 
 gate-report:
