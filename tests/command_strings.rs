@@ -100,8 +100,5 @@ fn huge_durations_are_one_clear_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("7 days") && !err.contains("panicked"),
-        "{err}"
-    );
+    assert!(err.contains("7 days") && !err.contains("panicked"), "{err}");
 }

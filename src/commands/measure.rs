@@ -305,10 +305,7 @@ mod tests {
             assert!(!e.contains('\n'), "{e}");
             assert!(e.contains(huge) || e.contains("7 days"), "{huge}: {e}");
         }
-        assert_eq!(
-            parse_duration("7days").unwrap(),
-            crate::limits::MAX_WINDOW
-        );
+        assert_eq!(parse_duration("7days").unwrap(), crate::limits::MAX_WINDOW);
     }
 
     #[test]
