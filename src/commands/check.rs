@@ -118,6 +118,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                     eprintln!("gate: warning: cannot write '{}': {e}", path.display());
                 }
             }
+            if let Some(path) = &args.pr_comment {
+                let text = report::pr_comment::render_error(&args.baseline, code, &message);
+                let written = path
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|_| std::fs::write(path, text));
+                if let Err(e) = written {
+                    eprintln!("gate: warning: cannot write '{}': {e}", path.display());
+                }
+            }
             github_output("error", 0);
             Err(err)
         }

@@ -22,10 +22,45 @@ pub struct PrComment;
 /// Most metrics named on line 3; the rest are counted.
 const NAMED_ON_LINE_3: usize = 3;
 
-/// The marker the CI templates search for (baseline names are
-/// `[A-Za-z0-9._-]`, validated when loaded).
+/// The marker the CI templates search for: `[A-Za-z0-9._-]{1,100}`, as
+/// baseline names are (a name that failed validation is reduced to that).
 pub fn marker(baseline: &str) -> String {
-    format!("<!-- gate-pr-comment:{baseline} -->")
+    let name: String = baseline
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    let name = if name.is_empty() {
+        "_".to_string()
+    } else {
+        name
+    };
+    format!("<!-- gate-pr-comment:{name} -->")
+}
+
+/// The comment when gate could not judge at all (bad flag, missing
+/// baseline, benchmark that could not start): always worth posting, and it
+/// replaces an earlier verdict on the same baseline.
+pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
+    format!(
+        "**gate: :warning: ERROR** for baseline `{}`: nothing was judged (exit {exit_code})\n\
+         Top cause: {}\n\
+         {}\n\n{}\n<!-- gate-changed:yes -->\n",
+        code(baseline),
+        text(message),
+        if exit_code == crate::exit_code::INFRA {
+            "Measurement or infrastructure problem: re-running on another runner may help."
+        } else {
+            "Input or configuration problem: fix it; re-running will not help."
+        },
+        marker(baseline)
+    )
 }
 
 /// Gated metrics that moved beyond their threshold, worst first:
@@ -176,6 +211,19 @@ mod tests {
         assert_eq!(lines[lines.len() - 2], "<!-- gate-pr-comment:demo -->");
         assert_eq!(lines[lines.len() - 1], "<!-- gate-changed:yes -->");
         assert!(changed(&r));
+    }
+
+    #[test]
+    fn an_error_comment_names_the_cause_and_keeps_a_valid_marker() {
+        let t = render_error("bad name/..", 2, "baseline 'x' not found\nat ref");
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].contains("ERROR"), "{t}");
+        assert!(
+            lines[1].starts_with("Top cause: baseline 'x' not found at ref"),
+            "{t}"
+        );
+        assert!(t.contains("<!-- gate-pr-comment:bad_name_.. -->\n"), "{t}");
+        assert!(t.ends_with("<!-- gate-changed:yes -->\n"));
     }
 
     #[test]
