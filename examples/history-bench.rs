@@ -105,6 +105,25 @@ fn run(i: usize, metrics: usize) -> RunRecord {
     }
 }
 
+/// CPU seconds (user + system) of all waited-for children so far: the
+/// machine this was measured on is shared, so wall time alone overstates.
+fn children_cpu_s() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// CPU seconds (user + system) of this process so far.
+fn self_cpu_s() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -145,12 +164,20 @@ fn main() {
     let gate =
         PathBuf::from(std::env::var("GATE").unwrap_or_else(|_| "target/release/gate".into()));
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.sqlite");
+    // GATE_BENCH_KEEP=DIR: build (or reuse) the database there.
+    let keep = std::env::var_os("GATE_BENCH_KEEP").map(PathBuf::from);
+    let db = keep
+        .clone()
+        .unwrap_or_else(|| dir.path().to_path_buf())
+        .join("history.sqlite");
+    let reuse = keep.is_some() && db.exists();
     let loc = Location::Sqlite(db.clone());
 
     println!("| engine | data | mean append | p50 | p95 | max | total |");
     println!("|---|---|---|---|---|---|---|");
-    println!("{}", append_bench(&loc, runs, metrics));
+    if !reuse {
+        println!("{}", append_bench(&loc, runs, metrics));
+    }
     if let Ok(url) = std::env::var("GATE_BENCH_POSTGRES_URL") {
         println!(
             "{}",
@@ -158,7 +185,7 @@ fn main() {
         );
     }
     let size = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0)
-        + std::fs::metadata(dir.path().join("history.sqlite-wal"))
+        + std::fs::metadata(db.with_extension("sqlite-wal"))
             .map(|m| m.len())
             .unwrap_or(0);
     println!(
@@ -169,6 +196,10 @@ fn main() {
     let html = dir.path().join("trend.html");
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("`gate history` (last 20 runs)", vec![]),
+        (
+            "`gate history --limit 0` (every run, table)",
+            vec!["--limit".to_string(), "0".to_string()],
+        ),
         (
             "`gate history --baseline train-h200 --limit 0 --format json` (every run, gated metrics)",
             vec!["--baseline", "train-h200", "--limit", "0", "--format", "json"]
@@ -204,12 +235,14 @@ fn main() {
             ],
         ),
     ];
-    println!("| query over {runs} runs x {metrics} metrics | median of 3 | stdout |");
-    println!("|---|---|---|");
-    for (what, extra) in cases {
+    println!("| query over {runs} runs x {metrics} metrics | wall, median of 3 | CPU (user+sys), median | stdout |");
+    println!("|---|---|---|---|");
+    for (what, extra) in cases.into_iter().filter(|_| std::env::var_os("GATE_BENCH_READ_ONLY").is_none()) {
         let mut times = Vec::new();
+        let mut cpu = Vec::new();
         let mut bytes = 0;
         for _ in 0..3 {
+            let c0 = children_cpu_s();
             let t = Instant::now();
             let out = Command::new(&gate)
                 .arg("history")
@@ -219,6 +252,7 @@ fn main() {
                 .output()
                 .expect("run gate (build it: cargo build --release, or set GATE)");
             times.push(t.elapsed().as_secs_f64());
+            cpu.push(children_cpu_s() - c0);
             assert!(
                 out.status.success(),
                 "{what}: {}",
@@ -227,15 +261,31 @@ fn main() {
             bytes = out.stdout.len();
         }
         times.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
         println!(
-            "| {what} | {:.0} ms | {:.1} KiB |",
+            "| {what} | {:.0} ms | {:.0} ms | {:.1} KiB |",
             times[1] * 1e3,
+            cpu[1] * 1e3,
             bytes as f64 / 1024.0
         );
     }
 
     // The drift read of one `gate check`.
     let mut store = history::open(&loc, false).unwrap();
+    let t = Instant::now();
+    let c0 = self_cpu_s();
+    let all = store
+        .runs(&Query {
+            metrics: MetricFilter::Gated,
+            ..Query::default()
+        })
+        .unwrap();
+    println!(
+        "\nIn-process read of every run with its gated metrics ({} runs): {:.0} ms wall, {:.0} ms CPU",
+        all.len(),
+        t.elapsed().as_secs_f64() * 1e3,
+        (self_cpu_s() - c0) * 1e3
+    );
     let mut ms = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();

@@ -29,7 +29,12 @@ fn server(test: &str) -> Option<String> {
             "{test}: GATE_TEST_POSTGRES_URL is not set under CI and .ci/run gave no reason (GATE_TEST_POSTGRES_SKIP); .ci/run must start PostgreSQL"
         );
     }
-    eprintln!(
+    // Straight to the stderr handle, not eprintln!: the test harness
+    // captures (and hides) what a passing test prints through the macros,
+    // and a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
         "SKIPPED {test} (PostgreSQL): {}",
         reason.unwrap_or_else(|| {
             "GATE_TEST_POSTGRES_URL is not set; run 'bash .ci/run', or start a server and export GATE_TEST_POSTGRES_URL=postgres://USER@127.0.0.1:5432/DB".into()

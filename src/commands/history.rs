@@ -319,11 +319,13 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         None if args.html.is_some() => Some(500),
         None => Some(20),
     };
-    // Gated rows are few per run (what regressed, trends, drift); a named
-    // metric loads only that one.
-    let metrics = match &args.metric {
-        Some(m) => MetricFilter::Only(vec![m.clone()]),
-        None => MetricFilter::Gated,
+    // What each output shows: a metric's series loads that metric; the
+    // table names what regressed; JSON and the trend page carry the gated
+    // rows (ten or so per run, not the fifty context metrics).
+    let metrics = match (&args.metric, args.html.is_some(), args.format) {
+        (Some(m), _, _) => MetricFilter::Only(vec![m.clone()]),
+        (None, false, Format::Text) => MetricFilter::Regressed,
+        (None, _, _) => MetricFilter::Gated,
     };
     let query = Query {
         baseline: args.baseline.clone(),

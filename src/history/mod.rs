@@ -307,6 +307,8 @@ pub enum MetricFilter {
     None,
     /// Gated metrics only (what trends and drift look at).
     Gated,
+    /// Metrics that regressed (what a run listing names).
+    Regressed,
     /// These metric labels only.
     Only(Vec<String>),
     /// Every stored metric.

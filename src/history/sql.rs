@@ -94,6 +94,7 @@ pub fn select(q: &Query, ph: fn(usize) -> String) -> Select {
         MetricFilter::None => None,
         MetricFilter::All => Some(String::new()),
         MetricFilter::Gated => Some(" AND gated = TRUE".to_string()),
+        MetricFilter::Regressed => Some(" AND verdict = 'regression'".to_string()),
         MetricFilter::Only(list) => {
             let mut alts = Vec::new();
             for m in list {
