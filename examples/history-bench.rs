@@ -237,7 +237,10 @@ fn main() {
     ];
     println!("| query over {runs} runs x {metrics} metrics | wall, median of 3 | CPU (user+sys), median | stdout |");
     println!("|---|---|---|---|");
-    for (what, extra) in cases.into_iter().filter(|_| std::env::var_os("GATE_BENCH_READ_ONLY").is_none()) {
+    for (what, extra) in cases
+        .into_iter()
+        .filter(|_| std::env::var_os("GATE_BENCH_READ_ONLY").is_none())
+    {
         let mut times = Vec::new();
         let mut cpu = Vec::new();
         let mut bytes = 0;
