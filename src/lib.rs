@@ -31,8 +31,11 @@ pub mod sampler;
 pub mod shell_words;
 pub mod stats;
 pub mod summary;
-/// SYNTHETIC traces (header note says "synthetic"; never a measurement):
-/// the one generator behind the tests, benchmarks and docs examples.
+/// Test support, not part of the release library: SYNTHETIC traces (header
+/// note says "synthetic"; never a measurement), the one generator behind
+/// the tests, benchmarks and docs examples. Built for unit tests and with
+/// the `testkit` feature (tests and examples enable it through Cargo.toml).
+#[cfg(any(test, feature = "testkit"))]
 pub mod synthetic;
 pub mod target;
 pub mod trace;
