@@ -17,8 +17,10 @@ pub mod exit_code;
 /// Opening inputs and outputs safely (regular files, size caps, no-follow temporaries).
 pub mod files;
 pub mod format;
-/// Fuzzing entry points for the four parsers (cargo-fuzz targets and tests/fuzz_parsers.rs).
+/// Fuzzing entry points for the four parsers (cargo-fuzz targets and
+/// tests/fuzz_parsers.rs). Test support like `synthetic`: feature `testkit`.
 #[doc(hidden)]
+#[cfg(any(test, feature = "testkit"))]
 pub mod fuzz_targets;
 pub mod gate;
 pub mod history;
@@ -42,3 +44,6 @@ pub mod trace;
 
 /// The version stamped into traces and baselines.
 pub const GATE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod snapshot_tests;

@@ -19,8 +19,8 @@
 //!    `$GITHUB_OUTPUT`). A renamed flag therefore fails this test.
 //!
 //! Traces: `fixtures/traces/healthy-{1,2,3}.jsonl` (real H200 recordings)
-//! when present, else `tests/data/synthetic-healthy-{1,2,3}.jsonl`, which
-//! this file generates (`GATE_BLESS=1` rewrites them) and whose header note
+//! when present, else `tests/data/synthetic-healthy-{1,2,3}.jsonl` (checked
+//! against the generator by `tests/committed_data.rs`), whose header note
 //! says "synthetic".
 
 use serde::Deserialize;
@@ -1576,53 +1576,6 @@ fn local_recipes_check_against_the_target_branch() {
 // ---------------------------------------------------------------------------
 // Synthetic traces (tests/data) and the run test.
 // ---------------------------------------------------------------------------
-
-/// Write `tests/data/synthetic-healthy-<run>.jsonl`: the library's healthy
-/// signature (gpugate::synthetic), run `run`, 20 warm-up and 200 steady
-/// samples on one GPU.
-fn write_synthetic_trace(path: &Path, run: u64) {
-    use gpugate::synthetic::Signature;
-    let sig = Signature::healthy()
-        .with_seed(run)
-        .with_warmup_samples(20)
-        .with_samples(200);
-    gpugate::synthetic::write(&sig, 1, path).unwrap();
-}
-
-#[test]
-fn synthetic_traces_in_tests_data_are_reproducible() {
-    let dir = tempfile::tempdir().unwrap();
-    for run in 1..=3 {
-        let name = format!("tests/data/synthetic-healthy-{run}.jsonl");
-        let fresh = dir.path().join(format!("{run}.jsonl"));
-        write_synthetic_trace(&fresh, run);
-        if std::env::var_os("GATE_BLESS").is_some() {
-            std::fs::create_dir_all(root("tests/data")).unwrap();
-            std::fs::copy(&fresh, root(&name)).unwrap();
-        }
-        assert_eq!(
-            std::fs::read(&fresh).unwrap(),
-            std::fs::read(root(&name)).unwrap_or_default(),
-            "{name} differs from what write_synthetic_trace makes; rerun with GATE_BLESS=1"
-        );
-        let t = gpugate::trace::Trace::load(&root(&name)).unwrap();
-        assert!(t
-            .header
-            .note
-            .as_deref()
-            .unwrap()
-            .to_lowercase()
-            .starts_with("synthetic"));
-        assert!(!t.truncated);
-        let summary = gpugate::stats::summarize(&t);
-        let sm = summary.metric("sm_active_pct").expect("sm_active_pct");
-        assert!(
-            (sm.mean - 97.0).abs() < 1.5,
-            "steady SM active ~97: {}",
-            sm.mean
-        );
-    }
-}
 
 /// The three runs the run test replays: real fixtures when they exist.
 fn replay_traces() -> Vec<PathBuf> {

@@ -16,7 +16,7 @@
 mod build;
 /// Load-time checks of a baseline's numbers and name.
 mod check;
-mod store;
+pub(crate) mod store;
 
 pub use build::{build, BuildMeta};
 pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcome};

@@ -360,7 +360,7 @@ pub fn unified_diff(old: &str, new: &str, label: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::baseline::build::metric_entry;
     use crate::baseline::{CaptureSettings, Environment, RunStat, SourceRun};
@@ -368,7 +368,8 @@ mod tests {
     use crate::stats::MetricStats;
     use std::collections::BTreeMap;
 
-    fn sample_baseline() -> Baseline {
+    /// A two-run baseline for tests (a tag holds quotes).
+    pub(crate) fn sample_baseline() -> Baseline {
         let stat = MetricStats::from_series((0..100).map(|i| 90.0 + (i % 7) as f64)).unwrap();
         let m = metric_entry(
             "%".into(),

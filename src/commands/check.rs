@@ -294,7 +294,11 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
         "pull request comment",
     )?;
     let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
-    let annotations = if github { annotations(r) } else { Vec::new() };
+    let annotations = if github {
+        report::github::annotations(r)
+    } else {
+        Vec::new()
+    };
     match args.format {
         Format::Text => {
             let color = args.color.stdout();
@@ -316,30 +320,6 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
     }
     github_output(r.verdict.as_str(), r.counts.regression);
     Ok(())
-}
-
-/// `::error` annotations: one per regression (with the diagnosis), or the
-/// run-level reasons when the run itself failed.
-fn annotations(r: &CheckReport) -> Vec<String> {
-    let mut items: Vec<(String, String)> = r
-        .metrics
-        .iter()
-        .filter(|m| m.fails(r.fail_on_improvement))
-        .map(|m| {
-            (
-                format!("gate: {} {}", m.label(), m.verdict.as_str()),
-                report::failure_text(r, m),
-            )
-        })
-        .collect();
-    if items.is_empty() && r.verdict != gate::RunVerdict::Pass {
-        items = r
-            .reasons
-            .iter()
-            .map(|reason| (format!("gate: {}", r.verdict.as_str()), reason.clone()))
-            .collect();
-    }
-    report::github::error_annotations(&items)
 }
 
 /// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under

@@ -6,6 +6,7 @@
 //! @actions/core `command.ts` escapeData / escapeProperty).
 
 use crate::escape;
+use crate::gate::{CheckReport, RunVerdict};
 
 /// GitHub shows at most 10 error annotations per step.
 pub const MAX_ERROR_ANNOTATIONS: usize = 10;
@@ -36,6 +37,30 @@ pub fn error_annotations(items: &[(String, String)]) -> Vec<String> {
         ),
     ));
     out
+}
+
+/// `::error` annotations: one per regression (with the diagnosis), or the
+/// run-level reasons when the run itself failed.
+pub fn annotations(r: &CheckReport) -> Vec<String> {
+    let mut items: Vec<(String, String)> = r
+        .metrics
+        .iter()
+        .filter(|m| m.fails(r.fail_on_improvement))
+        .map(|m| {
+            (
+                format!("gate: {} {}", m.label(), m.verdict.as_str()),
+                super::failure_text(r, m),
+            )
+        })
+        .collect();
+    if items.is_empty() && r.verdict != RunVerdict::Pass {
+        items = r
+            .reasons
+            .iter()
+            .map(|reason| (format!("gate: {}", r.verdict.as_str()), reason.clone()))
+            .collect();
+    }
+    error_annotations(&items)
 }
 
 /// Cut `markdown` so that it fits in `max_bytes` (on a char boundary), with a

@@ -1,0 +1,80 @@
+//! Snapshot tests (insta) of what users read: every reporter and the
+//! baseline TOML, reviewed as text in `src/snapshots/`. Inputs are fixed:
+//! the hand-built check report of `report::check::tests_support` (names hold
+//! the characters that break naive writers), a sample baseline and SYNTHETIC
+//! traces, so a change in any output shows up as a diff to review, never as
+//! a silently accepted string.
+//!
+//! Refresh after an intended change (README, "Tests"):
+//! `INSTA_UPDATE=always cargo test --locked`, then review `git diff`.
+//! Redacted: gate's version, RFC 3339 times and temporary paths.
+
+use crate::report::check::{
+    github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics,
+    terminal::Terminal, tests_support::sample_report, Reporter,
+};
+use crate::report::run::{self, RunReport};
+use crate::synthetic::{self, Signature};
+
+/// Settings every snapshot here uses: the redactions.
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(&regex::escape(crate::GATE_VERSION), "[gate-version]");
+    s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "[time]");
+    s.add_filter(
+        &regex::escape(&std::env::temp_dir().display().to_string()),
+        "[tmp]",
+    );
+    s.set_prepend_module_to_snapshot(false);
+    s
+}
+
+fn snap(name: &str, text: &str) {
+    settings().bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn check_reporters() {
+    let r = sample_report();
+    snap("check_terminal", &Terminal { color: false }.render(&r));
+    snap("check_terminal_color", &Terminal { color: true }.render(&r));
+    snap("check_markdown", &Markdown.render(&r));
+    snap("check_json", &Json.render(&r));
+    snap("check_junit", &Junit.render(&r));
+    snap("check_openmetrics", &OpenMetrics.render(&r));
+    snap(
+        "check_github_annotations",
+        &github::annotations(&r).join("\n"),
+    );
+    snap(
+        "check_junit_error",
+        &crate::report::check::junit::render_error("demo", "usage", "bad <file>\nline 2"),
+    );
+}
+
+fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {
+    let trace = synthetic::trace(sig, ngpu);
+    let r = RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0);
+    (r, trace)
+}
+
+#[test]
+fn run_reporters() {
+    // Contention: another process on the GPU with a hostile command line;
+    // short (6 s), so the snapshots stay small enough to review.
+    let sig = Signature::contention()
+        .with_warmup_samples(10)
+        .with_samples(50);
+    let (r, trace) = run_report(&sig, 1);
+    snap("run_text", &run::text::render(&r, false));
+    snap("run_markdown", &run::markdown::render(&r));
+    snap("run_json", &run::json::render(std::slice::from_ref(&r)));
+    snap("run_html", &run::html::render(&[(r, &trace)]));
+}
+
+#[test]
+fn baseline_toml() {
+    let b = crate::baseline::store::tests::sample_baseline();
+    let hint = crate::baseline::refresh_hint(&b.name, &b.capture.command);
+    snap("baseline_toml", &crate::baseline::to_toml(&b, &hint));
+}
