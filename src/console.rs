@@ -107,6 +107,39 @@ pub fn end_live() {
     }
 }
 
+/// Write a command's result (a report, JSON, a listing) to stdout. A reader
+/// that went away (`gate check ... | head -1`) is its own choice, not an
+/// error: the rest is dropped quietly, and the command goes on to write its
+/// files and return its exit code (`print!` panicked there: exit 101, and
+/// `$GITHUB_OUTPUT` and the step summary were lost). Every command prints
+/// its results through this (`clippy::print_stdout` is denied elsewhere).
+pub fn out(text: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            drop(stdout);
+            let _ = writeln!(
+                std::io::stderr(),
+                "gate: warning: cannot write to stdout: {e}"
+            );
+        }
+    }
+}
+
+/// `out` of one formatted line.
+pub fn outln(args: std::fmt::Arguments) {
+    out(&format!("{args}\n"));
+}
+
 /// Pass one line of the benchmark's output through (bytes as the benchmark
 /// wrote them, newline included), clearing the live line first so they do
 /// not share a row; the next tick redraws the live line below it.

@@ -5,6 +5,10 @@
 //! diagnose -> gate verdicts -> reporters -> exit code.
 //! Everything after `trace` is pure: no NVML, no clock, no terminal.
 
+// Results go to stdout through `console::out`, which survives a reader
+// that went away (`| head`); `print!` panics there.
+#![deny(clippy::print_stdout)]
+
 pub mod baseline;
 pub mod cli;
 pub mod commands;

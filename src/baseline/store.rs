@@ -245,23 +245,33 @@ pub enum StoreOutcome {
 /// - an existing file is only replaced with `replace`, and the diff is
 ///   returned either way for the user to review;
 /// - the write goes to a temp file in the same directory, is fsynced, then
-///   renamed over the target (atomic on POSIX), and the directory fsynced.
+///   renamed over the target (atomic on POSIX), and the directory fsynced;
+/// - the temp file is named after the baseline (`.NAME.toml.XXXXXX.gate-tmp`),
+///   so under the lock any such file is a leftover of a killed capture and
+///   is removed (as are legacy `.gate-baseline-*.tmp` files over an hour old);
+/// - neither the lock file nor the baseline may be a symbolic link to
+///   follow, a FIFO or a device; a full disk is an infrastructure error.
 pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, GateError> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let io_err = |what: &str, e: std::io::Error| {
-        GateError::usage(format!(
-            "{what} '{}': {e}; pass --baseline-dir to a writable directory",
-            path.display()
-        ))
+        crate::files::output_error(
+            format!(
+                "{what} '{}': {e}; pass --baseline-dir to a writable directory",
+                path.display()
+            ),
+            &e,
+        )
     };
     std::fs::create_dir_all(&dir).map_err(|e| io_err("cannot create the directory of", e))?;
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let _lock = LockGuard::acquire(PathBuf::from(lock_path))
         .map_err(|e| io_err("cannot lock (NAME.toml.lock)", e))?;
+    crate::files::check_output(path, "the baseline", &[]).map_err(|e| io_err("cannot store", e))?;
+    remove_stale_temps(&dir, path);
 
     let outcome = match crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES) {
         Ok(old) => {
@@ -275,8 +285,9 @@ pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, Gat
         Err(e) => return Err(io_err("cannot read existing baseline", e)),
     };
     let mut tmp = tempfile::Builder::new()
-        .prefix(".gate-baseline-")
-        .suffix(".tmp")
+        .prefix(&temp_prefix(path))
+        .rand_bytes(TEMP_RAND_CHARS)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(&dir)
         .map_err(|e| io_err("cannot create a temp file next to", e))?;
     tmp.write_all(text.as_bytes())
@@ -300,6 +311,52 @@ pub fn store(path: &Path, text: &str, replace: bool) -> Result<StoreOutcome, Gat
     Ok(outcome)
 }
 
+const TEMP_SUFFIX: &str = ".gate-tmp";
+/// Random characters between prefix and suffix: with them, the temp files
+/// of baseline `a` are told from those of `a.toml.b`.
+const TEMP_RAND_CHARS: usize = 6;
+
+/// `.NAME.toml.`: what this baseline's temp files start with.
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.")
+}
+
+/// Called under the baseline's lock: no other capture of it is writing, so
+/// its temp files are leftovers of a capture that was killed. Legacy
+/// `.gate-baseline-*.tmp` files (any baseline) go once over an hour old.
+fn remove_stale_temps(dir: &Path, path: &Path) {
+    let prefix = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name.len() == prefix.len() + TEMP_RAND_CHARS + TEMP_SUFFIX.len()
+            && name.starts_with(&prefix)
+            && name.ends_with(TEMP_SUFFIX)
+            && name
+                .get(prefix.len()..prefix.len() + TEMP_RAND_CHARS)
+                .is_some_and(|r| r.chars().all(|c| c.is_ascii_alphanumeric()));
+        let legacy = name.starts_with(".gate-baseline-")
+            && name.ends_with(".tmp")
+            && entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        // Regular files only: never follow or remove anything else.
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if (ours || legacy) && regular {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Exclusive lock on `NAME.toml.lock`, removed again on drop so no stale
 /// lock files are left next to baselines. Removing a lock file is only safe
 /// if a waiter that then gets the lock notices it locked an unlinked file:
@@ -313,11 +370,9 @@ impl LockGuard {
     fn acquire(path: PathBuf) -> std::io::Result<LockGuard> {
         use fs4::fs_std::FileExt;
         loop {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)?;
+            // Never through a symlink planted at NAME.toml.lock (it would
+            // create or lock its target), never a FIFO (the open would block).
+            let file = crate::files::open_lock_file(&path)?;
             FileExt::lock_exclusive(&file)?;
             if same_file(&file, &path) {
                 return Ok(LockGuard { file, path });
@@ -484,6 +539,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn temps_left_by_a_killed_capture_are_removed_and_no_others() {
+        // Issue 9: a SIGKILL during capture left `.gate-baseline-*.tmp` behind.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.toml");
+        let stale = dir.path().join(".a.toml.Ab12Cd.gate-tmp");
+        let other = dir.path().join(".a.toml.b.toml.Xy34Zw.gate-tmp");
+        let fresh_legacy = dir.path().join(".gate-baseline-QQQQQQ.tmp");
+        for p in [&stale, &other, &fresh_legacy] {
+            std::fs::write(p, "partial").unwrap();
+        }
+        store(&path, "a = 1\n", false).unwrap();
+        assert!(!stale.exists(), "this baseline's leftover is removed");
+        assert!(other.exists(), "baseline 'a.toml.b' is not ours");
+        assert!(fresh_legacy.exists(), "a recent legacy temp may be in use");
+    }
+
+    #[test]
+    fn a_planted_lock_link_or_special_baseline_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.toml");
+        let target = dir.path().join("created-through-link");
+        std::os::unix::fs::symlink(&target, dir.path().join("l.toml.lock")).unwrap();
+        let err = store(&path, "a = 1\n", false).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(!target.exists(), "the lock link was followed");
+        std::fs::remove_file(dir.path().join("l.toml.lock")).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let err = store(&path, "a = 1\n", true).unwrap_err().to_string();
+        assert!(err.contains("directory"), "{err}");
+    }
+
+    #[test]
     fn store_refuses_overwrite_and_replaces_atomically() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.toml");
@@ -508,7 +595,12 @@ pub(crate) mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.ends_with(".tmp") && !n.ends_with(".gate-tmp")),
+            "{names:?}"
+        );
         assert!(names.iter().all(|n| !n.ends_with(".lock")), "{names:?}");
     }
 

@@ -79,6 +79,21 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("gate.toml"));
     let config = Config::load(&config_path, args.config.is_some())?;
+    // The baseline path is checked before anything is measured: never a
+    // FIFO, a device or a directory, never one of the traces it is built from.
+    let inputs: Vec<&std::path::Path> = args
+        .measure
+        .replay
+        .iter()
+        .map(|p| p.as_path())
+        .chain(std::iter::once(config_path.as_path()))
+        .collect();
+    crate::files::check_output(
+        &baseline::path_for(&args.baseline_dir, &args.baseline),
+        "the baseline",
+        &inputs,
+    )
+    .map_err(|e| GateError::usage(e.to_string()))?;
 
     let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
     let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
@@ -140,21 +155,21 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         }
         StoreOutcome::Replaced { diff } => {
             eprint!("{diff}");
-            println!(
+            crate::console::outln(format_args!(
                 "gate: replaced baseline '{}' ({})",
                 args.baseline,
                 path.display()
-            );
+            ));
         }
         StoreOutcome::Created => {
-            println!(
+            crate::console::outln(format_args!(
                 "gate: wrote baseline '{}' ({})",
                 args.baseline,
                 path.display()
-            );
+            ));
         }
     }
-    println!(
+    crate::console::outln(format_args!(
         "{} run(s){} on {} x{}; gated metrics (mean over runs, spread between runs):",
         b.capture.runs,
         if b.capture.multi_node {
@@ -164,18 +179,18 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         },
         b.environment.gpu_model,
         b.environment.gpu_count
-    );
+    ));
     for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
         let o = gate::Observation::from_baseline(m, m.statistic);
         if let Some(o) = o {
-            println!(
+            crate::console::outln(format_args!(
                 "  {id} ({}): {}{}",
                 m.statistic.as_str(),
                 crate::format::value_with_unit(Some(o.value), &m.unit),
                 o.run_stdev()
                     .map(|s| format!(" (sd {} between runs)", crate::format::number(s)))
                     .unwrap_or_default()
-            );
+            ));
         }
     }
     super::history::after_capture(&args.history, &config, &b, &traces)?;

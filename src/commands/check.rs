@@ -10,7 +10,6 @@ use crate::error::GateError;
 use crate::gate::{self, CheckReport};
 use crate::report::check::{self as report, Reporter};
 use crate::summary::RunInput;
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -114,8 +113,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             };
             if let Some(path) = &args.junit {
                 let xml = report::junit::render_error(&args.baseline, kind, &message);
-                if let Err(e) = std::fs::write(path, xml) {
-                    eprintln!("gate: warning: cannot write '{}': {e}", path.display());
+                if let Err(e) = write_report(&args, "--junit", path, &xml) {
+                    eprintln!("gate: warning: {e}");
                 }
             }
             if let Some(path) = &args.pr_comment {
@@ -151,6 +150,13 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    // Outputs first: a path that would be refused must not cost a live run.
+    let inputs = input_paths(args);
+    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    for (flag, path) in outputs(args) {
+        crate::files::check_output(path, flag, &inputs)
+            .map_err(|e| GateError::usage(e.to_string()))?;
+    }
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
 
@@ -180,6 +186,44 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     )?;
     emit(args, &report)?;
     Ok(report.exit_code)
+}
+
+/// The report files asked for, with their flags.
+fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
+    [
+        ("--junit", &args.junit),
+        ("--markdown", &args.markdown),
+        ("--json", &args.json),
+        ("--openmetrics", &args.openmetrics),
+        ("--pr-comment", &args.pr_comment),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+    .collect()
+}
+
+/// Files this check reads, which no output may replace.
+fn input_paths(args: &CheckArgs) -> Vec<PathBuf> {
+    let mut inputs = args.measure.replay.clone();
+    inputs.push(baseline::path_for(&args.baseline_dir, &args.baseline));
+    inputs.push(
+        args.config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml")),
+    );
+    inputs
+}
+
+/// Write one report file whole (temporary + rename; see `files`).
+fn write_report(args: &CheckArgs, flag: &str, path: &Path, text: &str) -> Result<(), GateError> {
+    let inputs = input_paths(args);
+    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    crate::files::write_output(path, flag, text.as_bytes(), &inputs).map_err(|e| {
+        crate::files::output_error(
+            format!("cannot write the {flag} report '{}': {e}", path.display()),
+            &e,
+        )
+    })
 }
 
 /// Config and baseline, from the working tree or `--baseline-ref`.
@@ -264,35 +308,29 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
 
 /// Write every requested output, print stdout, and talk to GitHub.
 fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
-    let write = |path: &Option<PathBuf>, text: String, what: &str| -> anyhow::Result<()> {
-        if let Some(p) = path {
-            std::fs::write(p, text)
-                .with_context(|| format!("cannot write the {what} report '{}'", p.display()))?;
-        }
-        Ok(())
-    };
-    write(&args.junit, report::junit::Junit.render(r), "JUnit")?;
     let markdown = report::markdown::Markdown.render(r);
-    write(&args.markdown, markdown.clone(), "Markdown")?;
-    write(&args.json, report::json::Json.render(r), "JSON")?;
-    write(
-        &args.openmetrics,
-        report::openmetrics::OpenMetrics.render(r),
-        "OpenMetrics",
-    )?;
     if let Some(p) = &args.pr_comment {
         // The CI templates keep the comment in a folder of its own (it is
         // uploaded alone for the comment job): create it.
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create '{}' for --pr-comment", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                GateError::usage(format!(
+                    "cannot create '{}' for --pr-comment: {e}",
+                    dir.display()
+                ))
+            })?;
         }
     }
-    write(
-        &args.pr_comment,
-        report::pr_comment::PrComment.render(r),
-        "pull request comment",
-    )?;
+    for (flag, path) in outputs(args) {
+        let text = match flag {
+            "--junit" => report::junit::Junit.render(r),
+            "--markdown" => markdown.clone(),
+            "--json" => report::json::Json.render(r),
+            "--pr-comment" => report::pr_comment::PrComment.render(r),
+            _ => report::openmetrics::OpenMetrics.render(r),
+        };
+        write_report(args, flag, path, &text)?;
+    }
     let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let annotations = if github {
         report::github::annotations(r)
@@ -302,13 +340,13 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
     match args.format {
         Format::Text => {
             let color = args.color.stdout();
-            print!("{}", report::terminal::Terminal { color }.render(r));
+            crate::console::out(&report::terminal::Terminal { color }.render(r));
             for a in &annotations {
-                println!("{a}");
+                crate::console::out(&format!("{a}\n"));
             }
         }
         Format::Json => {
-            print!("{}", report::json::Json.render(r));
+            crate::console::out(&report::json::Json.render(r));
             // Keep stdout parseable; the runner reads commands on stderr too.
             for a in &annotations {
                 eprintln!("{a}");
@@ -334,10 +372,7 @@ fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
         .unwrap_or(0);
     let room = report::github::STEP_SUMMARY_MAX_BYTES.saturating_sub(existing);
     let text = report::github::cap_summary(markdown, room);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+    let mut f = crate::files::open_append(path)?;
     use std::io::Write;
     f.write_all(text.as_bytes())?;
     Ok(true)
@@ -348,14 +383,10 @@ fn github_output(verdict: &str, regressions: usize) {
     let Some(path) = std::env::var_os("GITHUB_OUTPUT") else {
         return;
     };
-    let res = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| {
-            use std::io::Write;
-            writeln!(f, "verdict={verdict}\nregressions={regressions}")
-        });
+    let res = crate::files::open_append(Path::new(&path)).and_then(|mut f| {
+        use std::io::Write;
+        writeln!(f, "verdict={verdict}\nregressions={regressions}")
+    });
     if let Err(e) = res {
         eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
     }

@@ -208,9 +208,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
     };
     match args.format {
         Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
         }
-        Format::Text => print!("{}", render_text(&report)),
+        Format::Text => crate::console::out(&render_text(&report)),
     }
     Ok(crate::exit_code::PASS)
 }

@@ -95,7 +95,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
     }
     report.ok = report.problems.is_empty();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
     } else {
         print_text(&report);
     }
@@ -249,20 +249,26 @@ fn container_hints() -> Vec<String> {
 }
 
 fn print_text(r: &Report) {
-    println!("NVML library:     {}", r.nvml);
-    println!(
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "NVML library:     {}", r.nvml);
+    let _ = writeln!(
+        o,
         "driver:           {}",
         r.driver_version.as_deref().unwrap_or("-")
     );
-    println!(
+    let _ = writeln!(
+        o,
         "NVML version:     {}",
         r.nvml_version.as_deref().unwrap_or("-")
     );
-    println!(
+    let _ = writeln!(
+        o,
         "CUDA driver API:  {}",
         r.cuda_driver_version.as_deref().unwrap_or("-")
     );
-    println!(
+    let _ = writeln!(
+        o,
         "device files:     {}",
         if r.device_files.is_empty() {
             "none".to_string()
@@ -271,9 +277,10 @@ fn print_text(r: &Report) {
         }
     );
     for g in &r.gpus {
-        println!();
-        println!("GPU {} {} ({})", g.index, g.name, g.uuid);
-        println!(
+        let _ = writeln!(o);
+        let _ = writeln!(o, "GPU {} {} ({})", g.index, g.name, g.uuid);
+        let _ = writeln!(
+            o,
             "  GPM:                  {}",
             if g.probe.gpm_supported {
                 "supported"
@@ -281,20 +288,21 @@ fn print_text(r: &Report) {
                 "NOT supported"
             }
         );
-        println!("  process utilization:  {}", g.probe.process_utilization);
+        let _ = writeln!(o, "  process utilization:  {}", g.probe.process_utilization);
         for m in &g.metrics {
-            println!("  {:<26} {:<12} {}", m.metric, m.status, m.detail);
+            let _ = writeln!(o, "  {:<26} {:<12} {}", m.metric, m.status, m.detail);
         }
     }
     for h in &r.container_hints {
-        println!("hint: {h}");
+        let _ = writeln!(o, "hint: {h}");
     }
-    println!();
+    let _ = writeln!(o);
     if r.problems.is_empty() {
-        println!("all checks passed: gate can measure on this machine");
+        let _ = writeln!(o, "all checks passed: gate can measure on this machine");
     } else {
         for p in &r.problems {
-            println!("problem: {p}");
+            let _ = writeln!(o, "problem: {p}");
         }
     }
+    crate::console::out(&o);
 }

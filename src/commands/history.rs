@@ -381,8 +381,8 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         runs,
     };
     match args.format {
-        Format::Text => print!("{}", listing::render_text(&l)),
-        Format::Json => print!("{}", listing::render_json(&l)),
+        Format::Text => crate::console::out(&listing::render_text(&l)),
+        Format::Json => crate::console::out(&listing::render_json(&l)),
     }
     Ok(crate::exit_code::PASS)
 }

@@ -78,6 +78,24 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         ))
         .into());
     }
+    // Outputs first: a path that would be refused must not cost a live run.
+    let input_paths: Vec<&Path> = args
+        .traces
+        .iter()
+        .chain(args.measure.replay.iter())
+        .map(|p| p.as_path())
+        .chain(args.config.as_deref())
+        .collect();
+    for (flag, path) in [
+        ("--json", &args.json),
+        ("--markdown", &args.markdown),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = path {
+            crate::files::check_output(p, flag, &input_paths)
+                .map_err(|e| GateError::usage(e.to_string()))?;
+        }
+    }
     // Rules first: a broken gate.toml fails before any measurement.
     let config = load_config(args.config.as_deref())?;
     let rules = config.rule_set()?;
@@ -118,7 +136,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     };
     if let Some(path) = &args.json {
-        write_output(path, &json::render(&reports))?;
+        write_output(path, "--json", &json::render(&reports), &input_paths)?;
     }
     if let Some(path) = &args.markdown {
         let md = reports
@@ -126,13 +144,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             .map(markdown::render)
             .collect::<Vec<_>>()
             .join("\n");
-        write_output(path, &md)?;
+        write_output(path, "--markdown", &md, &input_paths)?;
     }
     if let Some(path) = &args.html {
         let runs: Vec<(RunReport, &Trace)> = reports.iter().cloned().zip(traces.iter()).collect();
-        write_output(path, &html::render(&runs))?;
+        write_output(path, "--html", &html::render(&runs), &input_paths)?;
     }
-    print!("{stdout}");
+    crate::console::out(&stdout);
     Ok(crate::exit_code::PASS)
 }
 
@@ -159,13 +177,18 @@ fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
 }
 
 /// Write a report file; the error names the file and what to do.
-fn write_output(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text)
+/// Written whole (temporary + rename), never over a non-regular file or
+/// one of the report's `inputs` (`report t.jsonl --html t.jsonl`).
+fn write_output(path: &Path, what: &str, text: &str, inputs: &[&Path]) -> anyhow::Result<()> {
+    crate::files::write_output(path, what, text.as_bytes(), inputs)
         .map_err(|e| {
-            GateError::usage(format!(
-                "cannot write '{}': {e}; choose a writable path",
-                path.display()
-            ))
+            crate::files::output_error(
+                format!(
+                    "cannot write '{}': {e}; choose a writable path",
+                    path.display()
+                ),
+                &e,
+            )
         })
         .with_context(|| format!("writing report '{}'", path.display()))
 }

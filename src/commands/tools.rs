@@ -135,7 +135,12 @@ pub(crate) fn write_pages(
         .collect();
     for page in std::iter::once(cmd).chain(subs) {
         let man = man_page(page);
-        written.push(man.generate_to(dir)?);
+        let mut roff = Vec::new();
+        man.render(&mut roff)?;
+        // Whole pages, never over a FIFO or a device someone left there.
+        let path = dir.join(man.get_filename());
+        crate::files::write_output(&path, "the man page", &roff, &[])?;
+        written.push(path);
     }
     Ok(written)
 }
