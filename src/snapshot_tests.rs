@@ -10,7 +10,7 @@
 //! Redacted: gate's version, RFC 3339 times and temporary paths.
 
 use crate::report::check::{
-    github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics,
+    github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics, pr_comment,
     terminal::Terminal, tests_support::sample_report, Reporter,
 };
 use crate::report::run::{self, RunReport};
@@ -45,6 +45,11 @@ fn check_reporters() {
     snap(
         "check_github_annotations",
         &github::annotations(&r).join("\n"),
+    );
+    snap("check_pr_comment", &pr_comment::PrComment.render(&r));
+    snap(
+        "check_pr_comment_error",
+        &pr_comment::render_error("demo", 2, "baseline 'demo' not found; run <capture>"),
     );
     snap(
         "check_junit_error",
