@@ -7,9 +7,11 @@
 //! host CPU plot, the panorama table, processes and statistics.
 //!
 //! Everything that comes from a trace or a rule file is escaped
-//! (`crate::escape::html`). Output is byte-for-byte deterministic for a given trace: no
-//! clock, numbers printed with fixed precision, maps iterated in order.
+//! (`crate::escape::html`). Output is byte-for-byte deterministic for a
+//! given trace: no clock, numbers printed with fixed precision, maps
+//! iterated in order. The charts are drawn by `svg.rs`.
 
+use super::svg::{chart, Line, Shade, HALF, WARM_COLOR, WIDTH};
 use super::RunReport;
 use crate::diagnose::panorama::{self, Problem};
 use crate::diagnose::Severity;
@@ -18,14 +20,6 @@ use crate::format::{number as format_number, number_or_na as num};
 use crate::trace::Trace;
 use std::fmt::Write as _;
 
-const WIDTH: f64 = 1280.0;
-/// Width of each chart of a side-by-side pair.
-const HALF: f64 = 632.0;
-const HEIGHT: f64 = 190.0;
-const LEFT: f64 = 64.0;
-const RIGHT: f64 = 16.0;
-const TOP: f64 = 26.0;
-const BOTTOM: f64 = 28.0;
 /// At most this many points per line: one per ~pixel of plot width.
 const MAX_POINTS: usize = 1200;
 
@@ -66,15 +60,6 @@ fn shade_color(p: Problem) -> (&'static str, f64) {
         Problem::Idle => ("#f0b400", 0.22),
         Problem::Contended => ("#8c564b", 0.18),
     }
-}
-
-const WARM_COLOR: (&str, f64) = ("#8a8f98", 0.2);
-
-struct Line {
-    label: String,
-    color: &'static str,
-    /// (t seconds, value); NaN = missing (breaks the line).
-    points: Vec<(f64, f64)>,
 }
 
 /// Downsample a series to at most `MAX_POINTS` by averaging time buckets,
@@ -134,178 +119,6 @@ fn series_raw(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<
             (t, v)
         })
         .collect()
-}
-
-/// A "nice" upper bound (1, 2, 2.5, 5 x 10^k) at or above `v`.
-fn nice_ceil(v: f64) -> f64 {
-    if v <= 0.0 || !v.is_finite() {
-        return 1.0;
-    }
-    let exp = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * exp >= v * 0.999_999 {
-            return m * exp;
-        }
-    }
-    10.0 * exp
-}
-
-/// Time-tick step giving roughly 8-12 ticks.
-fn tick_step(t_end_s: f64) -> f64 {
-    let raw = t_end_s / 10.0;
-    [
-        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0,
-        3600.0,
-    ]
-    .into_iter()
-    .find(|s| *s >= raw)
-    .unwrap_or(7200.0)
-}
-
-struct Shade {
-    start_s: f64,
-    end_s: f64,
-    color: &'static str,
-    opacity: f64,
-}
-
-/// One SVG line chart with shaded intervals.
-#[allow(clippy::too_many_arguments)]
-fn chart(
-    title: &str,
-    unit: &str,
-    fixed_max: Option<f64>,
-    lines: &[Line],
-    t_end_s: f64,
-    shades: &[Shade],
-    width: f64,
-) -> String {
-    let pw = width - LEFT - RIGHT;
-    let ph = HEIGHT - TOP - BOTTOM;
-    // Scale to the steady window: a start-up spike in the warm-up (Python
-    // importing with every core, say) would flatten what is judged. Warm-up
-    // values above the scale are clipped at the top edge.
-    let warmup_end_s = shades
-        .iter()
-        .find(|sh| sh.color == WARM_COLOR.0 && sh.start_s == 0.0)
-        .map(|sh| sh.end_s)
-        .unwrap_or(0.0);
-    let max_from = |from_s: f64| {
-        lines
-            .iter()
-            .flat_map(|l| l.points.iter())
-            .filter(|p| p.0 >= from_s && p.1.is_finite())
-            .fold(0.0f64, |m, p| m.max(p.1))
-    };
-    let steady_max = max_from(warmup_end_s);
-    let data_max = if steady_max > 0.0 {
-        steady_max
-    } else {
-        max_from(0.0)
-    };
-    let y_max = fixed_max.unwrap_or_else(|| nice_ceil(data_max));
-    let t_end = if t_end_s > 0.0 { t_end_s } else { 1.0 };
-    let x = |t: f64| LEFT + (t / t_end).clamp(0.0, 1.0) * pw;
-    let y = |v: f64| TOP + ph - (v / y_max).clamp(0.0, 1.02) * ph;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" viewBox="0 0 {width} {HEIGHT}" role="img" aria-label="{}">"#,
-        escape(title)
-    );
-    let _ = write!(
-        s,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="#fbfcfd" stroke="#d5d9e0"/>"##
-    );
-    for sh in shades {
-        let (x0, x1) = (x(sh.start_s), x(sh.end_s));
-        if x1 > x0 {
-            let _ = write!(
-                s,
-                r#"<rect x="{x0:.1}" y="{TOP}" width="{:.1}" height="{ph:.1}" fill="{}" fill-opacity="{}"/>"#,
-                x1 - x0,
-                sh.color,
-                sh.opacity
-            );
-        }
-    }
-    // Y grid and labels.
-    for k in 0..=4 {
-        let v = y_max * k as f64 / 4.0;
-        let yy = y(v);
-        let _ = write!(
-            s,
-            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e6e9ee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + pw,
-            LEFT - 6.0,
-            yy + 4.0,
-            format_number(v)
-        );
-    }
-    // X ticks (fewer on narrow charts).
-    let step = tick_step(t_end * WIDTH / width);
-    let mut t = 0.0;
-    while t <= t_end + 1e-9 {
-        let xx = x(t);
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#9aa1ab"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + ph,
-            TOP + ph + 4.0,
-            TOP + ph + 16.0,
-            format_number(t)
-        );
-        t += step;
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">time (s)</text>"#,
-        LEFT + pw,
-        HEIGHT - 2.0
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{LEFT}" y="16" style="font-size:13px;font-weight:600;fill:#1d2330">{} ({})</text>"#,
-        escape(title),
-        escape(unit)
-    );
-    for l in lines {
-        let mut seg = String::new();
-        let flush = |seg: &mut String, s: &mut String| {
-            if !seg.is_empty() {
-                let _ = write!(
-                    s,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="1.4" points="{}"/>"#,
-                    l.color,
-                    seg.trim_end()
-                );
-                seg.clear();
-            }
-        };
-        for (t, v) in &l.points {
-            if v.is_finite() {
-                let _ = write!(seg, "{:.1},{:.1} ", x(*t), y(*v));
-            } else {
-                flush(&mut seg, &mut s);
-            }
-        }
-        flush(&mut seg, &mut s);
-    }
-    s.push_str("</svg>");
-    // Legend as HTML below the plot (wraps and stays readable).
-    s.push_str(r#"<div class="legend">"#);
-    for l in lines {
-        let measured = l.points.iter().any(|p| p.1.is_finite());
-        let _ = write!(
-            s,
-            r#"<span><i class="sw" style="background:{}"></i>{}{}</span>"#,
-            l.color,
-            escape(&l.label),
-            if measured { "" } else { " (not measured)" }
-        );
-    }
-    s.push_str("</div>");
-    s
 }
 
 fn shades_for(r: &RunReport, gpu: Option<u32>) -> Vec<Shade> {
@@ -387,8 +200,21 @@ fn sev_badge(s: Severity) -> String {
     format!(r#"<span class="sev sev-{0}">{0}</span>"#, s.as_str())
 }
 
+/// One run: provenance, then the answer (suspects), then the evidence to
+/// check it against (plots, panorama, processes, statistics).
 fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
     let _ = write!(out, r#"<section id="run-{idx}">"#);
+    provenance(out, r);
+    suspects(out, r);
+    time_series(out, r, trace);
+    panorama_tables(out, r);
+    processes(out, r);
+    statistics(out, r);
+    out.push_str("</section>");
+}
+
+/// Title, command, note, GPUs and the sample window.
+fn provenance(out: &mut String, r: &RunReport) {
     let _ = write!(out, "<h1>gate report: {}</h1>", escape(&r.source));
     out.push_str(r#"<div class="meta">"#);
     if !r.command.is_empty() {
@@ -444,8 +270,10 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         }
     );
     out.push_str("</div>");
+}
 
-    // Suspects first: the answer, then the evidence to check it against.
+/// The ranked suspects with their evidence and next steps.
+fn suspects(out: &mut String, r: &RunReport) {
     out.push_str("<h2>Suspects (ranked)</h2>");
     if r.suspects.is_empty() {
         out.push_str(r#"<p class="ok">No suspects: no rule's condition held. Conditions on unmeasured metrics never fire.</p>"#);
@@ -473,7 +301,11 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         }
         out.push_str("</table>");
     }
+}
 
+/// Plots of the main counters per GPU and of the host CPU, problem
+/// intervals and warm-up shaded.
+fn time_series(out: &mut String, r: &RunReport, trace: &Trace) {
     out.push_str("<h2>Time series</h2>");
     out.push_str(&shade_legend());
     let t_end_s = r
@@ -556,8 +388,10 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         &shades_for(r, None),
         WIDTH,
     ));
+}
 
-    // Panorama table.
+/// The panorama: problem intervals, then one table of slices per GPU.
+fn panorama_tables(out: &mut String, r: &RunReport) {
     let p = &r.panorama;
     let _ = write!(
         out,
@@ -625,7 +459,10 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         }
         out.push_str("</table></details>");
     }
+}
 
+/// Processes seen on each GPU (other tenants in bold).
+fn processes(out: &mut String, r: &RunReport) {
     out.push_str("<h2>Processes on the GPUs</h2>");
     if r.processes.is_empty() {
         out.push_str("<p>No process records in the trace.</p>");
@@ -657,7 +494,10 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
         }
         out.push_str("</table>");
     }
+}
 
+/// p50/p99/max of every metric, one folded table per scope.
+fn statistics(out: &mut String, r: &RunReport) {
     out.push_str("<h2>Statistics of the steady window</h2>");
     let mut scope: Option<&str> = None;
     for s in &r.stats {
@@ -687,7 +527,6 @@ fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
     if scope.is_some() {
         out.push_str("</table></details>");
     }
-    out.push_str("</section>");
 }
 
 /// Render runs (with their traces, for the plots) as one HTML document.
@@ -792,8 +631,5 @@ mod tests {
             "{}",
             s.len()
         );
-        assert_eq!(nice_ceil(20270.0), 25000.0);
-        assert_eq!(nice_ceil(0.04), 0.05);
-        assert_eq!(tick_step(33.0), 5.0);
     }
 }

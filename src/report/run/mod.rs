@@ -6,6 +6,7 @@
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod svg;
 pub mod text;
 
 use crate::diagnose::panorama::{self, Panorama};
