@@ -39,136 +39,183 @@ fn seconds(v: Option<f64>) -> String {
     format!("{:.3}", v.abs())
 }
 
+/// What the suite header counts.
+#[derive(Default)]
+struct Tally {
+    failures: usize,
+    errors: usize,
+    skipped: usize,
+}
+
+/// `<failure>` / `<error>` with a one-line message and a full text body.
+fn outcome(kind: &str, kind_type: &str, message: &str, body: &str) -> String {
+    format!(
+        "      <{kind} type=\"{}\" message=\"{}\">{}</{kind}>\n",
+        escape::xml_attr(kind_type),
+        escape::xml_attr(message),
+        escape::xml_text(body)
+    )
+}
+
+/// The `run verdict` testcase: the run-level reasons and diagnosis as its
+/// failure or error, what was run in its system-out.
+fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> String {
+    let mut case = format!(
+        "    <testcase classname=\"{}\" name=\"run verdict\" time=\"{}\">\n",
+        escape::xml_attr(suite),
+        seconds(Some(run_time))
+    );
+    let mut body = r.reasons.join("\n");
+    if !r.diagnosis_text.is_empty() {
+        body.push_str("\nDiagnosis:\n");
+        for d in &r.diagnosis_text {
+            body.push_str(&format!("- {d}\n"));
+        }
+    }
+    let message = format!(
+        "{}: {}",
+        r.verdict.as_str(),
+        r.reasons.first().map(String::as_str).unwrap_or("")
+    );
+    match r.verdict {
+        RunVerdict::Pass => {}
+        RunVerdict::Regression => {
+            tally.failures += 1;
+            case.push_str(&outcome("failure", "regression", &message, &body));
+        }
+        v => {
+            tally.errors += 1;
+            case.push_str(&outcome("error", v.as_str(), &message, &body));
+        }
+    }
+    let mut out_text = String::new();
+    for run in &r.runs {
+        out_text.push_str(&format!(
+            "{}{} ({}): {} steady samples, wall {} s, exit {}\n",
+            run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
+            run.source,
+            if run.command.is_empty() {
+                "attached"
+            } else {
+                &run.command
+            },
+            run.steady_samples,
+            crate::format::number_or_na(run.wall_time_s),
+            run.exit_code.map(|c| c.to_string()).unwrap_or("n/a".into())
+        ));
+    }
+    for w in &r.warnings {
+        out_text.push_str(&format!("warning: {w}\n"));
+    }
+    case.push_str(&format!(
+        "      <system-out>{}</system-out>\n    </testcase>\n",
+        escape::xml_text(&out_text)
+    ));
+    case
+}
+
+/// One gated metric's testcase: failed (regression, or improvement with
+/// --fail-on-improvement), error (not measured), skipped (inconclusive) or
+/// passed with its numbers in system-out.
+fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
+    let mut case = format!(
+        "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
+        escape::xml_attr(&classname(r, m)),
+        escape::xml_attr(&m.id)
+    );
+    let short = format!(
+        "{} {}: {} -> {} ({})",
+        m.id,
+        m.statistic.as_str(),
+        crate::format::value_with_unit(m.baseline, &m.unit),
+        crate::format::value_with_unit(m.new, &m.unit),
+        m.verdict.as_str()
+    );
+    match m.verdict {
+        Verdict::Regression => {
+            tally.failures += 1;
+            case.push_str(&outcome(
+                "failure",
+                "regression",
+                &short,
+                &failure_text(r, m),
+            ));
+        }
+        Verdict::Improvement if r.fail_on_improvement => {
+            tally.failures += 1;
+            case.push_str(&outcome(
+                "failure",
+                "improvement",
+                &short,
+                &failure_text(r, m),
+            ));
+        }
+        Verdict::Missing if m.new.is_none() => {
+            tally.errors += 1;
+            case.push_str(&outcome("error", "missing", &short, &m.reason));
+        }
+        Verdict::Missing | Verdict::Inconclusive => {
+            tally.skipped += 1;
+            case.push_str(&format!(
+                "      <skipped type=\"{}\" message=\"{}\"/>\n",
+                m.verdict.as_str(),
+                escape::xml_attr(&format!("{short}. {}", m.reason))
+            ));
+        }
+        _ => {
+            case.push_str(&format!(
+                "      <system-out>{}</system-out>\n",
+                escape::xml_text(&format!("{short}. {}", m.reason))
+            ));
+        }
+    }
+    case.push_str("    </testcase>\n");
+    case
+}
+
+/// Suite properties: gate's version and verdict, the baseline's provenance
+/// and the command that was judged.
+fn properties(r: &CheckReport) -> String {
+    let mut props = vec![
+        ("gate.version", r.gate_version.clone()),
+        ("gate.verdict", r.verdict.as_str().to_string()),
+        ("gate.exit_code", r.exit_code.to_string()),
+        ("baseline.name", r.baseline.name.clone()),
+        ("baseline.source", r.baseline.source.clone()),
+        ("baseline.created", r.baseline.created.clone()),
+    ];
+    if let Some(c) = &r.baseline.commit {
+        props.push(("baseline.commit", c.clone()));
+    }
+    if let Some(run) = r.runs.first() {
+        props.push(("run.command", run.command.clone()));
+    }
+    let mut xml = String::from("    <properties>\n");
+    for (k, v) in props {
+        xml.push_str(&format!(
+            "      <property name=\"{}\" value=\"{}\"/>\n",
+            escape::xml_attr(k),
+            escape::xml_attr(&v)
+        ));
+    }
+    xml.push_str("    </properties>\n");
+    xml
+}
+
 impl Reporter for Junit {
     fn render(&self, r: &CheckReport) -> String {
         let suite = format!("gate.{}", r.baseline.name);
-        let mut cases = Vec::new();
-        let (mut failures, mut errors, mut skipped) = (0usize, 0usize, 0usize);
-
-        // The run itself.
         let run_time: f64 = r.runs.iter().filter_map(|x| x.wall_time_s).sum();
-        let mut run_case = format!(
-            "    <testcase classname=\"{}\" name=\"run verdict\" time=\"{}\">\n",
-            escape::xml_attr(&suite),
-            seconds(Some(run_time))
-        );
-        let mut body = r.reasons.join("\n");
-        let diag = &r.diagnosis_text;
-        if !diag.is_empty() {
-            body.push_str("\nDiagnosis:\n");
-            for d in diag {
-                body.push_str(&format!("- {d}\n"));
-            }
-        }
-        let message = format!(
-            "{}: {}",
-            r.verdict.as_str(),
-            r.reasons.first().map(String::as_str).unwrap_or("")
-        );
-        match r.verdict {
-            RunVerdict::Pass => {}
-            RunVerdict::Regression => {
-                failures += 1;
-                run_case.push_str(&format!(
-                    "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
-                    escape::xml_attr(&message),
-                    escape::xml_text(&body)
-                ));
-            }
-            v => {
-                errors += 1;
-                run_case.push_str(&format!(
-                    "      <error type=\"{}\" message=\"{}\">{}</error>\n",
-                    v.as_str(),
-                    escape::xml_attr(&message),
-                    escape::xml_text(&body)
-                ));
-            }
-        }
-        let mut out_text = String::new();
-        for run in &r.runs {
-            out_text.push_str(&format!(
-                "{}{} ({}): {} steady samples, wall {} s, exit {}\n",
-                run.node.map(|n| format!("node{n} ")).unwrap_or_default(),
-                run.source,
-                if run.command.is_empty() {
-                    "attached"
-                } else {
-                    &run.command
-                },
-                run.steady_samples,
-                crate::format::number_or_na(run.wall_time_s),
-                run.exit_code.map(|c| c.to_string()).unwrap_or("n/a".into())
-            ));
-        }
-        for w in &r.warnings {
-            out_text.push_str(&format!("warning: {w}\n"));
-        }
-        run_case.push_str(&format!(
-            "      <system-out>{}</system-out>\n    </testcase>\n",
-            escape::xml_text(&out_text)
-        ));
-        cases.push(run_case);
-
+        let mut tally = Tally::default();
+        let mut cases = vec![run_case(r, &suite, run_time, &mut tally)];
         for m in r.metrics.iter().filter(|m| m.gated) {
-            let mut case = format!(
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
-                escape::xml_attr(&classname(r, m)),
-                escape::xml_attr(&m.id)
-            );
-            let short = format!(
-                "{} {}: {} -> {} ({})",
-                m.id,
-                m.statistic.as_str(),
-                crate::format::value_with_unit(m.baseline, &m.unit),
-                crate::format::value_with_unit(m.new, &m.unit),
-                m.verdict.as_str()
-            );
-            let text = failure_text(r, m);
-            match m.verdict {
-                Verdict::Regression => {
-                    failures += 1;
-                    case.push_str(&format!(
-                        "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
-                        escape::xml_attr(&short),
-                        escape::xml_text(&text)
-                    ));
-                }
-                Verdict::Improvement if r.fail_on_improvement => {
-                    failures += 1;
-                    case.push_str(&format!(
-                        "      <failure type=\"improvement\" message=\"{}\">{}</failure>\n",
-                        escape::xml_attr(&short),
-                        escape::xml_text(&text)
-                    ));
-                }
-                Verdict::Missing if m.new.is_none() => {
-                    errors += 1;
-                    case.push_str(&format!(
-                        "      <error type=\"missing\" message=\"{}\">{}</error>\n",
-                        escape::xml_attr(&short),
-                        escape::xml_text(&m.reason)
-                    ));
-                }
-                Verdict::Missing | Verdict::Inconclusive => {
-                    skipped += 1;
-                    case.push_str(&format!(
-                        "      <skipped type=\"{}\" message=\"{}\"/>\n",
-                        m.verdict.as_str(),
-                        escape::xml_attr(&format!("{short}. {}", m.reason))
-                    ));
-                }
-                _ => {
-                    case.push_str(&format!(
-                        "      <system-out>{}</system-out>\n",
-                        escape::xml_text(&format!("{short}. {}", m.reason))
-                    ));
-                }
-            }
-            case.push_str("    </testcase>\n");
-            cases.push(case);
+            cases.push(metric_case(r, m, &mut tally));
         }
-
+        let Tally {
+            failures,
+            errors,
+            skipped,
+        } = tally;
         let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         xml.push_str(&format!(
             "<testsuites name=\"gate\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{}\">\n",
@@ -181,29 +228,7 @@ impl Reporter for Junit {
             cases.len(),
             seconds(Some(run_time))
         ));
-        xml.push_str("    <properties>\n");
-        let mut props = vec![
-            ("gate.version", r.gate_version.clone()),
-            ("gate.verdict", r.verdict.as_str().to_string()),
-            ("gate.exit_code", r.exit_code.to_string()),
-            ("baseline.name", r.baseline.name.clone()),
-            ("baseline.source", r.baseline.source.clone()),
-            ("baseline.created", r.baseline.created.clone()),
-        ];
-        if let Some(c) = &r.baseline.commit {
-            props.push(("baseline.commit", c.clone()));
-        }
-        if let Some(run) = r.runs.first() {
-            props.push(("run.command", run.command.clone()));
-        }
-        for (k, v) in props {
-            xml.push_str(&format!(
-                "      <property name=\"{}\" value=\"{}\"/>\n",
-                escape::xml_attr(k),
-                escape::xml_attr(&v)
-            ));
-        }
-        xml.push_str("    </properties>\n");
+        xml.push_str(&properties(r));
         for c in cases {
             xml.push_str(&c);
         }
