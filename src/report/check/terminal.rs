@@ -52,6 +52,19 @@ fn row(m: &MetricResult) -> [String; 8] {
 impl Reporter for Terminal {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = String::new();
+        self.header(r, &mut out);
+        out.push('\n');
+        self.table(r, &mut out);
+        explanations(r, &mut out);
+        out.push('\n');
+        self.verdict(r, &mut out);
+        out
+    }
+}
+
+impl Terminal {
+    /// What was judged: the baseline, then one line per run.
+    fn header(&self, r: &CheckReport, out: &mut String) {
         let b = &r.baseline;
         out.push_str(&format!(
             "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
@@ -84,8 +97,10 @@ impl Reporter for Terminal {
                 if run.truncated { ", TRUNCATED" } else { "" }
             ));
         }
-        out.push('\n');
+    }
 
+    /// The aligned table: gated metrics, then context metrics that moved.
+    fn table(&self, r: &CheckReport, out: &mut String) {
         let shown: Vec<&MetricResult> = r
             .metrics
             .iter()
@@ -153,30 +168,10 @@ impl Reporter for Terminal {
                 "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} %; see --format json)\n"
             ));
         }
-        let regressions: Vec<&MetricResult> = r.regressions().collect();
-        if !regressions.is_empty() {
-            out.push_str("\nWhy:\n");
-            for m in regressions {
-                out.push_str(&format!(
-                    "  {}: {}\n",
-                    escape::terminal(&m.label()),
-                    escape::terminal(&m.reason)
-                ));
-            }
-        }
-        if !r.diagnosis.is_empty() {
-            out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
-            for (i, d) in r.diagnosis_text.iter().enumerate() {
-                out.push_str(&format!("  {}. {}\n", i + 1, escape::terminal(d)));
-            }
-        }
-        for w in &r.warnings {
-            out.push_str(&format!("\nwarning: {}", escape::terminal(w)));
-        }
-        if !r.warnings.is_empty() {
-            out.push('\n');
-        }
-        out.push('\n');
+    }
+
+    /// The verdict line and its reasons, last, where the eye lands.
+    fn verdict(&self, r: &CheckReport, out: &mut String) {
         let code = match r.verdict {
             RunVerdict::Pass => "1;32",
             RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
@@ -199,7 +194,33 @@ impl Reporter for Terminal {
                 out.push_str(&format!("  - {}\n", escape::terminal(reason)));
             }
         }
-        out
+    }
+}
+
+/// Why each regression failed, the diagnosis, and the warnings.
+fn explanations(r: &CheckReport, out: &mut String) {
+    let regressions: Vec<&MetricResult> = r.regressions().collect();
+    if !regressions.is_empty() {
+        out.push_str("\nWhy:\n");
+        for m in regressions {
+            out.push_str(&format!(
+                "  {}: {}\n",
+                escape::terminal(&m.label()),
+                escape::terminal(&m.reason)
+            ));
+        }
+    }
+    if !r.diagnosis.is_empty() {
+        out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
+        for (i, d) in r.diagnosis_text.iter().enumerate() {
+            out.push_str(&format!("  {}. {}\n", i + 1, escape::terminal(d)));
+        }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("\nwarning: {}", escape::terminal(w)));
+    }
+    if !r.warnings.is_empty() {
+        out.push('\n');
     }
 }
 
