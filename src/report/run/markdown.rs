@@ -18,11 +18,22 @@ fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The Markdown report of one run: provenance, suspects, panorama,
+/// processes, statistics.
 pub fn render(r: &RunReport) -> String {
     let mut out = format!("## gate report: {}\n\n", escape::markdown_text(&r.source));
     for line in provenance(r).iter().skip(1) {
         out.push_str(&format!("- {}\n", escape::markdown_text(line.trim())));
     }
+    suspects(r, &mut out);
+    panorama_tables(r, &mut out);
+    processes(r, &mut out);
+    statistics(r, &mut out);
+    out
+}
+
+/// Ranked suspects: a summary table, then each one's explanation and next steps.
+fn suspects(r: &RunReport, out: &mut String) {
     out.push_str("\n### Suspects\n\n");
     if r.suspects.is_empty() {
         out.push_str("No suspects.\n");
@@ -57,7 +68,10 @@ pub fn render(r: &RunReport) -> String {
             }
         }
     }
+}
 
+/// Problem intervals, then one table of slices per GPU.
+fn panorama_tables(r: &RunReport, out: &mut String) {
     out.push_str("\n### Utilization panorama\n\n");
     let p = &r.panorama;
     out.push_str(&format!(
@@ -110,7 +124,10 @@ pub fn render(r: &RunReport) -> String {
             .collect();
         out.push_str(&md_table(&header, &rows));
     }
+}
 
+/// Processes seen on each GPU.
+fn processes(r: &RunReport, out: &mut String) {
     out.push_str("\n### Processes\n\n");
     if r.processes.is_empty() {
         out.push_str("No process records in the trace.\n");
@@ -142,7 +159,10 @@ pub fn render(r: &RunReport) -> String {
             &rows,
         ));
     }
+}
 
+/// p50/p99/max of every metric, one table per scope.
+fn statistics(r: &RunReport, out: &mut String) {
     out.push_str("\n### Statistics (steady window)\n");
     let mut scope = "";
     let mut rows = Vec::new();
@@ -172,7 +192,6 @@ pub fn render(r: &RunReport) -> String {
     if !rows.is_empty() {
         out.push_str(&md_table(&header, &rows));
     }
-    out
 }
 
 #[cfg(test)]
