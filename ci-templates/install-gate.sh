@@ -29,11 +29,9 @@
 #
 # --- BEGIN install-gate ---
 gate_install() {
-  # Options stay local to the function; every step that can fail says so
-  # itself (`|| return`), since callers may run it as `gate_install || exit`,
-  # where bash ignores -e.
-  local -
-  set -uo pipefail
+  # No `set -e` here: callers run it as `gate_install || exit`, where bash
+  # ignores -e, so every step that can fail says so itself (`|| return`).
+  # No `local -` either: CentOS 7 based CUDA images have bash 4.2.
   local version="${GATE_VERSION:-}" cache="${GATE_CACHE_DIR:?GATE_CACHE_DIR is not set}"
   local bin_dir="${GATE_BIN_DIR:?GATE_BIN_DIR is not set}" target="" expected="${GATE_SHA256:-}"
   case "$(uname -s)-$(uname -m)" in
