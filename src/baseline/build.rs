@@ -10,6 +10,7 @@ use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
 use crate::stats::MetricStats;
 use crate::summary::{steady_series, Column, RunInput};
+use crate::trace::Header;
 use std::collections::BTreeMap;
 
 /// Provenance that does not come from the traces.
@@ -35,24 +36,75 @@ pub fn build(
         .first()
         .ok_or_else(|| GateError::usage("no run to build a baseline from"))?;
     let header = &first.trace.header;
-    // Groups of inputs that form one run.
-    let groups: Vec<Vec<&RunInput>> = if multi_node {
-        vec![inputs.iter().collect()]
-    } else {
-        inputs.iter().map(|r| vec![r]).collect()
+    let runs = Runs {
+        groups: if multi_node {
+            vec![inputs.iter().collect()]
+        } else {
+            inputs.iter().map(|r| vec![r]).collect()
+        },
+        config,
     };
-    let policy_of = |id: &str| config.policy(id, None);
-    let describe = |id: &str| -> (String, Direction, Statistic, bool) {
-        match policy_of(id) {
+    let mut metrics = BTreeMap::new();
+    for id in &header.gpu_columns {
+        if let Some(m) = runs.sampled(&Column::GpuMean { id }, id) {
+            metrics.insert(id.clone(), m);
+        }
+    }
+    for id in &header.host_columns {
+        if let Some(m) = runs.sampled(&Column::Host { id }, id) {
+            metrics.insert(id.clone(), m);
+        }
+    }
+    let wall = crate::metrics::WALL_TIME.id;
+    if let Some(m) = runs.run_level(wall, runs.wall_times()) {
+        metrics.insert(wall.to_string(), m);
+    }
+    for user in config.user_metric_names() {
+        if let Some(m) = runs.run_level(&user, runs.user_values(&user)) {
+            metrics.insert(user, m);
+        }
+    }
+    let mut tags = header.tags.clone();
+    tags.extend(meta.tags.clone());
+    Ok(Baseline {
+        schema_version: SCHEMA_VERSION,
+        name: name.to_string(),
+        gate_version: crate::GATE_VERSION.to_string(),
+        created: meta.created.clone(),
+        commit: meta.commit.clone(),
+        tags,
+        environment: Environment::from_fingerprint(&header.fingerprint),
+        capture: capture_settings(header, inputs, runs.groups.len(), multi_node),
+        features: mean_features(inputs),
+        metrics,
+        gpus: runs.per_gpu(header),
+    })
+}
+
+/// The inputs grouped into runs (one input each, or all the nodes of one
+/// multi-node run), and the policy that describes each metric.
+struct Runs<'a, 't> {
+    groups: Vec<Vec<&'a RunInput<'t>>>,
+    config: &'a Config,
+}
+
+impl Runs<'_, '_> {
+    /// Unit, direction, statistic and gating of a metric, from gate.toml
+    /// and the catalogue (unknown: neutral, not gated).
+    fn describe(&self, id: &str) -> (String, Direction, Statistic, bool) {
+        match self.config.policy(id, None) {
             Some(p) => (p.unit, p.direction, p.statistic, p.gated),
             None => (String::new(), Direction::Neutral, Statistic::Mean, false),
         }
-    };
-    let sampled = |column: &Column, id: &str| -> Option<BaselineMetric> {
-        let (unit, direction, statistic, gated) = describe(id);
+    }
+
+    /// A sampled metric: each run's statistics over its steady samples (a
+    /// multi-node run pools its nodes'), and all runs' samples pooled.
+    fn sampled(&self, column: &Column, id: &str) -> Option<BaselineMetric> {
+        let (unit, direction, statistic, gated) = self.describe(id);
         let mut pooled = Vec::new();
         let mut runs = Vec::new();
-        for group in &groups {
+        for group in &self.groups {
             let mut series = Vec::new();
             for r in group {
                 series.extend(steady_series(r.trace, column));
@@ -64,26 +116,15 @@ pub fn build(
         }
         let all = MetricStats::from_series(pooled)?;
         Some(metric_entry(unit, direction, statistic, gated, &all, runs))
-    };
+    }
 
-    let mut metrics = BTreeMap::new();
-    for id in &header.gpu_columns {
-        if let Some(m) = sampled(&Column::GpuMean { id }, id) {
-            metrics.insert(id.clone(), m);
-        }
-    }
-    for id in &header.host_columns {
-        if let Some(m) = sampled(&Column::Host { id }, id) {
-            metrics.insert(id.clone(), m);
-        }
-    }
-    // Run-level numbers: one value per run (a multi-node run's wall time is
-    // its slowest node's; its user metric the mean over nodes).
-    let run_level = |id: &str, per_group: Vec<(f64, Option<f64>)>| -> Option<BaselineMetric> {
+    /// A run-level number (wall time, user metric): one value per run, with
+    /// its 95 % half-width when known.
+    fn run_level(&self, id: &str, per_group: Vec<(f64, Option<f64>)>) -> Option<BaselineMetric> {
         if per_group.is_empty() {
             return None;
         }
-        let (unit, direction, statistic, gated) = describe(id);
+        let (unit, direction, statistic, gated) = self.describe(id);
         let runs: Vec<RunStat> = per_group
             .iter()
             .map(|&(v, ci)| {
@@ -94,25 +135,29 @@ pub fn build(
             .collect();
         let all = MetricStats::from_series(per_group.iter().map(|p| p.0))?;
         Some(metric_entry(unit, direction, statistic, gated, &all, runs))
-    };
-    let walls: Vec<(f64, Option<f64>)> = groups
-        .iter()
-        .filter_map(|g| {
-            g.iter()
-                .filter_map(|r| r.summary.wall_time_s)
-                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-                .map(|v| (v, None))
-        })
-        .collect();
-    if let Some(m) = run_level(crate::metrics::WALL_TIME.id, walls) {
-        metrics.insert(crate::metrics::WALL_TIME.id.to_string(), m);
     }
-    for name in config.user_metric_names() {
-        let per_group: Vec<(f64, Option<f64>)> = groups
+
+    /// Each run's wall time: a multi-node run's is its slowest node's.
+    fn wall_times(&self) -> Vec<(f64, Option<f64>)> {
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                g.iter()
+                    .filter_map(|r| r.summary.wall_time_s)
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+                    .map(|v| (v, None))
+            })
+            .collect()
+    }
+
+    /// Each run's value of a user metric: a multi-node run's is the mean
+    /// over its nodes.
+    fn user_values(&self, name: &str) -> Vec<(f64, Option<f64>)> {
+        self.groups
             .iter()
             .filter_map(|g| {
                 let vals: Vec<&UserMetricValue> =
-                    g.iter().filter_map(|r| r.user.get(&name)).collect();
+                    g.iter().filter_map(|r| r.user.get(name)).collect();
                 if vals.is_empty() {
                     return None;
                 }
@@ -126,20 +171,21 @@ pub fn build(
                     .map(|s| s.sqrt() / k);
                 Some((mean, ci))
             })
-            .collect();
-        if let Some(m) = run_level(&name, per_group) {
-            metrics.insert(name, m);
-        }
+            .collect()
     }
 
-    let gpu_count = header.fingerprint.gpus.len();
-    let mut gpus = BTreeMap::new();
-    if gpu_count > 1 {
+    /// Per-GPU metrics, keyed `gpu<slot>`; only with several GPUs (with
+    /// one, the aggregate is that GPU).
+    fn per_gpu(&self, header: &Header) -> BTreeMap<String, GpuBaseline> {
+        let mut gpus = BTreeMap::new();
+        if header.fingerprint.gpus.len() <= 1 {
+            return gpus;
+        }
         for (slot, info) in header.fingerprint.gpus.iter().enumerate() {
-            let mut gm = BTreeMap::new();
+            let mut metrics = BTreeMap::new();
             for id in &header.gpu_columns {
-                if let Some(m) = sampled(&Column::Gpu { slot, id }, id) {
-                    gm.insert(id.clone(), m);
+                if let Some(m) = self.sampled(&Column::Gpu { slot, id }, id) {
+                    metrics.insert(id.clone(), m);
                 }
             }
             gpus.insert(
@@ -147,63 +193,61 @@ pub fn build(
                 GpuBaseline {
                     index: info.index,
                     name: info.name.clone(),
-                    metrics: gm,
+                    metrics,
                 },
             );
         }
+        gpus
     }
+}
 
-    let mut features: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+/// Each derived feature averaged over the inputs that have a finite value.
+fn mean_features(inputs: &[RunInput]) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for r in inputs {
         for (k, v) in &r.summary.features {
             if v.is_finite() {
-                let e = features.entry(k.clone()).or_insert((0.0, 0));
+                let e = sums.entry(k.clone()).or_insert((0.0, 0));
                 e.0 += v;
                 e.1 += 1;
             }
         }
     }
+    sums.into_iter()
+        .map(|(k, (s, n))| (k, s / n as f64))
+        .collect()
+}
 
-    let mut tags = header.tags.clone();
-    tags.extend(meta.tags.clone());
-    Ok(Baseline {
-        schema_version: SCHEMA_VERSION,
-        name: name.to_string(),
-        gate_version: crate::GATE_VERSION.to_string(),
-        created: meta.created.clone(),
-        commit: meta.commit.clone(),
-        tags,
-        environment: Environment::from_fingerprint(&header.fingerprint),
-        capture: CaptureSettings {
-            interval_ms: header.interval_ms,
-            warmup_ms: header.warmup_ms,
-            duration_ms: header.duration_ms,
-            steady_window: format!(
-                "samples after the first {} ms of warm-up of each run, to the end of the recording; missing values skipped",
-                header.warmup_ms
-            ),
-            runs: groups.len(),
-            multi_node,
-            command: header.command.clone(),
-            sources: inputs
-                .iter()
-                .map(|r| SourceRun {
-                    trace: r.trace.path.display().to_string(),
-                    steady_start_ms: r.summary.steady_start_ms,
-                    steady_end_ms: r.summary.steady_end_ms,
-                    steady_samples: r.summary.steady_samples,
-                    total_samples: r.summary.total_samples,
-                    wall_time_s: r.summary.wall_time_s,
-                })
-                .collect(),
-        },
-        features: features
-            .into_iter()
-            .map(|(k, (s, n))| (k, s / n as f64))
+/// How the runs were measured, and one entry per trace.
+fn capture_settings(
+    header: &Header,
+    inputs: &[RunInput],
+    runs: usize,
+    multi_node: bool,
+) -> CaptureSettings {
+    CaptureSettings {
+        interval_ms: header.interval_ms,
+        warmup_ms: header.warmup_ms,
+        duration_ms: header.duration_ms,
+        steady_window: format!(
+            "samples after the first {} ms of warm-up of each run, to the end of the recording; missing values skipped",
+            header.warmup_ms
+        ),
+        runs,
+        multi_node,
+        command: header.command.clone(),
+        sources: inputs
+            .iter()
+            .map(|r| SourceRun {
+                trace: r.trace.path.display().to_string(),
+                steady_start_ms: r.summary.steady_start_ms,
+                steady_end_ms: r.summary.steady_end_ms,
+                steady_samples: r.summary.steady_samples,
+                total_samples: r.summary.total_samples,
+                wall_time_s: r.summary.wall_time_s,
+            })
             .collect(),
-        metrics,
-        gpus,
-    })
+    }
 }
 
 pub(super) fn metric_entry(
