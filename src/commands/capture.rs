@@ -98,39 +98,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
     let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
 
-    // A baseline is a promise of "known good": never build one from a run
-    // that failed, was cut short, or is too short to mean anything.
-    let first_env = Environment::from_fingerprint(&traces[0].header.fingerprint);
-    for (i, r) in inputs.iter().enumerate() {
-        if let Some(f) = gate::run_failure(r.trace) {
-            return Err(GateError::infra(format!(
-                "run {}: {f}; a baseline must come from successful runs",
-                i + 1
-            ))
-            .into());
-        }
-        let valid = gate::valid_samples(r, &config);
-        if valid < gate::MIN_STEADY_SAMPLES {
-            return Err(GateError::infra(format!(
-                "run {} ('{}'): only {valid} valid steady samples (at least {} needed); measure longer (--duration) or shorten --warmup",
-                i + 1,
-                r.trace.path.display(),
-                gate::MIN_STEADY_SAMPLES
-            ))
-            .into());
-        }
-        let env = Environment::from_fingerprint(&r.trace.header.fingerprint);
-        let mism = first_env.mismatches(&env);
-        if !mism.is_empty() {
-            return Err(GateError::infra(format!(
-                "run {} ('{}') was measured on another environment than run 1 ({}); one baseline, one environment",
-                i + 1,
-                r.trace.path.display(),
-                mism.join("; ").replace("(baseline)", "(run 1)")
-            ))
-            .into());
-        }
-    }
+    ensure_known_good(&inputs, &config)?;
 
     let meta = BuildMeta {
         created: crate::format::now_rfc3339(),
@@ -169,6 +137,52 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             ));
         }
     }
+    print_summary(&b);
+    super::history::after_capture(&args.history, &config, &b, &traces)?;
+    Ok(crate::exit_code::PASS)
+}
+
+/// A baseline is a promise of "known good": never build one from a run
+/// that failed, was cut short, is too short to mean anything, or was
+/// measured somewhere else than the others.
+fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateError> {
+    let Some(first) = inputs.first() else {
+        return Ok(());
+    };
+    let first_env = Environment::from_fingerprint(&first.trace.header.fingerprint);
+    for (i, r) in inputs.iter().enumerate() {
+        if let Some(f) = gate::run_failure(r.trace) {
+            return Err(GateError::infra(format!(
+                "run {}: {f}; a baseline must come from successful runs",
+                i + 1
+            )));
+        }
+        let valid = gate::valid_samples(r, config);
+        if valid < gate::MIN_STEADY_SAMPLES {
+            return Err(GateError::infra(format!(
+                "run {} ('{}'): only {valid} valid steady samples (at least {} needed); measure longer (--duration) or shorten --warmup",
+                i + 1,
+                r.trace.path.display(),
+                gate::MIN_STEADY_SAMPLES
+            )));
+        }
+        let env = Environment::from_fingerprint(&r.trace.header.fingerprint);
+        let mism = first_env.mismatches(&env);
+        if !mism.is_empty() {
+            return Err(GateError::infra(format!(
+                "run {} ('{}') was measured on another environment than run 1 ({}); one baseline, one environment",
+                i + 1,
+                r.trace.path.display(),
+                mism.join("; ").replace("(baseline)", "(run 1)")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What was stored, for the terminal: each gated metric's value and how
+/// much it moved between runs.
+fn print_summary(b: &baseline::Baseline) {
     crate::console::outln(format_args!(
         "{} run(s){} on {} x{}; gated metrics (mean over runs, spread between runs):",
         b.capture.runs,
@@ -193,8 +207,6 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    super::history::after_capture(&args.history, &config, &b, &traces)?;
-    Ok(crate::exit_code::PASS)
 }
 
 /// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else
