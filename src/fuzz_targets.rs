@@ -37,6 +37,17 @@ fn default_config() -> &'static Config {
     CONFIG.get_or_init(Config::default)
 }
 
+/// The reference run summarised once (summarising is the slow part).
+fn reference_run() -> &'static RunInput<'static> {
+    static RUN: OnceLock<RunInput<'static>> = OnceLock::new();
+    RUN.get_or_init(|| RunInput::new(reference_trace(), default_config()))
+}
+
+fn builtin_rules() -> &'static RuleSet {
+    static RULES: OnceLock<RuleSet> = OnceLock::new();
+    RULES.get_or_init(RuleSet::builtin)
+}
+
 /// A trace file's bytes: parse, then summarise, diagnose and report it as
 /// `gate report` does.
 pub fn trace(data: &[u8]) {
@@ -46,9 +57,8 @@ pub fn trace(data: &[u8]) {
     if t.sample_count() == 0 {
         return;
     }
-    let rules = RuleSet::builtin();
     let run = RunInput::new(&t, default_config()).summary;
-    let report = crate::report::run::RunReport::build_with(&t, &rules, 1000.0, run);
+    let report = crate::report::run::RunReport::build_with(&t, builtin_rules(), 1000.0, run);
     let _ = crate::report::run::text::render(&report, false);
     let _ = crate::report::run::markdown::render(&report);
     let _ = crate::report::run::json::render(std::slice::from_ref(&report));
@@ -73,19 +83,16 @@ pub fn baseline(data: &[u8]) {
         baseline::to_toml(&again, "fuzz"),
         "rendering is not stable"
     );
-    let config = default_config();
-    let rules = RuleSet::builtin();
-    let runs = [RunInput::new(reference_trace(), config)];
     let _ = crate::gate::check(&crate::gate::CheckInput {
         baseline: &b,
         baseline_source: "fuzz.toml".into(),
-        config,
+        config: default_config(),
         cli_threshold: None,
-        runs: &runs,
+        runs: std::slice::from_ref(reference_run()),
         multi_node: false,
         allow_env_mismatch: true,
         fail_on_improvement: false,
-        rules: &rules,
+        rules: builtin_rules(),
     });
 }
 
@@ -134,16 +141,16 @@ pub fn rule(data: &[u8]) {
             back.to_string(),
             "printing is not stable for '{src}'"
         );
-        let run = RunInput::new(reference_trace(), default_config()).summary;
+        let run = &reference_run().summary;
         match want {
             Type::Bool => {
-                let _ = dsl::eval_bool(&e, &run);
-                let _ = dsl::margin(&e, &run);
+                let _ = dsl::eval_bool(&e, run);
+                let _ = dsl::margin(&e, run);
                 let _ = dsl::evidence_operands(&e);
             }
             Type::Num => {
-                let _ = dsl::eval_num(&e, &run, None);
-                let _ = dsl::eval_num(&e, &run, Some(0));
+                let _ = dsl::eval_num(&e, run, None);
+                let _ = dsl::eval_num(&e, run, Some(0));
             }
         }
     }
