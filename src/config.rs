@@ -243,6 +243,16 @@ impl Config {
                     name.get_ref()
                 )));
             }
+            // A unit is a short label printed beside every value: no
+            // control characters, line breaks or bidi overrides in it.
+            if u.unit.chars().count() > 32 || u.unit.chars().any(crate::escape::is_hostile) {
+                return Err(bad(format!(
+                    "{}: [user_metrics.{}] unit {:?} must be a short label (at most 32 characters, no control characters), e.g. \"1/s\"",
+                    at(name.span()),
+                    name.get_ref(),
+                    u.unit
+                )));
+            }
             let re = regex::Regex::new(u.regex.get_ref()).map_err(|e| {
                 bad(format!(
                     "{}: [user_metrics.{}] regex does not compile: {}",

@@ -202,9 +202,23 @@ pub fn github_property(s: &str) -> String {
 /// An OpenMetrics label value (inside `"..."`) or `# HELP` text: `\`, `"`
 /// and LF escaped as the exposition format defines.
 pub fn openmetrics_label(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            // OpenMetrics has no escape for them: shown visibly, with the
+            // backslash doubled so the label stays valid (`\\u{1b}`).
+            c if is_hostile(c) => {
+                let mut visible = String::new();
+                push_visible(&mut visible, c);
+                out.push_str(&visible.replace('\\', "\\\\"));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A TOML basic string, quotes included: `"`, `\` and control characters

@@ -18,6 +18,9 @@ fn main() {
             // One line whatever the causes printed (regex and TOML errors
             // draw multi-line pictures): CI logs and annotations stay tidy.
             let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+            // Messages quote inputs (a key from gate.toml, a path): no raw
+            // escape sequence reaches the terminal or the CI log.
+            let msg = gpugate::escape::terminal(&msg);
             eprintln!("gate: error: {msg}");
             exit_code_of(&err)
         }

@@ -134,6 +134,16 @@ fn check_metric(m: &BaselineMetric, id: &str, at: &[String]) -> Result<(), Probl
     // Metrics of the catalogue (utilizations, clocks, power, bytes, time)
     // are never negative; user metrics may be.
     let non_negative = crate::metrics::find(id).is_some();
+    if m.unit.chars().count() > 32 || m.unit.chars().any(crate::escape::is_hostile) {
+        return Err((
+            here("unit"),
+            format!(
+                "[{}] unit {:?} must be a short label (at most 32 characters, no control characters)",
+                at.join("."),
+                m.unit
+            ),
+        ));
+    }
     let stats = [
         ("mean", m.mean),
         ("stdev", m.stdev),

@@ -113,7 +113,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     let path = baseline::path_for(&args.baseline_dir, &args.baseline);
     match baseline::store(&path, &text, args.replace)? {
         StoreOutcome::Refused { diff } => {
-            eprint!("{diff}");
+            eprint!("{}", terminal_lines(&diff));
             return Err(GateError::usage(format!(
                 "baseline '{}' already exists at '{}'; review the diff above and pass --replace to overwrite it",
                 args.baseline,
@@ -122,18 +122,18 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             .into());
         }
         StoreOutcome::Replaced { diff } => {
-            eprint!("{diff}");
+            eprint!("{}", terminal_lines(&diff));
             crate::console::outln(format_args!(
                 "gate: replaced baseline '{}' ({})",
                 args.baseline,
-                path.display()
+                crate::escape::terminal(&path.display().to_string())
             ));
         }
         StoreOutcome::Created => {
             crate::console::outln(format_args!(
                 "gate: wrote baseline '{}' ({})",
                 args.baseline,
-                path.display()
+                crate::escape::terminal(&path.display().to_string())
             ));
         }
     }
@@ -191,22 +191,31 @@ fn print_summary(b: &baseline::Baseline) {
         } else {
             String::new()
         },
-        b.environment.gpu_model,
+        crate::escape::terminal(&b.environment.gpu_model),
         b.environment.gpu_count
     ));
     for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
         let o = gate::Observation::from_baseline(m, m.statistic);
         if let Some(o) = o {
             crate::console::outln(format_args!(
-                "  {id} ({}): {}{}",
+                "  {} ({}): {}{}",
+                crate::escape::terminal(id),
                 m.statistic.as_str(),
-                crate::format::value_with_unit(Some(o.value), &m.unit),
+                crate::escape::terminal(&crate::format::value_with_unit(Some(o.value), &m.unit)),
                 o.run_stdev()
                     .map(|s| format!(" (sd {} between runs)", crate::format::number(s)))
                     .unwrap_or_default()
             ));
         }
     }
+}
+
+/// The diff of two baseline texts for the terminal: each line through
+/// escape::terminal (the old file may hold anything TOML allows).
+fn terminal_lines(text: &str) -> String {
+    text.lines()
+        .map(|l| crate::escape::terminal(l) + "\n")
+        .collect()
 }
 
 /// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else

@@ -114,7 +114,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             if let Some(path) = &args.junit {
                 let xml = report::junit::render_error(&args.baseline, kind, &message);
                 if let Err(e) = write_report(&args, "--junit", path, &xml) {
-                    eprintln!("gate: warning: {e}");
+                    eprintln!("gate: warning: {}", crate::escape::terminal(&e.to_string()));
                 }
             }
             if let Some(path) = &args.pr_comment {
@@ -123,9 +123,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                     .parent()
                     .filter(|d| !d.as_os_str().is_empty())
                     .map_or(Ok(()), std::fs::create_dir_all)
-                    .and_then(|_| std::fs::write(path, text));
+                    .map_err(|e| GateError::usage(e.to_string()))
+                    .and_then(|_| write_report(&args, "--pr-comment", path, &text));
                 if let Err(e) = written {
-                    eprintln!("gate: warning: cannot write '{}': {e}", path.display());
+                    eprintln!(
+                        "gate: warning: cannot write '{}': {}",
+                        crate::escape::terminal(&path.display().to_string()),
+                        crate::escape::terminal(&e.to_string())
+                    );
                 }
             }
             github_output("error", 0);
@@ -271,7 +276,8 @@ fn warn_if_differs(path: &Path, ref_text: &str, reference: &str) {
         if local != ref_text {
             eprintln!(
                 "gate: warning: '{}' in the working tree differs from '{reference}'; judging against '{reference}' (a change cannot loosen its own gate)",
-                path.display()
+                crate::escape::terminal(&path.display().to_string()),
+                reference = crate::escape::terminal(reference)
             );
         }
     }

@@ -203,7 +203,11 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
         toml_diff: similar::TextDiff::from_lines(&a.text, &b.text)
             .unified_diff()
             .context_radius(3)
-            .header(&a.label, &b.label)
+            // The header is one line each: a file name may hold a line break.
+            .header(
+                &crate::escape::terminal(&a.label),
+                &crate::escape::terminal(&b.label),
+            )
             .to_string(),
     };
     match args.format {
@@ -216,9 +220,12 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
 }
 
 fn render_text(r: &DiffReport) -> String {
-    let mut out = format!("A: {}\nB: {}\n", r.a, r.b);
+    // Paths, metric ids, units, environment strings and the TOML text all
+    // came from the two files: each goes through escape::terminal.
+    let t = crate::escape::terminal;
+    let mut out = format!("A: {}\nB: {}\n", t(&r.a), t(&r.b));
     for d in &r.environment_differences {
-        out.push_str(&format!("environment: {d}\n"));
+        out.push_str(&format!("environment: {}\n", t(d)));
     }
     out.push('\n');
     let header = ["metric", "stat", "A", "B", "change", "gated"].map(String::from);
@@ -227,10 +234,10 @@ fn render_text(r: &DiffReport) -> String {
         .iter()
         .map(|m| {
             [
-                m.id.clone(),
-                m.statistic.clone(),
-                value_with_unit(m.a, &m.unit),
-                value_with_unit(m.b, &m.unit),
+                t(&m.id),
+                t(&m.statistic),
+                t(&value_with_unit(m.a, &m.unit)),
+                t(&value_with_unit(m.b, &m.unit)),
                 match (m.change_pct, m.change) {
                     (Some(p), _) => format!("{} %", crate::format::percent_change(p)),
                     (None, Some(c)) => format!("{}{}", if c >= 0.0 { "+" } else { "" }, fmt_num(c)),
@@ -266,7 +273,10 @@ fn render_text(r: &DiffReport) -> String {
     if r.toml_diff.is_empty() {
         out.push_str("(identical)\n");
     } else {
-        out.push_str(&r.toml_diff);
+        for line in r.toml_diff.lines() {
+            out.push_str(&t(line));
+            out.push('\n');
+        }
     }
     out
 }

@@ -26,7 +26,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let outcome = record(&args.measure.record_plan()?, &args.output, Echo::Stdout)?;
     eprintln!(
         "gate: trace written to '{}' ({} samples, {})",
-        outcome.path.display(),
+        crate::escape::terminal(&outcome.path.display().to_string()),
         outcome.end.samples,
         outcome.end.reason
     );

@@ -104,7 +104,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         if t.truncated {
             eprintln!(
                 "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
-                t.path.display()
+                crate::escape::terminal(&t.path.display().to_string())
             );
         }
         if t.sample_count() == 0 {

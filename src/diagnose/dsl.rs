@@ -281,6 +281,17 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 column: col,
                 message: format!("'{text}' is not a number"),
             })?;
+            // 1e400 parses to infinity, which no comparison can use (and
+            // which prints back as "n/a"; found by fuzzing).
+            if !v.is_finite() {
+                return Err(ParseError {
+                    column: col,
+                    message: format!(
+                        "number '{}' is too large; numbers must be finite",
+                        text.chars().take(24).collect::<String>()
+                    ),
+                });
+            }
             if i < chars.len() && (chars[i].is_alphabetic() || chars[i] == '_') {
                 return Err(ParseError {
                     column: i + 1,
@@ -1298,6 +1309,11 @@ mod tests {
         assert!(parse(&chain(128), Type::Bool, &Vocabulary::standard()).is_ok());
         let e = err(&chain(200));
         assert!(e.message.contains("799 tokens"), "{e:?}");
+        // Fuzzing found it: a literal that overflows to infinity printed
+        // back as "n/a".
+        let e = err(&format!("gpu_count > {}", "5".repeat(400)));
+        assert!(e.message.contains("too large"), "{e:?}");
+        assert!(err("gpu_count > 1e400").message.contains("too large"));
     }
 
     #[test]

@@ -40,11 +40,11 @@ fn row(m: &MetricResult) -> [String; 8] {
     [
         escape::terminal(&m.label()),
         m.statistic.as_str().to_string(),
-        value_with_unit(m.baseline, &m.unit),
-        value_with_unit(m.new, &m.unit),
-        change_text(m),
-        tolerance_text(m),
-        noise_text(m),
+        escape::terminal(&value_with_unit(m.baseline, &m.unit)),
+        escape::terminal(&value_with_unit(m.new, &m.unit)),
+        escape::terminal(&change_text(m)),
+        escape::terminal(&tolerance_text(m)),
+        escape::terminal(&noise_text(m)),
         m.verdict.as_str().to_string(),
     ]
 }
@@ -76,11 +76,14 @@ impl Terminal {
             if b.created.is_empty() {
                 String::new()
             } else {
-                format!(", captured {}", b.created)
+                format!(", captured {}", escape::terminal(&b.created))
             },
             b.commit
                 .as_ref()
-                .map(|c| format!(", commit {}", c.chars().take(12).collect::<String>()))
+                .map(|c| format!(
+                    ", commit {}",
+                    escape::terminal(&c.chars().take(12).collect::<String>())
+                ))
                 .unwrap_or_default()
         ));
         for run in &r.runs {

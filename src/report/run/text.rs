@@ -24,15 +24,21 @@ fn severity_label(s: Severity, color: bool) -> String {
 
 /// One line describing where the run came from.
 pub(super) fn provenance(r: &RunReport) -> Vec<String> {
-    let mut lines = vec![format!("gate report: {}", r.source)];
+    // Every field below came from the trace file: shown through
+    // escape::terminal, never raw (a hostile note could drive the terminal
+    // or start a CI workflow command on a line of its own).
+    let mut lines = vec![format!("gate report: {}", escape::terminal(&r.source))];
     if !r.command.is_empty() {
-        lines.push(format!("  command: {}", r.command.join(" ")));
+        lines.push(format!(
+            "  command: {}",
+            escape::terminal(&r.command.join(" "))
+        ));
     }
     if let Some(pid) = r.attach_pid {
         lines.push(format!("  attached to PID {pid}"));
     }
     if let Some(n) = &r.note {
-        lines.push(format!("  note: {n}"));
+        lines.push(format!("  note: {}", escape::terminal(n)));
     }
     let gpus: Vec<String> = r
         .gpus
@@ -41,7 +47,7 @@ pub(super) fn provenance(r: &RunReport) -> Vec<String> {
             format!(
                 "{} {}{}",
                 g.index,
-                g.name,
+                escape::terminal(&g.name),
                 if g.gpm_supported { "" } else { " (no GPM)" }
             )
         })
@@ -90,18 +96,18 @@ pub fn render(r: &RunReport, color: bool) -> String {
             "\n{}. [{}] {} ({}, score {})\n",
             i + 1,
             severity_label(f.severity, color),
-            f.title,
-            f.rule,
+            escape::terminal(&f.title),
+            escape::terminal(&f.rule),
             f.score
         ));
-        out.push_str(&format!("   Why: {}\n", f.explanation));
+        out.push_str(&format!("   Why: {}\n", escape::terminal(&f.explanation)));
         out.push_str("   Evidence:\n");
         for e in &f.evidence {
-            out.push_str(&format!("     - {e}\n"));
+            out.push_str(&format!("     - {}\n", escape::terminal(e)));
         }
         out.push_str("   Next steps:\n");
         for s in &f.next_steps {
-            out.push_str(&format!("     - {s}\n"));
+            out.push_str(&format!("     - {}\n", escape::terminal(s)));
         }
     }
 
@@ -153,11 +159,11 @@ pub fn render(r: &RunReport, color: bool) -> String {
                 rows.clear();
             }
             scope = &s.scope;
-            out.push_str(&format!("\n{}\n", scope_title(r, scope)));
+            out.push_str(&format!("\n{}\n", escape::terminal(&scope_title(r, scope))));
         }
         rows.push(vec![
-            s.metric.clone(),
-            s.unit.clone(),
+            escape::terminal(&s.metric),
+            escape::terminal(&s.unit),
             num(s.mean),
             num(s.p50),
             num(s.p99),
@@ -185,7 +191,11 @@ pub fn panorama(p: &Panorama) -> String {
         legend.join(", ")
     ));
     for g in &p.gpus {
-        out.push_str(&format!("\nGPU {} ({})\n", g.gpu, g.name));
+        out.push_str(&format!(
+            "\nGPU {} ({})\n",
+            g.gpu,
+            escape::terminal(&g.name)
+        ));
         let mut header = vec!["t_s".to_string()];
         header.extend(panorama::GPU_COLUMNS.iter().map(|c| c.1.to_string()));
         header.push(panorama::HOST_COLUMN.1.into());
