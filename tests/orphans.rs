@@ -313,3 +313,46 @@ fn huge_durations_are_one_clear_line_before_anything_starts() {
         assert!(!dir.path().join("t.jsonl.partial").exists());
     }
 }
+
+#[test]
+fn attaching_without_access_to_the_process_io_says_so() {
+    // Issue (smaller): attaching to another user's process recorded I/O as
+    // null without a warning. PID 1 belongs to root; where even this user
+    // can read its /proc/PID/io (root outside a container), gate runs as
+    // nobody instead.
+    let dir = tempfile::tempdir().unwrap();
+    let gate_bin = assert_cmd::cargo::cargo_bin("gate");
+    let mut cmd = if std::fs::File::open("/proc/1/io").is_err() {
+        Command::new(&gate_bin)
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&gate_bin);
+        c
+    };
+    let out = cmd
+        .current_dir(dir.path())
+        .args([
+            "record",
+            "--no-gpu",
+            "--pid",
+            "1",
+            "--duration",
+            "1s",
+            "-o",
+            "a.jsonl",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot read /proc/1/io"), "{stderr}");
+    let t = Trace::load(&dir.path().join("a.jsonl")).unwrap();
+    assert!(
+        notes(&t).iter().any(|n| n.contains("recorded as null")),
+        "{:?}",
+        notes(&t)
+    );
+}
