@@ -98,7 +98,9 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
             ))
         })?;
     }
-    target::install_interrupt_handler();
+    // Dropped last: the tree is stopped (target's Drop) while gate still
+    // catches a second Ctrl-C.
+    let _signals = target::InterruptGuard::install();
     let start = Instant::now();
     let mut fingerprint = Fingerprint {
         host: host::host_info(),

@@ -67,18 +67,58 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP_SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
+/// The signals gate catches while it records and forwards to the tree.
+const STOP_SIGNALS_CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
 /// Catch SIGINT, SIGTERM and SIGHUP so the trace is finished properly and
 /// the signal reaches the launched tree, instead of gate dying alone.
-pub fn install_interrupt_handler() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+/// Returns the dispositions they had (see `InterruptGuard`).
+pub fn install_interrupt_handler() -> Vec<(libc::c_int, libc::sigaction)> {
+    let mut previous = Vec::new();
+    for sig in STOP_SIGNALS_CAUGHT {
         // SAFETY: the handler only stores to atomics (async-signal-safe);
-        // the sigaction struct is fully initialised before use.
+        // both sigaction structs are fully initialised before use.
         unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = on_signal as *const () as libc::sighandler_t;
             act.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut act.sa_mask);
-            libc::sigaction(sig, &act, std::ptr::null_mut());
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, &act, &mut old) != 0 {
+                continue;
+            }
+            if old.sa_sigaction == libc::SIG_IGN {
+                // Ignored on purpose (`nohup gate ...`): stays ignored, for
+                // gate and for the benchmark, which inherits it.
+                libc::sigaction(sig, &old, std::ptr::null_mut());
+                continue;
+            }
+            previous.push((sig, old));
+        }
+    }
+    previous
+}
+
+/// The signals are caught while this lives (one recording); afterwards
+/// their previous dispositions come back (the default, or SIG_IGN under
+/// `nohup`), so Ctrl-C while gate judges or writes reports ends gate at
+/// once: no benchmark runs then. A signal that arrived stays noted, so the
+/// next run of `--runs N` stops at once too.
+pub struct InterruptGuard(Vec<(libc::c_int, libc::sigaction)>);
+
+impl InterruptGuard {
+    pub fn install() -> InterruptGuard {
+        InterruptGuard(install_interrupt_handler())
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        for (sig, old) in &self.0 {
+            // SAFETY: restoring a disposition sigaction(2) returned.
+            unsafe {
+                libc::sigaction(*sig, old, std::ptr::null_mut());
+            }
         }
     }
 }

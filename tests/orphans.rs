@@ -356,3 +356,41 @@ fn attaching_without_access_to_the_process_io_says_so() {
         notes(&t)
     );
 }
+
+#[test]
+fn under_nohup_a_hang_up_stays_ignored_for_gate_and_the_benchmark() {
+    // `nohup gate record ...`: SIGHUP was ignored on purpose; catching and
+    // forwarding it would end the run the user protected.
+    let dir = tempfile::tempdir().unwrap();
+    let gate_bin = assert_cmd::cargo::cargo_bin("gate");
+    let script = format!(
+        "trap '' HUP; exec '{}' record --no-gpu -o t.jsonl -- sleep 4181",
+        gate_bin.display()
+    );
+    let mut child = Command::new("sh")
+        .current_dir(dir.path())
+        .args(["-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("sleep 4181", Duration::from_secs(20), || {
+        !running(&["sleep", "4181"]).is_empty()
+    });
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signalling the gate process this test started.
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "gate died of an ignored SIGHUP"
+    );
+    assert!(
+        !running(&["sleep", "4181"]).is_empty(),
+        "the hang-up reached the benchmark"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    child.wait().unwrap();
+    assert!(running(&["sleep", "4181"]).is_empty());
+}
