@@ -135,6 +135,31 @@ pub fn out(text: &str) {
     }
 }
 
+/// `eprintln!` that survives a stderr whose reader went away
+/// (`gate check ... 2>&1 | head -1`): `eprintln!` panics there (exit 101,
+/// the exit code and the CI files lost). Diagnostics are best effort.
+#[macro_export]
+macro_rules! gate_eprintln {
+    ($($arg:tt)*) => {
+        $crate::console::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` that survives a closed stderr pipe (see `gate_eprintln!`).
+#[macro_export]
+macro_rules! gate_eprint {
+    ($($arg:tt)*) => {
+        $crate::console::err(format_args!($($arg)*))
+    };
+}
+
+/// Write to stderr, ignoring a failure (see `gate_eprintln!`).
+pub fn err(args: std::fmt::Arguments) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_fmt(args);
+    let _ = stderr.flush();
+}
+
 /// `out` of one formatted line.
 pub fn outln(args: std::fmt::Arguments) {
     out(&format!("{args}\n"));

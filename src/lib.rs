@@ -5,9 +5,10 @@
 //! diagnose -> gate verdicts -> reporters -> exit code.
 //! Everything after `trace` is pure: no NVML, no clock, no terminal.
 
-// Results go to stdout through `console::out`, which survives a reader
-// that went away (`| head`); `print!` panics there.
-#![deny(clippy::print_stdout)]
+// Results go to stdout through `console::out`, diagnostics to stderr
+// through `gate_eprintln!`: both survive a reader that went away (`| head`),
+// where `print!`/`eprintln!` panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod baseline;
 pub mod cli;

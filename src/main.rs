@@ -21,7 +21,7 @@ fn main() {
             // Messages quote inputs (a key from gate.toml, a path): no raw
             // escape sequence reaches the terminal or the CI log.
             let msg = gpugate::escape::terminal(&msg);
-            eprintln!("gate: error: {msg}");
+            gpugate::gate_eprintln!("gate: error: {msg}");
             exit_code_of(&err)
         }
     };

@@ -251,7 +251,7 @@ fn run(
             "cannot read /proc/{}/io (another user's process?): read/write bytes are recorded as null; run gate as that user or as root to measure them",
             target.pid()
         );
-        eprintln!("gate: warning: {message}");
+        crate::gate_eprintln!("gate: warning: {message}");
         writer.write(&Record::Event(EventRecord {
             t: 0.0,
             kind: EventKind::Note,
@@ -451,7 +451,7 @@ fn run(
                 left.len(),
                 pids.join(", ")
             );
-            eprintln!("gate: {message}");
+            crate::gate_eprintln!("gate: {message}");
             writer.write(&Record::Event(EventRecord {
                 t: ms_since(Instant::now()),
                 kind: EventKind::Note,

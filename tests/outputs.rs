@@ -197,7 +197,9 @@ fn a_reader_that_goes_away_costs_neither_the_exit_code_nor_the_ci_files() {
         .assert()
         .success();
     let slow = trace(d, "slow.jsonl", &run(Signature::launch_storm(), 3));
-    for format in ["text", "json"] {
+    // With --format json the annotations go to stderr: close that too
+    // (`2>&1 | head -1`).
+    for (format, close_stderr) in [("text", false), ("json", false), ("json", true)] {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("gate"))
             .current_dir(d)
             .args(["check", "--baseline", "b", "--format", format, "--replay"])
@@ -211,6 +213,9 @@ fn a_reader_that_goes_away_costs_neither_the_exit_code_nor_the_ci_files() {
             .unwrap();
         // The reader is gone before gate writes a byte.
         drop(child.stdout.take());
+        if close_stderr {
+            drop(child.stderr.take());
+        }
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{format}: {stderr}");

@@ -113,7 +113,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     let path = baseline::path_for(&args.baseline_dir, &args.baseline);
     match baseline::store(&path, &text, args.replace)? {
         StoreOutcome::Refused { diff } => {
-            eprint!("{}", terminal_lines(&diff));
+            crate::gate_eprint!("{}", terminal_lines(&diff));
             return Err(GateError::usage(format!(
                 "baseline '{}' already exists at '{}'; review the diff above and pass --replace to overwrite it",
                 args.baseline,
@@ -122,7 +122,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             .into());
         }
         StoreOutcome::Replaced { diff } => {
-            eprint!("{}", terminal_lines(&diff));
+            crate::gate_eprint!("{}", terminal_lines(&diff));
             crate::console::outln(format_args!(
                 "gate: replaced baseline '{}' ({})",
                 args.baseline,

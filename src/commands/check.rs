@@ -114,7 +114,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             if let Some(path) = &args.junit {
                 let xml = report::junit::render_error(&args.baseline, kind, &message);
                 if let Err(e) = write_report(&args, "--junit", path, &xml) {
-                    eprintln!("gate: warning: {}", crate::escape::terminal(&e.to_string()));
+                    crate::gate_eprintln!(
+                        "gate: warning: {}",
+                        crate::escape::terminal(&e.to_string())
+                    );
                 }
             }
             if let Some(path) = &args.pr_comment {
@@ -126,7 +129,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                     .map_err(|e| GateError::usage(e.to_string()))
                     .and_then(|_| write_report(&args, "--pr-comment", path, &text));
                 if let Err(e) = written {
-                    eprintln!(
+                    crate::gate_eprintln!(
                         "gate: warning: cannot write '{}': {}",
                         crate::escape::terminal(&path.display().to_string()),
                         crate::escape::terminal(&e.to_string())
@@ -274,7 +277,7 @@ fn warn_if_differs(path: &Path, ref_text: &str, reference: &str) {
     // Capped like any input: only a warning depends on it.
     if let Ok(local) = crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES) {
         if local != ref_text {
-            eprintln!(
+            crate::gate_eprintln!(
                 "gate: warning: '{}' in the working tree differs from '{reference}'; judging against '{reference}' (a change cannot loosen its own gate)",
                 crate::escape::terminal(&path.display().to_string()),
                 reference = crate::escape::terminal(reference)
@@ -355,12 +358,12 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
             crate::console::out(&report::json::Json.render(r));
             // Keep stdout parseable; the runner reads commands on stderr too.
             for a in &annotations {
-                eprintln!("{a}");
+                crate::gate_eprintln!("{a}");
             }
         }
     }
     if let Err(e) = append_step_summary(&markdown) {
-        eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
+        crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
     }
     github_output(r.verdict.as_str(), r.counts.regression);
     Ok(())
@@ -394,6 +397,6 @@ fn github_output(verdict: &str, regressions: usize) {
         writeln!(f, "verdict={verdict}\nregressions={regressions}")
     });
     if let Err(e) = res {
-        eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
+        crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
     }
 }

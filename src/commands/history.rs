@@ -128,7 +128,9 @@ fn resolve(
                         "{msg}; set it (a CI secret) or drop --history-required"
                     )));
                 }
-                eprintln!("gate: warning: {msg}; this run is not recorded in the history");
+                crate::gate_eprintln!(
+                    "gate: warning: {msg}; this run is not recorded in the history"
+                );
                 return Ok(None);
             }
         }
@@ -217,7 +219,7 @@ fn failed(e: HistoryError, required: bool) -> Result<(), GateError> {
             "{e}; the run was not recorded (--history-required)"
         )));
     }
-    eprintln!(
+    crate::gate_eprintln!(
         "gate: warning: {e}; the run was not recorded in the history (the verdict is unaffected; pass --history-required to make this an error)"
     );
     Ok(())
@@ -266,7 +268,7 @@ pub fn after_check(
     })();
     match outcome {
         Ok(id) => {
-            eprintln!("gate: recorded run {id} in {}", location.display());
+            crate::gate_eprintln!("gate: recorded run {id} in {}", location.display());
             Ok(())
         }
         Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
@@ -294,7 +296,7 @@ pub fn after_capture(
     let run = record::from_capture(baseline, prov);
     match history::open(&location, true).and_then(|mut s| s.append(&run)) {
         Ok(id) => {
-            eprintln!("gate: recorded capture {id} in {}", location.display());
+            crate::gate_eprintln!("gate: recorded capture {id} in {}", location.display());
             Ok(())
         }
         Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
@@ -372,7 +374,7 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
                 path.display()
             ))
         })?;
-        eprintln!("gate: wrote trend page '{}'", path.display());
+        crate::gate_eprintln!("gate: wrote trend page '{}'", path.display());
     }
     let l = Listing {
         schema_version: listing::JSON_SCHEMA_VERSION,

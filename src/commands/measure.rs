@@ -264,7 +264,7 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
             .unwrap_or(0);
         let path = trace_dir.join(format!("run-{stamp}-{}.jsonl", run + 1));
         if runs > 1 {
-            eprintln!("gate: run {}/{}", run + 1, runs);
+            crate::gate_eprintln!("gate: run {}/{}", run + 1, runs);
         }
         // The caller prints its report on stdout, so the benchmark's own
         // output goes to stderr.

@@ -24,7 +24,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     }
     // `gate record` prints no report on stdout: the benchmark's output stays there.
     let outcome = record(&args.measure.record_plan()?, &args.output, Echo::Stdout)?;
-    eprintln!(
+    crate::gate_eprintln!(
         "gate: trace written to '{}' ({} samples, {})",
         crate::escape::terminal(&outcome.path.display().to_string()),
         outcome.end.samples,
@@ -40,7 +40,7 @@ fn exit_code_of(outcome: &RecordOutcome) -> i32 {
         return exit_code::PASS;
     }
     if outcome.end.reason == "warmup_timeout" {
-        eprintln!(
+        crate::gate_eprintln!(
             "gate: --warmup-until never matched a line of the benchmark's stdout within --warmup-timeout, so nothing was measured; check the pattern against the output kept in the trace, or raise --warmup-timeout"
         );
         return exit_code::INFRA;
@@ -49,7 +49,7 @@ fn exit_code_of(outcome: &RecordOutcome) -> i32 {
         (Some(0), _) => exit_code::PASS,
         (None, None) => exit_code::PASS, // attached: exit status unknown
         (code, signal) => {
-            eprintln!(
+            crate::gate_eprintln!(
                 "gate: the benchmark failed ({}); the trace is kept for diagnosis",
                 match (code, signal) {
                     (Some(c), _) => format!("exit status {c}"),

@@ -102,7 +102,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let traces = acquire(&args)?;
     for t in &traces {
         if t.truncated {
-            eprintln!(
+            crate::gate_eprintln!(
                 "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
                 crate::escape::terminal(&t.path.display().to_string())
             );

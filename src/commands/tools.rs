@@ -92,7 +92,7 @@ pub fn man(args: ManArgs, cli: clap::Command) -> anyhow::Result<i32> {
                 dir.display()
             ))
         })?;
-        eprintln!(
+        crate::gate_eprintln!(
             "gate: wrote {} man pages to '{}'",
             written.len(),
             dir.display()

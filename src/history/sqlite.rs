@@ -65,7 +65,7 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             // E.g. a file system without shared memory: still correct (the
             // rollback journal is atomic too), only readers wait on writers.
-            eprintln!(
+            crate::gate_eprintln!(
                 "gate: warning: {}: journal mode is '{mode}', not WAL; readers will wait for writers",
                 location.display()
             );

@@ -55,9 +55,9 @@ impl CpuProfile {
         if !self.enabled {
             return;
         }
-        eprintln!("gate: GATE_PROFILE sampler CPU time by section (this thread):");
+        crate::gate_eprintln!("gate: GATE_PROFILE sampler CPU time by section (this thread):");
         for (name, (ns, calls)) in &self.sections {
-            eprintln!(
+            crate::gate_eprintln!(
                 "  {name:<14} {:>10.3} ms total  {:>8.1} us/call  {calls} calls",
                 *ns as f64 / 1e6,
                 *ns as f64 / 1e3 / (*calls).max(1) as f64
