@@ -118,7 +118,7 @@ pub fn config(data: &[u8]) {
     for name in c.user_metric_names() {
         let _ = c.policy(&name, None);
     }
-    let _ = c.user_metric_values(reference_trace());
+    let _ = crate::summary::user_metric_values(&c, reference_trace());
 }
 
 /// A rule condition's bytes: parse; an accepted condition prints as text

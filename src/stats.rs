@@ -1,5 +1,7 @@
-//! Statistics of a run: percentiles and summaries of each metric over the
-//! steady window (warm-up samples excluded, missing values skipped).
+//! Statistics of a series: percentiles, mean and spread, the uncertainty
+//! of the mean, and the read interface (`MetricSource`) rules and verdicts
+//! use. Pure numbers: which samples form a run's steady window, and the
+//! run summary built from it, are `summary.rs`.
 //!
 //! Methods, and why:
 //! - Percentiles: linear interpolation between closest ranks (Hyndman & Fan
@@ -15,9 +17,7 @@
 //!   0); n = 1 gives stdev 0 and no confidence interval; constant series give
 //!   a zero-width interval.
 
-use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Summary statistics of one metric over one run's steady window.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -157,42 +157,6 @@ pub fn student_t_975(df: usize) -> f64 {
     }
 }
 
-/// Statistics of one GPU over a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GpuSummary {
-    pub index: u32,
-    pub uuid: String,
-    pub name: String,
-    pub metrics: BTreeMap<String, MetricStats>,
-}
-
-/// Everything later stages need from one run. Pure data: built from a
-/// trace, then judged, diagnosed and reported without touching hardware.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RunSummary {
-    /// Where the run came from (trace path or "live").
-    pub source: String,
-    /// Steady window in ms since the recording started.
-    pub steady_start_ms: f64,
-    pub steady_end_ms: f64,
-    pub total_samples: usize,
-    pub steady_samples: usize,
-    pub gpus: Vec<GpuSummary>,
-    /// Per-sample mean over GPUs, then summarised.
-    pub gpu_aggregate: BTreeMap<String, MetricStats>,
-    pub host: BTreeMap<String, MetricStats>,
-    pub wall_time_s: Option<f64>,
-    pub exit_code: Option<i32>,
-    pub truncated: bool,
-    /// Benchmark-reported numbers (parsed from its output per gate.toml).
-    #[serde(default)]
-    pub user_metrics: BTreeMap<String, f64>,
-    /// Derived time-window features (idle fraction, periodicity, imbalance...)
-    /// computed by `diagnose::features`; keyed "metric.feature".
-    #[serde(default)]
-    pub features: BTreeMap<String, f64>,
-}
-
 /// Anything rules and verdicts can read numbers from: a run summary or a
 /// stored baseline. `gpu: None` means the aggregate over GPUs.
 pub trait MetricSource {
@@ -201,88 +165,6 @@ pub trait MetricSource {
     /// A derived feature ("gpu_busy_pct.idle_frac", ...).
     fn feature(&self, name: &str) -> Option<f64>;
     fn gpu_count(&self) -> usize;
-}
-
-impl MetricSource for RunSummary {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
-        match gpu {
-            Some(g) => self.gpus.get(g)?.metrics.get(metric)?.get_named(stat),
-            None => self.metric(metric)?.get_named(stat),
-        }
-    }
-
-    fn feature(&self, name: &str) -> Option<f64> {
-        self.features.get(name).copied()
-    }
-
-    fn gpu_count(&self) -> usize {
-        self.gpus.len()
-    }
-}
-
-impl RunSummary {
-    /// Look a metric up: GPU aggregate first, then host, then run-level.
-    pub fn metric(&self, id: &str) -> Option<MetricStats> {
-        if let Some(s) = self.gpu_aggregate.get(id).or_else(|| self.host.get(id)) {
-            return Some(s.clone());
-        }
-        if id == "wall_time_s" {
-            return self.wall_time_s.map(MetricStats::single);
-        }
-        self.user_metrics.get(id).map(|v| MetricStats::single(*v))
-    }
-}
-
-/// Summarise a trace's steady window (non-warm-up samples).
-pub fn summarize(trace: &Trace) -> RunSummary {
-    let steady: Vec<usize> = (0..trace.sample_count())
-        .filter(|&i| !trace.warmup[i])
-        .collect();
-    let mut gpus = Vec::with_capacity(trace.gpu_count());
-    let mut gpu_aggregate = BTreeMap::new();
-    for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
-        let mut metrics = BTreeMap::new();
-        for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-            let series = steady.iter().map(|&i| trace.gpu_value(i, slot, col) as f64);
-            if let Some(s) = MetricStats::from_series(series) {
-                metrics.insert(id.clone(), s);
-            }
-        }
-        gpus.push(GpuSummary {
-            index: info.index,
-            uuid: info.uuid.clone(),
-            name: info.name.clone(),
-            metrics,
-        });
-    }
-    for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, col));
-        if let Some(s) = MetricStats::from_series(series) {
-            gpu_aggregate.insert(id.clone(), s);
-        }
-    }
-    let mut host = BTreeMap::new();
-    for (col, id) in trace.header.host_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| trace.host_value(i, col) as f64);
-        if let Some(s) = MetricStats::from_series(series) {
-            host.insert(id.clone(), s);
-        }
-    }
-    RunSummary {
-        source: trace.path.display().to_string(),
-        steady_start_ms: steady.first().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
-        steady_end_ms: steady.last().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
-        total_samples: trace.sample_count(),
-        steady_samples: steady.len(),
-        gpus,
-        gpu_aggregate,
-        host,
-        wall_time_s: trace.end.as_ref().and_then(|e| e.target_wall_s),
-        exit_code: trace.exit_code(),
-        truncated: trace.truncated,
-        user_metrics: BTreeMap::new(),
-        features: BTreeMap::new(),
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,147 @@
-//! A run's summary: the steady window of a trace and what is derived from
-//! it before a run is judged, stored or reported.
+//! A run's summary, built in ONE place: the steady window of a trace (the
+//! samples after warm-up), the statistics of every column over it, the
+//! time-window features the rules read (`diagnose::features`), and the
+//! benchmark's own metrics (gate.toml `[user_metrics]`). `check`, `capture`,
+//! `diff` and `report` all summarise a run through `RunInput::new`, so they
+//! judge, store and explain the same numbers.
 
-use crate::config::{Config, UserMetricValue};
-use crate::stats::RunSummary;
+use crate::config::{Aggregate, Config, UserSource};
+use crate::stats::{MetricSource, MetricStats};
 use crate::trace::Trace;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The steady window: indices of the samples not marked warm-up (the
+/// recorder marks them: `--warmup`, `--warmup-until`).
+pub fn steady_window(trace: &Trace) -> Vec<usize> {
+    (0..trace.sample_count())
+        .filter(|&i| !trace.warmup[i])
+        .collect()
+}
+
+/// Statistics of one GPU over a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GpuSummary {
+    pub index: u32,
+    pub uuid: String,
+    pub name: String,
+    pub metrics: BTreeMap<String, MetricStats>,
+}
+
+/// Everything later stages need from one run. Pure data: built from a
+/// trace, then judged, diagnosed and reported without touching hardware.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSummary {
+    /// Where the run came from (trace path or "live").
+    pub source: String,
+    /// Steady window in ms since the recording started.
+    pub steady_start_ms: f64,
+    pub steady_end_ms: f64,
+    pub total_samples: usize,
+    pub steady_samples: usize,
+    pub gpus: Vec<GpuSummary>,
+    /// Per-sample mean over GPUs, then summarised.
+    pub gpu_aggregate: BTreeMap<String, MetricStats>,
+    pub host: BTreeMap<String, MetricStats>,
+    pub wall_time_s: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub truncated: bool,
+    /// Benchmark-reported numbers (parsed from its output per gate.toml).
+    #[serde(default)]
+    pub user_metrics: BTreeMap<String, f64>,
+    /// Derived time-window features (idle fraction, periodicity, imbalance...)
+    /// computed by `diagnose::features`; keyed "metric.feature".
+    #[serde(default)]
+    pub features: BTreeMap<String, f64>,
+}
+
+impl MetricSource for RunSummary {
+    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+        match gpu {
+            Some(g) => self.gpus.get(g)?.metrics.get(metric)?.get_named(stat),
+            None => self.metric(metric)?.get_named(stat),
+        }
+    }
+
+    fn feature(&self, name: &str) -> Option<f64> {
+        self.features.get(name).copied()
+    }
+
+    fn gpu_count(&self) -> usize {
+        self.gpus.len()
+    }
+}
+
+impl RunSummary {
+    /// Look a metric up: GPU aggregate first, then host, then run-level.
+    pub fn metric(&self, id: &str) -> Option<MetricStats> {
+        if let Some(s) = self.gpu_aggregate.get(id).or_else(|| self.host.get(id)) {
+            return Some(s.clone());
+        }
+        if id == "wall_time_s" {
+            return self.wall_time_s.map(MetricStats::single);
+        }
+        self.user_metrics.get(id).map(|v| MetricStats::single(*v))
+    }
+}
+
+/// Statistics and features of a trace's steady window. User metrics need
+/// gate.toml: `RunInput::new` adds them.
+pub fn summarize(trace: &Trace) -> RunSummary {
+    let steady = steady_window(trace);
+    let mut run = statistics(trace, &steady);
+    run.features = crate::diagnose::features::compute(trace, &steady);
+    run
+}
+
+/// The statistics of every column over the `steady` samples.
+fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
+    let mut gpus = Vec::with_capacity(trace.gpu_count());
+    let mut gpu_aggregate = BTreeMap::new();
+    for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
+        let mut metrics = BTreeMap::new();
+        for (col, id) in trace.header.gpu_columns.iter().enumerate() {
+            let series = steady.iter().map(|&i| trace.gpu_value(i, slot, col) as f64);
+            if let Some(s) = MetricStats::from_series(series) {
+                metrics.insert(id.clone(), s);
+            }
+        }
+        gpus.push(GpuSummary {
+            index: info.index,
+            uuid: info.uuid.clone(),
+            name: info.name.clone(),
+            metrics,
+        });
+    }
+    for (col, id) in trace.header.gpu_columns.iter().enumerate() {
+        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, col));
+        if let Some(s) = MetricStats::from_series(series) {
+            gpu_aggregate.insert(id.clone(), s);
+        }
+    }
+    let mut host = BTreeMap::new();
+    for (col, id) in trace.header.host_columns.iter().enumerate() {
+        let series = steady.iter().map(|&i| trace.host_value(i, col) as f64);
+        if let Some(s) = MetricStats::from_series(series) {
+            host.insert(id.clone(), s);
+        }
+    }
+    RunSummary {
+        source: trace.path.display().to_string(),
+        steady_start_ms: steady.first().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
+        steady_end_ms: steady.last().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
+        total_samples: trace.sample_count(),
+        steady_samples: steady.len(),
+        gpus,
+        gpu_aggregate,
+        host,
+        wall_time_s: trace.end.as_ref().and_then(|e| e.target_wall_s),
+        exit_code: trace.exit_code(),
+        truncated: trace.truncated,
+        user_metrics: BTreeMap::new(),
+        features: BTreeMap::new(),
+    }
+}
 
 /// Steady-window series of one column of one trace (NaN = missing, kept so
 /// batch means see the real time structure; `from_series` skips NaN).
@@ -23,7 +160,7 @@ pub enum Column<'a> {
 }
 
 pub fn steady_series(trace: &Trace, column: &Column) -> Vec<f64> {
-    let steady = (0..trace.sample_count()).filter(|&i| !trace.warmup[i]);
+    let steady = steady_window(trace).into_iter();
     match *column {
         Column::Gpu { slot, id } => match trace.gpu_column(id) {
             Some(col) if slot < trace.gpu_count() => steady
@@ -42,20 +179,85 @@ pub fn steady_series(trace: &Trace, column: &Column) -> Vec<f64> {
     }
 }
 
+/// One user metric of one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserMetricValue {
+    pub value: f64,
+    /// Matching lines.
+    pub lines: usize,
+    /// 95 % half-width over the lines (batch means), when there are enough.
+    pub ci95: Option<f64>,
+}
+
+/// Values of each user metric in one trace: every match of its regex,
+/// then the configured aggregate. Unparsable captures are skipped.
+pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, UserMetricValue> {
+    let mut out = BTreeMap::new();
+    for (name, re) in &config.user_regexes {
+        let def = &config.file.user_metrics[name.as_str()];
+        let mut values = Vec::new();
+        let mut scan = |line: &str| {
+            if let Some(v) = re
+                .captures(line)
+                .and_then(|c| c.get(1))
+                .and_then(|m| m.as_str().trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+            {
+                values.push(v);
+            }
+        };
+        match def.source {
+            UserSource::Stdout => trace.output.iter().for_each(|o| scan(&o.line)),
+            UserSource::MetricsFile => {
+                if let Some(text) = trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
+                    text.lines().for_each(&mut scan);
+                }
+            }
+        }
+        if values.is_empty() {
+            continue;
+        }
+        let value = match def.aggregate {
+            Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
+            Aggregate::Median => {
+                let mut s = values.clone();
+                s.sort_by(|a, b| a.total_cmp(b));
+                crate::stats::percentile_sorted(&s, 50.0)
+            }
+            Aggregate::Last => *values.last().unwrap_or(&f64::NAN),
+        };
+        // Lines within a run are autocorrelated like samples: batch means.
+        let ci95 = match def.aggregate {
+            Aggregate::Last => None,
+            _ => crate::stats::batch_means_ci95(&values),
+        };
+        out.insert(
+            name.clone(),
+            UserMetricValue {
+                value,
+                lines: values.len(),
+                ci95,
+            },
+        );
+    }
+    out
+}
+
 /// One measured run (or node) with what the commands derived from it.
 pub struct RunInput<'a> {
     pub trace: &'a Trace,
-    /// `stats::summarize` plus user metrics and features.
+    /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
 }
 
 impl<'a> RunInput<'a> {
-    /// The single place a run is summarised before it is judged or stored:
-    /// statistics, diagnosis features and the user metrics of `config`.
+    /// The single place a run is summarised before it is judged, stored or
+    /// reported: statistics, diagnosis features and the user metrics of
+    /// `config`.
     pub fn new(trace: &'a Trace, config: &Config) -> RunInput<'a> {
-        let mut summary = crate::diagnose::run_summary(trace);
-        let user = config.user_metric_values(trace);
+        let mut summary = summarize(trace);
+        let user = user_metric_values(config, trace);
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         RunInput {
             trace,

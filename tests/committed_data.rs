@@ -75,7 +75,7 @@ fn the_healthy_runs_read_as_healthy() {
     for run in 1..=3 {
         let path = data_dir().join(format!("synthetic-healthy-{run}.jsonl"));
         let t = gpugate::trace::Trace::load(&path).unwrap();
-        let sm = gpugate::stats::summarize(&t)
+        let sm = gpugate::summary::summarize(&t)
             .metric("sm_active_pct")
             .expect("sm_active_pct");
         assert!(

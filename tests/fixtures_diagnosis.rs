@@ -3,8 +3,8 @@
 //! suspect must be its own rule; healthy runs get no high-severity suspect.
 
 use assert_cmd::Command;
-use gpugate::diagnose::run_summary;
 use gpugate::diagnose::{RuleSet, Severity};
+use gpugate::summary::summarize;
 use gpugate::trace::Trace;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ fn fixtures() -> Option<PathBuf> {
 
 fn suspects(dir: &Path, name: &str) -> Vec<gpugate::diagnose::Finding> {
     let trace = Trace::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    RuleSet::builtin().diagnose(&run_summary(&trace))
+    RuleSet::builtin().diagnose(&summarize(&trace))
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn healthy_runs_have_no_high_severity_suspect() {
 #[test]
 fn healthy_to_fp32_change_is_explained_as_tensor_cores() {
     let Some(dir) = fixtures() else { return };
-    let load = |n: &str| run_summary(&Trace::load(&dir.join(n)).unwrap());
+    let load = |n: &str| summarize(&Trace::load(&dir.join(n)).unwrap());
     let f =
         RuleSet::builtin().explain_change(&load("healthy-1.jsonl"), &load("fp32-no-tf32.jsonl"));
     assert_eq!(

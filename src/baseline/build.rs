@@ -5,11 +5,11 @@ use super::{
     gpu_key, Baseline, BaselineMetric, CaptureSettings, Environment, GpuBaseline, RunStat,
     SourceRun, SCHEMA_VERSION,
 };
-use crate::config::{Config, UserMetricValue};
+use crate::config::Config;
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
 use crate::stats::MetricStats;
-use crate::summary::{steady_series, Column, RunInput};
+use crate::summary::{steady_series, Column, RunInput, UserMetricValue};
 use crate::trace::Header;
 use std::collections::BTreeMap;
 

@@ -1,7 +1,8 @@
 //! Time-window features of a run: what percentiles cannot say (how often the
 //! GPU sits idle, whether the idle gaps are periodic, which GPU lags, how much
 //! of the machine's CPU is someone else's). Keys are "metric.feature"; the
-//! caller stores them in `RunSummary::features` and rules read them by name.
+//! run summary (`summary::summarize`) stores them in `RunSummary::features`
+//! and rules read them by name.
 //!
 //! All features use the steady window (warm-up excluded). A feature that
 //! cannot be computed (metric not recorded, too few samples, a constant
@@ -55,19 +56,17 @@ pub const TARGET_CPU_BUSY_PCT: f64 = 80.0;
 const MIN_STDEV_FOR_PERIOD: f64 = 2.0;
 const MIN_SAMPLES_FOR_PERIOD: usize = 20;
 
-/// Compute all features of `trace`'s steady window.
-pub fn compute(trace: &Trace) -> BTreeMap<String, f64> {
+/// Compute all features of `trace` over its steady window (`steady`: the
+/// sample indices `summary::steady_window` gives).
+pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    let steady: Vec<usize> = (0..trace.sample_count())
-        .filter(|&i| !trace.warmup[i])
-        .collect();
-    let interval_s = sample_interval_s(trace, &steady);
+    let interval_s = sample_interval_s(trace, steady);
     let steady_s = steady.len() as f64 * interval_s;
 
-    let busy = aggregate_series(trace, &steady, "gpu_busy_pct");
-    let sm = aggregate_series(trace, &steady, "sm_active_pct");
-    let target_cpu = host_series(trace, &steady, "target_cpu_pct");
-    let host_cpu = host_series(trace, &steady, "host_cpu_busy_pct");
+    let busy = aggregate_series(trace, steady, "gpu_busy_pct");
+    let sm = aggregate_series(trace, steady, "sm_active_pct");
+    let target_cpu = host_series(trace, steady, "target_cpu_pct");
+    let host_cpu = host_series(trace, steady, "host_cpu_busy_pct");
 
     if let Some(busy) = &busy {
         busy_features(busy, interval_s, steady_s, &mut out);
@@ -92,7 +91,7 @@ pub fn compute(trace: &Trace) -> BTreeMap<String, f64> {
     }
 
     for metric in ["gpu_busy_pct", "sm_active_pct", "tensor_pct"] {
-        let means = per_gpu_means(trace, &steady, metric);
+        let means = per_gpu_means(trace, steady, metric);
         if means.len() >= 2 {
             let (lo_gpu, lo) = means
                 .iter()
@@ -361,6 +360,11 @@ fn mean_finite(v: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::synthetic::{self, Signature};
+
+    /// Features over the trace's own steady window.
+    fn compute(trace: &Trace) -> BTreeMap<String, f64> {
+        super::compute(trace, &crate::summary::steady_window(trace))
+    }
 
     #[test]
     fn periodicity_finds_a_square_wave_and_not_noise() {

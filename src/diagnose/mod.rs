@@ -39,14 +39,6 @@ pub enum Severity {
     High,
 }
 
-/// A run's statistics plus the time-window features the rules read: what
-/// every consumer (check, capture, diff, report) summarises a trace with.
-pub fn run_summary(trace: &crate::trace::Trace) -> crate::stats::RunSummary {
-    let mut run = crate::stats::summarize(trace);
-    run.features = features::compute(trace);
-    run
-}
-
 /// One fired rule with the numbers that made it fire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

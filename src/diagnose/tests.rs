@@ -2,14 +2,12 @@
 //! built-in rule fires on its own signature and stays silent on a healthy run.
 
 use super::*;
-use crate::stats::{summarize, RunSummary};
+use crate::summary::{summarize, RunSummary};
 use crate::synthetic::{self, Signature};
 
+/// Statistics and features of a synthetic run (no user metrics).
 fn run_of(sig: &Signature, ngpu: usize) -> RunSummary {
-    let trace = synthetic::trace(sig, ngpu);
-    let mut run = summarize(&trace);
-    run.features = features::compute(&trace);
-    run
+    summarize(&synthetic::trace(sig, ngpu))
 }
 
 fn names(f: &[Finding]) -> Vec<&str> {

@@ -12,7 +12,8 @@ pub mod text;
 use crate::diagnose::panorama::{self, Panorama};
 use crate::diagnose::{Finding, RuleSet, Severity};
 use crate::metrics;
-use crate::stats::{MetricStats, RunSummary};
+use crate::stats::MetricStats;
+use crate::summary::RunSummary;
 use crate::trace::Trace;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -85,7 +86,7 @@ pub struct RunReport {
 impl RunReport {
     /// Report of `trace` summarised without user metrics.
     pub fn build(trace: &Trace, rules: &RuleSet, slice_ms: f64) -> RunReport {
-        Self::build_with(trace, rules, slice_ms, crate::diagnose::run_summary(trace))
+        Self::build_with(trace, rules, slice_ms, crate::summary::summarize(trace))
     }
 
     /// Report of `trace` from its summary `run` (`RunInput::new` fills in
