@@ -88,9 +88,13 @@ impl RunSummary {
 /// Statistics and features of a trace's steady window. User metrics need
 /// gate.toml: `RunInput::new` adds them.
 pub fn summarize(trace: &Trace) -> RunSummary {
-    let steady = steady_window(trace);
-    let mut run = statistics(trace, &steady);
-    run.features = crate::diagnose::features::compute(trace, &steady);
+    summarize_window(trace, &steady_window(trace))
+}
+
+/// `summarize` over a steady window already computed.
+fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
+    let mut run = statistics(trace, steady);
+    run.features = crate::diagnose::features::compute(trace, steady);
     run
 }
 
@@ -159,8 +163,8 @@ pub enum Column<'a> {
     },
 }
 
-pub fn steady_series(trace: &Trace, column: &Column) -> Vec<f64> {
-    let steady = steady_window(trace).into_iter();
+pub fn steady_series(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
+    let steady = steady.iter().copied();
     match *column {
         Column::Gpu { slot, id } => match trace.gpu_column(id) {
             Some(col) if slot < trace.gpu_count() => steady
@@ -246,6 +250,8 @@ pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, Us
 /// One measured run (or node) with what the commands derived from it.
 pub struct RunInput<'a> {
     pub trace: &'a Trace,
+    /// The steady window (`steady_window`), computed once.
+    pub steady: Vec<usize>,
     /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
@@ -256,11 +262,13 @@ impl<'a> RunInput<'a> {
     /// reported: statistics, diagnosis features and the user metrics of
     /// `config`.
     pub fn new(trace: &'a Trace, config: &Config) -> RunInput<'a> {
-        let mut summary = summarize(trace);
+        let steady = steady_window(trace);
+        let mut summary = summarize_window(trace, &steady);
         let user = user_metric_values(config, trace);
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         RunInput {
             trace,
+            steady,
             summary,
             user,
         }

@@ -107,7 +107,7 @@ impl Runs<'_, '_> {
         for group in &self.groups {
             let mut series = Vec::new();
             for r in group {
-                series.extend(steady_series(r.trace, column));
+                series.extend(steady_series(r.trace, &r.steady, column));
             }
             if let Some(s) = MetricStats::from_series(series.iter().copied()) {
                 runs.push(RunStat::from_stats(&s, statistic));
