@@ -102,7 +102,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
 
     let meta = BuildMeta {
         created: crate::format::now_rfc3339(),
-        commit: detect_commit(args.commit.as_deref()),
+        commit: super::detect_commit(args.commit.as_deref()),
         tags: args.measure.tags.iter().cloned().collect(),
     };
     let b = baseline::build(&args.baseline, &inputs, &config, args.multi_node, &meta)?;
@@ -216,30 +216,4 @@ fn terminal_lines(text: &str) -> String {
     text.lines()
         .map(|l| crate::escape::terminal(l) + "\n")
         .collect()
-}
-
-/// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else
-/// `git rev-parse HEAD` when the current directory is in a repository.
-pub fn detect_commit(flag: Option<&str>) -> Option<String> {
-    let clean = |s: String| {
-        let s = s.trim().to_string();
-        (!s.is_empty()).then_some(s)
-    };
-    if let Some(c) = flag.and_then(|f| clean(f.to_string())) {
-        return Some(c);
-    }
-    for var in ["CI_COMMIT_SHA", "GITHUB_SHA"] {
-        if let Some(c) = std::env::var(var).ok().and_then(clean) {
-            return Some(c);
-        }
-    }
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    String::from_utf8(out.stdout).ok().and_then(clean)
 }

@@ -4,21 +4,15 @@
 //! with `--baseline-ref` (`git_show`), so a change cannot loosen its own gate.
 
 use super::measure::{self, MeasureArgs};
+use super::Format;
 use crate::baseline::{self, Baseline};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{self, CheckReport};
 use crate::report::check::{self as report, Reporter};
 use crate::summary::RunInput;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Format {
-    #[default]
-    Text,
-    Json,
-}
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {

@@ -3,7 +3,7 @@
 //! and the unified diff of their TOML text (what a reviewer sees in a merge
 //! request when a baseline is refreshed). Informational: exit 0.
 
-use super::check::Format;
+use super::Format;
 use crate::baseline::{self, Baseline, BuildMeta};
 use crate::config::Config;
 use crate::error::GateError;

@@ -13,7 +13,7 @@
 //! or `[history] required = true` (then exit 3, an infrastructure problem).
 //! A malformed location is a configuration error (exit 2) either way.
 
-use super::check::Format;
+use super::Format;
 use crate::baseline::{Baseline, Environment};
 use crate::config::Config;
 use crate::error::GateError;
@@ -245,7 +245,7 @@ pub fn after_check(
         return Ok(());
     };
     let drift_cfg = cfg.map(|c| c.drift.clone()).unwrap_or_default();
-    let prov = provenance(args, traces, cli_tags, super::capture::detect_commit(None));
+    let prov = provenance(args, traces, cli_tags, super::detect_commit(None));
     let mut run = record::from_check(report, baseline, prov);
     let outcome = (|| -> Result<i64, HistoryError> {
         let mut store = history::open(&location, true)?;

@@ -41,3 +41,40 @@ impl ColorArgs {
         })
     }
 }
+
+// Shared by several subcommands (kept here, not in one of them, so that
+// subcommands never import each other).
+
+/// `--format` of check, diff and history: what goes to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else
+/// `git rev-parse HEAD` when the current directory is in a repository.
+pub fn detect_commit(flag: Option<&str>) -> Option<String> {
+    let clean = |s: String| {
+        let s = s.trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    if let Some(c) = flag.and_then(|f| clean(f.to_string())) {
+        return Some(c);
+    }
+    for var in ["CI_COMMIT_SHA", "GITHUB_SHA"] {
+        if let Some(c) = std::env::var(var).ok().and_then(clean) {
+            return Some(c);
+        }
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok().and_then(clean)
+}
