@@ -131,7 +131,7 @@ use Statistic::*;
 
 /// Per-GPU metrics, in trace column order.
 pub const GPU_METRICS: &[MetricDef] = &[
-    m("gpu_busy_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "NVML utilization.gpu", "Time some kernel was resident (busy, not useful work)"),
+    m("gpu_busy_pct", "%", HigherIsBetter, Gpu, true, Mean, 1.0, "NVML utilization.gpu", "Time some kernel was resident (busy, not useful work)"),
     m("mem_busy_pct", "%", Neutral, Gpu, false, Mean, 5.0, "NVML utilization.memory", "Time the memory controller was reading or writing (coarse)"),
     m("sm_clock_mhz", "MHz", HigherIsBetter, Gpu, false, Mean, 50.0, "NVML clock SM", "SM clock"),
     m("mem_clock_mhz", "MHz", Neutral, Gpu, false, Mean, 50.0, "NVML clock MEM", "Memory clock"),
@@ -149,10 +149,10 @@ pub const GPU_METRICS: &[MetricDef] = &[
     m("target_sm_share_pct", "%", HigherIsBetter, Gpu, false, Mean, 10.0, "NVML process utilization", "SM utilization attributed to the target tree"),
     m("other_sm_share_pct", "%", LowerIsBetter, Gpu, true, Mean, 10.0, "NVML process utilization", "SM utilization attributed to processes outside the target tree"),
     m("graphics_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 1 graphics util", "Time any graphics or compute engine was active"),
-    m("sm_active_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "GPM 2 SM util", "Time SMs had a warp resident, averaged over SMs"),
+    m("sm_active_pct", "%", HigherIsBetter, Gpu, true, Mean, 1.0, "GPM 2 SM util", "Time SMs had a warp resident, averaged over SMs"),
     m("sm_occupancy_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 3 SM occupancy", "Resident warps over the maximum, averaged over SMs"),
     m("integer_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 4 integer util", "Integer pipe activity"),
-    m("tensor_pct", "%", HigherIsBetter, Gpu, true, Mean, 5.0, "GPM 5 any tensor util", "Tensor-core activity (any precision)"),
+    m("tensor_pct", "%", HigherIsBetter, Gpu, true, Mean, 1.0, "GPM 5 any tensor util", "Tensor-core activity (any precision)"),
     m("dfma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 6 DFMA tensor util", "FP64 tensor-core activity"),
     m("hmma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 7 HMMA tensor util", "FP16/BF16 tensor-core activity"),
     m("imma_tensor_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 9 IMMA tensor util", "Integer tensor-core activity"),
@@ -321,6 +321,12 @@ pub fn find(id: &str) -> Option<&'static MetricDef> {
         .chain(HOST_METRICS.iter())
         .chain(std::iter::once(&WALL_TIME))
         .find(|d| d.id == id)
+}
+
+/// A GPM metric (Hopper+ GPU performance monitoring): read in pairs every
+/// `--gpm-interval`, missing between readings, subject to the glitch rule.
+pub fn is_gpm(id: &str) -> bool {
+    find(id).is_some_and(|d| d.source.starts_with("GPM"))
 }
 
 pub fn all() -> impl Iterator<Item = &'static MetricDef> {

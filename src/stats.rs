@@ -51,7 +51,7 @@ impl MetricStats {
         } else {
             0.0
         };
-        let mean_ci95 = batch_means_ci95(&series);
+        let mean_ci95 = mean_ci95(&series);
         let mut sorted = series;
         sorted.sort_by(|a, b| a.total_cmp(b));
         Some(MetricStats {
@@ -131,6 +131,49 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 const MIN_BATCH_LEN: usize = 10;
 /// Fewer batches than this give no interval (t-quantiles explode).
 const MIN_BATCHES: usize = 4;
+
+/// Fewest values for the AR(1) interval of a short series.
+const MIN_AR1_LEN: usize = 8;
+/// Lag-1 autocorrelation is clamped to this: closer to 1 the effective
+/// sample size of a short series is not estimable.
+const MAX_AR1_RHO: f64 = 0.9;
+
+/// 95 % half-width of the mean of an autocorrelated series: batch means
+/// when the series is long enough for at least four batches of ten, else
+/// the AR(1) effective-sample-size interval (`ar1_ci95`). GPM metrics read
+/// every 500 ms give only ~40 values in a 20 s window, too few for batch
+/// means; their interval used to be missing, which left them with no noise
+/// estimate at all.
+pub fn mean_ci95(series: &[f64]) -> Option<f64> {
+    batch_means_ci95(series).or_else(|| ar1_ci95(series))
+}
+
+/// 95 % half-width of the mean of a short autocorrelated series, from the
+/// AR(1) variance inflation: with lag-1 autocorrelation `r`, the effective
+/// sample size is `n (1 - r) / (1 + r)` (Wilks, *Statistical Methods in the
+/// Atmospheric Sciences*, 3rd ed., section 5.2.4; Bretherton et al. 1999).
+/// `r` is clamped to [0, 0.9]: a negative estimate from few values is noise,
+/// and near 1 the series says nothing about its own mean. None for fewer
+/// than 8 values.
+pub fn ar1_ci95(series: &[f64]) -> Option<f64> {
+    let n = series.len();
+    if n < MIN_AR1_LEN {
+        return None;
+    }
+    let mean = series.iter().sum::<f64>() / n as f64;
+    let ss: f64 = series.iter().map(|v| (v - mean).powi(2)).sum();
+    if ss == 0.0 {
+        return Some(0.0);
+    }
+    let lag1: f64 = series
+        .windows(2)
+        .map(|w| (w[0] - mean) * (w[1] - mean))
+        .sum();
+    let r = (lag1 / ss).clamp(0.0, MAX_AR1_RHO);
+    let n_eff = (n as f64 * (1.0 - r) / (1.0 + r)).max(2.0);
+    let var = ss / (n - 1) as f64;
+    Some(student_t_975(n_eff.floor() as usize - 1) * (var / n_eff).sqrt())
+}
 
 /// 95 % half-width of the mean of an autocorrelated series (batch means).
 pub fn batch_means_ci95(series: &[f64]) -> Option<f64> {

@@ -11,11 +11,12 @@ use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The steady window: indices of the samples not marked warm-up (the
-/// recorder marks them: `--warmup`, `--warmup-until`).
+/// The steady window: indices of the samples after warm-up (the recorder
+/// marks it: `--warmup`, `--warmup-until`) and before teardown (the idle
+/// tail after the last step, `validity::teardown_samples`).
 pub fn steady_window(trace: &Trace) -> Vec<usize> {
     (0..trace.sample_count())
-        .filter(|&i| !trace.warmup[i])
+        .filter(|&i| trace.is_steady(i))
         .collect()
 }
 
@@ -233,7 +234,7 @@ pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, Us
         // Lines within a run are autocorrelated like samples: batch means.
         let ci95 = match def.aggregate {
             Aggregate::Last => None,
-            _ => crate::stats::batch_means_ci95(&values),
+            _ => crate::stats::mean_ci95(&values),
         };
         out.insert(
             name.clone(),

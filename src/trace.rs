@@ -244,6 +244,9 @@ pub struct Trace {
     pub end: Option<EndRecord>,
     /// The file ended without an `end` record, or with a cut-off last line.
     pub truncated: bool,
+    /// Trailing samples that are process teardown, not steady state
+    /// (`validity::teardown_samples`); excluded like warm-up.
+    pub teardown: usize,
 }
 
 impl Trace {
@@ -265,6 +268,12 @@ impl Trace {
 
     /// Value of GPU column `col` on GPU slot `gpu` (position in the header's
     /// GPU list) at sample `i`; NaN when missing.
+    /// Whether sample `i` belongs to the steady window: after warm-up and
+    /// before teardown. Every statistic, feature and baseline uses this.
+    pub fn is_steady(&self, i: usize) -> bool {
+        !self.warmup[i] && i + self.teardown < self.sample_count()
+    }
+
     pub fn gpu_value(&self, i: usize, gpu: usize, col: usize) -> f32 {
         let ncols = self.header.gpu_columns.len();
         self.gpu_values[(i * self.gpu_count() + gpu) * ncols + col]
@@ -457,6 +466,7 @@ impl Trace {
             trace.truncated = true;
         }
         trace.keep_target_gpus();
+        crate::validity::apply(&mut trace);
         Ok(trace)
     }
 

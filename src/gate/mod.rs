@@ -2,32 +2,11 @@
 //! whole? Owns the decision rule, the run-level checks (crash, environment,
 //! too little data) and the `CheckReport` every reporter renders.
 //!
-//! # The decision rule (also in docs/gating.md)
-//!
-//! For a metric with baseline value `b` and new value `x` of its statistic
-//! (mean, p95, ...), let `worse` be the change in the bad direction
-//! (`b - x` when higher is better, `x - b` when lower is better).
-//!
-//! - **tolerance** `tol = max(relative * |b|, absolute)`: a change must
-//!   exceed both the relative threshold and the absolute one (a 10 % rise of
-//!   a 0.3 % throttle share is not news).
-//! - **noise** `noise = max(2 * sd_runs, ci_base + ci_new)` where `sd_runs`
-//!   is the standard deviation of the statistic across the baseline's runs
-//!   (run-to-run noise: process start, clocks, data order; needs >= 2 runs)
-//!   and `ci_*` are 95 % half-widths of each side's mean from batch means
-//!   (`stats::batch_means_ci95`; for several runs `sqrt(sum ci_i^2) / k`).
-//!   Samples 100 ms apart are autocorrelated, so they are never treated as
-//!   independent draws: `stdev / sqrt(n)` would call every wobble
-//!   significant. For percentile statistics the mean's interval is used as
-//!   the scale of within-run noise (an approximation, stated as such).
-//!   Adding the two half-widths (instead of combining them in quadrature)
-//!   is deliberately conservative, in the spirit of criterion.rs: a change
-//!   counts only when the whole interval clears the noise.
-//! - `worse > tol` and `worse > noise`: **regression**.
-//!   `worse > tol` but `worse <= noise`: **inconclusive** (reported, does
-//!   not fail: rerun or capture the baseline with more `--runs`).
-//!   `-worse > tol` and `-worse > noise`: **improvement**. Otherwise **pass**.
-//! - Neutral or disabled metrics are reported as **info**, never judged.
+//! The decision rule for one metric (practical floor, noise band, and what
+//! happens without a noise estimate) is `decide`; docs/gating.md has the
+//! evidence behind its defaults. This module resolves each metric's policy
+//! once per check, collects both sides' observations, judges every metric and
+//! assembles the run verdict.
 //!
 //! # Run-level verdict and exit code
 //!
@@ -47,6 +26,10 @@ use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;
 use crate::summary::RunInput;
 use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub mod decide;
+pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Verdict, Why};
 
 /// Version of the JSON report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -55,34 +38,6 @@ pub const REPORT_SCHEMA_VERSION: u32 = 1;
 /// 100 ms is 2 s, less than two batch-means batches, too little to tell a
 /// regression from a pause.
 pub const MIN_STEADY_SAMPLES: usize = 20;
-
-/// Per-metric verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    Regression,
-    Improvement,
-    /// Beyond the threshold but within the measured noise.
-    Inconclusive,
-    /// Gated, but absent from the baseline or the new run.
-    Missing,
-    /// Not gated (neutral or disabled): reported for context.
-    Info,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Regression => "regression",
-            Verdict::Improvement => "improvement",
-            Verdict::Inconclusive => "inconclusive",
-            Verdict::Missing => "missing",
-            Verdict::Info => "info",
-        }
-    }
-}
 
 /// Verdict of the whole run; decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -115,46 +70,14 @@ impl RunVerdict {
     }
 }
 
-/// One side's value of a metric statistic, with its uncertainty.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    /// Mean over runs of each run's statistic.
-    pub value: f64,
-    /// 95 % half-width of `value` from within-run batch means, when known.
-    pub ci95: Option<f64>,
-    /// Each run's statistic.
-    pub runs: Vec<f64>,
+/// The baseline's observation of `statistic`: each run's value and interval
+/// (the pooled statistic, without interval, for a baseline without runs).
+pub fn baseline_observation(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
+    Observation::from_baseline(m, statistic)
 }
 
 impl Observation {
-    /// Combine per-run `(statistic, ci95)` pairs: the mean of the values and
-    /// the half-width of a mean of independent estimates,
-    /// `sqrt(sum ci_i^2) / k` (None when any run has none).
-    pub fn from_runs(per_run: &[(f64, Option<f64>)]) -> Option<Observation> {
-        let vals: Vec<(f64, Option<f64>)> = per_run
-            .iter()
-            .copied()
-            .filter(|(v, _)| v.is_finite())
-            .collect();
-        if vals.is_empty() {
-            return None;
-        }
-        let k = vals.len() as f64;
-        let value = vals.iter().map(|v| v.0).sum::<f64>() / k;
-        let ci95 = vals
-            .iter()
-            .map(|v| v.1.map(|c| c * c))
-            .sum::<Option<f64>>()
-            .map(|s| s.sqrt() / k);
-        Some(Observation {
-            value,
-            ci95,
-            runs: vals.iter().map(|v| v.0).collect(),
-        })
-    }
-
-    /// The baseline's observation of `statistic` from its per-run summaries
-    /// (pooled statistic without interval when it has none).
+    /// See `baseline_observation`.
     pub fn from_baseline(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
         if m.runs.is_empty() {
             let v = m.get_named(statistic.as_str())?;
@@ -163,101 +86,6 @@ impl Observation {
         let per_run: Vec<(f64, Option<f64>)> =
             m.runs.iter().map(|r| (r.get(statistic), r.ci95)).collect();
         Observation::from_runs(&per_run)
-    }
-
-    /// Standard deviation of the per-run values (None with fewer than 2).
-    pub fn run_stdev(&self) -> Option<f64> {
-        let k = self.runs.len();
-        if k < 2 {
-            return None;
-        }
-        let mean = self.runs.iter().sum::<f64>() / k as f64;
-        Some((self.runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt())
-    }
-}
-
-/// Outcome of comparing one metric.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Judgement {
-    pub verdict: Verdict,
-    /// Effective tolerance in the metric's unit: max(relative*|b|, absolute).
-    pub tolerance: f64,
-    /// Noise band in the metric's unit.
-    pub noise: f64,
-    pub reason: String,
-}
-
-/// The decision rule of the module doc, for one metric.
-pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgement {
-    let b = base.value;
-    let x = new.value;
-    let tolerance = (policy.relative * b.abs()).max(policy.absolute);
-    let run_noise = base.run_stdev().map(|s| 2.0 * s).unwrap_or(0.0);
-    let ci_noise = base.ci95.unwrap_or(0.0) + new.ci95.unwrap_or(0.0);
-    let noise = run_noise.max(ci_noise);
-    let worse = match policy.direction {
-        Direction::HigherIsBetter => b - x,
-        Direction::LowerIsBetter => x - b,
-        Direction::Neutral => 0.0,
-    };
-    let unit = &policy.unit;
-    let stat = policy.statistic.as_str();
-    let tol_text = format!(
-        "tolerance {} {unit} (max of {:.0} % of baseline and {} {unit})",
-        format::number(tolerance),
-        policy.relative * 100.0,
-        format::number(policy.absolute)
-    );
-    let noise_text = format!("noise band {} {unit}", format::number(noise));
-    if !policy.gated {
-        return Judgement {
-            verdict: Verdict::Info,
-            tolerance,
-            noise,
-            reason: "not gated (neutral or disabled): reported for context".into(),
-        };
-    }
-    let moved = || {
-        format!(
-            "{stat} {} -> {} {unit} ({}{} {unit})",
-            format::number(b),
-            format::number(x),
-            if x >= b { "+" } else { "" },
-            format::number(x - b)
-        )
-    };
-    let (verdict, reason) = if worse > tolerance && worse > noise {
-        (
-            Verdict::Regression,
-            format!(
-                "{} is worse than the {tol_text} and the {noise_text}",
-                moved()
-            ),
-        )
-    } else if worse > tolerance {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{} exceeds the {tol_text} but not the {noise_text} measured between runs; rerun, or capture the baseline with more --runs",
-                moved()
-            ),
-        )
-    } else if -worse > tolerance && -worse > noise {
-        (
-            Verdict::Improvement,
-            format!(
-                "{} is better by more than the {tol_text} and the {noise_text}; consider refreshing the baseline",
-                moved()
-            ),
-        )
-    } else {
-        (Verdict::Pass, format!("{} within the {tol_text}", moved()))
-    };
-    Judgement {
-        verdict,
-        tolerance,
-        noise,
-        reason,
     }
 }
 
@@ -283,13 +111,27 @@ pub struct MetricResult {
     pub change: Option<f64>,
     /// Relative change in percent (None when the baseline is 0).
     pub change_pct: Option<f64>,
+    /// Relative and absolute floor (fractions of the baseline; the unit).
     pub threshold_rel: f64,
     pub threshold_abs: f64,
-    /// Effective tolerance in the unit (max of both thresholds).
+    /// The user set them (gate.toml, `--threshold`); else evidence defaults.
+    pub threshold_explicit: bool,
+    /// The practical floor in the unit: max(relative * |baseline|, absolute).
     pub tolerance: Option<f64>,
+    /// The noise band (95 % half-width of the change) in the unit, when
+    /// estimable.
     pub noise: Option<f64>,
+    /// Where the noise band came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_source: Option<NoiseSource>,
+    /// The change in the bad direction, in noise bands (> 1 clears the noise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub z: Option<f64>,
+    /// Runs behind each side (the nodes of a multi-node run count as one).
+    pub baseline_runs: usize,
+    pub new_runs: usize,
     pub verdict: Verdict,
-    pub reason: String,
+    pub why: Why,
 }
 
 impl MetricResult {
@@ -511,29 +353,76 @@ fn observe(
         let max = per.iter().map(|p| p.0).fold(f64::NAN, f64::max);
         return Observation::from_runs(&[(max, None)]);
     }
-    Observation::from_runs(&per)
+    let o = Observation::from_runs(&per)?;
+    // The nodes of one run are not repeats: their spread is not noise.
+    Some(if nodes { o.nodes() } else { o })
 }
 
-fn policy_for(id: &str, input: &CheckInput) -> Policy {
-    if let Some(p) = input.config.policy(id, input.cli_threshold) {
-        return p;
+/// Every metric's effective policy, resolved once per check from the
+/// catalogue, `gate.toml` and `--threshold` (the same for every GPU, node
+/// and run), plus what the baseline says it gated at capture time.
+pub struct Policies {
+    by_id: BTreeMap<String, Policy>,
+    /// Where the baseline's recorded statistic or gating differs from the
+    /// policy judged now, one entry per metric: (id, baseline's, now).
+    pub drifted: Vec<(String, String, String)>,
+}
+
+impl Policies {
+    pub fn resolve<'i>(
+        ids: impl IntoIterator<Item = &'i String>,
+        config: &Config,
+        cli_threshold: Option<f64>,
+        baseline: &Baseline,
+    ) -> Policies {
+        let mut by_id = BTreeMap::new();
+        let mut drifted = Vec::new();
+        for id in ids {
+            let p = config
+                .policy(id, cli_threshold)
+                .unwrap_or_else(|| unknown_column(id, baseline));
+            // gate.toml (from the target branch) is authoritative; a baseline
+            // captured under another policy is judged by today's, and says so.
+            if let Some(m) = baseline.metrics.get(id) {
+                if m.statistic != p.statistic {
+                    drifted.push((
+                        id.clone(),
+                        format!("statistic {}", m.statistic.as_str()),
+                        format!("statistic {}", p.statistic.as_str()),
+                    ));
+                }
+                if m.gated != p.gated {
+                    let word = |g: bool| if g { "gated" } else { "not gated" };
+                    drifted.push((id.clone(), word(m.gated).into(), word(p.gated).into()));
+                }
+            }
+            by_id.insert(id.clone(), p);
+        }
+        Policies { by_id, drifted }
     }
-    // A column this gate's catalogue does not know: report, never gate.
-    let unit = input
-        .baseline
-        .metrics
-        .get(id)
-        .map(|m| m.unit.clone())
-        .unwrap_or_default();
+
+    pub fn get(&self, id: &str) -> &Policy {
+        &self.by_id[id]
+    }
+}
+
+/// A column this gate's catalogue does not know (a newer recorder): report,
+/// never gate.
+fn unknown_column(id: &str, baseline: &Baseline) -> Policy {
     Policy {
         id: id.to_string(),
-        unit,
+        unit: baseline
+            .metrics
+            .get(id)
+            .map(|m| m.unit.clone())
+            .unwrap_or_default(),
         direction: Direction::Neutral,
         statistic: Statistic::Mean,
-        relative: input.config.default_relative(input.cli_threshold),
+        relative: 0.0,
         absolute: 0.0,
         gated: false,
         first_class: false,
+        explicit: false,
     }
 }
 
@@ -544,7 +433,11 @@ fn compare(
     node: Option<usize>,
     gpu: Option<usize>,
 ) -> Option<MetricResult> {
-    let base_obs = base.and_then(|m| Observation::from_baseline(m, policy.statistic));
+    let base_obs = base.and_then(|m| baseline_observation(m, policy.statistic));
+    let runs = |o: &Option<Observation>| {
+        o.as_ref()
+            .map_or(0, |o| if o.repeats { o.runs.len() } else { 1 })
+    };
     let mut r = MetricResult {
         id: policy.id.clone(),
         node,
@@ -560,40 +453,39 @@ fn compare(
         change_pct: None,
         threshold_rel: policy.relative,
         threshold_abs: policy.absolute,
+        threshold_explicit: policy.explicit,
         tolerance: None,
         noise: None,
+        noise_source: None,
+        z: None,
+        baseline_runs: runs(&base_obs),
+        new_runs: runs(&new),
         verdict: Verdict::Info,
-        reason: String::new(),
+        why: Why::NotGated,
     };
     match (&base_obs, &new) {
         (None, None) => return None,
         (Some(b), Some(n)) => {
             let j = judge(policy, b, n);
-            r.change = Some(n.value - b.value);
-            r.change_pct = (b.value != 0.0).then(|| (n.value - b.value) / b.value.abs() * 100.0);
-            r.tolerance = Some(j.tolerance);
-            r.noise = Some(j.noise);
+            r.change = Some(j.delta);
+            r.change_pct = (b.value != 0.0).then(|| j.delta / b.value.abs() * 100.0);
+            r.tolerance = Some(j.floor);
+            r.noise = j.noise.map(|n| n.band);
+            r.noise_source = j.noise.map(|n| n.source);
+            r.z = j.z();
             r.verdict = j.verdict;
-            r.reason = j.reason;
+            r.why = j.why;
         }
         (None, Some(_)) => {
-            if !policy.gated {
-                r.reason = "not in the baseline".into();
-            } else {
+            r.why = Why::NotInBaseline;
+            if policy.gated {
                 r.verdict = Verdict::Missing;
-                r.reason =
-                    "not in the baseline, so not judged; re-capture the baseline to gate it".into();
             }
         }
         (Some(_), None) => {
-            if !policy.gated {
-                r.reason = "not measured in this run".into();
-            } else {
+            r.why = Why::NotMeasured;
+            if policy.gated {
                 r.verdict = Verdict::Missing;
-                r.reason = format!(
-                    "in the baseline but not measured in this run ({} unsupported, GPM unavailable, or the benchmark did not print it)",
-                    policy.id
-                );
             }
         }
     }
@@ -687,6 +579,18 @@ pub fn check(input: &CheckInput) -> CheckReport {
         .iter()
         .map(|d| d.id.to_string())
         .collect();
+    let policies = Policies::resolve(
+        first_class.iter().chain(sampled.iter()),
+        input.config,
+        input.cli_threshold,
+        b,
+    );
+    for (id, then, now) in &policies.drifted {
+        warnings.push(format!(
+            "baseline '{}' recorded {id} as {then}, gate.toml now says {now}: judged by gate.toml; re-capture the baseline to record the new policy",
+            b.name
+        ));
+    }
 
     let all: Vec<&RunInput> = input.runs.iter().collect();
     let mut results: Vec<MetricResult> = Vec::new();
@@ -701,10 +605,10 @@ pub fn check(input: &CheckInput) -> CheckReport {
 
     // Aggregate (over runs, or over the nodes of one run).
     for id in first_class.iter().chain(sampled.iter()) {
-        let p = policy_for(id, input);
+        let p = policies.get(id);
         let kind = kind_of(id, input.config);
         let new = observe(&all, id, kind, None, p.statistic, input.multi_node);
-        if let Some(r) = compare(&p, b.metric(id, None), new, None, None) {
+        if let Some(r) = compare(p, b.metric(id, None), new, None, None) {
             push(r, &mut results);
         }
     }
@@ -721,12 +625,12 @@ pub fn check(input: &CheckInput) -> CheckReport {
         }
         for g in 0..ngpu {
             for id in &gpu_cols {
-                let p = policy_for(id, input);
+                let p = policies.get(id);
                 if !p.gated {
                     continue;
                 }
                 let new = observe(runs, id, Kind::Sampled, Some(g), p.statistic, false);
-                if let Some(r) = compare(&p, b.metric(id, Some(g)), new, node, Some(g)) {
+                if let Some(r) = compare(p, b.metric(id, Some(g)), new, node, Some(g)) {
                     out.push(r);
                 }
             }
@@ -739,13 +643,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
         for (i, r) in input.runs.iter().enumerate() {
             let one = [r];
             for id in first_class.iter().chain(sampled.iter()) {
-                let p = policy_for(id, input);
+                let p = policies.get(id);
                 if !p.gated {
                     continue;
                 }
                 let kind = kind_of(id, input.config);
                 let new = observe(&one, id, kind, None, p.statistic, false);
-                if let Some(m) = compare(&p, b.metric(id, None), new, Some(i), None) {
+                if let Some(m) = compare(p, b.metric(id, None), new, Some(i), None) {
                     results.push(m);
                 }
             }
@@ -816,16 +720,27 @@ pub fn check(input: &CheckInput) -> CheckReport {
             "{missing_base} gated metric(s) are not in the baseline and were not judged; re-capture it"
         ));
     }
-    if counts.inconclusive > 0 {
+    let inconclusive = |why: Why| {
+        results
+            .iter()
+            .filter(|m| m.verdict == Verdict::Inconclusive && m.why == why)
+            .map(|m| m.label())
+            .collect::<Vec<_>>()
+    };
+    let noisy = inconclusive(Why::WithinNoise);
+    if !noisy.is_empty() {
         warnings.push(format!(
-            "{} metric(s) moved beyond the threshold but within the run-to-run noise: {}",
-            counts.inconclusive,
-            results
-                .iter()
-                .filter(|m| m.verdict == Verdict::Inconclusive)
-                .map(|m| m.label())
-                .collect::<Vec<_>>()
-                .join(", ")
+            "{} metric(s) moved beyond the floor but within the noise band: {}; rerun with --confirm N, or capture the baseline with more --runs",
+            noisy.len(),
+            noisy.join(", ")
+        ));
+    }
+    let unknown = inconclusive(Why::NoNoiseEstimate);
+    if !unknown.is_empty() {
+        warnings.push(format!(
+            "{} metric(s) moved beyond the floor but have no noise estimate (measured once per run, one baseline run): {}; capture the baseline with --runs 3, or check with --confirm N",
+            unknown.len(),
+            unknown.join(", ")
         ));
     }
     // A gate that judged nothing must not pass: a baseline cut short (no
@@ -885,103 +800,6 @@ pub fn check(input: &CheckInput) -> CheckReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy(direction: Direction, rel: f64, abs: f64) -> Policy {
-        Policy {
-            id: "sm_active_pct".into(),
-            unit: "%".into(),
-            direction,
-            statistic: Statistic::Mean,
-            relative: rel,
-            absolute: abs,
-            gated: true,
-            first_class: false,
-        }
-    }
-
-    fn obs(runs: &[f64], ci: Option<f64>) -> Observation {
-        let per: Vec<(f64, Option<f64>)> = runs.iter().map(|v| (*v, ci)).collect();
-        Observation::from_runs(&per).unwrap()
-    }
-
-    #[test]
-    fn regression_needs_threshold_and_noise() {
-        let p = policy(Direction::HigherIsBetter, 0.10, 5.0);
-        let base = obs(&[97.0, 96.0, 98.0], Some(0.5));
-        // 97 -> 50: far beyond 9.7 and the noise.
-        let j = judge(&p, &base, &obs(&[50.0], Some(1.0)));
-        assert_eq!(j.verdict, Verdict::Regression, "{}", j.reason);
-        assert!((j.tolerance - 9.7).abs() < 1e-9);
-        // 97 -> 90: inside the 10 % tolerance.
-        assert_eq!(
-            judge(&p, &base, &obs(&[90.0], Some(1.0))).verdict,
-            Verdict::Pass
-        );
-        // Higher is better: going up is an improvement, not a regression.
-        let j = judge(
-            &policy(Direction::HigherIsBetter, 0.1, 0.0),
-            &obs(&[50.0, 50.0], Some(0.1)),
-            &obs(&[80.0], Some(0.1)),
-        );
-        assert_eq!(j.verdict, Verdict::Improvement);
-    }
-
-    #[test]
-    fn beyond_threshold_but_inside_run_to_run_noise_is_inconclusive() {
-        let p = policy(Direction::HigherIsBetter, 0.10, 0.0);
-        // Baseline runs 40, 60, 80: sd 20, band 40. New 45: 15 below 60
-        // (> 6 tolerance) but inside the band.
-        let base = obs(&[40.0, 60.0, 80.0], Some(1.0));
-        let j = judge(&p, &base, &obs(&[45.0], Some(1.0)));
-        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
-        assert!((j.noise - 40.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn single_run_baseline_uses_batch_means_intervals() {
-        let p = policy(Direction::LowerIsBetter, 0.05, 0.0);
-        let base = obs(&[100.0], Some(8.0));
-        // +7 beyond 5 % but within 8 + 2 = 10 of combined half-widths.
-        let j = judge(&p, &base, &obs(&[107.0], Some(2.0)));
-        assert_eq!(j.verdict, Verdict::Inconclusive);
-        assert_eq!(j.noise, 10.0);
-        let j = judge(&p, &base, &obs(&[111.0], Some(2.0)));
-        assert_eq!(j.verdict, Verdict::Regression);
-    }
-
-    #[test]
-    fn absolute_tolerance_guards_near_zero_baselines() {
-        let mut p = policy(Direction::LowerIsBetter, 0.10, 0.5);
-        p.id = "other_processes".into();
-        let base = obs(&[0.0, 0.0], None);
-        assert_eq!(
-            judge(&p, &base, &obs(&[0.2], None)).verdict,
-            Verdict::Pass,
-            "0 -> 0.2 is within the 0.5 absolute tolerance"
-        );
-        assert_eq!(
-            judge(&p, &base, &obs(&[1.0], None)).verdict,
-            Verdict::Regression
-        );
-    }
-
-    #[test]
-    fn ungated_metrics_are_info() {
-        let mut p = policy(Direction::Neutral, 0.1, 0.0);
-        p.gated = false;
-        let j = judge(&p, &obs(&[10.0], None), &obs(&[90.0], None));
-        assert_eq!(j.verdict, Verdict::Info);
-    }
-
-    #[test]
-    fn combining_runs_shrinks_the_interval() {
-        let o = Observation::from_runs(&[(10.0, Some(3.0)), (12.0, Some(4.0))]).unwrap();
-        assert_eq!(o.value, 11.0);
-        assert!((o.ci95.unwrap() - 2.5).abs() < 1e-12);
-        assert!(Observation::from_runs(&[(f64::NAN, None)]).is_none());
-        let one = Observation::from_runs(&[(1.0, None), (2.0, Some(1.0))]).unwrap();
-        assert_eq!(one.ci95, None, "unknown interval stays unknown");
-    }
 
     #[test]
     fn run_verdict_order_and_exit_codes() {

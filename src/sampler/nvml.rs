@@ -799,32 +799,11 @@ impl GpuState {
     }
 }
 
-/// The glitch seen on the H200: every GPM metric 0 and DRAM NaN while NVML
-/// says the GPU is busy. All-zero readings are also rejected when the GPU is
-/// clearly busy (idle PCIe alone reads ~1 MiB/s, never exactly 0).
-pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
-    let finite: Vec<f64> = values.iter().flatten().copied().collect();
-    let all_zero = finite.iter().all(|v| *v == 0.0);
-    let busy = busy_pct.unwrap_or(0.0);
-    all_zero && ((any_nan && busy > 0.0) || busy >= 50.0)
-}
+pub use crate::validity::is_gpm_glitch;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glitch_all_zero_and_nan_while_busy_is_missing_data() {
-        let zeros = vec![Some(0.0); 15];
-        assert!(is_gpm_glitch(&zeros, true, Some(100.0)));
-        assert!(is_gpm_glitch(&zeros, false, Some(100.0)));
-        // An idle GPU really reads zero: that is data.
-        assert!(!is_gpm_glitch(&zeros, false, Some(0.0)));
-        // Pinned H2D: busy 100, SM 0, but PCIe RX high: real.
-        let mut h2d = zeros.clone();
-        h2d[13] = Some(56345.0);
-        assert!(!is_gpm_glitch(&h2d, false, Some(100.0)));
-    }
 
     #[test]
     fn every_gpm_column_is_a_gpu_metric() {

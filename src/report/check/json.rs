@@ -8,7 +8,14 @@ pub struct Json;
 
 impl Reporter for Json {
     fn render(&self, report: &CheckReport) -> String {
-        let mut s = serde_json::to_string_pretty(report).expect("a check report always serializes");
+        let mut v = serde_json::to_value(report).expect("a check report always serializes");
+        // The verdict's sentence beside its machine-readable `why`.
+        if let Some(metrics) = v.get_mut("metrics").and_then(|m| m.as_array_mut()) {
+            for (json, m) in metrics.iter_mut().zip(&report.metrics) {
+                json["reason"] = super::words::metric_reason(m).into();
+            }
+        }
+        let mut s = serde_json::to_string_pretty(&v).expect("a JSON value always serializes");
         s.push('\n');
         s
     }
@@ -25,5 +32,7 @@ mod tests {
         assert_eq!(v["schema_version"], 1);
         assert_eq!(v["verdict"], "regression");
         assert_eq!(v["metrics"][0]["id"], "wall_time_s");
+        assert!(v["metrics"][0]["reason"].as_str().unwrap().contains("->"));
+        assert!(v["metrics"][0]["why"].is_string());
     }
 }

@@ -152,20 +152,20 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
         }
         Verdict::Missing if m.new.is_none() => {
             tally.errors += 1;
-            case.push_str(&outcome("error", "missing", &short, &m.reason));
+            case.push_str(&outcome("error", "missing", &short, &super::words::metric_reason(m)));
         }
         Verdict::Missing | Verdict::Inconclusive => {
             tally.skipped += 1;
             case.push_str(&format!(
                 "      <skipped type=\"{}\" message=\"{}\"/>\n",
                 m.verdict.as_str(),
-                escape::xml_attr(&format!("{short}. {}", m.reason))
+                escape::xml_attr(&format!("{short}. {}", super::words::metric_reason(m)))
             ));
         }
         _ => {
             case.push_str(&format!(
                 "      <system-out>{}</system-out>\n",
-                escape::xml_text(&format!("{short}. {}", m.reason))
+                escape::xml_text(&format!("{short}. {}", super::words::metric_reason(m)))
             ));
         }
     }

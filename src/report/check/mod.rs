@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod openmetrics;
 pub mod pr_comment;
 pub mod terminal;
+pub mod words;
 
 use crate::format::{self, value_with_unit};
 use crate::gate::CheckReport;
@@ -33,7 +34,7 @@ pub fn change_text(m: &crate::gate::MetricResult) -> String {
     }
 }
 
-/// `±9.7 %`: the effective tolerance in the metric's unit.
+/// `±9.7 %`: the practical floor in the metric's unit.
 pub fn tolerance_text(m: &crate::gate::MetricResult) -> String {
     match m.tolerance {
         Some(t) if m.gated => format!("±{}", value_with_unit(Some(t), &m.unit)),
@@ -60,7 +61,7 @@ pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> Stri
         change_text(m),
         tolerance_text(m),
         noise_text(m),
-        m.reason
+        words::metric_reason(m)
     );
     let diag = report.diagnosis_text.clone();
     if !diag.is_empty() {

@@ -209,7 +209,7 @@ fn explanations(r: &CheckReport, out: &mut String) {
             out.push_str(&format!(
                 "  {}: {}\n",
                 escape::terminal(&m.label()),
-                escape::terminal(&m.reason)
+                escape::terminal(&super::words::metric_reason(m))
             ));
         }
     }

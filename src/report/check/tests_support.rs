@@ -17,8 +17,12 @@ fn metric(
         id: id.into(),
         node: None,
         gpu,
+        // A user metric's unit comes from gate.toml: free text, so it carries
+        // the characters that break naive writers into the verdict sentence.
         unit: if id == "wall_time_s" {
             "s".into()
+        } else if id == "dram_pct" {
+            "% a|b <x> ]]> \u{1b}[0m".into()
         } else {
             "%".into()
         },
@@ -32,10 +36,21 @@ fn metric(
         change_pct: Some((n - b) / b * 100.0),
         threshold_rel: 0.1,
         threshold_abs: 5.0,
+        threshold_explicit: false,
         tolerance: Some(9.7),
         noise: Some(1.5),
+        noise_source: Some(NoiseSource::RunToRun),
+        z: Some((b - n) / 1.5),
+        baseline_runs: 2,
+        new_runs: 1,
         verdict,
-        reason: "moved a|b <x> ]]> \u{1b}[0m".into(),
+        why: match verdict {
+            Verdict::Regression | Verdict::Improvement => Why::BeyondFloorAndNoise,
+            Verdict::Inconclusive => Why::WithinNoise,
+            Verdict::Info => Why::NotGated,
+            Verdict::Missing => Why::NotMeasured,
+            Verdict::Pass => Why::WithinFloor,
+        },
     }
 }
 

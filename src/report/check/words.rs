@@ -1,0 +1,92 @@
+//! The words of a metric's verdict: what `gate::decide` found, as one
+//! sentence. Every check reporter takes its explanation from here, so a
+//! verdict reads the same in the terminal, Markdown, JUnit and JSON.
+
+use crate::format::number as fmt_num;
+use crate::gate::{MetricResult, NoiseSource, Verdict, Why};
+
+/// One sentence: what moved, against which floor and noise band, and why
+/// that gives this verdict (with what to do when it is inconclusive).
+pub fn metric_reason(m: &MetricResult) -> String {
+    let unit = if m.unit.is_empty() || m.unit == "count" {
+        String::new()
+    } else {
+        format!(" {}", m.unit)
+    };
+    let moved = || match (m.baseline, m.new) {
+        (Some(b), Some(x)) => format!(
+            "{} {} -> {}{unit} ({}{}{unit})",
+            m.statistic.as_str(),
+            fmt_num(b),
+            fmt_num(x),
+            if x >= b { "+" } else { "" },
+            fmt_num(x - b)
+        ),
+        _ => m.statistic.as_str().to_string(),
+    };
+    let floor = || {
+        let f = m.tolerance.map(fmt_num).unwrap_or_else(|| "n/a".into());
+        let whose = if m.threshold_explicit {
+            "your threshold"
+        } else {
+            "the practical floor"
+        };
+        format!(
+            "{whose} {f}{unit} (max of {} % of the baseline and {}{unit})",
+            fmt_num(m.threshold_rel * 100.0),
+            fmt_num(m.threshold_abs)
+        )
+    };
+    let band = || {
+        let b = m.noise.map(fmt_num).unwrap_or_else(|| "n/a".into());
+        let from = match m.noise_source {
+            Some(NoiseSource::RunToRun) => format!(
+                "from the spread of {} baseline and {} new run(s)",
+                m.baseline_runs, m.new_runs
+            ),
+            Some(NoiseSource::WithinRun) => "from each run's own interval".to_string(),
+            None => String::new(),
+        };
+        format!("the noise band ±{b}{unit} ({from})")
+    };
+    match (m.why, m.verdict) {
+        (Why::BeyondFloorAndNoise, Verdict::Improvement) => format!(
+            "{} is better by more than {} and {}; consider refreshing the baseline",
+            moved(),
+            floor(),
+            band()
+        ),
+        (Why::BeyondFloorAndNoise, _) => {
+            format!("{} is worse than {} and {}", moved(), floor(), band())
+        }
+        (Why::WithinNoise, _) => format!(
+            "{} exceeds {} but not {}; rerun with --confirm N, or capture the baseline with more --runs",
+            moved(),
+            floor(),
+            band()
+        ),
+        (Why::NoNoiseEstimate, _) => format!(
+            "{} exceeds {}, but nothing estimates its noise (one value per run, {} baseline run(s), {} new run(s)), so it is not judged; capture the baseline with --runs 3, or check with --confirm N",
+            moved(),
+            floor(),
+            m.baseline_runs,
+            m.new_runs
+        ),
+        (Why::BeyondExplicitThreshold, _) => format!(
+            "{} is worse than {}; nothing estimates its noise, so your threshold alone decides",
+            moved(),
+            floor()
+        ),
+        (Why::WithinFloor, _) => format!("{} within {}", moved(), floor()),
+        (Why::NotGated, _) => "not gated (neutral or disabled): reported for context".into(),
+        (Why::NotInBaseline, Verdict::Missing) => {
+            "not in the baseline, so not judged; re-capture the baseline to gate it".into()
+        }
+        (Why::NotInBaseline, _) => "not in the baseline".into(),
+        (Why::NotMeasured, Verdict::Missing) => format!(
+            "in the baseline but not measured in this run ({} unsupported, GPM unavailable, or the benchmark did not print it)",
+            m.id
+        ),
+        (Why::NotMeasured, _) => "not measured in this run".into(),
+    }
+}
