@@ -10,7 +10,7 @@ use crate::gate::{CheckReport, MetricResult, RunVerdict};
 pub struct Markdown;
 
 fn table(out: &mut String, rows: &[&MetricResult]) {
-    out.push_str("| metric | stat | baseline | new | change | tolerance | noise | verdict |\n");
+    out.push_str("| metric | stat | baseline | new | change | floor | noise | verdict |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
     for m in rows {
         let verdict = match m.verdict.as_str() {

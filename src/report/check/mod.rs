@@ -53,7 +53,7 @@ pub fn noise_text(m: &crate::gate::MetricResult) -> String {
 /// JUnit: what moved, by how much, against which tolerance, and why.
 pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> String {
     let mut s = format!(
-        "{} ({}): baseline {}, new {}, change {}, tolerance {}, noise band {}. {}",
+        "{} ({}): baseline {}, new {}, change {}, floor {}, noise band {}. {}",
         m.label(),
         m.statistic.as_str(),
         value_with_unit(m.baseline, &m.unit),

@@ -120,7 +120,7 @@ impl Terminal {
             "baseline",
             "new",
             "change",
-            "tolerance",
+            "floor",
             "noise",
             "verdict",
         ]
