@@ -32,6 +32,8 @@ pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).
 pub mod limits;
 pub mod metrics;
+/// How much a statistic moves between runs: noise bands for verdicts and rules.
+pub mod noise;
 pub mod record;
 pub mod report;
 pub mod sampler;

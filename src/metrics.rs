@@ -144,7 +144,7 @@ pub const GPU_METRICS: &[MetricDef] = &[
     m("mem_used_mib", "MiB", Neutral, Gpu, false, P95, 512.0, "NVML memory info", "Framebuffer memory in use (all processes)"),
     m("mem_used_pct", "%", LowerIsBetter, Gpu, false, P95, 5.0, "NVML memory info", "Framebuffer memory in use, share of total"),
     m("target_mem_mib", "MiB", Neutral, Gpu, false, P95, 512.0, "NVML running compute processes", "GPU memory held by the target's process tree"),
-    m("processes", "count", Neutral, Gpu, false, Max, 0.5, "NVML running compute + graphics processes", "Processes with a context on the GPU"),
+    m("processes", "count", LowerIsBetter, Gpu, true, Mean, 0.5, "NVML running compute + graphics processes", "Processes with a context on the GPU, the target's and others' (contention when it grows)"),
     m("other_processes", "count", LowerIsBetter, Gpu, true, Mean, 0.5, "NVML running processes not in the target tree", "Processes outside the target tree on the GPU (contention)"),
     m("target_sm_share_pct", "%", HigherIsBetter, Gpu, false, Mean, 10.0, "NVML process utilization", "SM utilization attributed to the target tree"),
     m("other_sm_share_pct", "%", LowerIsBetter, Gpu, true, Mean, 10.0, "NVML process utilization", "SM utilization attributed to processes outside the target tree"),

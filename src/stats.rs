@@ -208,6 +208,16 @@ pub trait MetricSource {
     /// A derived feature ("gpu_busy_pct.idle_frac", ...).
     fn feature(&self, name: &str) -> Option<f64>;
     fn gpu_count(&self) -> usize;
+    /// Each run's `(statistic, 95 % interval of its mean)`, for noise bands
+    /// (`noise::Observation::from_runs`). None when unknown.
+    fn runs(&self, _metric: &str, _stat: &str, _gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+        None
+    }
+    /// The baseline side, when this source is a change (baseline -> new run):
+    /// the rule language's `base()`, `delta()`, `ratio()` and `z()` read it.
+    fn baseline(&self) -> Option<&dyn MetricSource> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,14 @@ impl MetricSource for RunSummary {
     fn gpu_count(&self) -> usize {
         self.gpus.len()
     }
+
+    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+        let m = match gpu {
+            Some(g) => self.gpus.get(g)?.metrics.get(metric)?.clone(),
+            None => self.metric(metric)?,
+        };
+        Some(vec![(m.get_named(stat)?, m.mean_ci95)])
+    }
 }
 
 impl RunSummary {

@@ -40,7 +40,7 @@ fn text_report_has_all_sections_and_ranks_the_cause_first() {
     ] {
         assert!(out.contains(section), "missing {section}\n{out}");
     }
-    assert!(out.contains("1. [HIGH] Kernel fragmentation"), "{out}");
+    assert!(out.contains("1. [HIGH] Launch-bound"), "{out}");
     assert!(out.contains("torch.compile"), "next steps missing\n{out}");
     assert!(out.contains("synthetic"), "provenance note missing");
 }

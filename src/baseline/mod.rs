@@ -284,6 +284,15 @@ impl MetricSource for Baseline {
     fn gpu_count(&self) -> usize {
         self.environment.gpu_count
     }
+
+    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+        let m = self.metric(metric, gpu)?;
+        let stat = Statistic::parse(stat)?;
+        if m.runs.is_empty() {
+            return Some(vec![(m.get_named(stat.as_str())?, None)]);
+        }
+        Some(m.runs.iter().map(|r| (r.get(stat), r.ci95)).collect())
+    }
 }
 
 impl Baseline {

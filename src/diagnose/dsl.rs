@@ -108,6 +108,16 @@ pub enum Func {
     Coalesce,
     /// Boolean: the argument is present (measured).
     Known,
+    /// The argument evaluated on the baseline (a change only).
+    Base,
+    /// New minus baseline of the argument (a change only).
+    Delta,
+    /// New over baseline of the argument; missing when the baseline is 0.
+    Ratio,
+    /// The change of a statistic (`z(tensor_pct.mean)`) in noise bands
+    /// (`noise::noise`): beyond +-1 it clears the noise. Signed: positive
+    /// when the value rose.
+    Z,
 }
 
 impl Func {
@@ -122,6 +132,10 @@ impl Func {
             "max" => Func::Max,
             "coalesce" => Func::Coalesce,
             "known" => Func::Known,
+            "base" => Func::Base,
+            "delta" => Func::Delta,
+            "ratio" => Func::Ratio,
+            "z" => Func::Z,
             _ => return None,
         })
     }
@@ -137,6 +151,10 @@ impl Func {
             Func::Max => "max",
             Func::Coalesce => "coalesce",
             Func::Known => "known",
+            Func::Base => "base",
+            Func::Delta => "delta",
+            Func::Ratio => "ratio",
+            Func::Z => "z",
         }
     }
 
@@ -682,7 +700,7 @@ impl Parser<'_> {
         let func = Func::parse(name).ok_or_else(|| ParseError {
             column: col,
             message: format!(
-                "unknown function '{name}'; known: spread, gpu_min, gpu_max, gpu_mean, abs, min, max, coalesce, known"
+                "unknown function '{name}'; known: spread, gpu_min, gpu_max, gpu_mean, abs, min, max, coalesce, known, base, delta, ratio, z"
             ),
         })?;
         self.next(); // '('
@@ -696,6 +714,12 @@ impl Parser<'_> {
                     return Err(ParseError {
                         column: a.col,
                         message: format!("'{}' cannot contain another GPU function", func.name()),
+                    });
+                }
+                if func == Func::Z && !matches!(a.expr, Expr::Ident(Ident::Stat { .. })) {
+                    return Err(ParseError {
+                        column: a.col,
+                        message: "'z' takes one statistic, e.g. z(tensor_pct.mean)".into(),
                     });
                 }
                 args.push(a.expr);
@@ -962,12 +986,49 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
         });
     }
     match func {
+        Func::Base => eval_num(&args[0], src.baseline()?, gpu),
+        Func::Delta => {
+            Some(eval_num(&args[0], src, gpu)? - eval_num(&args[0], src.baseline()?, gpu)?)
+        }
+        Func::Ratio => {
+            let b = eval_num(&args[0], src.baseline()?, gpu)?;
+            (b != 0.0).then_some(eval_num(&args[0], src, gpu)? / b)
+        }
+        Func::Z => match &args[0] {
+            Expr::Ident(Ident::Stat { metric, stat }) => z(metric, stat, src, gpu),
+            _ => None,
+        },
         Func::Abs => eval_num(&args[0], src, gpu).map(f64::abs),
         Func::Min => Some(eval_num(&args[0], src, gpu)?.min(eval_num(&args[1], src, gpu)?)),
         Func::Max => Some(eval_num(&args[0], src, gpu)?.max(eval_num(&args[1], src, gpu)?)),
         Func::Coalesce => eval_num(&args[0], src, gpu).or_else(|| eval_num(&args[1], src, gpu)),
         _ => None,
     }
+}
+
+/// Largest |z| reported: a change from a constant baseline (no noise at
+/// all, e.g. 0 foreign processes) is "far beyond the noise", not infinite.
+const Z_CAP: f64 = 1000.0;
+
+/// The change of `metric.stat` from the baseline in noise bands.
+fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
+    use crate::noise::{noise, Observation};
+    let gpu = per_gpu(metric).then_some(gpu).flatten();
+    let base = Observation::from_runs(&src.baseline()?.runs(metric, stat, gpu)?)?;
+    let new = Observation::from_runs(&src.runs(metric, stat, gpu)?)?;
+    let band = noise(&base, &new)?.band;
+    let d = new.value - base.value;
+    Some(if d == 0.0 {
+        0.0
+    } else if band > 0.0 {
+        (d / band).clamp(-Z_CAP, Z_CAP)
+    } else {
+        Z_CAP.copysign(d)
+    })
+}
+
+fn per_gpu(metric: &str) -> bool {
+    crate::metrics::find(metric).is_some_and(|d| d.scope == crate::metrics::Scope::Gpu)
 }
 
 fn lookup(id: &Ident, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {

@@ -208,25 +208,40 @@ impl RuleSet {
         out
     }
 
-    /// Suspects for a change: rules that fire on `new` but not on
+    /// Suspects for a change (baseline -> new run). A rule with a
+    /// `change_when` explains the change when that condition holds, read
+    /// against the noise (`z()`) and the baseline (`base()`, `delta()`,
+    /// `ratio()`); any other rule when its `when` holds in `new` and not in
     /// `baseline` (a rule the baseline cannot evaluate counts as not firing
-    /// there), with "baseline -> new" evidence and the rule's `change` text.
+    /// there). Evidence reads "baseline -> new"; the text is the rule's
+    /// `change` text.
     pub fn explain_change(
         &self,
         baseline: &dyn MetricSource,
         new: &dyn MetricSource,
     ) -> Vec<Finding> {
+        let change = Change { baseline, new };
         let mut out: Vec<Finding> = self
             .rules
             .iter()
             .filter(|r| r.enabled)
             .filter_map(|r| {
-                if dsl::eval_bool(&r.cond, new) != Some(true)
-                    || dsl::eval_bool(&r.cond, baseline) == Some(true)
-                {
-                    return None;
-                }
-                let margin = dsl::margin(&r.cond, new).unwrap_or(0.0);
+                let margin = match &r.change_when {
+                    Some((_, cond)) => {
+                        if dsl::eval_bool(cond, &change) != Some(true) {
+                            return None;
+                        }
+                        dsl::margin(cond, &change).unwrap_or(0.0)
+                    }
+                    None => {
+                        if dsl::eval_bool(&r.cond, new) != Some(true)
+                            || dsl::eval_bool(&r.cond, baseline) == Some(true)
+                        {
+                            return None;
+                        }
+                        dsl::margin(&r.cond, new).unwrap_or(0.0)
+                    }
+                };
                 let evidence = r
                     .evidence
                     .iter()
@@ -234,19 +249,75 @@ impl RuleSet {
                         format!(
                             "{label} {} -> {}",
                             rules::with_unit(dsl::eval_num(e, baseline, None), e),
-                            rules::with_unit(dsl::eval_num(e, new, None), e)
+                            rules::with_unit(dsl::eval_num(e, &change, None), e)
                         )
                     })
                     .collect();
                 let explanation = match &r.change {
-                    Some(t) => capitalise(&t.render(Some(baseline), new)),
-                    None => r.explanation.render(Some(baseline), new),
+                    Some(t) => capitalise(&t.render(Some(baseline), &change)),
+                    None => r.explanation.render(Some(baseline), &change),
                 };
                 Some(finding(r, evidence, explanation, margin))
             })
             .collect();
         rank(&mut out);
         out
+    }
+}
+
+/// Rule name of the finding `unexplained` makes.
+pub const UNEXPLAINED: &str = "unexplained";
+
+/// The finding for a regression that no rule explains: gate says exactly
+/// that instead of guessing. `moved` are the regressed metrics with their
+/// relative change in percent (None when the baseline was 0).
+pub fn unexplained(moved: &[(String, Option<f64>)]) -> Finding {
+    let list = moved
+        .iter()
+        .map(|(label, pct)| match pct {
+            Some(p) => format!("{label} ({}{} %)", if *p >= 0.0 { "+" } else { "" }, crate::gate::fmt_num(*p)),
+            None => label.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Finding {
+        rule: UNEXPLAINED.to_string(),
+        severity: Severity::Info,
+        title: "No counter explains the change".to_string(),
+        evidence: vec![format!("regressed: {list}")],
+        explanation: format!(
+            "{list} moved beyond the noise, but no GPU or host counter changed in a way that names a cause: the work inside the kernels changed (an algorithm, shapes, a library or driver version), or the time went somewhere gate does not measure (storage, network, another host). gate does not guess."
+        ),
+        next_steps: vec![
+            "Profile one step on both commits (torch.profiler, or one short nsys session) and compare kernel times".to_string(),
+            "Diff the environment: library versions, driver, container image, input data".to_string(),
+        ],
+        score: 0.0,
+    }
+}
+
+/// A change, as the rule language reads it: the new run's numbers, with the
+/// baseline one step away (`base()`, `delta()`, `ratio()`, `z()`).
+pub struct Change<'a> {
+    pub baseline: &'a dyn MetricSource,
+    pub new: &'a dyn MetricSource,
+}
+
+impl MetricSource for Change<'_> {
+    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+        self.new.stat(metric, stat, gpu)
+    }
+    fn feature(&self, name: &str) -> Option<f64> {
+        self.new.feature(name)
+    }
+    fn gpu_count(&self) -> usize {
+        self.new.gpu_count()
+    }
+    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+        self.new.runs(metric, stat, gpu)
+    }
+    fn baseline(&self) -> Option<&dyn MetricSource> {
+        Some(self.baseline)
     }
 }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 /// Fields a rule table may have.
 pub const FIELDS: &[&str] = &[
     "when",
+    "change_when",
     "severity",
     "order",
     "title",
@@ -49,6 +50,11 @@ pub struct Rule {
     /// Source text of the condition.
     pub when: String,
     pub cond: Expr,
+    /// Condition on a change (baseline -> new run), with `base()`,
+    /// `delta()`, `ratio()` and `z()`. When present it alone decides whether
+    /// the rule explains a change; without it the rule explains a change
+    /// when `when` holds in the new run and not in the baseline.
+    pub change_when: Option<(String, Expr)>,
     /// (source text, parsed) of each evidence expression.
     pub evidence: Vec<(String, Expr)>,
     pub explanation: Template,
@@ -336,6 +342,13 @@ pub fn from_table(
         Some(s) => Template::parse(&s, vocab).map_err(|e| at("explanation", &s, e))?,
         None => base.map(|b| b.explanation.clone()).unwrap_or_default(),
     };
+    let change_when = match string("change_when")? {
+        Some(s) => Some((
+            s.clone(),
+            dsl::parse(&s, Type::Bool, vocab).map_err(|e| at("change_when", &s, e))?,
+        )),
+        None => base.and_then(|b| b.change_when.clone()),
+    };
     let change = match string("change")? {
         Some(s) => Some(Template::parse(&s, vocab).map_err(|e| at("change", &s, e))?),
         None => base.and_then(|b| b.change.clone()),
@@ -369,6 +382,7 @@ pub fn from_table(
         origin,
         when,
         cond,
+        change_when,
         evidence,
         explanation,
         change,

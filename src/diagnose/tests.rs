@@ -42,6 +42,9 @@ fn builtin_rules_parse_and_cover_the_domain() {
         "clock_power_capped",
         "gpu_imbalance",
         "memory_nearly_full",
+        "tree_contention",
+        "input_bound",
+        "comm_fallback",
     ];
     for w in want {
         let r = rs.get(w).unwrap_or_else(|| panic!("missing rule {w}"));
@@ -187,11 +190,12 @@ fn explain_change_words_the_tensor_core_regression() {
     );
     let text = &f[0].explanation;
     assert!(
-        text.starts_with("Tensor activity fell from 9") && text.contains("% to 0 %"),
+        text.starts_with("Part of the matrix math left the tensor cores: tensor activity fell from 9")
+            && text.contains("% to 0 %"),
         "{text}"
     );
-    assert!(text.contains("while FP32 rose from 1"), "{text}");
-    assert!(text.contains("check AMP/TF32 settings"), "{text}");
+    assert!(text.contains("while the FP32 pipe rose from 1"), "{text}");
+    assert!(text.contains("without TF32, or outside autocast"), "{text}");
     assert!(
         f[0].evidence
             .iter()
@@ -236,7 +240,7 @@ severity = "low"
     assert_eq!(names(&f), vec!["low_throughput", "kernel_fragmentation"]);
     assert_eq!(f[0].explanation, "Busy 99.53 % yet the benchmark is slow.");
     assert_eq!(f[1].severity, Severity::Low);
-    assert!(f[1].title.starts_with("Kernel fragmentation"));
+    assert!(f[1].title.starts_with("Launch-bound"));
     assert_eq!(
         rs.get("kernel_fragmentation").unwrap().origin,
         rules::Origin::Overridden

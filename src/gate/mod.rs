@@ -492,6 +492,39 @@ fn compare(
     Some(r)
 }
 
+/// When a benchmark metric declared in gate.toml (throughput, latency...)
+/// was judged decisively (pass, improvement or regression), it decides the
+/// run and the sampled counters become context: they explain a change, they
+/// do not fail a run that did not get slower (nor pass one that did). Wall
+/// time does not decide: a fixed-length benchmark takes as long when it does
+/// less work. Returns the counters that had regressed.
+fn let_the_benchmark_decide(results: &mut Vec<MetricResult>) -> Vec<String> {
+    let decided = results.iter().any(|m| {
+        m.first_class
+            && m.id != metrics::WALL_TIME.id
+            && m.node.is_none()
+            && matches!(
+                m.verdict,
+                Verdict::Pass | Verdict::Improvement | Verdict::Regression
+            )
+    });
+    if !decided {
+        return Vec::new();
+    }
+    let mut outvoted = Vec::new();
+    for m in results.iter_mut().filter(|m| m.gated && !m.first_class) {
+        if m.verdict == Verdict::Regression {
+            outvoted.push(m.label());
+        }
+        m.gated = false;
+        m.verdict = Verdict::Info;
+        m.why = Why::DecidedByBenchmark;
+    }
+    // Report order: the benchmark's numbers and gated metrics, then context.
+    results.sort_by_key(|m| !m.gated);
+    outvoted
+}
+
 /// Judge the runs against the baseline and assemble the report.
 pub fn check(input: &CheckInput) -> CheckReport {
     let b = input.baseline;
@@ -657,6 +690,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
         }
     }
     results.extend(context);
+    let outvoted = let_the_benchmark_decide(&mut results);
+    if !outvoted.is_empty() {
+        warnings.push(format!(
+            "{} moved beyond the noise in the bad direction, but the benchmark's own number decided (declared in gate.toml): reported as context",
+            outvoted.join(", ")
+        ));
+    }
 
     // ---- counts and run verdict from metrics
     let mut counts = Counts::default();
@@ -770,6 +810,17 @@ pub fn check(input: &CheckInput) -> CheckReport {
         }
     }
     diagnosis.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+    let named = diagnosis
+        .iter()
+        .any(|f| f.severity >= crate::diagnose::Severity::Low);
+    if counts.regression > 0 && !named {
+        let moved: Vec<(String, Option<f64>)> = results
+            .iter()
+            .filter(|m| m.verdict == Verdict::Regression)
+            .map(|m| (m.label(), m.change_pct))
+            .collect();
+        diagnosis.push(crate::diagnose::unexplained(&moved));
+    }
 
     CheckReport {
         schema_version: REPORT_SCHEMA_VERSION,

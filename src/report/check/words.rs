@@ -79,6 +79,10 @@ pub fn metric_reason(m: &MetricResult) -> String {
         ),
         (Why::WithinFloor, _) => format!("{} within {}", moved(), floor()),
         (Why::NotGated, _) => "not gated (neutral or disabled): reported for context".into(),
+        (Why::DecidedByBenchmark, _) => format!(
+            "{}; not gated in this check: the benchmark's own number (gate.toml) decided, this counter explains",
+            moved()
+        ),
         (Why::NotInBaseline, Verdict::Missing) => {
             "not in the baseline, so not judged; re-capture the baseline to gate it".into()
         }

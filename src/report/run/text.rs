@@ -306,7 +306,7 @@ mod tests {
         };
         assert!(pos("== 1.") < pos("== 2.") && pos("== 2.") < pos("== 3."));
         assert!(pos("== 3.") < pos("== 4."));
-        assert!(text.contains("1. [HIGH] Kernel fragmentation"), "{text}");
+        assert!(text.contains("1. [HIGH] Launch-bound"), "{text}");
         assert!(!text.contains('\x1b'));
         assert!(render(&report(&Signature::launch_storm(), 1), true).contains("\x1b[1;31m"));
     }
