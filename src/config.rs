@@ -393,7 +393,9 @@ impl Config {
             // One value per run (the aggregate over matching lines); several
             // runs are averaged like any other per-run statistic.
             statistic: Statistic::Mean,
-            relative: u.relative.unwrap_or(self.default_relative(cli_threshold, true)),
+            relative: u
+                .relative
+                .unwrap_or(self.default_relative(cli_threshold, true)),
             absolute: u.absolute.unwrap_or(0.0),
             gated: u.direction != Direction::Neutral && u.enabled.unwrap_or(true),
             first_class: true,
@@ -508,7 +510,10 @@ mod tests {
         assert_eq!(p.relative, COUNTER_FLOOR);
         assert_eq!(p.absolute, 1.0);
         assert!(!p.explicit);
-        assert_eq!(c.policy("wall_time_s", None).unwrap().relative, FIRST_CLASS_FLOOR);
+        assert_eq!(
+            c.policy("wall_time_s", None).unwrap().relative,
+            FIRST_CLASS_FLOOR
+        );
         assert!(!c.policy("dram_pct", None).unwrap().gated);
         assert!(c.policy("no_such_metric", None).is_none());
     }

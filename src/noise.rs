@@ -155,3 +155,19 @@ pub fn noise(base: &Observation, new: &Observation) -> Option<Noise> {
         }
     }
 }
+
+/// Largest |z| reported: a change from a constant baseline (no noise at
+/// all, e.g. 0 foreign processes) is "far beyond the noise", not infinite.
+pub const Z_CAP: f64 = 1000.0;
+
+/// A change in noise bands: beyond +-1 it clears the noise. A zero band
+/// gives 0 for no change and +-`Z_CAP` otherwise.
+pub fn in_bands(change: f64, band: f64) -> f64 {
+    if change == 0.0 {
+        0.0
+    } else if band > 0.0 {
+        (change / band).clamp(-Z_CAP, Z_CAP)
+    } else {
+        Z_CAP.copysign(change)
+    }
+}

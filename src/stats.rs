@@ -210,7 +210,12 @@ pub trait MetricSource {
     fn gpu_count(&self) -> usize;
     /// Each run's `(statistic, 95 % interval of its mean)`, for noise bands
     /// (`noise::Observation::from_runs`). None when unknown.
-    fn runs(&self, _metric: &str, _stat: &str, _gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+    fn runs(
+        &self,
+        _metric: &str,
+        _stat: &str,
+        _gpu: Option<usize>,
+    ) -> Option<Vec<(f64, Option<f64>)>> {
         None
     }
     /// The baseline side, when this source is a change (baseline -> new run):

@@ -173,11 +173,12 @@ fn healthy_run_passes_and_reports_every_format() {
         !stdout.contains("\x1b["),
         "no colour when stdout is not a TTY"
     );
-    // First-class metrics first.
+    // First-class metrics first; the declared throughput decided, so the
+    // counters are context and a healthy run shows none of them moving.
     let wall = stdout.find("wall_time_s").unwrap();
     let tput = stdout.find("samples_per_s").unwrap();
-    let sm = stdout.find("sm_active_pct").unwrap();
-    assert!(wall < sm && tput < sm, "{stdout}");
+    assert!(wall < tput, "{stdout}");
+    assert!(!stdout.contains("sm_active_pct"), "{stdout}");
 
     assert_valid_junit(&d.join("j.xml"));
     let junit = std::fs::read_to_string(d.join("j.xml")).unwrap();
@@ -273,11 +274,19 @@ fn every_pathology_regresses_and_names_what_moved() {
             .filter(|m| m["verdict"] == "regression")
             .map(|m| m["id"].as_str().unwrap().to_string())
             .collect();
+        // The declared throughput decided the run; the counters that moved
+        // are context, each beyond its noise in the bad direction.
+        let moved: Vec<String> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                m["why"] == "decided_by_benchmark" && m["z"].as_f64().is_some_and(|z| z > 1.0)
+            })
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
         for id in expected {
-            assert!(
-                regressed.iter().any(|r| r == id),
-                "{p}: {id} not in {regressed:?}"
-            );
+            assert!(moved.iter().any(|r| r == id), "{p}: {id} not in {moved:?}");
         }
         assert!(
             regressed.iter().any(|r| r == "samples_per_s"),

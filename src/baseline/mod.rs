@@ -285,7 +285,12 @@ impl MetricSource for Baseline {
         self.environment.gpu_count
     }
 
-    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+    fn runs(
+        &self,
+        metric: &str,
+        stat: &str,
+        gpu: Option<usize>,
+    ) -> Option<Vec<(f64, Option<f64>)>> {
         let m = self.metric(metric, gpu)?;
         let stat = Statistic::parse(stat)?;
         if m.runs.is_empty() {

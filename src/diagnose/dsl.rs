@@ -1006,10 +1006,6 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
     }
 }
 
-/// Largest |z| reported: a change from a constant baseline (no noise at
-/// all, e.g. 0 foreign processes) is "far beyond the noise", not infinite.
-const Z_CAP: f64 = 1000.0;
-
 /// The change of `metric.stat` from the baseline in noise bands.
 fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
     use crate::noise::{noise, Observation};
@@ -1017,14 +1013,7 @@ fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Op
     let base = Observation::from_runs(&src.baseline()?.runs(metric, stat, gpu)?)?;
     let new = Observation::from_runs(&src.runs(metric, stat, gpu)?)?;
     let band = noise(&base, &new)?.band;
-    let d = new.value - base.value;
-    Some(if d == 0.0 {
-        0.0
-    } else if band > 0.0 {
-        (d / band).clamp(-Z_CAP, Z_CAP)
-    } else {
-        Z_CAP.copysign(d)
-    })
+    Some(crate::noise::in_bands(new.value - base.value, band))
 }
 
 fn per_gpu(metric: &str) -> bool {

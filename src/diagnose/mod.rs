@@ -275,7 +275,11 @@ pub fn unexplained(moved: &[(String, Option<f64>)]) -> Finding {
     let list = moved
         .iter()
         .map(|(label, pct)| match pct {
-            Some(p) => format!("{label} ({}{} %)", if *p >= 0.0 { "+" } else { "" }, crate::gate::fmt_num(*p)),
+            Some(p) => format!(
+                "{label} ({}{} %)",
+                if *p >= 0.0 { "+" } else { "" },
+                crate::format::number(*p)
+            ),
             None => label.clone(),
         })
         .collect::<Vec<_>>()
@@ -313,7 +317,12 @@ impl MetricSource for Change<'_> {
     fn gpu_count(&self) -> usize {
         self.new.gpu_count()
     }
-    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+    fn runs(
+        &self,
+        metric: &str,
+        stat: &str,
+        gpu: Option<usize>,
+    ) -> Option<Vec<(f64, Option<f64>)>> {
         self.new.runs(metric, stat, gpu)
     }
     fn baseline(&self) -> Option<&dyn MetricSource> {

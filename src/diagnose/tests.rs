@@ -190,8 +190,9 @@ fn explain_change_words_the_tensor_core_regression() {
     );
     let text = &f[0].explanation;
     assert!(
-        text.starts_with("Part of the matrix math left the tensor cores: tensor activity fell from 9")
-            && text.contains("% to 0 %"),
+        text.starts_with(
+            "Part of the matrix math left the tensor cores: tensor activity fell from 9"
+        ) && text.contains("% to 0 %"),
         "{text}"
     );
     assert!(text.contains("while the FP32 pipe rose from 1"), "{text}");

@@ -126,8 +126,7 @@ impl Judgement {
     /// `worse` in noise bands: beyond 1 clears the noise (None without one).
     pub fn z(&self) -> Option<f64> {
         self.noise
-            .filter(|n| n.band > 0.0)
-            .map(|n| self.worse / n.band)
+            .map(|n| crate::noise::in_bands(self.worse, n.band))
     }
 }
 
@@ -249,7 +248,11 @@ mod tests {
     fn repeated_new_runs_give_a_noise_estimate_to_a_one_run_baseline() {
         let p = policy(Direction::HigherIsBetter, 0.01, 0.0);
         // --confirm: three new runs, their spread is the estimate.
-        let j = judge(&p, &obs(&[1000.0], None), &obs(&[949.0, 950.0, 951.0], None));
+        let j = judge(
+            &p,
+            &obs(&[1000.0], None),
+            &obs(&[949.0, 950.0, 951.0], None),
+        );
         assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
         assert_eq!(j.noise.unwrap().df, Some(2));
         // The nodes of one run are not repeats: no estimate from them.
@@ -265,10 +268,16 @@ mod tests {
             judge(&p, &base, &obs(&[120.0], None)).verdict,
             Verdict::Improvement
         );
-        assert_eq!(judge(&p, &base, &obs(&[102.0], None)).verdict, Verdict::Pass);
+        assert_eq!(
+            judge(&p, &base, &obs(&[102.0], None)).verdict,
+            Verdict::Pass
+        );
         let mut off = p.clone();
         off.gated = false;
-        assert_eq!(judge(&off, &base, &obs(&[10.0], None)).verdict, Verdict::Info);
+        assert_eq!(
+            judge(&off, &base, &obs(&[10.0], None)).verdict,
+            Verdict::Info
+        );
     }
 
     #[test]

@@ -21,7 +21,6 @@ use crate::baseline::{Baseline, BaselineMetric, Environment};
 use crate::config::{Config, Policy};
 use crate::diagnose::{Finding, RuleSet};
 use crate::exit_code;
-use crate::format;
 use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;
 use crate::summary::RunInput;
@@ -498,7 +497,7 @@ fn compare(
 /// do not fail a run that did not get slower (nor pass one that did). Wall
 /// time does not decide: a fixed-length benchmark takes as long when it does
 /// less work. Returns the counters that had regressed.
-fn let_the_benchmark_decide(results: &mut Vec<MetricResult>) -> Vec<String> {
+fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
     let decided = results.iter().any(|m| {
         m.first_class
             && m.id != metrics::WALL_TIME.id

@@ -112,7 +112,11 @@ impl Reporter for Markdown {
         if !regressions.is_empty() {
             out.push_str("#### Why\n\n");
             for m in regressions {
-                out.push_str(&format!("- `{}`: {}\n", code(&m.label()), text(&super::words::metric_reason(m))));
+                out.push_str(&format!(
+                    "- `{}`: {}\n",
+                    code(&m.label()),
+                    text(&super::words::metric_reason(m))
+                ));
             }
             out.push('\n');
         }

@@ -89,9 +89,14 @@ fn moved(r: &CheckReport) -> Vec<&MetricResult> {
 }
 
 /// Whether a comment is worth posting: the run did not pass cleanly, or a
-/// gated metric moved beyond its threshold (improvements included).
+/// gated metric moved beyond its floor and its noise (improvements
+/// included). An inconclusive metric is not a change: gate cannot tell it
+/// from noise.
 pub fn changed(r: &CheckReport) -> bool {
-    r.verdict != RunVerdict::Pass || !moved(r).is_empty()
+    r.verdict != RunVerdict::Pass
+        || moved(r)
+            .iter()
+            .any(|m| matches!(m.verdict, Verdict::Regression | Verdict::Improvement))
 }
 
 impl Reporter for PrComment {

@@ -115,14 +115,7 @@ impl Terminal {
             .collect();
         let hidden = r.metrics.len() - shown.len();
         let header = [
-            "metric",
-            "stat",
-            "baseline",
-            "new",
-            "change",
-            "floor",
-            "noise",
-            "verdict",
+            "metric", "stat", "baseline", "new", "change", "floor", "noise", "verdict",
         ]
         .map(String::from);
         let rows: Vec<[String; 8]> = shown.iter().map(|m| row(m)).collect();
