@@ -152,7 +152,12 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
         }
         Verdict::Missing if m.new.is_none() => {
             tally.errors += 1;
-            case.push_str(&outcome("error", "missing", &short, &super::words::metric_reason(m)));
+            case.push_str(&outcome(
+                "error",
+                "missing",
+                &short,
+                &super::words::metric_reason(m),
+            ));
         }
         Verdict::Missing | Verdict::Inconclusive => {
             tally.skipped += 1;
