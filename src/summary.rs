@@ -72,7 +72,12 @@ impl MetricSource for RunSummary {
         self.gpus.len()
     }
 
-    fn runs(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<Vec<(f64, Option<f64>)>> {
+    fn runs(
+        &self,
+        metric: &str,
+        stat: &str,
+        gpu: Option<usize>,
+    ) -> Option<Vec<(f64, Option<f64>)>> {
         let m = match gpu {
             Some(g) => self.gpus.get(g)?.metrics.get(metric)?.clone(),
             None => self.metric(metric)?,
