@@ -58,11 +58,13 @@ pub fn trace(data: &[u8]) {
         return;
     }
     let run = RunInput::new(&t, default_config()).summary;
+    use crate::report::run::{html, json, markdown, text, Run, RunReporter};
     let report = crate::report::run::RunReport::build_with(&t, builtin_rules(), 1000.0, run);
-    let _ = crate::report::run::text::render(&report, false);
-    let _ = crate::report::run::markdown::render(&report);
-    let _ = crate::report::run::json::render(std::slice::from_ref(&report));
-    let _ = crate::report::run::html::render(&[(report.clone(), &t)]);
+    let runs = [Run { report, trace: &t }];
+    let _ = text::Text { color: false }.render(&runs);
+    let _ = markdown::Markdown.render(&runs);
+    let _ = json::Json.render(&runs);
+    let _ = html::Html.render(&runs);
 }
 
 /// A baseline file's bytes: parse (with its load-time checks), render it

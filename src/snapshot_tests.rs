@@ -13,7 +13,7 @@ use crate::report::check::{
     github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics, pr_comment,
     terminal::Terminal, tests_support::sample_report, Reporter,
 };
-use crate::report::run::{self, RunReport};
+use crate::report::run::{self, Run, RunReport, RunReporter};
 use crate::synthetic::{self, Signature};
 
 /// Settings every snapshot here uses: the redactions.
@@ -71,10 +71,14 @@ fn run_reporters() {
         .with_warmup_samples(10)
         .with_samples(50);
     let (r, trace) = run_report(&sig, 1);
-    snap("run_text", &run::text::render(&r, false));
-    snap("run_markdown", &run::markdown::render(&r));
-    snap("run_json", &run::json::render(std::slice::from_ref(&r)));
-    snap("run_html", &run::html::render(&[(r, &trace)]));
+    let runs = [Run {
+        report: r,
+        trace: &trace,
+    }];
+    snap("run_text", &run::text::Text { color: false }.render(&runs));
+    snap("run_markdown", &run::markdown::Markdown.render(&runs));
+    snap("run_json", &run::json::Json.render(&runs));
+    snap("run_html", &run::html::Html.render(&runs));
 }
 
 #[test]

@@ -10,7 +10,9 @@ use super::measure::{self, parse_duration, MeasureArgs};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
-use crate::report::run::{html, json, markdown, text, RunReport};
+use crate::report::run::{
+    html::Html, json::Json, markdown::Markdown, text::Text, Run, RunReport, RunReporter,
+};
 use crate::summary::RunInput;
 use crate::trace::Trace;
 use anyhow::Context;
@@ -116,39 +118,29 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let slice_ms = args.slice.as_secs_f64() * 1000.0;
-    let reports: Vec<RunReport> = traces
+    let runs: Vec<Run> = traces
         .iter()
-        .map(|t| {
-            let run = RunInput::new(t, &config).summary;
-            RunReport::build_with(t, &rules, slice_ms, run)
+        .map(|t| Run {
+            report: RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary),
+            trace: t,
         })
         .collect();
-
     let stdout = match args.format {
-        ReportFormat::Json => json::render(&reports),
-        ReportFormat::Text => {
-            let color = args.color.stdout();
-            reports
-                .iter()
-                .map(|r| text::render(r, color))
-                .collect::<Vec<_>>()
-                .join("\n")
+        ReportFormat::Json => Json.render(&runs),
+        ReportFormat::Text => Text {
+            color: args.color.stdout(),
         }
+        .render(&runs),
     };
-    if let Some(path) = &args.json {
-        write_output(path, "--json", &json::render(&reports), &input_paths)?;
-    }
-    if let Some(path) = &args.markdown {
-        let md = reports
-            .iter()
-            .map(markdown::render)
-            .collect::<Vec<_>>()
-            .join("\n");
-        write_output(path, "--markdown", &md, &input_paths)?;
-    }
-    if let Some(path) = &args.html {
-        let runs: Vec<(RunReport, &Trace)> = reports.iter().cloned().zip(traces.iter()).collect();
-        write_output(path, "--html", &html::render(&runs), &input_paths)?;
+    let files: [(&str, &Option<PathBuf>, &dyn RunReporter); 3] = [
+        ("--json", &args.json, &Json),
+        ("--markdown", &args.markdown, &Markdown),
+        ("--html", &args.html, &Html),
+    ];
+    for (flag, path, reporter) in files {
+        if let Some(path) = path {
+            write_output(path, flag, &reporter.render(&runs), &input_paths)?;
+        }
     }
     crate::console::out(&stdout);
     Ok(crate::exit_code::PASS)

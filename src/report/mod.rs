@@ -1,8 +1,10 @@
-//! Reporters, organised by the two things they render:
-//! - `check`: a check's verdict (`gate::CheckReport`) as terminal text,
-//!   Markdown, JSON, JUnit XML, OpenMetrics and GitHub annotations;
+//! Reporters, organised by the two things they render, one trait each:
+//! - `check`: a check's verdict (`gate::CheckReport`) through
+//!   `check::Reporter`: terminal text, Markdown, JSON, JUnit XML,
+//!   OpenMetrics, the PR comment, and GitHub annotations;
 //! - `run`: a run's explanation (`run::RunReport`, what `gate report`
-//!   shows) as text, Markdown, JSON and HTML with inline SVG.
+//!   shows) through `run::RunReporter`: text, Markdown, JSON and HTML with
+//!   inline SVG.
 //!
 //! Reporters are pure: they return text, the same input gives the same
 //! bytes, and files, stdout and environment variables are the commands' job.

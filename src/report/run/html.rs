@@ -12,7 +12,7 @@
 //! iterated in order. The charts are drawn by `svg.rs`.
 
 use super::svg::{chart, Line, Shade, HALF, WARM_COLOR, WIDTH};
-use super::RunReport;
+use super::{Run, RunReport, RunReporter};
 use crate::diagnose::panorama::{self, Problem};
 use crate::diagnose::Severity;
 use crate::escape::html as escape;
@@ -529,12 +529,21 @@ fn statistics(out: &mut String, r: &RunReport) {
     }
 }
 
-/// Render runs (with their traces, for the plots) as one HTML document.
-pub fn render(runs: &[(RunReport, &Trace)]) -> String {
+/// One self-contained HTML document for all runs (the plots read each
+/// run's trace).
+pub struct Html;
+
+impl RunReporter for Html {
+    fn render(&self, runs: &[Run]) -> String {
+        render(runs)
+    }
+}
+
+fn render(runs: &[Run]) -> String {
     let mut out = String::with_capacity(256 * 1024);
     let title = runs
         .first()
-        .map(|(r, _)| r.source.as_str())
+        .map(|r| r.report.source.as_str())
         .unwrap_or("no runs");
     let _ = write!(
         out,
@@ -544,13 +553,17 @@ pub fn render(runs: &[(RunReport, &Trace)]) -> String {
     );
     if runs.len() > 1 {
         out.push_str("<p>Runs: ");
-        for (i, (r, _)) in runs.iter().enumerate() {
-            let _ = write!(out, "<a href=\"#run-{i}\">{}</a> ", escape(&r.source));
+        for (i, r) in runs.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<a href=\"#run-{i}\">{}</a> ",
+                escape(&r.report.source)
+            );
         }
         out.push_str("</p>");
     }
-    for (i, (r, t)) in runs.iter().enumerate() {
-        run_section(&mut out, r, t, i);
+    for (i, r) in runs.iter().enumerate() {
+        run_section(&mut out, &r.report, r.trace, i);
         out.push('\n');
     }
     let _ = write!(
@@ -570,7 +583,10 @@ mod tests {
     fn html(sig: &Signature, ngpu: usize) -> String {
         let t = synthetic::trace(sig, ngpu);
         let r = RunReport::build(&t, &RuleSet::builtin(), 1000.0);
-        render(&[(r, &t)])
+        render(&[Run {
+            report: r,
+            trace: &t,
+        }])
     }
 
     #[test]

@@ -1,16 +1,26 @@
 //! A run's report as JSON (`gate report --format json` / `--json FILE`):
 //! field names are part of the interface.
 
-use super::{RunReport, REPORT_SCHEMA_VERSION};
+use super::{Run, RunReport, RunReporter, REPORT_SCHEMA_VERSION};
 use serde::Serialize;
 
-/// The JSON document of `gate report --format json` / `--json FILE`.
-pub fn render(reports: &[RunReport]) -> String {
+/// The JSON document of `gate report --format json` / `--json FILE`: all
+/// runs in one document with `schema_version`.
+pub struct Json;
+
+impl RunReporter for Json {
+    fn render(&self, runs: &[Run]) -> String {
+        let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+        render(&reports)
+    }
+}
+
+fn render(reports: &[&RunReport]) -> String {
     #[derive(Serialize)]
     struct Doc<'a> {
         schema_version: u32,
         gate_version: &'a str,
-        runs: &'a [RunReport],
+        runs: &'a [&'a RunReport],
     }
     let mut s = serde_json::to_string_pretty(&Doc {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -32,8 +42,8 @@ mod tests {
     fn json_is_deterministic_and_missing_is_null() {
         let mut sig = Signature::healthy();
         sig.no_gpm = true;
-        let a = render(&[report(&sig, 1)]);
-        let b = render(&[report(&sig, 1)]);
+        let a = render(&[&report(&sig, 1)]);
+        let b = render(&[&report(&sig, 1)]);
         assert_eq!(a, b);
         let v: serde_json::Value = serde_json::from_str(&a).unwrap();
         let run = &v["runs"][0];

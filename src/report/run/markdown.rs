@@ -1,10 +1,22 @@
 //! A run's report as Markdown (for artifacts and merge-request comments).
 
 use super::text::provenance;
-use super::{scope_title, RunReport};
+use super::{scope_title, Run, RunReport, RunReporter};
 use crate::diagnose::panorama;
 use crate::escape;
 use crate::format::number_or_na as num;
+
+/// Markdown, one section per run.
+pub struct Markdown;
+
+impl RunReporter for Markdown {
+    fn render(&self, runs: &[Run]) -> String {
+        runs.iter()
+            .map(|r| render(&r.report))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
 
 fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
@@ -20,7 +32,7 @@ fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// The Markdown report of one run: provenance, suspects, panorama,
 /// processes, statistics.
-pub fn render(r: &RunReport) -> String {
+fn render(r: &RunReport) -> String {
     let mut out = format!("## gate report: {}\n\n", escape::markdown_text(&r.source));
     for line in provenance(r).iter().skip(1) {
         out.push_str(&format!("- {}\n", escape::markdown_text(line.trim())));

@@ -60,6 +60,19 @@ pub struct StatRow {
     pub max: Option<f64>,
 }
 
+/// One run to report: its explanation and the trace it was built from
+/// (the HTML plots read the samples).
+pub struct Run<'a> {
+    pub report: RunReport,
+    pub trace: &'a Trace,
+}
+
+/// One output format of `gate report` (`text`, `markdown`, `json`, `html`):
+/// the whole document for the runs, in order. Pure: the command writes it.
+pub trait RunReporter {
+    fn render(&self, runs: &[Run]) -> String;
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub source: String,

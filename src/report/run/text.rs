@@ -1,11 +1,26 @@
 //! A run's report as terminal text: provenance, the utilization panorama,
 //! ranked suspects, processes, and the statistics of the steady window.
 
-use super::{scope_title, RunReport};
+use super::{scope_title, Run, RunReport, RunReporter};
 use crate::diagnose::panorama::{self, Panorama};
 use crate::diagnose::Severity;
 use crate::escape;
 use crate::format::number_or_na as num;
+
+/// Terminal text, one report per run; colour only when asked for (the
+/// command decides: `--color`, a terminal, `NO_COLOR`).
+pub struct Text {
+    pub color: bool,
+}
+
+impl RunReporter for Text {
+    fn render(&self, runs: &[Run]) -> String {
+        runs.iter()
+            .map(|r| render(&r.report, self.color))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
 
 /// Severity label, coloured when `color` (decided by `console::color_enabled`).
 fn severity_label(s: Severity, color: bool) -> String {
@@ -82,7 +97,7 @@ pub(super) fn provenance(r: &RunReport) -> Vec<String> {
 }
 
 /// The terminal report of one run.
-pub fn render(r: &RunReport, color: bool) -> String {
+fn render(r: &RunReport, color: bool) -> String {
     let mut out = provenance(r).join("\n");
     out.push_str("\n\n== 1. Utilization panorama ==\n");
     out.push_str(&panorama(&r.panorama));
