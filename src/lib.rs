@@ -48,8 +48,6 @@ pub mod summary;
 pub mod synthetic;
 pub mod target;
 pub mod trace;
-/// Which samples count: rules shared by the recorder and the trace loader.
-pub mod validity;
 
 /// The version stamped into traces and baselines.
 pub const GATE_VERSION: &str = env!("CARGO_PKG_VERSION");

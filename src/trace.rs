@@ -16,6 +16,9 @@
 //! renaming onto `PATH` only when the recording ends: a crash leaves a
 //! readable `.partial` prefix and never replaces a good trace.
 
+/// Which samples count: rules shared by the recorder and this loader.
+pub mod validity;
+
 use crate::error::GateError;
 use crate::{files, limits};
 use serde::{Deserialize, Serialize};
@@ -466,7 +469,7 @@ impl Trace {
             trace.truncated = true;
         }
         trace.keep_target_gpus();
-        crate::validity::apply(&mut trace);
+        validity::apply(&mut trace);
         Ok(trace)
     }
 

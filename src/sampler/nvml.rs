@@ -799,7 +799,7 @@ impl GpuState {
     }
 }
 
-pub use crate::validity::is_gpm_glitch;
+pub use crate::trace::validity::is_gpm_glitch;
 
 #[cfg(test)]
 mod tests {
