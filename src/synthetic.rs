@@ -623,33 +623,6 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
     let mut out = vec![Record::Header(Box::new(header(sig, ngpu)))];
     let interval = sig.interval_ms as f64;
     let (total, warm) = sig.sample_counts();
-    let procs = |t: f64, gpu: u32, sig: &Signature| -> Record {
-        let mut procs = vec![ProcessInfo {
-            pid: TARGET_PID,
-            name: "python".into(),
-            cmdline: format!("python train.py --variant={}", sig.name),
-            in_target: true,
-            gpu_mem_mib: Some(sig.gpu["target_mem_mib"]),
-            sm_share_pct: Some(sig.gpu["target_sm_share_pct"]),
-            cpu_pct: Some(sig.host["target_cpu_pct"]),
-            rss_mib: Some(sig.host["target_rss_mib"]),
-        }];
-        if sig.foreign_process {
-            procs.push(ProcessInfo {
-                pid: OTHER_PID,
-                name: "python3".into(),
-                // Deliberately hostile text: reports must escape it.
-                cmdline: "python3 -c \"import torch; x = a<b && c>d; print('<b>&amp;</b>')\""
-                    .into(),
-                in_target: false,
-                gpu_mem_mib: Some(20_000.0),
-                sm_share_pct: Some(sig.gpu["other_sm_share_pct"]),
-                cpu_pct: Some(99.0),
-                rss_mib: Some(3_100.0),
-            });
-        }
-        Record::Processes(ProcessesRecord { t, gpu, procs })
-    };
     out.push(Record::Event(EventRecord {
         t: 0.0,
         kind: EventKind::TargetStart,
@@ -659,7 +632,7 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
         message: String::new(),
     }));
     for g in 0..ngpu {
-        out.push(procs(0.0, g as u32, sig));
+        out.push(processes(0.0, g as u32, sig));
     }
     let mut energy = vec![0.0f64; ngpu];
     for i in 0..total {
@@ -668,87 +641,21 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
             .periodic_idle
             .is_some_and(|(period, idle)| i % period >= period - idle);
         let glitch = sig.glitch_period.is_some_and(|p| i % p == 150 % p);
-        let mut g = Vec::with_capacity(ngpu);
-        for (slot, energy) in energy.iter_mut().enumerate() {
-            let means = sig.per_gpu.get(&slot).unwrap_or(&sig.gpu);
-            let mut row = Vec::with_capacity(GPU_METRICS.len());
-            for d in GPU_METRICS {
-                let id = d.id;
-                if id == "energy_j" {
-                    *energy += means["power_w"] * interval / 1000.0;
-                    row.push(Some(crate::trace::round_value(*energy)));
-                    continue;
-                }
-                let gpm = GPM_COLUMNS.contains(&id);
-                if (gpm && (sig.no_gpm || glitch)) || sig.missing_columns.contains(&id) {
-                    row.push(None);
-                    continue;
-                }
-                let mut v = means.get(id).copied().unwrap_or(0.0);
-                let activity = ACTIVITY_COLUMNS.contains(&id);
-                if activity && slot == ngpu - 1 && ngpu > 1 {
-                    v *= sig.last_gpu_factor;
-                }
-                if activity && idle {
-                    v = 0.5;
-                }
-                // Counts and throttle shares are exact; rates and utilizations jitter.
-                let exact = matches!(id, "processes" | "other_processes")
-                    || id.starts_with("throttle_")
-                    || id.ends_with("_mhz");
-                if !exact {
-                    v *= 1.0 + sig.jitter * noise.next();
-                }
-                if is_pct(id) {
-                    v = v.clamp(0.0, 100.0);
-                }
-                row.push(Some(crate::trace::round_value(v.max(0.0))));
-            }
-            g.push(row);
-        }
-        let h = HOST_METRICS
-            .iter()
-            .map(|d| {
-                let mut v = sig.host.get(d.id).copied().unwrap_or(0.0);
-                if !matches!(d.id, "target_threads" | "target_processes") {
-                    v *= 1.0 + sig.jitter * noise.next();
-                }
-                Some(crate::trace::round_value(v.max(0.0)))
-            })
+        // Noise is drawn in a fixed order (GPUs, host, output): the
+        // committed example traces depend on it.
+        let g = energy
+            .iter_mut()
+            .enumerate()
+            .map(|(slot, energy)| gpu_row(sig, ngpu, slot, idle, glitch, energy, &mut noise))
             .collect();
+        let h = host_row(sig, &mut noise);
         out.push(Record::Sample(SampleRecord {
             t,
             w: i < warm,
             g,
             h,
         }));
-        if i % 10 == 9 {
-            let rate = sig.samples_per_s * (1.0 + 0.01 * noise.next());
-            out.push(Record::Output(OutputRecord {
-                t,
-                line: format!("samples_per_s: {rate:.1}"),
-            }));
-        }
-        if sig.xid && i == warm + 50 {
-            out.push(Record::Event(EventRecord {
-                t,
-                kind: EventKind::Xid,
-                gpu: Some(0),
-                pid: None,
-                code: Some(79),
-                message: "GPU has fallen off the bus (synthetic)".into(),
-            }));
-        }
-        if glitch && !sig.no_gpm {
-            out.push(Record::Event(EventRecord {
-                t,
-                kind: EventKind::GpmInvalid,
-                gpu: None,
-                pid: None,
-                code: None,
-                message: "GPM sample pair invalid; recorded as missing".into(),
-            }));
-        }
+        sample_events(sig, i, warm, t, glitch, &mut noise, &mut out);
     }
     let end_t = total as f64 * interval;
     for line in &sig.extra_output {
@@ -757,11 +664,150 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
             line: line.clone(),
         }));
     }
-    if sig.truncated {
-        return out;
+    if !sig.truncated {
+        closing(sig, ngpu, total, end_t, &mut out);
     }
+    out
+}
+
+/// The processes on one GPU: the target, and a foreign one when the
+/// signature has one.
+fn processes(t: f64, gpu: u32, sig: &Signature) -> Record {
+    let mut procs = vec![ProcessInfo {
+        pid: TARGET_PID,
+        name: "python".into(),
+        cmdline: format!("python train.py --variant={}", sig.name),
+        in_target: true,
+        gpu_mem_mib: Some(sig.gpu["target_mem_mib"]),
+        sm_share_pct: Some(sig.gpu["target_sm_share_pct"]),
+        cpu_pct: Some(sig.host["target_cpu_pct"]),
+        rss_mib: Some(sig.host["target_rss_mib"]),
+    }];
+    if sig.foreign_process {
+        procs.push(ProcessInfo {
+            pid: OTHER_PID,
+            name: "python3".into(),
+            // Deliberately hostile text: reports must escape it.
+            cmdline: "python3 -c \"import torch; x = a<b && c>d; print('<b>&amp;</b>')\"".into(),
+            in_target: false,
+            gpu_mem_mib: Some(20_000.0),
+            sm_share_pct: Some(sig.gpu["other_sm_share_pct"]),
+            cpu_pct: Some(99.0),
+            rss_mib: Some(3_100.0),
+        });
+    }
+    Record::Processes(ProcessesRecord { t, gpu, procs })
+}
+
+/// One GPU's values for one sample: the signature's means with jitter,
+/// missing GPM columns on a glitch, activity dropped while idle, the last
+/// GPU slowed by `last_gpu_factor`, energy integrated from power.
+fn gpu_row(
+    sig: &Signature,
+    ngpu: usize,
+    slot: usize,
+    idle: bool,
+    glitch: bool,
+    energy: &mut f64,
+    noise: &mut Noise,
+) -> Vec<Option<f64>> {
+    let interval = sig.interval_ms as f64;
+    let means = sig.per_gpu.get(&slot).unwrap_or(&sig.gpu);
+    let mut row = Vec::with_capacity(GPU_METRICS.len());
+    for d in GPU_METRICS {
+        let id = d.id;
+        if id == "energy_j" {
+            *energy += means["power_w"] * interval / 1000.0;
+            row.push(Some(crate::trace::round_value(*energy)));
+            continue;
+        }
+        let gpm = GPM_COLUMNS.contains(&id);
+        if (gpm && (sig.no_gpm || glitch)) || sig.missing_columns.contains(&id) {
+            row.push(None);
+            continue;
+        }
+        let mut v = means.get(id).copied().unwrap_or(0.0);
+        let activity = ACTIVITY_COLUMNS.contains(&id);
+        if activity && slot == ngpu - 1 && ngpu > 1 {
+            v *= sig.last_gpu_factor;
+        }
+        if activity && idle {
+            v = 0.5;
+        }
+        // Counts and throttle shares are exact; rates and utilizations jitter.
+        let exact = matches!(id, "processes" | "other_processes")
+            || id.starts_with("throttle_")
+            || id.ends_with("_mhz");
+        if !exact {
+            v *= 1.0 + sig.jitter * noise.next();
+        }
+        if is_pct(id) {
+            v = v.clamp(0.0, 100.0);
+        }
+        row.push(Some(crate::trace::round_value(v.max(0.0))));
+    }
+    row
+}
+
+/// The host's values for one sample, with jitter (thread and process
+/// counts exact).
+fn host_row(sig: &Signature, noise: &mut Noise) -> Vec<Option<f64>> {
+    HOST_METRICS
+        .iter()
+        .map(|d| {
+            let mut v = sig.host.get(d.id).copied().unwrap_or(0.0);
+            if !matches!(d.id, "target_threads" | "target_processes") {
+                v *= 1.0 + sig.jitter * noise.next();
+            }
+            Some(crate::trace::round_value(v.max(0.0)))
+        })
+        .collect()
+}
+
+/// What follows sample `i`: a throughput line every 10 samples, the Xid of
+/// an `xid` signature, the event of a GPM glitch.
+fn sample_events(
+    sig: &Signature,
+    i: usize,
+    warm: usize,
+    t: f64,
+    glitch: bool,
+    noise: &mut Noise,
+    out: &mut Vec<Record>,
+) {
+    if i % 10 == 9 {
+        let rate = sig.samples_per_s * (1.0 + 0.01 * noise.next());
+        out.push(Record::Output(OutputRecord {
+            t,
+            line: format!("samples_per_s: {rate:.1}"),
+        }));
+    }
+    if sig.xid && i == warm + 50 {
+        out.push(Record::Event(EventRecord {
+            t,
+            kind: EventKind::Xid,
+            gpu: Some(0),
+            pid: None,
+            code: Some(79),
+            message: "GPU has fallen off the bus (synthetic)".into(),
+        }));
+    }
+    if glitch && !sig.no_gpm {
+        out.push(Record::Event(EventRecord {
+            t,
+            kind: EventKind::GpmInvalid,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: "GPM sample pair invalid; recorded as missing".into(),
+        }));
+    }
+}
+
+/// The last processes records, the target's exit and the end record.
+fn closing(sig: &Signature, ngpu: usize, total: usize, end_t: f64, out: &mut Vec<Record>) {
     for g in 0..ngpu {
-        out.push(procs(end_t, g as u32, sig));
+        out.push(processes(end_t, g as u32, sig));
     }
     let exit_code = if sig.signal.is_some() {
         None
@@ -789,7 +835,6 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
             .then(|| format!("throughput_samples_per_s={:.1}\n", sig.samples_per_s)),
         target_gpus: None,
     }));
-    out
 }
 
 /// The cut-off last line of a truncated trace (a recorder killed mid-write).
