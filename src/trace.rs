@@ -248,7 +248,7 @@ pub struct Trace {
     /// The file ended without an `end` record, or with a cut-off last line.
     pub truncated: bool,
     /// Trailing samples that are process teardown, not steady state
-    /// (`validity::teardown_samples`); excluded like warm-up.
+    /// (`validity::teardown_len`); excluded like warm-up.
     pub teardown: usize,
 }
 
@@ -271,6 +271,53 @@ impl Trace {
 
     /// Value of GPU column `col` on GPU slot `gpu` (position in the header's
     /// GPU list) at sample `i`; NaN when missing.
+    /// The recorder's validity rules, applied to a loaded trace
+    /// (`validity`): GPM glitches become missing values with a
+    /// `gpm_invalid` event each, and the idle teardown tail leaves the
+    /// steady window.
+    fn apply_validity_rules(&mut self) {
+        let cols = &self.header.gpu_columns;
+        let Some(busy_col) = self.gpu_column("gpu_busy_pct") else {
+            return;
+        };
+        let gpm: Vec<usize> = (0..cols.len())
+            .filter(|&c| crate::metrics::is_gpm(&cols[c]))
+            .collect();
+        let (ngpu, ncols) = (self.gpu_count(), cols.len());
+        if !gpm.is_empty() {
+            for i in 0..self.sample_count() {
+                for g in 0..ngpu {
+                    let at = (i * ngpu + g) * ncols;
+                    if validity::row_is_gpm_glitch(&self.gpu_values[at..at + ncols], &gpm, busy_col)
+                    {
+                        for &c in &gpm {
+                            self.gpu_values[at + c] = f32::NAN;
+                        }
+                        self.events.push(EventRecord {
+                            t: self.times_ms[i],
+                            kind: EventKind::GpmInvalid,
+                            gpu: Some(g as u32),
+                            pid: None,
+                            code: None,
+                            message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
+                        });
+                    }
+                }
+            }
+        }
+        if self.end.is_some() && ngpu > 0 {
+            let steady: Vec<usize> = (0..self.sample_count())
+                .filter(|&i| !self.warmup[i])
+                .collect();
+            let times: Vec<f64> = steady.iter().map(|&i| self.times_ms[i]).collect();
+            let busy: Vec<f64> = steady
+                .iter()
+                .map(|&i| self.gpu_mean_at(i, busy_col))
+                .collect();
+            self.teardown = validity::teardown_len(&times, &busy);
+        }
+    }
+
     /// Whether sample `i` belongs to the steady window: after warm-up and
     /// before teardown. Every statistic, feature and baseline uses this.
     pub fn is_steady(&self, i: usize) -> bool {
@@ -469,7 +516,7 @@ impl Trace {
             trace.truncated = true;
         }
         trace.keep_target_gpus();
-        validity::apply(&mut trace);
+        trace.apply_validity_rules();
         Ok(trace)
     }
 

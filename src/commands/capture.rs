@@ -26,8 +26,8 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Measure the command N times; the spread between runs becomes the noise band.
-    /// With --replay: the number of traces (default)
+    /// Measure the command N times; the spread between runs becomes the noise band
+    /// [default: 3 for a launched command, 1 with --pid; with --replay: the number of traces]
     #[arg(long, value_name = "N")]
     pub runs: Option<usize>,
 
@@ -54,6 +54,14 @@ pub struct CaptureArgs {
     pub history: super::history::HistoryArgs,
 }
 
+/// Runs a live capture makes by default: the fewest that estimate the
+/// run-to-run noise usefully. With one run a number measured once per run
+/// (wall time, a throughput line) has no noise estimate and is never judged
+/// a regression; two runs give one degree of freedom (95 % t = 12.7), three
+/// give two (t = 4.3, docs/gating.md). `--runs 1` opts out; an attached
+/// process (`--pid`) is measured once, since gate cannot rerun it.
+pub const DEFAULT_LIVE_RUNS: usize = 3;
+
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     baseline::validate_name(&args.baseline)?;
     let runs = match (args.measure.is_replay(), args.runs) {
@@ -66,7 +74,9 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             .into())
         }
         (true, _) => args.measure.replay.len(),
-        (false, n) => n.unwrap_or(1),
+        (false, Some(n)) => n,
+        (false, None) if args.measure.pid.is_some() => 1,
+        (false, None) => DEFAULT_LIVE_RUNS,
     };
     if args.multi_node && !args.measure.is_replay() {
         return Err(GateError::usage(
@@ -138,6 +148,11 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         }
     }
     print_summary(&b);
+    if b.capture.runs < 2 && !args.multi_node {
+        crate::gate_eprintln!(
+            "gate: warning: one run: numbers measured once per run (wall_time_s, user metrics with aggregate = \"last\") have no noise estimate, so a check can call them inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N"
+        );
+    }
     super::history::after_capture(&args.history, &config, &b, &traces)?;
     Ok(crate::exit_code::PASS)
 }

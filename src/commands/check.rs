@@ -46,6 +46,12 @@ pub struct CheckArgs {
     #[arg(long)]
     pub fail_on_improvement: bool,
 
+    /// When a live run regresses or a metric is inconclusive, run the benchmark up to N
+    /// more times and judge all runs together (their spread is measured noise): a flaky
+    /// alarm fades, a real regression stays
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub confirm: usize,
+
     /// The given traces are the nodes of ONE run: judge each node and their aggregate
     #[arg(long)]
     pub multi_node: bool,
@@ -152,6 +158,12 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    if args.confirm > 0 && !args.measure.is_live() {
+        return Err(GateError::usage(
+            "--confirm reruns the benchmark, so it needs a live run (-- CMD); with --replay, pass every trace at once",
+        )
+        .into());
+    }
     // Outputs first: a path that would be refused must not cost a live run.
     let inputs = input_paths(args);
     let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
@@ -162,19 +174,41 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
 
-    let traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
-    let inputs: Vec<RunInput> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
-    let mut report = gate::check(&gate::CheckInput {
-        baseline: &baseline,
-        baseline_source,
-        config: &config,
-        cli_threshold: args.threshold,
-        runs: &inputs,
-        multi_node: args.multi_node,
-        allow_env_mismatch: args.allow_env_mismatch,
-        fail_on_improvement: args.fail_on_improvement,
-        rules: &rules,
-    });
+    let mut traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
+    let judge = |traces: &[crate::trace::Trace]| {
+        let inputs: Vec<RunInput> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
+        gate::check(&gate::CheckInput {
+            baseline: &baseline,
+            baseline_source: baseline_source.clone(),
+            config: &config,
+            cli_threshold: args.threshold,
+            runs: &inputs,
+            multi_node: args.multi_node,
+            allow_env_mismatch: args.allow_env_mismatch,
+            fail_on_improvement: args.fail_on_improvement,
+            rules: &rules,
+        })
+    };
+    let mut report = judge(&traces);
+    let first = report.verdict;
+    let mut reruns = 0;
+    while reruns < args.confirm && needs_confirmation(&report) {
+        reruns += 1;
+        crate::gate_eprintln!(
+            "gate: --confirm: the verdict is {} so far; rerun {reruns}/{} to judge the runs together",
+            report.verdict.as_str(),
+            args.confirm
+        );
+        traces.extend(measure::acquire(&args.measure, 1, &args.trace_dir)?);
+        report = judge(&traces);
+    }
+    if reruns > 0 {
+        report.warnings.push(format!(
+            "--confirm: the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise)",
+            first.as_str(),
+            traces.len()
+        ));
+    }
     // History (and drift, which may add findings to the report) before rendering.
     let tags: std::collections::BTreeMap<String, String> =
         args.measure.tags.iter().cloned().collect();
@@ -188,6 +222,20 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     )?;
     emit(args, &report)?;
     Ok(report.exit_code)
+}
+
+/// Whether `--confirm` should rerun: the run regressed, or a gated metric
+/// could not be told from noise. A failed benchmark, an environment
+/// mismatch or too few samples are not noise: rerunning does not judge them.
+fn needs_confirmation(r: &CheckReport) -> bool {
+    use gate::{RunVerdict, Verdict};
+    if matches!(r.verdict, RunVerdict::Error | RunVerdict::Invalid) {
+        return false;
+    }
+    r.verdict == RunVerdict::Regression
+        || r.metrics
+            .iter()
+            .any(|m| m.gated && m.verdict == Verdict::Inconclusive)
 }
 
 /// The report files asked for, with their flags.

@@ -1,7 +1,8 @@
 //! Which samples count: the validity rules shared by the recorder
-//! (`sampler/nvml.rs`) and the trace loader (`Trace::read`), so a trace
-//! recorded elsewhere, or by an older gate, is judged by the same rules as
-//! one recorded here (issue 8: "trace loading applies the same validity rules
+//! (`sampler/nvml.rs`) and the trace loader (`Trace::read` applies them),
+//! so a trace
+//! recorded elsewhere, or by an older gate, is judged by the same
+//! rules as one recorded here (issue 8: "trace loading applies the same validity rules
 //! as recording").
 //!
 //! Two rules:
@@ -19,12 +20,12 @@
 //!   the last "working" one are excluded, when that tail is short (a longer
 //!   idle ending is behaviour worth seeing, so it stays in).
 
-use crate::trace::{EventKind, EventRecord, Trace};
-
-/// A sample is "working" when its GPU busy (mean over the run's GPUs) is at
-/// least this fraction of the steady window's median busy...
-const WORKING_FRACTION_OF_MEDIAN: f64 = 0.5;
-/// ...and at least this many percent (a nearly idle run has no teardown to cut).
+/// The teardown tail starts with a sample below this fraction of the steady
+/// window's median GPU busy (mean over the run's GPUs)...
+const IDLE_START_OF_MEDIAN: f64 = 0.5;
+/// ...and its mean busy stays below this fraction of the median.
+const IDLE_MEAN_OF_MEDIAN: f64 = 0.25;
+/// A run whose median busy is below this has no teardown to cut.
 const WORKING_MIN_BUSY_PCT: f64 = 10.0;
 /// The idle tail is cut only when it is at most this long...
 const MAX_TEARDOWN_MS: f64 = 3000.0;
@@ -48,94 +49,56 @@ pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64
     all_zero && ((any_nan && busy > 0.0) || busy >= GLITCH_BUSY_PCT)
 }
 
-/// Apply both rules to a freshly loaded trace.
-pub fn apply(trace: &mut Trace) {
-    reject_gpm_glitches(trace);
-    trace.teardown = teardown_samples(trace);
-}
-
-/// Turn all-zero GPM readings taken while the GPU was busy into missing
-/// values (NaN), with a `gpm_invalid` event each. Returns how many.
-pub fn reject_gpm_glitches(trace: &mut Trace) -> usize {
-    let cols = &trace.header.gpu_columns;
-    let gpm: Vec<usize> = (0..cols.len())
-        .filter(|&c| crate::metrics::is_gpm(&cols[c]))
-        .collect();
-    let Some(busy_col) = trace.gpu_column("gpu_busy_pct") else {
-        return 0;
-    };
-    if gpm.is_empty() {
-        return 0;
-    }
-    let (ngpu, ncols) = (trace.gpu_count(), cols.len());
-    let mut events = Vec::new();
-    for i in 0..trace.sample_count() {
-        for g in 0..ngpu {
-            let at = (i * ngpu + g) * ncols;
-            let row = &trace.gpu_values[at..at + ncols];
-            let values: Vec<Option<f64>> = gpm
-                .iter()
-                .map(|&c| Some(row[c] as f64).filter(|v| v.is_finite()))
-                .collect();
-            let busy = Some(row[busy_col] as f64).filter(|v| v.is_finite());
-            // A trace stores NaN as null, indistinguishable from "not read
-            // this tick", so only the busy >= 50 % form of the rule applies.
-            if is_gpm_glitch(&values, false, busy) {
-                for &c in &gpm {
-                    trace.gpu_values[at + c] = f32::NAN;
-                }
-                events.push(EventRecord {
-                    t: trace.times_ms[i],
-                    kind: EventKind::GpmInvalid,
-                    gpu: Some(g as u32),
-                    pid: None,
-                    code: None,
-                    message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
-                });
-            }
-        }
-    }
-    let n = events.len();
-    trace.events.extend(events);
-    n
-}
-
-/// How many trailing steady samples are process teardown (see module doc).
-pub fn teardown_samples(trace: &Trace) -> usize {
-    let Some(busy_col) = trace.gpu_column("gpu_busy_pct") else {
-        return 0;
-    };
-    if trace.end.is_none() || trace.gpu_count() == 0 {
-        return 0;
-    }
-    let steady: Vec<usize> = (0..trace.sample_count())
-        .filter(|&i| !trace.warmup[i])
-        .collect();
-    let busy: Vec<f64> = steady
+/// Which GPM readings of one sample row are glitches: `row` is one GPU's
+/// columns in one sample, `gpm` the indices of its GPM columns, `busy_col`
+/// the index of GPU busy. A trace stores NaN as null, indistinguishable from
+/// "not read this tick", so only the busy >= 50 % form of the rule applies.
+pub fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> bool {
+    let values: Vec<Option<f64>> = gpm
         .iter()
-        .map(|&i| trace.gpu_mean_at(i, busy_col))
+        .map(|&c| Some(row[c] as f64).filter(|v| v.is_finite()))
         .collect();
-    let mut known: Vec<f64> = busy.iter().copied().filter(|v| v.is_finite()).collect();
-    if known.is_empty() {
+    let busy = Some(row[busy_col] as f64).filter(|v| v.is_finite());
+    is_gpm_glitch(&values, false, busy)
+}
+
+/// How many trailing samples of the steady window are process teardown
+/// (see the module doc). `times_ms` and `busy_pct` (GPU busy, mean over the
+/// run's GPUs) are the steady window's samples in order. The teardown is the
+/// longest tail, within `MAX_TEARDOWN_*`, that starts idle (below half the
+/// window's median busy) and stays idle on average (below a quarter): with
+/// several GPUs one rank may flash busy while the others exit.
+pub fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
+    let mut known: Vec<f64> = busy_pct.iter().copied().filter(|v| v.is_finite()).collect();
+    if known.is_empty() || times_ms.len() != busy_pct.len() {
         return 0;
     }
     known.sort_by(|a, b| a.total_cmp(b));
     let median = crate::stats::percentile_sorted(&known, 50.0);
-    let working = (WORKING_FRACTION_OF_MEDIAN * median).max(WORKING_MIN_BUSY_PCT);
-    let Some(last_working) = busy.iter().rposition(|b| *b >= working) else {
-        return 0;
-    };
-    let tail = steady.len() - 1 - last_working;
-    if tail == 0 {
-        return 0;
+    if median < WORKING_MIN_BUSY_PCT {
+        return 0; // a nearly idle run has no teardown to cut
     }
-    let t = |k: usize| trace.times_ms[steady[k]];
-    let steady_ms = t(steady.len() - 1) - t(0);
-    let tail_ms = t(steady.len() - 1) - t(last_working);
-    if tail_ms <= MAX_TEARDOWN_MS.max(MAX_TEARDOWN_FRACTION * steady_ms) {
-        tail
-    } else {
-        0
+    let last = times_ms.len() - 1;
+    let steady_ms = times_ms[last] - times_ms[0];
+    let cap_ms = MAX_TEARDOWN_MS.max(MAX_TEARDOWN_FRACTION * steady_ms);
+    // The longest idle tail, found without the cap: a tail longer than the
+    // cap is behaviour worth seeing, and stays whole.
+    let (mut sum, mut n, mut start) = (0.0, 0usize, None);
+    for k in (1..=last).rev() {
+        let b = if busy_pct[k].is_finite() {
+            busy_pct[k]
+        } else {
+            0.0
+        };
+        sum += b;
+        n += 1;
+        if b < IDLE_START_OF_MEDIAN * median && sum / (n as f64) < IDLE_MEAN_OF_MEDIAN * median {
+            start = Some(k);
+        }
+    }
+    match start {
+        Some(k) if times_ms[last] - times_ms[k] <= cap_ms => last + 1 - k,
+        _ => 0,
     }
 }
 
@@ -156,5 +119,35 @@ mod tests {
         assert!(!is_gpm_glitch(&h2d, false, Some(100.0)));
         // No GPM reading in this sample at all (between GPM periods).
         assert!(!is_gpm_glitch(&[None, None], false, Some(100.0)));
+    }
+}
+
+#[cfg(test)]
+mod teardown_tests {
+    use super::*;
+
+    #[test]
+    fn a_short_idle_tail_is_teardown_a_long_one_is_behaviour() {
+        let times: Vec<f64> = (0..200).map(|i| i as f64 * 100.0).collect();
+        // 190 busy samples, then 10 idle (1 s): teardown.
+        let mut busy: Vec<f64> = (0..200).map(|i| if i < 190 { 99.0 } else { 0.0 }).collect();
+        assert_eq!(teardown_len(&times, &busy), 10);
+        // The last teardown sample may still show a little activity.
+        busy[199] = 5.0;
+        assert_eq!(teardown_len(&times, &busy), 10);
+        // 100 idle samples (10 s, half the run): not teardown, kept.
+        let half: Vec<f64> = (0..200).map(|i| if i < 100 { 99.0 } else { 0.0 }).collect();
+        assert_eq!(teardown_len(&times, &half), 0);
+        // A run that never worked has no teardown to cut.
+        assert_eq!(teardown_len(&times, &vec![0.0; 200]), 0);
+        assert_eq!(teardown_len(&times, &vec![99.0; 200]), 0);
+        // Two GPUs: one rank flashes busy while the other exits (recorded
+        // on the H200 pair, ddp-healthy-2: 100 78 36 9 0... 25 50 25 0 0).
+        let mut ddp = vec![99.0; 200];
+        let tail = [
+            78.0, 36.0, 9.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 25.0, 50.0, 25.0, 0.0, 0.0,
+        ];
+        ddp[185..].copy_from_slice(&tail);
+        assert_eq!(teardown_len(&times, &ddp), 14, "cut from the 36");
     }
 }

@@ -1,0 +1,183 @@
+//! Judgement with real processes: `gate capture` measures three runs by
+//! default, and `gate check --confirm N` reruns the benchmark and judges the
+//! runs together, so a flaky first run fades and a real regression stays.
+//! The benchmark is a real Python process (host counters only: `--no-gpu`)
+//! that prints its throughput; a counter file makes each run print the next
+//! value of a script.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+const CONFIG: &str = r#"
+[user_metrics.samples_per_s]
+regex = '^final_samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+aggregate = "last"
+"#;
+
+/// A benchmark whose k-th run (k counted in `counter`) prints `values[k]`.
+fn bench_args(counter: &Path, values: &[f64]) -> Vec<String> {
+    let list = values
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = format!(
+        "import sys, time\n\
+         p = sys.argv[1]\n\
+         try: k = int(open(p).read())\n\
+         except OSError: k = 0\n\
+         open(p, 'w').write(str(k + 1))\n\
+         t = time.time()\n\
+         while time.time() - t < 0.4: pass\n\
+         print('final_samples_per_s: %s' % [{list}][k])\n"
+    );
+    vec![
+        "--".into(),
+        "python3".into(),
+        "-c".into(),
+        script,
+        counter.display().to_string(),
+    ]
+}
+
+fn live(dir: &Path, sub: &[&str], bench: &[String]) -> std::process::Output {
+    gate(dir)
+        .args(sub)
+        .args(["--no-gpu", "--interval", "10ms", "--trace-dir", "traces"])
+        .args(bench)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn capture_measures_three_runs_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8]);
+    let out = live(d, &["capture", "--baseline", "b"], &bench);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let text = std::fs::read_to_string(d.join("baselines/b.toml")).unwrap();
+    assert!(text.contains("runs = 3"), "{text}");
+    assert_eq!(std::fs::read_to_string(d.join("n")).unwrap(), "3");
+    assert!(!stderr.contains("one run:"), "{stderr}");
+}
+
+#[test]
+fn one_run_capture_warns_that_per_run_numbers_have_no_noise_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let bench = bench_args(&d.join("n"), &[100.0, 90.0]);
+    let out = live(d, &["capture", "--baseline", "b", "--runs", "1"], &bench);
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("one run:"), "{stderr}");
+    // A 10 % drop of a number measured once a run, against one run: no
+    // noise estimate, so inconclusive (exit 0 with a warning), not a failure.
+    let out = live(d, &["check", "--baseline", "b", "--format", "json"], &bench);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let m = metric(&r, "samples_per_s");
+    assert_eq!(m["verdict"], "inconclusive", "{m}");
+    assert_eq!(m["why"], "no_noise_estimate", "{m}");
+}
+
+#[test]
+fn confirm_lets_a_flaky_first_run_fade() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    // Three baseline runs near 100, then one slow run (80) and two normal ones.
+    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, 80.0, 100.1, 99.9]);
+    assert!(live(d, &["capture", "--baseline", "b"], &bench)
+        .status
+        .success());
+    let out = live(
+        d,
+        &[
+            "check",
+            "--baseline",
+            "b",
+            "--confirm",
+            "2",
+            "--format",
+            "json",
+        ],
+        &bench,
+    );
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--confirm: the verdict is regression so far"),
+        "{stderr}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["runs"].as_array().unwrap().len(), 3);
+    let m = metric(&r, "samples_per_s");
+    assert_eq!(m["new_runs"], 3, "{m}");
+    assert_ne!(m["verdict"], "regression", "{m}");
+    assert!(
+        r["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("first run's verdict was regression")),
+        "{r}"
+    );
+}
+
+#[test]
+fn confirm_keeps_a_real_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, 90.0, 90.1, 89.9]);
+    assert!(live(d, &["capture", "--baseline", "b"], &bench)
+        .status
+        .success());
+    let out = live(
+        d,
+        &[
+            "check",
+            "--baseline",
+            "b",
+            "--confirm",
+            "2",
+            "--format",
+            "json",
+        ],
+        &bench,
+    );
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let m = metric(&r, "samples_per_s");
+    assert_eq!(m["verdict"], "regression", "{m}");
+    assert_eq!(m["new_runs"], 3, "{m}");
+    assert_eq!(m["noise_source"], "run_to_run", "{m}");
+}
+
+#[test]
+fn confirm_needs_a_live_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gate(dir.path())
+        .args([
+            "check",
+            "--baseline",
+            "b",
+            "--confirm",
+            "2",
+            "--replay",
+            "x.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--confirm reruns the benchmark"));
+}

@@ -1,0 +1,303 @@
+//! The scoreboard: every recorded fixture judged by the real binary, the way
+//! a user would (`gate capture` from healthy runs, `gate check --replay`).
+//! Every pathology must fail with its own class ranked first, every healthy
+//! pair must pass, and no improvement may be given a cause. The table this
+//! test renders is kept verbatim in docs/gating.md ("Scoreboard").
+//!
+//! Fixtures: `fixtures/traces/` (recorded on H200s with `gate record`, see
+//! fixtures/README.md). Families: the round-1 MLP (`healthy-*`, extreme
+//! pathologies), and the round-2 moderate families `cnn-*` (ResNet-50),
+//! `gpt-*` (GPT decoder) on one H200 and `ddp-*` (data-parallel, two H200s
+//! over NVLink).
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The benchmark's own throughput, as a user would declare it.
+const THROUGHPUT: &str = r#"
+[user_metrics.samples_per_s]
+regex = '^final_samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+aggregate = "last"
+"#;
+
+struct Family {
+    name: &'static str,
+    /// Trace name prefix (`cnn-`), empty for the round-1 MLP.
+    prefix: &'static str,
+    /// (fixture, class that must be ranked first; None = a benign change
+    /// that must pass with no cause named)
+    cases: &'static [(&'static str, Option<&'static str>)],
+}
+
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "mlp (round 1, extreme)",
+        prefix: "",
+        cases: &[
+            ("launch-storm", Some("kernel_fragmentation")),
+            ("fp32-no-tf32", Some("tensor_cores_unused")),
+            ("memory-bound", Some("memory_bound")),
+            ("pageable-h2d", Some("pcie_h2d_bound")),
+            ("sync-stall", Some("sync_stalls")),
+            ("host-bound", Some("host_bound")),
+            ("contention", Some("gpu_contention")),
+        ],
+    },
+    Family {
+        name: "cnn (ResNet-50)",
+        prefix: "cnn-",
+        cases: &[
+            ("sync", Some("sync_stalls")),
+            ("launch", Some("kernel_fragmentation")),
+            ("input", Some("input_bound")),
+            ("contend-in", Some("tree_contention")),
+            ("contend-out", Some("gpu_contention")),
+            ("memory", Some("memory_bound")),
+            ("tensor", Some("tensor_cores_unused")),
+        ],
+    },
+    Family {
+        name: "gpt (decoder)",
+        prefix: "gpt-",
+        cases: &[
+            ("sync", Some("sync_stalls")),
+            ("launch", Some("kernel_fragmentation")),
+            ("input", None),
+            ("contend-in", Some("tree_contention")),
+            ("contend-out", Some("gpu_contention")),
+            ("memory", Some("memory_bound")),
+            ("tensor", Some("tensor_cores_unused")),
+        ],
+    },
+    Family {
+        name: "ddp (2 GPUs)",
+        prefix: "ddp-",
+        cases: &[
+            ("comm", Some("comm_fallback")),
+            ("straggler-gpu", Some("gpu_imbalance")),
+            ("straggler-host", None),
+        ],
+    },
+];
+
+fn fixture(f: &Family, name: &str) -> PathBuf {
+    PathBuf::from(format!("{ROOT}/fixtures/traces/{}{name}.jsonl", f.prefix))
+}
+
+struct Outcome {
+    exit: i32,
+    top: Option<String>,
+    /// Diagnosis findings of severity medium or high.
+    causes: Vec<String>,
+    regressed: Vec<String>,
+    throughput_pct: Option<f64>,
+}
+
+fn check(dir: &Path, baseline: &str, trace: &Path) -> Outcome {
+    let out = gate(dir)
+        .args([
+            "check",
+            "--baseline",
+            baseline,
+            "--format",
+            "json",
+            "--replay",
+        ])
+        .arg(trace)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    let r: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{stderr}", trace.display()));
+    let names = |sev: &[&str]| -> Vec<String> {
+        r["diagnosis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| sev.is_empty() || sev.contains(&d["severity"].as_str().unwrap()))
+            .map(|d| d["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let metrics = r["metrics"].as_array().unwrap();
+    Outcome {
+        exit: out.status.code().unwrap(),
+        top: names(&[]).first().cloned(),
+        causes: names(&["medium", "high"]),
+        regressed: metrics
+            .iter()
+            .filter(|m| m["verdict"] == "regression")
+            .map(|m| {
+                let id = m["id"].as_str().unwrap();
+                match m["gpu"].as_u64() {
+                    Some(g) => format!("{id}[gpu{g}]"),
+                    None => id.to_string(),
+                }
+            })
+            .collect(),
+        throughput_pct: metrics
+            .iter()
+            .find(|m| m["id"] == "samples_per_s" && m["gpu"].is_null())
+            .and_then(|m| m["change_pct"].as_f64()),
+    }
+}
+
+fn capture(dir: &Path, name: &str, traces: &[PathBuf]) {
+    gate(dir)
+        .args(["capture", "--baseline", name, "--replace", "--replay"])
+        .args(traces)
+        .assert()
+        .success();
+}
+
+/// A directory with `gate.toml` (or none) and the family's baselines:
+/// `b12` from healthy runs 1 and 2, `b1`/`b2`/`b3` from one run each.
+fn setup(f: &Family, config: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(c) = config {
+        std::fs::write(dir.path().join("gate.toml"), c).unwrap();
+    }
+    let h = |i: usize| fixture(f, &format!("healthy-{i}"));
+    capture(dir.path(), "b12", &[h(1), h(2)]);
+    for i in 1..=3 {
+        capture(dir.path(), &format!("b{i}"), &[h(i)]);
+    }
+    dir
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|p| format!("{p:+.1} %"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// The table of docs/gating.md: the two-run baseline (healthy-1 and 2),
+/// defaults only, and with the benchmark's throughput declared.
+fn scoreboard() -> (String, Vec<String>) {
+    let mut table = String::from(
+        "| family | fixture | throughput | exit (defaults) | exit (throughput declared) | ranked first | expected |\n|---|---|---:|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    for f in FAMILIES {
+        let plain = setup(f, None);
+        let declared = setup(f, Some(THROUGHPUT));
+        let rows = std::iter::once(("healthy-3", None)).chain(f.cases.iter().copied());
+        for (name, want) in rows {
+            let t = fixture(f, name);
+            assert!(t.exists(), "fixture {} missing", t.display());
+            let a = check(plain.path(), "b12", &t);
+            let b = check(declared.path(), "b12", &t);
+            let expect_exit = if want.is_some() { 1 } else { 0 };
+            let ok = a.exit == expect_exit
+                && b.exit == expect_exit
+                && match want {
+                    Some(rule) => a.top.as_deref() == Some(rule) && b.top.as_deref() == Some(rule),
+                    None => a.causes.is_empty() && b.causes.is_empty(),
+                };
+            if !ok {
+                failures.push(format!(
+                    "{}{name}: exit {} / {} (want {expect_exit}), top {:?} / {:?} (want {want:?}), causes {:?}, regressed {:?}",
+                    f.prefix, a.exit, b.exit, a.top, b.top, a.causes, a.regressed
+                ));
+            }
+            table.push_str(&format!(
+                "| {} | `{}{name}` | {} | {} | {} | {} | {} |\n",
+                f.name,
+                f.prefix,
+                pct(b.throughput_pct),
+                a.exit,
+                b.exit,
+                a.top
+                    .as_deref()
+                    .map(|r| format!("`{r}`"))
+                    .unwrap_or_else(|| "none".into()),
+                want.map(|r| format!("`{r}`"))
+                    .unwrap_or_else(|| "pass, no cause".into()),
+            ));
+        }
+    }
+    (table, failures)
+}
+
+#[test]
+fn every_pathology_fails_with_its_class_first_and_the_table_is_documented() {
+    let (table, failures) = scoreboard();
+    assert!(failures.is_empty(), "scoreboard:\n{}", failures.join("\n"));
+    let doc = std::fs::read_to_string(format!("{ROOT}/docs/gating.md")).unwrap();
+    assert!(
+        doc.contains(&table),
+        "docs/gating.md's scoreboard is out of date; the table is now:\n\n{table}"
+    );
+}
+
+#[test]
+fn every_healthy_pair_passes_against_one_run_baselines() {
+    for f in FAMILIES {
+        for config in [None, Some(THROUGHPUT)] {
+            let dir = setup(f, config);
+            for b in 1..=3 {
+                for n in (1..=3).filter(|&n| n != b) {
+                    let t = fixture(f, &format!("healthy-{n}"));
+                    let o = check(dir.path(), &format!("b{b}"), &t);
+                    assert_eq!(
+                        (o.exit, o.causes.clone()),
+                        (0, Vec::<String>::new()),
+                        "{}healthy-{n} against one-run b{b} (throughput declared: {}): regressed {:?}",
+                        f.prefix,
+                        config.is_some(),
+                        o.regressed
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
+    for f in FAMILIES {
+        let dir = setup(f, None);
+        for (name, want) in f.cases {
+            for b in 1..=3 {
+                let o = check(dir.path(), &format!("b{b}"), &fixture(f, name));
+                match want {
+                    Some(rule) => assert_eq!(
+                        (o.exit, o.top.as_deref()),
+                        (1, Some(*rule)),
+                        "{}{name} against b{b}: regressed {:?}",
+                        f.prefix,
+                        o.regressed
+                    ),
+                    None => assert_eq!(
+                        (o.exit, o.causes.clone()),
+                        (0, Vec::<String>::new()),
+                        "{}{name} against b{b}",
+                        f.prefix
+                    ),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_improvement_is_never_given_a_cause() {
+    // Reversed: each pathology as the baseline, a healthy run checked.
+    for f in FAMILIES {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, _) in f.cases {
+            capture(dir.path(), "rev", &[fixture(f, name)]);
+            let o = check(dir.path(), "rev", &fixture(f, "healthy-3"));
+            assert!(
+                o.causes.is_empty(),
+                "healthy-3 against {}{name}: causes {:?}",
+                f.prefix,
+                o.causes
+            );
+        }
+    }
+}
