@@ -716,7 +716,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         .collect();
     if counts.regression > 0 {
         reasons.push(format!(
-            "{} regression{} beyond threshold and noise: {}",
+            "{} regression{} beyond the floor and the noise: {}",
             counts.regression,
             if counts.regression == 1 { "" } else { "s" },
             results
@@ -729,7 +729,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
     }
     if input.fail_on_improvement && counts.improvement > 0 {
         reasons.push(format!(
-            "{} improvement{} beyond threshold and noise (--fail-on-improvement): re-capture the baseline to lock {} in",
+            "{} improvement{} beyond the floor and the noise (--fail-on-improvement): re-capture the baseline to lock {} in",
             counts.improvement,
             if counts.improvement == 1 { "" } else { "s" },
             if counts.improvement == 1 { "it" } else { "them" },

@@ -129,7 +129,7 @@ impl Reporter for OpenMetrics {
             "gate_regressions".into(),
             "gauge",
             None,
-            "Gated metrics that regressed beyond threshold and noise".into(),
+            "Gated metrics that regressed beyond the floor and the noise".into(),
             baseline(),
             r.counts.regression as f64,
         );

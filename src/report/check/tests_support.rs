@@ -69,7 +69,7 @@ pub fn sample_report() -> CheckReport {
         },
         verdict: RunVerdict::Regression,
         exit_code: 1,
-        reasons: vec!["1 regression beyond threshold and noise: sm_active_pct".into()],
+        reasons: vec!["1 regression beyond the floor and the noise: sm_active_pct".into()],
         warnings: vec![],
         multi_node: false,
         fail_on_improvement: false,
