@@ -1,64 +1,123 @@
 #!/usr/bin/env bash
-# Speed of `gate check --replay` on a 1-hour, 8-GPU, 100 ms trace (36,000
-# samples): wall time and peak RSS, median of 5 runs.
-# Target: < 2 s and < 300 MB on the 2-core development machine.
+# Speed and memory of `gate check --replay` as traces grow (BENCHMARKS.md,
+# section 2): 8 GPUs at 100 ms for each of HOURS (default "1 6 24"), plus one
+# multi-node run (NODES x 8 GPUs x 1 h).
 #
-# Input: fixtures/traces/healthy-1.jsonl tiled to size when it exists, else a
-# SYNTHETIC healthy trace (gpugate::synthetic, via examples/make-big-trace.rs)
-# tiled the same way.
-# Usage: scripts/bench-check-speed.sh [RUNS]   (needs /usr/bin/time: apt-get install time)
+# At each size, in ROUNDS interleaved rounds (the order rotates each round, so
+# a neighbour's compile burst hits every contender alike), it times:
+#   gate   `gate check --replay` against a baseline captured from the same trace
+#   floor  examples/check-floor.rs: serde straight into f32 columns + gate's statistics
+#   python scripts/naive_check.py: json.loads + numpy percentiles
+#   old    (optional, --old PATH) another gate binary, e.g. the one before a change
+# and prints medians of CPU seconds (user+sys), wall seconds and peak RSS, and
+# the median of the per-round ratios gate/floor, gate/python, gate/old.
+#
+# Inputs are fixtures/traces/healthy-1.jsonl (real H200 data) tiled to size by
+# examples/make-big-trace.rs, written under a temporary directory in /tmp and
+# deleted on exit (a 24 h trace is ~1.8 GB).
+#
+# Usage: scripts/bench-check-speed.sh [--hours "1 6 24"] [--rounds 3] [--nodes 64] [--old PATH]
+# Needs /usr/bin/time (apt-get install time) and python3 with numpy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-5}
-work=$(mktemp -d)
+hours="1 6 24"; rounds=3; nodes=64; old=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --hours) hours=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
+    --old) old=$2; shift 2 ;;
+    *) echo "usage: $0 [--hours \"1 6 24\"] [--rounds N] [--nodes N] [--old PATH]" >&2; exit 2 ;;
+  esac
+done
+command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
+python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy)" >&2; exit 2; }
+work=$(mktemp -d /tmp/gate-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
-cargo build --release --quiet --bin gate --example make-big-trace
+cargo build --release --quiet --bin gate --example make-big-trace --example check-floor
 gate=target/release/gate
 mk=target/release/examples/make-big-trace
-
+floor=target/release/examples/check-floor
 src=fixtures/traces/healthy-1.jsonl
-if [[ -f $src ]]; then
-  input="tiled from $src"
-else
-  src=$work/seed.jsonl
-  "$mk" --synthetic healthy --gpus 1 --samples 600 --seed 1 -o "$src" 2>/dev/null
-  input="tiled from a SYNTHETIC healthy trace (no fixture present)"
-fi
-big=$work/big.jsonl
-"$mk" --tile "$src" --gpus 8 --samples 36000 -o "$big" 2>/dev/null
-size_mb=$(du -m "$big" | cut -f1)
 
-# Baseline from the same big trace (capture is timed once, for reference).
-/usr/bin/time -f "%e %M" -o "$work/cap.time" \
-  "$gate" capture --baseline big --baseline-dir "$work/b" --commit bench --replay "$big" >/dev/null
-read -r cap_s cap_kb < "$work/cap.time"
-
-walls=(); rss=()
-for i in $(seq "$runs"); do
+# time_one NAME CMD...: appends "cpu wall rss_kb" to $work/NAME.times
+time_one() {
+  local name=$1; shift
   set +e
-  /usr/bin/time -f "%e %M" -o "$work/t" \
-    "$gate" check --baseline big --baseline-dir "$work/b" --format json --replay "$big" >/dev/null
-  code=$?
+  /usr/bin/time -f "%U %S %e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err"
+  local code=$?
   set -e
-  [[ $code -le 1 ]] || { echo "gate check failed with exit $code" >&2; exit 1; }
-  read -r w m < "$work/t"
-  walls+=("$w"); rss+=("$m")
-done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-wall_med=$(median "${walls[@]}")
-rss_med_kb=$(median "${rss[@]}")
+  if [[ $code -gt 1 ]]; then echo "$name failed (exit $code):" >&2; cat "$work/err" >&2; exit 1; fi
+  awk '{printf "%.3f %.3f %d\n", $1 + $2, $3, $4}' "$work/t" >> "$work/$name.times"
+}
+median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+col() { awk -v c="$2" '{print $c}' "$work/$1.times"; }
 
-echo "date:      $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "machine:   $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-echo "gate:      $($gate --version)"
-echo "trace:     8 GPUs x 36000 samples at 100 ms, ${size_mb} MB, $input"
-echo "capture:   ${cap_s} s, $((cap_kb / 1024)) MB peak RSS (1 run)"
-echo "check:     median of $runs: ${wall_med} s wall, $((rss_med_kb / 1024)) MB peak RSS"
-echo "           all runs (s): ${walls[*]}"
-echo "           all runs (KB): ${rss[*]}"
-awk -v w="$wall_med" -v r="$rss_med_kb" 'BEGIN {
-  ok = (w < 2.0 && r < 300*1024);
-  printf "target:    < 2 s and < 300 MB: %s\n", ok ? "MET" : "NOT MET";
-  exit ok ? 0 : 1 }'
+echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gate:    $($gate --version)${old:+; old: $old}"
+echo "input:   $src tiled to 8 GPUs at 100 ms; $rounds interleaved rounds per size"
+echo
+printf '| trace | MB | contender | CPU s (median) | wall s | peak RSS MB | us CPU per GPU-sample |\n|---|---|---|---|---|---|---|\n'
+declare -A ratio_lines
+for h in $hours; do
+  samples=$((h * 36000))
+  big=$work/big-${h}h.jsonl
+  "$mk" --tile "$src" --gpus 8 --samples "$samples" -o "$big" 2>/dev/null
+  mb=$(( $(stat -c %s "$big") / 1000000 ))
+  "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
+  contenders=(gate floor python); [[ -n $old ]] && contenders+=(old)
+  rm -f "$work"/*.times
+  for r in $(seq "$rounds"); do
+    n=${#contenders[@]}
+    for k in $(seq 0 $((n - 1))); do
+      c=${contenders[$(((k + r) % n))]}
+      case $c in
+        gate) time_one gate "$gate" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
+        old) time_one old "$old" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
+        floor) time_one floor "$floor" "$big" ;;
+        python) time_one python python3 scripts/naive_check.py "$big" ;;
+      esac
+    done
+  done
+  for c in "${contenders[@]}"; do
+    cpu=$(col "$c" 1 | median); wall=$(col "$c" 2 | median); rss=$(col "$c" 3 | median)
+    per=$(awk -v c="$cpu" -v s="$samples" 'BEGIN {printf "%.2f", c * 1e6 / (s * 8)}')
+    printf '| 8 GPU x %s h | %s | %s | %s | %s | %d | %s |\n' "$h" "$mb" "$c" "$cpu" "$wall" $((rss / 1024)) "$per"
+  done
+  # Paired ratios: round by round, then the median.
+  for c in floor python old; do
+    [[ -f $work/$c.times ]] || continue
+    ratio_lines[$h-$c]=$(paste -d' ' <(col gate 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
+  done
+  rm -f "$big"
+done
+echo
+echo "Paired ratios of CPU time (median over rounds of gate / other, same round):"
+for h in $hours; do
+  line="  8 GPU x $h h:"
+  for c in floor python old; do
+    [[ -n ${ratio_lines[$h-$c]:-} ]] && line+=" gate/$c ${ratio_lines[$h-$c]}"
+  done
+  echo "$line"
+done
+
+if [[ $nodes -gt 0 ]]; then
+  one=$work/node.jsonl
+  "$mk" --tile "$src" --gpus 8 --samples 36000 -o "$one" 2>/dev/null
+  "$gate" capture --baseline node --baseline-dir "$work/bn" --commit bench --replay "$one" >/dev/null 2>&1
+  # The same node file under NODES names (hard links): the CPU work is that
+  # of NODES distinct files; the disk reads come from the page cache.
+  args=()
+  for i in $(seq 0 $((nodes - 1))); do ln "$one" "$work/node-$i.jsonl"; args+=("$work/node-$i.jsonl"); done
+  rm -f "$work"/*.times
+  time_one multi "$gate" check --baseline node --baseline-dir "$work/bn" --multi-node --format json --replay "${args[@]}"
+  [[ -n $old ]] && time_one multi_old "$old" check --baseline node --baseline-dir "$work/bn" --multi-node --format json --replay "${args[@]}"
+  echo
+  for c in multi multi_old; do
+    [[ -f $work/$c.times ]] || continue
+    read -r cpu wall rss < "$work/$c.times"
+    echo "$c: $nodes nodes x 8 GPU x 1 h ($(( $(stat -c %s "$one") * nodes / 1000000 )) MB): ${cpu} s CPU, ${wall} s wall, $((rss / 1024)) MB peak RSS (1 run)"
+  done
+fi

@@ -276,15 +276,41 @@ impl<'a> RunInput<'a> {
     /// reported: statistics, diagnosis features and the user metrics of
     /// `config`.
     pub fn new(trace: &'a Trace, config: &Config) -> RunInput<'a> {
+        Self::from_parts(trace, Self::derive(trace, config))
+    }
+
+    /// What `new` computes from a trace's samples. A caller that must not
+    /// hold every trace's samples at once (`check --multi-node` over dozens
+    /// of nodes) derives each trace as it is loaded, drops its samples
+    /// (`Trace::drop_samples`), and assembles the inputs with `from_parts`.
+    pub fn derive(trace: &Trace, config: &Config) -> RunDerived {
         let steady = steady_window(trace);
         let mut summary = summarize_window(trace, &steady);
         let user = user_metric_values(config, trace);
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
-        RunInput {
-            trace,
+        RunDerived {
             steady,
             summary,
             user,
         }
     }
+
+    pub fn from_parts(trace: &'a Trace, derived: RunDerived) -> RunInput<'a> {
+        RunInput {
+            trace,
+            steady: derived.steady,
+            summary: derived.summary,
+            user: derived.user,
+        }
+    }
+}
+
+/// A run's summary and user metrics, computed by `RunInput::derive`.
+#[derive(Debug, Clone)]
+pub struct RunDerived {
+    /// The steady window's sample indices (valid while the trace keeps its
+    /// samples: the baseline builder reads them, `check` does not).
+    pub steady: Vec<usize>,
+    pub summary: RunSummary,
+    pub user: BTreeMap<String, UserMetricValue>,
 }

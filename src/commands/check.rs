@@ -174,9 +174,19 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
 
-    let mut traces = measure::acquire(&args.measure, 1, &args.trace_dir)?;
-    let judge = |traces: &[crate::trace::Trace]| {
-        let inputs: Vec<RunInput> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
+    // Each trace is summarised as it is loaded and its samples freed: the
+    // verdict needs only summaries, so 64 nodes cost one node's samples.
+    let mut derived = Vec::new();
+    let mut traces = measure::acquire_each(&args.measure, 1, &args.trace_dir, |t| {
+        derived.push(RunInput::derive(t, &config));
+        true
+    })?;
+    let judge = |traces: &[crate::trace::Trace], derived: &[crate::summary::RunDerived]| {
+        let inputs: Vec<RunInput> = traces
+            .iter()
+            .zip(derived)
+            .map(|(t, d)| RunInput::from_parts(t, d.clone()))
+            .collect();
         gate::check(&gate::CheckInput {
             baseline: &baseline,
             baseline_source: baseline_source.clone(),
@@ -189,7 +199,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
             rules: &rules,
         })
     };
-    let mut report = judge(&traces);
+    let mut report = judge(&traces, &derived);
     let first = report.verdict;
     let mut reruns = 0;
     while reruns < args.confirm && needs_confirmation(&report) {
@@ -199,8 +209,16 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
             report.verdict.as_str(),
             args.confirm
         );
-        traces.extend(measure::acquire(&args.measure, 1, &args.trace_dir)?);
-        report = judge(&traces);
+        traces.extend(measure::acquire_each(
+            &args.measure,
+            1,
+            &args.trace_dir,
+            |t| {
+                derived.push(RunInput::derive(t, &config));
+                true
+            },
+        )?);
+        report = judge(&traces, &derived);
     }
     if reruns > 0 {
         report.warnings.push(format!(

@@ -50,6 +50,11 @@ pub struct MeasureArgs {
     #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
     pub gpm_interval: Duration,
 
+    /// Process lists, per-process SM shares and memory used refresh this often (process
+    /// utilization costs ~2.7 ms of CPU per NVML call on an H200 VM; min 200ms)
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    pub process_interval: Duration,
+
     /// GPUs to sample: '0,2' or 'all'. Default: every visible GPU is sampled (CUDA_VISIBLE_DEVICES honoured) and statistics use those the target's processes appeared on
     #[arg(long, value_name = "LIST")]
     pub gpu: Option<String>,
@@ -236,11 +241,30 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// Obtain `runs` traces: replay the given files, or record the live target
 /// `runs` times into `trace_dir`. Returns the loaded traces.
 pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Result<Vec<Trace>> {
+    acquire_each(args, runs, trace_dir, |_| false)
+}
+
+/// `acquire`, calling `each` on every trace as soon as it is loaded; when
+/// it returns true the trace's samples are dropped before the next one is
+/// loaded, so memory holds one trace's samples at a time, not all of them
+/// (64 nodes x 8 GPUs x 1 h would be ~2.5 GB).
+pub fn acquire_each(
+    args: &MeasureArgs,
+    runs: usize,
+    trace_dir: &Path,
+    mut each: impl FnMut(&Trace) -> bool,
+) -> anyhow::Result<Vec<Trace>> {
+    let mut take = |mut t: Trace| {
+        if each(&t) {
+            t.drop_samples();
+        }
+        t
+    };
     if args.is_replay() {
         return args
             .replay
             .iter()
-            .map(|p| Trace::load(p).map_err(anyhow::Error::from))
+            .map(|p| Trace::load(p).map(&mut take).map_err(anyhow::Error::from))
             .collect();
     }
     if !args.is_live() {
@@ -269,7 +293,7 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
         // The caller prints its report on stdout, so the benchmark's own
         // output goes to stderr.
         let outcome = record::record(&plan, &path, Echo::Stderr)?;
-        traces.push(Trace::load(&outcome.path)?);
+        traces.push(take(Trace::load(&outcome.path)?));
     }
     Ok(traces)
 }

@@ -249,12 +249,93 @@ fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMa
 /// samples are filled with the series mean (they then neither create nor
 /// hide a period). None for short or flat series; strength 0 and no lag
 /// when the autocorrelation only decays (drift, noise without a period).
+///
+/// Cost: O(n log n). The autocorrelation at every lag comes from one FFT
+/// (Wiener-Khinchin: the inverse transform of the power spectrum of the
+/// zero-padded series); a dot product per lag made a 24-hour trace cost
+/// minutes. FFT values differ from the dot products in the last bits, so
+/// every decision that FFT rounding could flip (two lags within `TIE` of
+/// each other, a value within `TIE` of 0 or of the 0.9 x best cut) is
+/// re-decided with the exact dot products, and the returned strength is
+/// always the exact dot product of the chosen lag: the result is the same
+/// as the direct method's (`tests::fft_periodicity_matches_the_direct_method`).
 pub fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
-    let finite: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.len() < MIN_SAMPLES_FOR_PERIOD {
+    let (x, var) = centred_for_period(series)?;
+    let n = x.len();
+    let max_lag = n / 3;
+    let approx = autocorrelation_sums(&x, max_lag + 1);
+    let mut exact = ExactLags::new(&x, var);
+    let r_fft = |k: usize| approx[k] / var;
+    let scale = |k: usize, r: f64| (r * n as f64 / (n - k) as f64).min(1.0);
+    // r[a] > r[b], as the direct method decides it.
+    let gt = |a: usize, b: usize, exact: &mut ExactLags| {
+        let d = r_fft(a) - r_fft(b);
+        if d.abs() > TIE || !exact.can_refine() {
+            d > 0.0
+        } else {
+            exact.r(a) > exact.r(b)
+        }
+    };
+    let mut peaks: Vec<(usize, f64)> = Vec::new();
+    for k in 2..=max_lag {
+        if !gt(k, k - 1, &mut exact) || gt(k + 1, k, &mut exact) {
+            continue;
+        }
+        let positive = if r_fft(k).abs() > TIE || !exact.can_refine() {
+            r_fft(k) > 0.0
+        } else {
+            exact.r(k) > 0.0
+        };
+        if positive {
+            peaks.push((k, scale(k, r_fft(k))));
+        }
+    }
+    let Some(best_approx) = peaks.iter().map(|p| p.1).reduce(f64::max) else {
+        return Some((0.0, None));
+    };
+    // The exact best: the exact values of every peak that could be it.
+    let best = peaks
+        .iter()
+        .filter(|p| p.1 >= best_approx - 2.0 * TIE)
+        .map(|&(k, _)| scale(k, exact.r(k)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    // Multiples of the period peak as high as the period itself: take the
+    // shortest lag that comes close to the best.
+    let cut = 0.9 * best;
+    for &(k, v) in &peaks {
+        let d = v - cut;
+        let chosen = if d.abs() > 2.0 * TIE {
+            d > 0.0
+        } else {
+            scale(k, exact.r(k)) >= cut
+        };
+        if chosen {
+            return Some((scale(k, exact.r(k)), Some(k)));
+        }
+    }
+    Some((best, Some(0)))
+}
+
+/// FFT values closer than this (autocorrelations normalised to 1 at lag 0)
+/// are re-compared with exact dot products. FFT rounding error is about
+/// 1e-16 x log2(n) x 10; this leaves six orders of magnitude of margin.
+const TIE: f64 = 1e-9;
+/// Exact re-decisions allowed per series. Each is a dot product (O(n)); a
+/// pathological series with thousands of exact ties keeps the FFT's answer
+/// beyond this many rather than turning quadratic again.
+const MAX_EXACT_LAGS: usize = 256;
+
+/// The centred series (missing samples = the mean) and its sum of squares;
+/// None when too short or too flat to have a period.
+fn centred_for_period(series: &[f64]) -> Option<(Vec<f64>, f64)> {
+    let (sum, count) = series
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
+    if count < MIN_SAMPLES_FOR_PERIOD {
         return None;
     }
-    let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+    let mean = sum / count as f64;
     let x: Vec<f64> = series
         .iter()
         .map(|v| if v.is_finite() { v - mean } else { 0.0 })
@@ -264,38 +345,73 @@ pub fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
     if sd < MIN_STDEV_FOR_PERIOD {
         return None;
     }
+    Some((x, var))
+}
+
+/// `sum_i x[i] * x[i + k]` for k in 0..=`max_lag` (0 where k >= n), by FFT.
+fn autocorrelation_sums(x: &[f64], max_lag: usize) -> Vec<f64> {
+    use realfft::RealFftPlanner;
     let n = x.len();
-    let max_lag = n / 3;
-    let r: Vec<f64> = (0..=max_lag + 1)
-        .map(|k| {
-            if k >= n {
-                return 0.0;
-            }
-            x[..n - k]
-                .iter()
-                .zip(&x[k..])
-                .map(|(a, b)| a * b)
-                .sum::<f64>()
-                / var
-        })
-        .collect();
-    // Local maxima, with the bias of the plain estimator at long lags scaled
-    // back so that a perfect period reads ~1 wherever it is.
-    let peaks: Vec<(usize, f64)> = (2..=max_lag)
-        .filter(|&k| r[k] > r[k - 1] && r[k] >= r[k + 1] && r[k] > 0.0)
-        .map(|k| (k, (r[k] * n as f64 / (n - k) as f64).min(1.0)))
-        .collect();
-    let Some(best) = peaks.iter().map(|p| p.1).reduce(f64::max) else {
-        return Some((0.0, None));
-    };
-    // Multiples of the period peak as high as the period itself: take the
-    // shortest lag that comes close to the best.
-    let (k, s) = peaks
+    // Zero-padding to >= 2n makes the circular correlation linear; a power
+    // of two keeps the transform on its fastest path.
+    let m = (2 * n).next_power_of_two();
+    let mut planner = RealFftPlanner::<f64>::new();
+    let fwd = planner.plan_fft_forward(m);
+    let inv = planner.plan_fft_inverse(m);
+    let mut buf = fwd.make_input_vec();
+    buf[..n].copy_from_slice(x);
+    let mut spec = fwd.make_output_vec();
+    fwd.process(&mut buf, &mut spec)
+        .expect("buffer sizes come from the plan");
+    for c in spec.iter_mut() {
+        *c = realfft::num_complex::Complex::new(c.norm_sqr(), 0.0);
+    }
+    inv.process(&mut spec, &mut buf)
+        .expect("buffer sizes come from the plan");
+    (0..=max_lag)
+        .map(|k| if k < n { buf[k] / m as f64 } else { 0.0 })
+        .collect()
+}
+
+/// Exact autocorrelation at single lags, the direct method's arithmetic,
+/// memoised and budgeted (`MAX_EXACT_LAGS`).
+struct ExactLags<'a> {
+    x: &'a [f64],
+    var: f64,
+    done: BTreeMap<usize, f64>,
+}
+
+impl<'a> ExactLags<'a> {
+    fn new(x: &'a [f64], var: f64) -> Self {
+        ExactLags {
+            x,
+            var,
+            done: BTreeMap::new(),
+        }
+    }
+
+    fn can_refine(&self) -> bool {
+        self.done.len() < MAX_EXACT_LAGS
+    }
+
+    fn r(&mut self, k: usize) -> f64 {
+        let (x, var) = (self.x, self.var);
+        *self.done.entry(k).or_insert_with(|| direct_r(x, var, k))
+    }
+}
+
+/// Autocorrelation at lag `k` by one dot product, normalised by `var`.
+fn direct_r(x: &[f64], var: f64, k: usize) -> f64 {
+    let n = x.len();
+    if k >= n {
+        return 0.0;
+    }
+    x[..n - k]
         .iter()
-        .copied()
-        .find(|p| p.1 >= 0.9 * best)
-        .unwrap_or((0, best));
-    Some((s, Some(k)))
+        .zip(&x[k..])
+        .map(|(a, b)| a * b)
+        .sum::<f64>()
+        / var
 }
 
 fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
@@ -307,8 +423,8 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
     if d.is_empty() {
         return trace.header.interval_ms.max(1) as f64 / 1000.0;
     }
-    d.sort_by(|a, b| a.total_cmp(b));
-    d[d.len() / 2] / 1000.0
+    let mid = d.len() / 2;
+    *d.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1 / 1000.0
 }
 
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
@@ -396,6 +512,127 @@ mod tests {
         let mut holes = wave.clone();
         holes[5] = f64::NAN;
         assert_eq!(periodicity(&holes).unwrap().1, Some(10));
+    }
+
+    /// The quadratic method `periodicity` replaced, kept verbatim as the
+    /// reference the FFT version must reproduce.
+    fn periodicity_direct(series: &[f64]) -> Option<(f64, Option<usize>)> {
+        let finite: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
+        if finite.len() < MIN_SAMPLES_FOR_PERIOD {
+            return None;
+        }
+        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+        let x: Vec<f64> = series
+            .iter()
+            .map(|v| if v.is_finite() { v - mean } else { 0.0 })
+            .collect();
+        let var = x.iter().map(|v| v * v).sum::<f64>();
+        let sd = (var / (x.len() - 1) as f64).sqrt();
+        if sd < MIN_STDEV_FOR_PERIOD {
+            return None;
+        }
+        let n = x.len();
+        let max_lag = n / 3;
+        let r: Vec<f64> = (0..=max_lag + 1)
+            .map(|k| {
+                if k >= n {
+                    return 0.0;
+                }
+                x[..n - k]
+                    .iter()
+                    .zip(&x[k..])
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+                    / var
+            })
+            .collect();
+        let peaks: Vec<(usize, f64)> = (2..=max_lag)
+            .filter(|&k| r[k] > r[k - 1] && r[k] >= r[k + 1] && r[k] > 0.0)
+            .map(|k| (k, (r[k] * n as f64 / (n - k) as f64).min(1.0)))
+            .collect();
+        let Some(best) = peaks.iter().map(|p| p.1).reduce(f64::max) else {
+            return Some((0.0, None));
+        };
+        let (k, s) = peaks
+            .iter()
+            .copied()
+            .find(|p| p.1 >= 0.9 * best)
+            .unwrap_or((0, best));
+        Some((s, Some(k)))
+    }
+
+    fn lcg(seed: u64) -> impl FnMut() -> f64 {
+        let mut x = seed;
+        move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    #[test]
+    fn fft_periodicity_matches_the_direct_method() {
+        let mut cases: Vec<Vec<f64>> = Vec::new();
+        // Square waves (exact ties between lags), integer-valued like NVML
+        // utilization, with and without holes and noise.
+        for period in [2usize, 3, 7, 10, 25, 64] {
+            for n in [20usize, 61, 300, 1001, 4096] {
+                let wave: Vec<f64> = (0..n)
+                    .map(|i| {
+                        if i % period < period * 4 / 5 {
+                            95.0
+                        } else {
+                            2.0
+                        }
+                    })
+                    .collect();
+                let mut noisy = wave.clone();
+                let mut rnd = lcg((period * n) as u64);
+                for v in noisy.iter_mut() {
+                    *v = (*v + 10.0 * rnd()).round();
+                }
+                let mut holes = noisy.clone();
+                for i in (3..n).step_by(17) {
+                    holes[i] = f64::NAN;
+                }
+                cases.extend([wave, noisy, holes]);
+            }
+        }
+        // Noise, drift, a sine, quantised values (means of 8 integers).
+        for seed in 0..20u64 {
+            let mut rnd = lcg(seed);
+            let n = 50 + (seed as usize * 997) % 3000;
+            cases.push((0..n).map(|_| 100.0 * rnd()).collect());
+            cases.push((0..n).map(|i| i as f64 * 0.05 + 5.0 * rnd()).collect());
+            cases.push(
+                (0..n)
+                    .map(|i| 50.0 + 40.0 * (i as f64 * 0.37).sin())
+                    .collect(),
+            );
+            cases.push(
+                (0..n)
+                    .map(|_| (0..8).map(|_| (100.0 * rnd()).round()).sum::<f64>() / 8.0)
+                    .collect(),
+            );
+        }
+        // Every synthetic signature's busy series.
+        for sig in Signature::all() {
+            let t = synthetic::trace(&sig, 2);
+            let steady: Vec<usize> = (0..t.sample_count()).filter(|&i| !t.warmup[i]).collect();
+            if let Some(s) = aggregate_series(&t, &steady, "gpu_busy_pct") {
+                cases.push(s);
+            }
+        }
+        for (i, c) in cases.iter().enumerate() {
+            let (a, b) = (periodicity(c), periodicity_direct(c));
+            assert_eq!(
+                a.map(|(s, k)| (s.to_bits(), k)),
+                b.map(|(s, k)| (s.to_bits(), k)),
+                "case {i} (n = {}): fft {a:?} vs direct {b:?}",
+                c.len()
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! The floor `gate check` is measured against (BENCHMARKS.md, section 2):
+//! read a trace with serde straight into flat f32 columns (a `DeserializeSeed`
+//! that appends each sample's values to the columns, no per-line vectors),
+//! then compute gate's own statistics (`MetricStats::from_series`) for every
+//! column of every GPU, the per-sample GPU mean and the host columns, over the
+//! steady window. No features, no rules, no verdict, no report: what any
+//! checker must at least do.
+//!
+//! ```text
+//! cargo run --release --example check-floor -- TRACE.jsonl
+//! ```
+//! Prints one line: samples, GPUs and the number of statistics computed.
+
+use gpugate::stats::MetricStats;
+use gpugate::trace::{Header, Record};
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserializer;
+use std::fmt;
+use std::io::BufRead;
+
+#[derive(Default)]
+struct Columns {
+    ngpu: usize,
+    ncols: usize,
+    nhost: usize,
+    times_ms: Vec<f64>,
+    warmup: Vec<bool>,
+    gpu: Vec<f32>,
+    host: Vec<f32>,
+}
+
+/// Deserialises one `sample` record into the columns.
+struct SampleSeed<'a>(&'a mut Columns);
+
+impl<'de> DeserializeSeed<'de> for SampleSeed<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SampleSeed<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a trace record")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<bool, A::Error> {
+        let c = self.0;
+        let mut is_sample = false;
+        let mut w = false;
+        while let Some(key) = m.next_key::<&str>()? {
+            match key {
+                "type" => is_sample = m.next_value::<&str>()? == "sample",
+                "t" if is_sample => c.times_ms.push(m.next_value()?),
+                "w" if is_sample => w = m.next_value()?,
+                "g" if is_sample => m.next_value_seed(Rows(c))?,
+                "h" if is_sample => m.next_value_seed(Values(&mut c.host, c.nhost))?,
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if is_sample {
+            c.warmup.push(w);
+        }
+        Ok(is_sample)
+    }
+}
+
+/// `[[v, ...], ...]`: one row per GPU.
+struct Rows<'a>(&'a mut Columns);
+
+impl<'de> DeserializeSeed<'de> for Rows<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Rows<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("GPU rows")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        let (ngpu, ncols) = (self.0.ngpu, self.0.ncols);
+        let mut rows = 0;
+        while s
+            .next_element_seed(Values(&mut self.0.gpu, ncols))?
+            .is_some()
+        {
+            rows += 1;
+        }
+        if rows != ngpu {
+            return Err(A::Error::custom("GPU count differs from the header"));
+        }
+        Ok(())
+    }
+}
+
+/// `[v|null, ...]` appended as f32 (NaN for null), exactly `n` of them.
+struct Values<'a>(&'a mut Vec<f32>, usize);
+
+impl<'de> DeserializeSeed<'de> for Values<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Values<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("values")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        let mut k = 0;
+        while let Some(v) = s.next_element::<Option<f64>>()? {
+            self.0.push(v.map(|x| x as f32).unwrap_or(f32::NAN));
+            k += 1;
+        }
+        if k != self.1 {
+            return Err(A::Error::custom("column count differs from the header"));
+        }
+        Ok(())
+    }
+}
+
+fn main() {
+    let path = std::env::args().nth(1).unwrap_or_else(|| {
+        eprintln!("usage: check-floor TRACE.jsonl");
+        std::process::exit(2)
+    });
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(2)
+    });
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("header line");
+    let header: Header = match serde_json::from_str::<Record>(line.trim_end()) {
+        Ok(Record::Header(h)) => *h,
+        _ => {
+            eprintln!("{path}: line 1 is not a gate trace header");
+            std::process::exit(2)
+        }
+    };
+    let mut c = Columns {
+        ngpu: header.fingerprint.gpus.len(),
+        ncols: header.gpu_columns.len(),
+        nhost: header.host_columns.len(),
+        ..Default::default()
+    };
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).expect("read") == 0 {
+            break;
+        }
+        let mut de = serde_json::Deserializer::from_str(line.trim_end());
+        if SampleSeed(&mut c).deserialize(&mut de).is_err() {
+            eprintln!("{path}: a line does not parse");
+            std::process::exit(2)
+        }
+    }
+
+    // gate's statistics over the steady window, every series gate computes.
+    let steady: Vec<usize> = (0..c.times_ms.len()).filter(|&i| !c.warmup[i]).collect();
+    let (ngpu, ncols, nhost) = (c.ngpu, c.ncols, c.nhost);
+    let mut stats = 0usize;
+    let mut keep = |s: Option<MetricStats>| {
+        if let Some(s) = s {
+            stats += 1;
+            std::hint::black_box(s);
+        }
+    };
+    for g in 0..ngpu {
+        for col in 0..ncols {
+            keep(MetricStats::from_series(
+                steady
+                    .iter()
+                    .map(|&i| c.gpu[(i * ngpu + g) * ncols + col] as f64),
+            ));
+        }
+    }
+    for col in 0..ncols {
+        keep(MetricStats::from_series(steady.iter().map(|&i| {
+            let (sum, n) = (0..ngpu)
+                .map(|g| c.gpu[(i * ngpu + g) * ncols + col] as f64)
+                .filter(|v| v.is_finite())
+                .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+            if n == 0 {
+                f64::NAN
+            } else {
+                sum / n as f64
+            }
+        })));
+    }
+    for col in 0..nhost {
+        keep(MetricStats::from_series(
+            steady.iter().map(|&i| c.host[i * nhost + col] as f64),
+        ));
+    }
+    println!(
+        "{} samples x {ngpu} GPUs: {stats} statistics",
+        c.times_ms.len()
+    );
+}
