@@ -44,6 +44,8 @@ pub struct RecordPlan {
     pub interval: Duration,
     /// GPM period (each GPM value averages one period).
     pub gpm_interval: Duration,
+    /// Process lists, per-process SM shares and memory info refresh period.
+    pub process_interval: Duration,
     /// Samples in the first `warmup` are marked warm-up.
     pub warmup: Duration,
     /// Warm-up also lasts until a stdout line matches (launch mode only).
@@ -117,7 +119,13 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         for &i in &indices {
             fingerprint.gpus.push(nvml.gpu_info(i)?);
         }
-        let mut sampler = nvml.sampler(&indices, start, plan.gpm_interval)?;
+        let cadence = crate::sampler::nvml::Cadence {
+            gpm_period: plan.gpm_interval,
+            // NVML refreshes process utilization every ~200 ms: faster
+            // asks only cost CPU.
+            process_period: plan.process_interval.max(Duration::from_millis(200)),
+        };
+        let mut sampler = nvml.sampler(&indices, start, cadence)?;
         // A probe tick discovers what each GPU cannot report, so the header
         // can say so, and primes the first GPM sample.
         let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());

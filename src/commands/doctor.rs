@@ -112,7 +112,14 @@ fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Res
         return Err(GateError::infra("NVML sees no GPU"));
     }
     let start = Instant::now();
-    let mut sampler = nvml.sampler(&indices, start, crate::sampler::nvml::MIN_GPM_PAIR)?;
+    let mut sampler = nvml.sampler(
+        &indices,
+        start,
+        crate::sampler::nvml::Cadence {
+            gpm_period: crate::sampler::nvml::MIN_GPM_PAIR,
+            ..Default::default()
+        },
+    )?;
     let mut series: Vec<Vec<Vec<Option<f64>>>> = vec![Vec::new(); indices.len()];
     let none = HashSet::new();
     let interval = Duration::from_millis(100);

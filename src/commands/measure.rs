@@ -151,6 +151,7 @@ impl MeasureArgs {
             pid: self.pid,
             interval: self.interval,
             gpm_interval: self.gpm_interval,
+            process_interval: self.process_interval,
             warmup: self.warmup,
             warmup_until,
             duration: self.duration,

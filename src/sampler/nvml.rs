@@ -30,6 +30,8 @@ use nvml_wrapper::{Device, EventSet, Nvml};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
+pub mod probe;
+
 /// Minimum spacing of a GPM pair. Pairs exactly 100 ms apart glitched about
 /// once in 200 on the H200; 120 ms keeps a margin for timer jitter.
 pub const MIN_GPM_PAIR: Duration = Duration::from_millis(120);
@@ -38,10 +40,32 @@ pub const MIN_GPM_PAIR: Duration = Duration::from_millis(120);
 /// time resolution but no coverage: means stay exact. One sample+readout
 /// costs ~1.8 ms of CPU on the H200 VM, so 500 ms keeps it near 0.4 %.
 pub const DEFAULT_GPM_PERIOD: Duration = Duration::from_millis(500);
-/// Process lists and per-process utilization refresh at most this often:
-/// NVML refreshes process utilization only every ~200 ms anyway, and the
-/// three calls cost ~1.7 ms of CPU together on the H200 VM (GATE_PROFILE).
+/// Process lists and per-process utilization refresh at most this often
+/// by default (`Cadence::process_period`): NVML refreshes process
+/// utilization only every ~200 ms anyway, and the calls cost ~2.7 ms of CPU
+/// together on the H200 VM (process utilization alone 2.66 ms,
+/// DOMAIN.md section 7). Memory info (66 us) is read with them.
 pub const PROCESS_REFRESH: Duration = Duration::from_millis(1000);
+
+/// How often the costly NVML calls are made (the cheap ones come every
+/// sampling tick). What each costs: DOMAIN.md section 7 and
+/// `examples/nvml-probe.rs`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cadence {
+    /// GPM sample + metrics readout (at least `MIN_GPM_PAIR`).
+    pub gpm_period: Duration,
+    /// Process lists, per-process utilization and memory info.
+    pub process_period: Duration,
+}
+
+impl Default for Cadence {
+    fn default() -> Self {
+        Cadence {
+            gpm_period: DEFAULT_GPM_PERIOD,
+            process_period: PROCESS_REFRESH,
+        }
+    }
+}
 /// Xid events are polled this often (non-blocking).
 pub const XID_POLL: Duration = Duration::from_millis(500);
 /// Without any process-utilization sample for this long, nothing ran on the
@@ -68,16 +92,46 @@ const GPM_COLUMNS: &[(GpmMetricId, &str)] = &[
     (GpmMetricId::NvlinkTotalRxPerSec, "nvlink_rx_mib_s"),
 ];
 
-/// The GPM metric ids of `GPM_COLUMNS`, in order, as NVML takes them.
-const GPM_IDS: [GpmMetricId; GPM_COLUMNS.len()] = {
-    let mut ids = [GpmMetricId::GraphicsUtil; GPM_COLUMNS.len()];
-    let mut i = 0;
-    while i < GPM_COLUMNS.len() {
-        ids[i] = GPM_COLUMNS[i].0;
-        i += 1;
+/// NVLink GPM columns: requested only from a GPU with an active link.
+const NVLINK_COLUMNS: [&str; 2] = ["nvlink_tx_mib_s", "nvlink_rx_mib_s"];
+/// NVML_NVLINK_MAX_LINKS: links probed once when a sampler starts.
+const MAX_NVLINKS: u32 = 18;
+
+/// The GPM metrics to request from `device`: all of `GPM_COLUMNS`, less the
+/// NVLink ones when no NVLink link is active (a GPU without NVLink has
+/// nothing to report there; `metrics get` costs more with every id). Ids
+/// the GPU answers NotSupported for are dropped after the first readout.
+pub fn gpm_ids_for(device: &Device) -> Vec<(GpmMetricId, &'static str)> {
+    let nvlink =
+        (0..MAX_NVLINKS).any(|l| matches!(device.link_wrapper_for(l).is_active(), Ok(true)));
+    GPM_COLUMNS
+        .iter()
+        .copied()
+        .filter(|(_, c)| nvlink || !NVLINK_COLUMNS.contains(c))
+        .collect()
+}
+
+/// `nvmlDeviceGetMemoryInfo` (v1: used and total bytes). nvml-wrapper
+/// exposes only v2, which also computes reserved memory; the probe
+/// measures both, and the sampler uses this one when it is cheaper.
+pub fn memory_info_v1(device: &Device) -> Result<(u64, u64), NvmlError> {
+    let lib = device.nvml().lib();
+    let sym = lib
+        .nvmlDeviceGetMemoryInfo
+        .as_ref()
+        .map_err(|_| NvmlError::FailedToLoadSymbol("nvmlDeviceGetMemoryInfo".into()))?;
+    // SAFETY: the symbol comes from the loaded NVML; the device handle is
+    // valid while `device` lives; the struct is ours and zero-initialised.
+    unsafe {
+        let mut info: nvml_wrapper_sys::bindings::nvmlMemory_t = std::mem::zeroed();
+        match sym(device.handle(), &mut info) {
+            0 => Ok((info.used, info.total)),
+            code => Err(nvml_wrapper::error::nvml_try(code)
+                .err()
+                .unwrap_or(NvmlError::Unknown)),
+        }
     }
-    ids
-};
+}
 
 /// Column of a GPU metric in the sample vector. A `const fn`, so the hot
 /// path writes `const { col("gpu_busy_pct") }` and pays nothing at run time
@@ -274,24 +328,36 @@ impl NvmlContext {
         &self,
         indices: &[u32],
         start: Instant,
-        gpm_period: Duration,
+        cadence: Cadence,
     ) -> Result<GpuSampler, GateError> {
         let mut gpus = Vec::new();
         for &index in indices {
             let device = self.device(index)?;
             let gpm_supported = device.gpm_support().unwrap_or(false);
             let energy_start_mj = device.total_energy_consumption().ok();
+            let gpm_ids = if gpm_supported {
+                gpm_ids_for(&device)
+            } else {
+                Vec::new()
+            };
+            let mut unsupported = BTreeSet::new();
+            if gpm_supported && gpm_ids.len() < GPM_COLUMNS.len() {
+                // No active NVLink: nothing to report, recorded as null.
+                unsupported.extend(NVLINK_COLUMNS);
+            }
             gpus.push(GpuState {
                 index,
                 slot: gpus.len(),
                 device,
                 gpm_supported,
+                gpm_ids,
                 gpm_prev: None,
-                gpm_period: gpm_period.max(MIN_GPM_PAIR),
+                gpm_period: cadence.gpm_period.max(MIN_GPM_PAIR),
+                process_period: cadence.process_period,
                 energy_start_mj,
                 energy_j: 0.0,
                 last_power: None,
-                unsupported: BTreeSet::new(),
+                unsupported,
                 errors_seen: BTreeSet::new(),
                 procs_at: None,
                 proc_util_ts: 0,
@@ -337,6 +403,8 @@ struct ProcCols {
     target_mem_mib: Option<f64>,
     target_sm_share_pct: Option<f64>,
     other_sm_share_pct: Option<f64>,
+    mem_used_mib: Option<f64>,
+    mem_used_pct: Option<f64>,
     /// Latest SM share by PID (for the processes table).
     sm_by_pid: BTreeMap<u32, f64>,
     mem_by_pid: BTreeMap<u32, Option<f64>>,
@@ -347,8 +415,11 @@ struct GpuState {
     slot: usize,
     device: Device<'static>,
     gpm_supported: bool,
+    /// GPM metrics requested from this GPU (see `gpm_ids_for`).
+    gpm_ids: Vec<(GpmMetricId, &'static str)>,
     gpm_prev: Option<(GpmSample<'static>, Instant)>,
     gpm_period: Duration,
+    process_period: Duration,
     energy_start_mj: Option<u64>,
     energy_j: f64,
     last_power: Option<(f64, f64)>,
@@ -540,7 +611,6 @@ impl GpuState {
         let reasons = timed!("throttle", d.current_throttle_reasons());
         let power = timed!("power", d.power_usage());
         let temp = timed!("temperature", d.temperature(TemperatureSensor::Gpu));
-        let mem = timed!("memory_info", d.memory_info());
         if let Some(u) = self.ok("gpu_busy_pct", util, t_ms, events) {
             v[const { col("gpu_busy_pct") }] = Some(u.gpu as f64);
             v[const { col("mem_busy_pct") }] = Some(u.memory as f64);
@@ -583,12 +653,6 @@ impl GpuState {
         v[const { col("temperature_c") }] = self
             .ok("temperature_c", temp, t_ms, events)
             .map(|c| c as f64);
-        if let Some(m) = self.ok("mem_used_mib", mem, t_ms, events) {
-            v[const { col("mem_used_mib") }] = Some(m.used as f64 / 1048576.0);
-            if m.total > 0 {
-                v[const { col("mem_used_pct") }] = Some(m.used as f64 / m.total as f64 * 100.0);
-            }
-        }
     }
 
     fn sample_processes(
@@ -601,9 +665,24 @@ impl GpuState {
     ) {
         let due = self
             .procs_at
-            .is_none_or(|t| now.duration_since(t) >= PROCESS_REFRESH);
+            .is_none_or(|t| now.duration_since(t) >= self.process_period);
         if due {
             self.procs_at = Some(now);
+            // Memory info with the process refresh: 66 us per call on the
+            // H200 VM, the costliest of the per-tick calls, for a value that
+            // moves with allocations, not with every 100 ms tick.
+            let mem = memory_info_v1(&self.device);
+            match self.ok("mem_used_mib", mem, t_ms, &mut extras.events) {
+                Some((used, total)) => {
+                    self.proc_cols.mem_used_mib = Some(used as f64 / 1048576.0);
+                    self.proc_cols.mem_used_pct =
+                        (total > 0).then(|| used as f64 / total as f64 * 100.0);
+                }
+                None => {
+                    self.proc_cols.mem_used_mib = None;
+                    self.proc_cols.mem_used_pct = None;
+                }
+            }
             let compute = self.device.running_compute_processes();
             let graphics = self.device.running_graphics_processes();
             let compute = self.ok("processes", compute, t_ms, &mut extras.events);
@@ -638,6 +717,8 @@ impl GpuState {
             }
         }
         let c = &self.proc_cols;
+        v[const { col("mem_used_mib") }] = c.mem_used_mib;
+        v[const { col("mem_used_pct") }] = c.mem_used_pct;
         v[const { col("processes") }] = c.processes;
         v[const { col("other_processes") }] = c.other_processes;
         v[const { col("target_mem_mib") }] = c.target_mem_mib;
@@ -754,7 +835,8 @@ impl GpuState {
             return;
         };
         let current = &self.gpm_prev.as_ref().expect("just set").0;
-        let results = match gpm_metrics_get(nvml, &prev, current, &GPM_IDS) {
+        let ids: Vec<GpmMetricId> = self.gpm_ids.iter().map(|c| c.0).collect();
+        let results = match gpm_metrics_get(nvml, &prev, current, &ids) {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.ok::<()>("sm_active_pct", Err(e), t_ms, events);
@@ -763,7 +845,8 @@ impl GpuState {
         };
         let mut values: Vec<Option<f64>> = Vec::with_capacity(results.len());
         let mut any_nan = false;
-        for (r, (_, column)) in results.into_iter().zip(GPM_COLUMNS) {
+        let mut dropped = Vec::new();
+        for (r, (_, column)) in results.into_iter().zip(&self.gpm_ids) {
             match r {
                 Ok(m) if m.value.is_finite() => values.push(Some(m.value)),
                 Ok(_) => {
@@ -772,6 +855,7 @@ impl GpuState {
                 }
                 Err(NvmlError::NotSupported) => {
                     self.unsupported.insert(column);
+                    dropped.push(*column);
                     values.push(None);
                 }
                 Err(_) => {
@@ -780,6 +864,9 @@ impl GpuState {
                 }
             }
         }
+        let columns: Vec<&'static str> = self.gpm_ids.iter().map(|c| c.1).collect();
+        // Never ask again for what this GPU does not support.
+        self.gpm_ids.retain(|(_, c)| !dropped.contains(c));
         if is_gpm_glitch(&values, any_nan, self.last_busy_pct) {
             events.push(EventRecord {
                 t: t_ms,
@@ -792,7 +879,7 @@ impl GpuState {
             });
             return;
         }
-        for (value, (_, column)) in values.into_iter().zip(GPM_COLUMNS) {
+        for (value, column) in values.into_iter().zip(columns) {
             v[col(column)] = value;
         }
         let _ = self.slot;
