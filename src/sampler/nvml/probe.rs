@@ -63,7 +63,7 @@ pub fn call_costs(
     let d = &device;
     let nvml = ctx.nvml;
     let gate_ids: Vec<GpmMetricId> = GPM_COLUMNS.iter().map(|c| c.0).collect();
-    let lean_ids = super::gpm_ids_for(&d)
+    let lean_ids = super::gpm_ids_for(d)
         .into_iter()
         .map(|c| c.0)
         .collect::<Vec<_>>();
@@ -78,7 +78,7 @@ pub fn call_costs(
         ),
         (
             "memory info (v1)".into(),
-            Box::new(|_| super::memory_info_v1(&d).map(drop)),
+            Box::new(|_| super::memory_info_v1(d).map(drop)),
         ),
         (
             "SM clock".into(),
