@@ -35,10 +35,12 @@ python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy)
 work=$(mktemp -d /tmp/gate-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-cargo build --release --quiet --bin gate --example make-big-trace --example check-floor
-gate=target/release/gate
-mk=target/release/examples/make-big-trace
-floor=target/release/examples/check-floor
+# NO_BUILD=1 with GATE, MK, FLOOR set: use prebuilt binaries (e.g. while
+# cargo is busy with something else).
+[[ -n ${NO_BUILD:-} ]] || cargo build --release --quiet --bin gate --example make-big-trace --example check-floor
+gate=${GATE:-target/release/gate}
+mk=${MK:-target/release/examples/make-big-trace}
+floor=${FLOOR:-target/release/examples/check-floor}
 src=fixtures/traces/healthy-1.jsonl
 
 # time_one NAME CMD...: appends "cpu wall rss_kb" to $work/NAME.times
@@ -67,7 +69,11 @@ for h in $hours; do
   "$mk" --tile "$src" --gpus 8 --samples "$samples" -o "$big" 2>/dev/null
   mb=$(( $(stat -c %s "$big") / 1000000 ))
   "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
-  contenders=(gate floor python); [[ -n $old ]] && contenders+=(old)
+  contenders=(gate floor)
+  # PYTHON_MAX_HOURS: skip the (slow, memory-hungry) Python yardstick above
+  # this size; its cost is linear, so the smaller sizes bound it.
+  [[ $h -le ${PYTHON_MAX_HOURS:-24} ]] && contenders+=(python)
+  [[ -n $old ]] && contenders+=(old)
   rm -f "$work"/*.times
   for r in $(seq "$rounds"); do
     n=${#contenders[@]}
@@ -90,6 +96,7 @@ for h in $hours; do
   for c in floor python old; do
     [[ -f $work/$c.times ]] || continue
     ratio_lines[$h-$c]=$(paste -d' ' <(col gate 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    echo "|   | | paired CPU ratio gate/$c | ${ratio_lines[$h-$c]} | | | |"
   done
   rm -f "$big"
 done

@@ -3,7 +3,7 @@
 //! file assembles them and hands each to its command. Dependencies point
 //! one way: main -> cli -> commands -> the library.
 
-use crate::commands::{capture, check, diff, doctor, history, record, report, tools};
+use crate::commands::{capture, check, diff, doctor, history, record, report, tools, watch};
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -117,6 +117,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// List recorded runs, regressions and drift; --html draws a trend page
     History(history::HistoryCmdArgs),
+    /// Watch a PID or the whole GPU for hours at low cost; alert when a rule holds over a window
+    Watch(watch::WatchArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(tools::CompletionsArgs),
     /// Print the man page (roff); SUBCOMMAND for one command, --out-dir for all pages
@@ -133,6 +135,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Diff(a) => diff::run(a),
         Command::Report(a) => report::run(a),
         Command::History(a) => history::run(a),
+        Command::Watch(a) => watch::run(a),
         Command::Completions(a) => tools::completions(a, Cli::command()),
         Command::Man(a) => tools::man(a, Cli::command()),
     }

@@ -48,6 +48,7 @@ pub mod summary;
 pub mod synthetic;
 pub mod target;
 pub mod trace;
+pub mod watch;
 
 /// The version stamped into traces and baselines.
 pub const GATE_VERSION: &str = env!("CARGO_PKG_VERSION");

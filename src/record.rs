@@ -92,6 +92,19 @@ pub struct RecordOutcome {
 /// the recording ends). A launched target's stdout is kept in the trace and
 /// passed on to `echo`.
 pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcome, GateError> {
+    record_observed(plan, path, echo, &mut |_| true)
+}
+
+/// `record`, showing the header and every sample, event and processes
+/// record of the sampling loop to `observe` as it is written (`gate watch`
+/// evaluates its rules on them). When `observe` returns false the recording
+/// ends with reason "stopped" (an attached target is never signalled).
+pub fn record_observed(
+    plan: &RecordPlan,
+    path: &Path,
+    echo: Echo,
+    observe: &mut dyn FnMut(&Record) -> bool,
+) -> Result<RecordOutcome, GateError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             GateError::usage(format!(
@@ -175,6 +188,7 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
         &mut target,
         start,
         &mut progress,
+        observe,
     ) {
         Ok(end) => {
             let path = writer.finish(end.clone())?;
@@ -236,7 +250,9 @@ fn run(
     target: &mut Target,
     start: Instant,
     progress: &mut Progress,
+    observe: &mut dyn FnMut(&Record) -> bool,
 ) -> Result<EndRecord, GateError> {
+    observe(&Record::Header(Box::new(header.clone())));
     let mut output = OutputKeeper::new(plan.warmup_until.clone());
     let t0 = target.started().unwrap_or(start);
     let ms_since =
@@ -346,15 +362,19 @@ fn run(
         for x in g.iter_mut().flatten().chain(h.iter_mut()) {
             *x = x.map(round_value);
         }
-        writer.write(&Record::Sample(SampleRecord {
+        let sample = Record::Sample(SampleRecord {
             t: t_ms,
             w: warm,
             g,
             h,
-        }))?;
+        });
+        writer.write(&sample)?;
+        let mut keep_going = observe(&sample);
         progress.samples += 1;
         for e in extras.events {
-            writer.write(&Record::Event(e))?;
+            let e = Record::Event(e);
+            writer.write(&e)?;
+            keep_going &= observe(&e);
         }
         for mut p in extras.processes {
             for proc_ in p.procs.iter_mut() {
@@ -364,13 +384,20 @@ fn run(
                     .map(|v| round_value(*v));
                 proc_.rss_mib = host_sampler.rss_mib(proc_.pid).map(round_value);
             }
-            writer.write(&Record::Processes(p))?;
+            let p = Record::Processes(p);
+            writer.write(&p)?;
+            keep_going &= observe(&p);
         }
         output.drain(writer, target, &ms_since)?;
         writer.flush()?;
         profile.stop("trace_write", c);
         if target.poll_exit().is_some() {
             reason = "target_exited";
+            break;
+        }
+        if !keep_going {
+            target.stop(libc::SIGTERM, target::STOP_GRACE);
+            reason = "stopped";
             break;
         }
         if let Some(sig) = target::interrupt_signal() {

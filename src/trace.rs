@@ -932,7 +932,7 @@ impl TraceWriter {
     /// disk may be what failed.
     pub fn close_as_partial(mut self, end: EndRecord) -> PathBuf {
         let _ = self.write(&Record::End(end));
-        if let Ok(file) = self.out.into_inner() {
+        if let Ok(file) = self.out.finish() {
             let _ = file.sync_all();
         }
         self.partial
@@ -1083,7 +1083,7 @@ mod tests {
 
     fn end_record(samples: u64) -> EndRecord {
         EndRecord {
-            t: 200.0,
+            t: samples as f64 * 100.0,
             samples,
             late_samples: 0,
             exit_code: Some(0),

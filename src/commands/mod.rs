@@ -12,6 +12,7 @@ pub mod measure;
 pub mod record;
 pub mod report;
 pub mod tools;
+pub mod watch;
 
 /// `--color WHEN` for the commands that colour their terminal output; the
 /// decision itself is `console::color_enabled`, the one place for it.

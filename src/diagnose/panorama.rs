@@ -109,14 +109,41 @@ pub struct Panorama {
     pub warmup_end_ms: f64,
 }
 
-/// Cut `trace` into `slice_ms` slices.
+/// Most rows a GPU's panorama table gets: a run longer than
+/// `TABLE_ROWS x slice` gets wider slices, so a report's size does not
+/// grow with the run's length (a 24-hour, 8-GPU report was 152 MB).
+pub const TABLE_ROWS: usize = 2000;
+
+/// Slice widths a widened panorama uses, in ms: round numbers people read.
+const NICE_SLICES_MS: &[f64] = &[
+    1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3, 300e3, 600e3, 900e3, 1800e3, 3600e3, 7200e3,
+    21600e3, 43200e3, 86400e3,
+];
+
+/// The narrowest round slice that keeps a `span_ms` run within
+/// `TABLE_ROWS` slices (0 when any slice does).
+pub fn bounded_slice_ms(span_ms: f64) -> f64 {
+    let need = span_ms / TABLE_ROWS as f64;
+    if need <= 0.0 || !need.is_finite() {
+        return 0.0;
+    }
+    NICE_SLICES_MS
+        .iter()
+        .copied()
+        .find(|&s| s >= need)
+        .unwrap_or_else(|| need.ceil())
+}
+
+/// Cut `trace` into `slice_ms` slices (wider when the run is long: see
+/// `TABLE_ROWS`).
 pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
     // Slices are allocated up front: a long or sparse trace gets wider
     // slices rather than millions of them (times are bounded at load).
     let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
     let slice_ms = slice_ms
         .max(1.0)
-        .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil());
+        .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil())
+        .max(bounded_slice_ms(span_ms));
     let columns: Vec<String> = GPU_COLUMNS.iter().map(|c| c.0.to_string()).collect();
     let col_idx: Vec<Option<usize>> = GPU_COLUMNS.iter().map(|c| trace.gpu_column(c.0)).collect();
     let busy_i = 0;
@@ -242,6 +269,21 @@ pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
 mod tests {
     use super::*;
     use crate::synthetic::{self, Signature};
+
+    #[test]
+    fn long_runs_get_wider_round_slices() {
+        assert_eq!(bounded_slice_ms(0.0), 0.0);
+        // Up to 2000 s at 1 s: untouched.
+        assert!(bounded_slice_ms(1_999_000.0) <= 1000.0);
+        // 1 h: 2 s slices (1800 rows); 24 h: 1 min (1440 rows).
+        assert_eq!(bounded_slice_ms(3_600_000.0), 2000.0);
+        assert_eq!(bounded_slice_ms(86_400_000.0), 60_000.0);
+        for hours in [1.0, 6.0, 24.0, 24.0 * 30.0] {
+            let span = hours * 3_600_000.0;
+            let rows = span / bounded_slice_ms(span);
+            assert!(rows <= TABLE_ROWS as f64, "{hours} h: {rows} rows");
+        }
+    }
 
     #[test]
     fn slices_average_samples_and_skip_missing() {

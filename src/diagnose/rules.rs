@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 pub const FIELDS: &[&str] = &[
     "when",
     "change_when",
+    "for",
     "severity",
     "order",
     "title",
@@ -60,6 +61,11 @@ pub struct Rule {
     pub explanation: Template,
     pub change: Option<Template>,
     pub next_steps: Vec<String>,
+    /// `for = "5m"`: for `gate watch`, the condition must hold over a
+    /// sliding window this long (its statistics are the window's) before
+    /// the rule alerts. None: the watch's default window. A whole run
+    /// (check, report) ignores it.
+    pub hold_for: Option<std::time::Duration>,
 }
 
 /// What a `{placeholder}` shows.
@@ -373,7 +379,12 @@ pub fn from_table(
                 .collect(),
         },
     };
+    let hold_for = match string("for")? {
+        Some(s) => Some(parse_window(&s).map_err(|e| format!("for: {e}"))?),
+        None => base.and_then(|b| b.hold_for),
+    };
     Ok(Rule {
+        hold_for,
         name: name.to_string(),
         title,
         severity,
@@ -388,6 +399,34 @@ pub fn from_table(
         change,
         next_steps,
     })
+}
+
+/// Longest `for` window: `gate watch` keeps this much history in memory.
+pub const MAX_HOLD_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A `for` duration: a number and a unit (`ms`, `s`, `m`, `h`), e.g. `5m`,
+/// from 1 s to `MAX_HOLD_FOR`.
+pub fn parse_window(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{s}' needs a unit: ms, s, m or h (e.g. \"5m\")")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. \"5m\")"))?;
+    let secs = v * scale;
+    if !(1.0..=MAX_HOLD_FOR.as_secs_f64()).contains(&secs) {
+        return Err(format!("'{s}' must be from 1s to 24h"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// Parse a rules file (`[rules.<name>]` tables) into rules, in name order.

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Issue 12 on the GPU host, one command, ~7 minutes, one tarball:
+#   1. NVML cost per call (examples/nvml-probe costs): one call every 150 ms,
+#      thread CPU time, median of 40, next to a running training loop;
+#   2. sampler overhead in one window with `nvidia-smi dmon`: `gate record
+#      --pid` on the training loop at 100 ms (default cadences and a lean
+#      preset) and 10 ms, each followed by the NVML floor for the same calls
+#      at the same cadences (`nvml-probe floor`); CPU and peak RSS by wait4;
+#   3. `gate watch --pid` live for WATCH_SECONDS with a rule that fires
+#      (`for = "20s"`), alerts as JSON lines, then the same trace replayed
+#      through `gate watch --replay` (the offline twin must agree).
+#
+# Run from the repository root with the binaries built on the dev machine:
+#   cargo build --release --bin gate --example nvml-probe
+#   carry: target/release/gate target/release/examples/nvml-probe
+#   bash scripts/gpu-perf.sh            # writes $OUT/perf-gpu.tar.gz
+# Environment: OUT (default ./perf-out), SECONDS_EACH (20), ROUNDS (40),
+#   WATCH_SECONDS (75), PYTHON (python3; needs torch for the workload).
+set -u -o pipefail
+OUT="${OUT:-$PWD/perf-out}"
+SECONDS_EACH="${SECONDS_EACH:-20}"
+ROUNDS="${ROUNDS:-40}"
+WATCH_SECONDS="${WATCH_SECONDS:-75}"
+PYTHON="${PYTHON:-python3}"
+GATE=target/release/gate
+PROBE=target/release/examples/nvml-probe
+mkdir -p "$OUT"
+D="$(mktemp -d "${TMPDIR:-/tmp}/gate-perf.XXXXXX")"
+exec > >(tee -a "$D/run.log") 2>&1
+for b in "$GATE" "$PROBE"; do
+    [ -x "$b" ] || { echo "gpu-perf.sh: $b missing; build it and carry it (see the header)"; exit 2; }
+done
+MEASURE=("$PYTHON" scripts/bench_summary.py measure)
+date -u +%Y-%m-%dT%H:%M:%SZ
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0
+"$GATE" --version
+
+WL_PID=""
+cleanup() {
+    if [ -n "$WL_PID" ] && kill -0 "$WL_PID" 2>/dev/null; then
+        kill "$WL_PID" 2>/dev/null; wait "$WL_PID" 2>/dev/null
+    fi
+}
+pack() {
+    cleanup
+    sleep 0.5
+    tar -czf "$OUT/perf-gpu.tar.gz" -C "$D" .
+    ls -l "$OUT"
+}
+trap pack EXIT
+
+# A training loop that runs through every phase below.
+total=$(( ROUNDS * 4 + 6 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
+"$PYTHON" fixtures/workloads/train.py --mode healthy --seconds "$total" --seed 12 \
+    --result-file "$D/workload-result.json" > "$D/workload.stdout" 2> "$D/workload.stderr" &
+WL_PID=$!
+for _ in $(seq 1 120); do
+    grep -q '^samples_per_s:' "$D/workload.stdout" 2>/dev/null && break
+    kill -0 "$WL_PID" 2>/dev/null || { echo "workload died"; cat "$D/workload.stderr"; exit 3; }
+    sleep 0.5
+done
+sleep 2
+
+echo "== 1. NVML cost per call"
+"$PROBE" costs --gpu 0 --rounds "$ROUNDS" --spacing 150ms --json "$D/costs.json" | tee "$D/costs.txt"
+
+echo "== 2. overhead, same window as dmon, then the NVML floor"
+# name interval extra-flags...
+configs=(
+    "100ms-default 100ms"
+    "100ms-lean 100ms --gpm-interval 1s --process-interval 2s"
+    "10ms-default 10ms"
+)
+for cfg in "${configs[@]}"; do
+    set -- $cfg
+    name=$1; iv=$2; shift 2
+    "${MEASURE[@]}" --json "$D/gate-$name.json" --stdout "$D/gate-$name.stdout" --stderr "$D/gate-$name.stderr" \
+        --timeout $((SECONDS_EACH + 60)) -- \
+        env GATE_PROFILE=1 "$GATE" record --pid "$WL_PID" --duration "${SECONDS_EACH}s" --interval "$iv" --gpu 0 "$@" \
+        -o "$D/attach-$name.jsonl" &
+    g=$!
+    "${MEASURE[@]}" --json "$D/dmon-$name.json" --stdout "$D/dmon-$name.txt" --stderr "$D/dmon-$name.stderr" \
+        --timeout $((SECONDS_EACH + 30)) -- \
+        nvidia-smi dmon -i 0 -s pucm --gpm-metrics 1,2,3,5,10,20,21 -d 1 -c "$SECONDS_EACH" &
+    m=$!
+    wait "$g"; wait "$m"
+    fl=(--interval "$iv")
+    [ "$name" = 100ms-lean ] && fl+=(--gpm-interval 1s --process-interval 2s)
+    "${MEASURE[@]}" --json "$D/floor-$name.json" --stdout "$D/floor-$name.txt" --stderr "$D/floor-$name.stderr" \
+        --timeout $((SECONDS_EACH + 30)) -- \
+        "$PROBE" floor --gpu 0 --seconds "$SECONDS_EACH" "${fl[@]}" --json "$D/floor-$name-self.json"
+    "$PYTHON" - "$D" "$name" <<'EOF'
+import json, sys
+d, n = sys.argv[1], sys.argv[2]
+r = {k: json.load(open(f"{d}/{k}-{n}.json")) for k in ("gate", "dmon", "floor")}
+mib = lambda x: x.get("peak_rss_mib", float("nan"))
+for k, v in r.items():
+    print(f"{n:14} {k:6} cpu {v['cpu_s']:.3f} s / {v['wall_s']:.1f} s = {v['cpu_pct_of_one_core']:.2f} % of a core, peak RSS {mib(v):.1f} MiB")
+print(f"{n:14} gate/floor CPU ratio {r['gate']['cpu_s'] / max(r['floor']['cpu_s'], 1e-9):.2f}")
+EOF
+done
+
+echo "== 3. gate watch live (rule that fires), then replayed"
+cat > "$D/watch.toml" <<'EOF'
+# Fires on a healthy training loop: the GPU is busy. A real deployment
+# would use e.g. "sm_active_pct.mean < 30 and gpu_busy_pct.mean > 80".
+[rules.gpu_is_busy]
+severity = "medium"
+title = "GPU busy for 20 s"
+when = "gpu_busy_pct.mean > 50"
+for = "20s"
+explanation = "The GPU has been busy for the whole window."
+EOF
+if "$GATE" watch --help >/dev/null 2>&1; then
+    "${MEASURE[@]}" --json "$D/watch.json" --stdout "$D/watch-alerts.jsonl" --stderr "$D/watch.stderr" \
+        --timeout $((WATCH_SECONDS + 30)) -- \
+        timeout -s INT "$WATCH_SECONDS" "$GATE" watch --pid "$WL_PID" --gpu 0 --config "$D/watch.toml" \
+        --trace-dir "$D/watch-traces"
+    cat "$D/watch.stderr" | tail -n 20
+    head -c 2000 "$D/watch-alerts.jsonl"; echo
+    t=$(ls "$D"/watch-traces/*.jsonl* 2>/dev/null | head -n 1)
+    [ -n "$t" ] && "$GATE" watch --replay "$t" --config "$D/watch.toml" > "$D/watch-replay-alerts.jsonl" 2> "$D/watch-replay.stderr"
+    echo "live alerts: $(wc -l < "$D/watch-alerts.jsonl"), replayed: $(wc -l < "$D/watch-replay-alerts.jsonl" 2>/dev/null)"
+else
+    echo "this gate has no 'watch' subcommand: skipped"
+fi

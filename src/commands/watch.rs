@@ -1,0 +1,296 @@
+//! `gate watch`: a long-running, low-cost attach that evaluates the rules
+//! over sliding windows and alerts. Live, it runs the recording engine
+//! (`record::record_observed`) in rotated segments and feeds every record
+//! to the window engine (`crate::watch`); `--replay` feeds recorded traces
+//! to the same engine, so a replay reproduces a live watch's alerts.
+//!
+//! Default cadence (from the per-call costs, DOMAIN.md section 7): basic
+//! counters and /proc every 1 s, GPM every 2 s, process lists and memory
+//! every 5 s. By those costs: GPM ~2 ms a pair -> 0.10 %, process
+//! utilization 2.7 ms / 5 s -> 0.05 %, the rest < 0.05 %: about 0.2 % of one
+//! core on one GPU (to be confirmed by scripts/gpu-perf.sh).
+
+use super::measure::parse_duration;
+use crate::config::Config;
+use crate::console::Echo;
+use crate::error::GateError;
+use crate::record::{self, RecordPlan};
+use crate::trace::{Record, Trace};
+use crate::watch::{Alert, WindowEngine};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Watch this process (and its children); the watch ends when it exits
+    #[arg(long, value_name = "PID", conflicts_with_all = ["all", "replay"])]
+    pub pid: Option<u32>,
+
+    /// Watch the whole GPU(s), whoever runs there (survives jobs restarting; the host
+    /// 'target_*' columns then describe gate itself)
+    #[arg(long, conflicts_with = "replay")]
+    pub all: bool,
+
+    /// Replay recorded trace(s) through the window engine instead of watching live
+    #[arg(long, num_args = 1.., value_name = "TRACE")]
+    pub replay: Vec<PathBuf>,
+
+    /// GPUs to watch: '0,2' or 'all' (default: every visible GPU)
+    #[arg(long, value_name = "LIST")]
+    pub gpu: Option<String>,
+
+    /// Sampling interval of the basic NVML and host counters
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    pub interval: Duration,
+
+    /// GPM period (SM active, tensor, DRAM...)
+    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
+    pub gpm_interval: Duration,
+
+    /// Process lists, per-process SM shares and memory used
+    #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
+    pub process_interval: Duration,
+
+    /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated (default: ./gate.toml if present)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Window of rules without a `for`
+    #[arg(long, value_parser = parse_duration, default_value = "1m", value_name = "DURATION")]
+    pub window: Duration,
+
+    /// How often the windows are evaluated
+    #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
+    pub eval_every: Duration,
+
+    /// Append alerts as JSON lines to FILE instead of stdout
+    #[arg(long, value_name = "FILE")]
+    pub alerts: Option<PathBuf>,
+
+    /// Stop at the first alert with exit code 1 (for CI jobs)
+    #[arg(long)]
+    pub exit_on_alert: bool,
+
+    /// Where the rotated traces go (zstd-compressed)
+    #[arg(long, value_name = "DIR", default_value = ".gate/watch")]
+    pub trace_dir: PathBuf,
+
+    /// Start a new trace file this often
+    #[arg(long, value_parser = parse_duration, default_value = "1h", value_name = "DURATION")]
+    pub rotate: Duration,
+
+    /// Keep this many trace files; older ones are deleted
+    #[arg(long, default_value_t = 24, value_name = "N")]
+    pub keep: usize,
+}
+
+/// Where alerts go: JSON lines (stdout or a file) and a human line on stderr.
+struct Sink {
+    json: Box<dyn Write>,
+    fired: usize,
+}
+
+impl Sink {
+    fn emit(&mut self, alerts: Vec<Alert>) {
+        for a in alerts {
+            eprintln!("{}", a.human());
+            if let Ok(line) = serde_json::to_string(&a) {
+                // A closed stdout must not stop the watch: the human line
+                // went to stderr already.
+                let _ = writeln!(self.json, "{line}").and_then(|_| self.json.flush());
+            }
+            if a.state == "firing" {
+                self.fired += 1;
+            }
+        }
+    }
+}
+
+pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
+    let config_path = args.config.clone().unwrap_or_else(|| "gate.toml".into());
+    let config = Config::load(&config_path, args.config.is_some())?;
+    let rules = config.rule_set()?;
+    let json: Box<dyn Write> = match &args.alerts {
+        Some(p) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| {
+                    GateError::usage(format!(
+                        "cannot open '{}' for alerts: {e}; choose a writable --alerts file",
+                        p.display()
+                    ))
+                })?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    let mut sink = Sink { json, fired: 0 };
+    let mut engine: Option<WindowEngine> = None;
+    let new_engine = |h: &crate::trace::Header| {
+        WindowEngine::new(h.clone(), rules.clone(), args.window, args.eval_every)
+    };
+
+    if !args.replay.is_empty() {
+        let mut offset_ms = 0.0;
+        for path in &args.replay {
+            let trace = Trace::load(path)?;
+            let e = engine.get_or_insert_with(|| new_engine(&trace.header));
+            e.start_segment(&trace.header, offset_ms);
+            let mut stop = false;
+            crate::watch::replay_records(&trace, |rec| {
+                sink.emit(e.push(rec));
+                stop = args.exit_on_alert && sink.fired > 0;
+                !stop
+            });
+            if stop {
+                return Ok(crate::exit_code::REGRESSION);
+            }
+            offset_ms +=
+                trace.times_ms.last().copied().unwrap_or(0.0) + trace.header.interval_ms as f64;
+        }
+        return Ok(crate::exit_code::PASS);
+    }
+
+    let pid = match (args.pid, args.all) {
+        (Some(p), _) => p,
+        (None, true) => std::process::id(),
+        (None, false) => {
+            return Err(GateError::usage(
+                "nothing to watch: give --pid PID, --all, or --replay TRACE...",
+            )
+            .into())
+        }
+    };
+    std::fs::create_dir_all(&args.trace_dir).map_err(|e| {
+        GateError::usage(format!(
+            "cannot create '{}': {e}; pass --trace-dir to a writable place",
+            args.trace_dir.display()
+        ))
+    })?;
+    let started = Instant::now();
+    let stamp = crate::format::rfc3339_utc(std::time::SystemTime::now()).replace(':', "-");
+    let mut segment = 0usize;
+    let mut failures = 0u32;
+    eprintln!(
+        "gate watch: {} every {} ms (GPM {} ms, processes {} ms); {} rule(s); Ctrl-C stops",
+        if args.all {
+            "all GPU processes".to_string()
+        } else {
+            format!("PID {pid}")
+        },
+        args.interval.as_millis(),
+        args.gpm_interval.as_millis(),
+        args.process_interval.as_millis(),
+        rules.rules().iter().filter(|r| r.enabled).count()
+    );
+    loop {
+        let plan = RecordPlan {
+            command: Vec::new(),
+            pid: Some(pid),
+            interval: args
+                .interval
+                .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
+            gpm_interval: args.gpm_interval,
+            process_interval: args.process_interval,
+            warmup: Duration::ZERO,
+            warmup_until: None,
+            warmup_timeout: Duration::ZERO,
+            duration: Some(args.rotate.max(Duration::from_secs(10))),
+            gpu: args.gpu.clone(),
+            no_gpu: false,
+            tags: [("gate".to_string(), "watch".to_string())].into(),
+            metrics_file: None,
+            note: Some(format!("gate watch segment {segment}")),
+            live_status: false,
+        };
+        let path = args
+            .trace_dir
+            .join(format!("watch-{stamp}-{segment:05}.jsonl.zst"));
+        let offset_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let mut stop = false;
+        let outcome = record::record_observed(&plan, &path, Echo::Stderr, &mut |rec| {
+            if let Record::Header(h) = rec {
+                engine
+                    .get_or_insert_with(|| new_engine(h))
+                    .start_segment(h, offset_ms);
+                return true;
+            }
+            if let Some(e) = engine.as_mut() {
+                sink.emit(e.push(rec));
+            }
+            stop = args.exit_on_alert && sink.fired > 0;
+            !stop
+        });
+        match outcome {
+            Ok(o) => {
+                failures = 0;
+                prune(&args.trace_dir, args.keep);
+                match o.end.reason.as_str() {
+                    "duration_reached" => {}
+                    "stopped" => return Ok(crate::exit_code::REGRESSION),
+                    "target_exited" => {
+                        eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
+                        break;
+                    }
+                    _ => break, // interrupted
+                }
+            }
+            // NVML or the GPU went away mid-watch: say so and retry, never
+            // crash; the first segment failing means it cannot watch at all.
+            Err(e) if segment > 0 || failures > 0 => {
+                failures += 1;
+                eprintln!("gate watch: recording failed ({e}); retrying in 10 s");
+                if let Some(en) = engine.as_mut() {
+                    sink.emit(en.push(&Record::Event(crate::trace::EventRecord {
+                        t: started.elapsed().as_secs_f64() * 1000.0 - offset_ms,
+                        kind: crate::trace::EventKind::NvmlError,
+                        gpu: None,
+                        pid: None,
+                        code: None,
+                        message: e.to_string(),
+                    })));
+                }
+                if args.exit_on_alert {
+                    return Ok(crate::exit_code::REGRESSION);
+                }
+                std::thread::sleep(Duration::from_secs(10));
+                if crate::target::interrupted() {
+                    break;
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if stop {
+            return Ok(crate::exit_code::REGRESSION);
+        }
+        segment += 1;
+    }
+    Ok(if args.exit_on_alert && sink.fired > 0 {
+        crate::exit_code::REGRESSION
+    } else {
+        crate::exit_code::PASS
+    })
+}
+
+/// Keep the newest `keep` watch traces in `dir` (names sort by time).
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("watch-") && n.ends_with(".jsonl.zst"))
+        })
+        .collect();
+    files.sort();
+    let excess = files.len().saturating_sub(keep.max(1));
+    for old in &files[..excess] {
+        let _ = std::fs::remove_file(old);
+    }
+}
