@@ -242,6 +242,9 @@ struct Progress {
 
 /// Sample `target` until the window ends, then write the closing events.
 /// Returns the end record; the caller finishes the file.
+// The recording's parts are separate borrows on purpose: the caller keeps
+// the writer, target and progress to close a failed recording properly.
+#[allow(clippy::too_many_arguments)]
 fn run(
     plan: &RecordPlan,
     header: &Header,
