@@ -11,12 +11,13 @@
 //! serde as before, so errors and edge cases keep one implementation and one
 //! message.
 //!
-//! Numbers are converted exactly as serde_json 1.x (without its
-//! `float_roundtrip` feature) converts them: digits accumulated into a u64
-//! significand, then one multiplication or division by an exact power of
-//! ten. Only exponents up to 22 (where 10^k is exact in f64) are taken
-//! here; the rest go to serde. The loaded values are therefore bit for bit
-//! those of the serde path (`tests::fast_path_equals_serde_path`).
+//! Numbers are converted to the correctly rounded f64, as serde_json does
+//! with its `float_roundtrip` feature (enabled in Cargo.toml, so test and
+//! release builds parse alike): a significand below 2^53 with an exponent up
+//! to 22 is one multiplication or division of two exact values (correctly
+//! rounded by IEEE 754); anything longer goes through `str::parse::<f64>`
+//! (correctly rounded). The loaded values are therefore bit for bit those of
+//! the serde path (`trace::tests::fast_path_equals_serde_path`).
 
 /// Exact powers of ten, 1e0..=1e22 (all exactly representable in f64, so
 /// identical to serde_json's table entries).
@@ -143,6 +144,7 @@ impl Cursor<'_> {
     /// path does not take it (the caller falls back to serde).
     fn number(&mut self) -> Option<f64> {
         let s = self.s;
+        let start_i = self.i;
         let mut i = self.i;
         let negative = s.get(i) == Some(&b'-');
         if negative {
@@ -211,13 +213,22 @@ impl Cursor<'_> {
                 exponent.checked_add(e)?
             };
         }
-        let pow = *POW10.get(exponent.unsigned_abs() as usize)?;
-        let mut f = significand as f64;
-        if exponent >= 0 {
-            f *= pow;
-        } else {
-            f /= pow;
-        }
+        let f = match POW10.get(exponent.unsigned_abs() as usize) {
+            Some(&pow) if significand <= 1 << 53 => {
+                let m = significand as f64;
+                if exponent >= 0 {
+                    m * pow
+                } else {
+                    m / pow
+                }
+            }
+            // Too many digits for one exact operation: the correctly
+            // rounded parse of the token (sign handled below).
+            _ => {
+                let digits = &s[start_i + usize::from(negative)..i];
+                std::str::from_utf8(digits).ok()?.parse::<f64>().ok()?
+            }
+        };
         if !f.is_finite() {
             return None;
         }
