@@ -6,7 +6,7 @@
 //! Each enabled rule is evaluated on the statistics and features of a
 //! sliding window: the last `for` of samples (the rule's `for = "5m"`,
 //! else the watch's default window), summarised exactly as `check` and
-//! `report` summarise a whole run (`diagnose::run_summary`). A rule alerts
+//! `report` summarise a whole run (`summary::summarize`). A rule alerts
 //! ("firing") when its window is full and its condition holds, and again
 //! ("resolved") when it stops holding. Windows are evaluated every
 //! `eval_every` of trace time, not every sample, to keep the CPU low.
@@ -316,7 +316,7 @@ impl WindowEngine {
             if trace.sample_count() == 0 {
                 continue;
             }
-            let summary = crate::diagnose::run_summary(&trace);
+            let summary = crate::summary::summarize(&trace);
             let fired: BTreeMap<String, crate::diagnose::Finding> = self
                 .rules
                 .diagnose(&summary)

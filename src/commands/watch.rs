@@ -95,7 +95,7 @@ struct Sink {
 impl Sink {
     fn emit(&mut self, alerts: Vec<Alert>) {
         for a in alerts {
-            eprintln!("{}", a.human());
+            crate::gate_eprintln!("{}", a.human());
             if let Ok(line) = serde_json::to_string(&a) {
                 // A closed stdout must not stop the watch: the human line
                 // went to stderr already.
@@ -174,7 +174,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     let stamp = crate::format::rfc3339_utc(std::time::SystemTime::now()).replace(':', "-");
     let mut segment = 0usize;
     let mut failures = 0u32;
-    eprintln!(
+    crate::gate_eprintln!(
         "gate watch: {} every {} ms (GPM {} ms, processes {} ms); {} rule(s); Ctrl-C stops",
         if args.all {
             "all GPU processes".to_string()
@@ -232,7 +232,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
                     "duration_reached" => {}
                     "stopped" => return Ok(crate::exit_code::REGRESSION),
                     "target_exited" => {
-                        eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
+                        crate::gate_eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
                         break;
                     }
                     _ => break, // interrupted
@@ -242,7 +242,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
             // crash; the first segment failing means it cannot watch at all.
             Err(e) if segment > 0 || failures > 0 => {
                 failures += 1;
-                eprintln!("gate watch: recording failed ({e}); retrying in 10 s");
+                crate::gate_eprintln!("gate watch: recording failed ({e}); retrying in 10 s");
                 if let Some(en) = engine.as_mut() {
                     sink.emit(en.push(&Record::Event(crate::trace::EventRecord {
                         t: started.elapsed().as_secs_f64() * 1000.0 - offset_ms,
