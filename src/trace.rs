@@ -684,6 +684,7 @@ impl Trace {
         self.warmup = Vec::new();
         self.gpu_values = Vec::new();
         self.host_values = Vec::new();
+        self.teardown = 0;
     }
 
     /// Exit code of the launched command, if it ran to completion.

@@ -385,6 +385,7 @@ impl WindowEngine {
             output: Vec::new(),
             end: None,
             truncated: false,
+            teardown: 0,
         }
     }
 
