@@ -89,13 +89,14 @@ fn one_run_capture_warns_that_per_run_numbers_have_no_noise_estimate() {
     assert_eq!(m["why"], "no_noise_estimate", "{m}");
 }
 
-#[test]
-fn confirm_lets_a_flaky_first_run_fade() {
+/// Capture three runs near 100, then `check --confirm 2` over the next
+/// three values; returns the exit code, the JSON report and stderr.
+fn confirm_after(values: [f64; 3]) -> (i32, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
-    // Three baseline runs near 100, then one slow run (80) and two normal ones.
-    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, 80.0, 100.1, 99.9]);
+    let [a, b, c] = values;
+    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, a, b, c]);
     assert!(live(d, &["capture", "--baseline", "b"], &bench)
         .status
         .success());
@@ -113,12 +114,19 @@ fn confirm_lets_a_flaky_first_run_fade() {
         &bench,
     );
     let (stdout, stderr) = output(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    (out.status.code().unwrap(), r, stderr)
+}
+
+#[test]
+fn confirm_lets_a_flaky_first_run_fade() {
+    // One slow run (80), then two normal ones.
+    let (code, r, stderr) = confirm_after([80.0, 100.1, 99.9]);
+    assert_eq!(code, 0, "{r}\n{stderr}");
     assert!(
         stderr.contains("--confirm: the verdict is regression so far"),
         "{stderr}"
     );
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r["runs"].as_array().unwrap().len(), 3);
     let m = metric(&r, "samples_per_s");
     assert_eq!(m["new_runs"], 3, "{m}");
@@ -134,29 +142,8 @@ fn confirm_lets_a_flaky_first_run_fade() {
 
 #[test]
 fn confirm_keeps_a_real_regression() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
-    let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, 90.0, 90.1, 89.9]);
-    assert!(live(d, &["capture", "--baseline", "b"], &bench)
-        .status
-        .success());
-    let out = live(
-        d,
-        &[
-            "check",
-            "--baseline",
-            "b",
-            "--confirm",
-            "2",
-            "--format",
-            "json",
-        ],
-        &bench,
-    );
-    let (stdout, stderr) = output(&out);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (code, r, stderr) = confirm_after([90.0, 90.1, 89.9]);
+    assert_eq!(code, 1, "{r}\n{stderr}");
     let m = metric(&r, "samples_per_s");
     assert_eq!(m["verdict"], "regression", "{m}");
     assert_eq!(m["new_runs"], 3, "{m}");

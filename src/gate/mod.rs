@@ -39,9 +39,10 @@ pub const REPORT_SCHEMA_VERSION: u32 = 1;
 pub const MIN_STEADY_SAMPLES: usize = 20;
 
 /// Verdict of the whole run; decides the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVerdict {
+    #[default]
     Pass,
     Inconclusive,
     Regression,
@@ -527,16 +528,75 @@ fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
 /// Judge the runs against the baseline and assemble the report.
 pub fn check(input: &CheckInput) -> CheckReport {
     let b = input.baseline;
-    let mut reasons = Vec::new();
-    let mut warnings = Vec::new();
-    let mut verdict = RunVerdict::Pass;
-    let raise = |v: &mut RunVerdict, to: RunVerdict| {
-        if to > *v {
-            *v = to;
-        }
-    };
+    let mut run = RunLevel::default();
+    let runs_info = check_runs(input, &mut run);
+    let (first_class, sampled) = metric_ids(input);
+    let policies = Policies::resolve(
+        first_class.iter().chain(sampled.iter()),
+        input.config,
+        input.cli_threshold,
+        b,
+    );
+    for (id, then, now) in &policies.drifted {
+        run.warnings.push(format!(
+            "baseline '{}' recorded {id} as {then}, gate.toml now says {now}: judged by gate.toml; re-capture the baseline to record the new policy",
+            b.name
+        ));
+    }
+    let mut results = judge_metrics(input, &policies, &first_class, &sampled);
+    let outvoted = let_the_benchmark_decide(&mut results);
+    if !outvoted.is_empty() {
+        run.warnings.push(format!(
+            "{} moved beyond the noise in the bad direction, but the benchmark's own number decided (declared in gate.toml): reported as context",
+            outvoted.join(", ")
+        ));
+    }
+    let counts = verdict_from_metrics(input, &results, &mut run);
+    let diagnosis = diagnose_change(input, &results);
+    CheckReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        gate_version: crate::GATE_VERSION.to_string(),
+        baseline: BaselineInfo {
+            name: b.name.clone(),
+            source: input.baseline_source.clone(),
+            created: b.created.clone(),
+            commit: b.commit.clone(),
+            runs: b.capture.runs,
+            gpu_model: b.environment.gpu_model.clone(),
+            gpu_count: b.environment.gpu_count,
+        },
+        exit_code: run.verdict.exit_code(),
+        verdict: run.verdict,
+        reasons: run.reasons,
+        warnings: run.warnings,
+        multi_node: input.multi_node,
+        fail_on_improvement: input.fail_on_improvement,
+        runs: runs_info,
+        metrics: results,
+        diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
+        diagnosis,
+        counts,
+    }
+}
 
-    // ---- run-level checks
+/// The run verdict as it is assembled: the strongest reason wins.
+#[derive(Default)]
+struct RunLevel {
+    verdict: RunVerdict,
+    reasons: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl RunLevel {
+    fn raise(&mut self, to: RunVerdict, reason: String) {
+        self.verdict = self.verdict.max(to);
+        self.reasons.push(reason);
+    }
+}
+
+/// Checked before any metric: a failed benchmark, another environment,
+/// too few samples. One `RunInfo` per run (or node).
+fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
     let mut runs_info = Vec::new();
     for (i, r) in input.runs.iter().enumerate() {
         let t = r.trace;
@@ -550,29 +610,30 @@ pub fn check(input: &CheckInput) -> CheckReport {
             "this run".to_string()
         };
         if let Some(f) = run_failure(t) {
-            reasons.push(format!("{who}: {f}; a failed benchmark is never a pass"));
-            raise(&mut verdict, RunVerdict::Error);
+            run.raise(
+                RunVerdict::Error,
+                format!("{who}: {f}; a failed benchmark is never a pass"),
+            );
         }
-        let mism = b.environment.mismatches(&env);
+        let mism = input.baseline.environment.mismatches(&env);
         if !mism.is_empty() {
             let text = format!(
                 "{who}: environment differs from the baseline: {}",
                 mism.join("; ")
             );
             if input.allow_env_mismatch {
-                warnings.push(format!("{text} (allowed by --allow-env-mismatch)"));
+                run.warnings
+                    .push(format!("{text} (allowed by --allow-env-mismatch)"));
             } else {
-                reasons.push(format!(
+                run.raise(RunVerdict::Invalid, format!(
                     "{text}; compare like with like, re-capture on this hardware, or pass --allow-env-mismatch"
                 ));
-                raise(&mut verdict, RunVerdict::Invalid);
             }
         }
         if valid < MIN_STEADY_SAMPLES {
-            reasons.push(format!(
+            run.raise(RunVerdict::Inconclusive, format!(
                 "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
             ));
-            raise(&mut verdict, RunVerdict::Inconclusive);
         }
         runs_info.push(RunInfo {
             source: t.path.display().to_string(),
@@ -589,8 +650,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
             truncated: t.truncated,
         });
     }
+    runs_info
+}
 
-    // ---- metric ids, in report order
+/// The metrics of this check in report order: the benchmark's own numbers
+/// (wall time, user metrics), then the catalogue's sampled metrics, then
+/// columns this catalogue does not know (a newer recorder).
+fn metric_ids(input: &CheckInput) -> (Vec<String>, Vec<String>) {
     let first_class: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
         .chain(input.config.user_metric_names())
         .collect();
@@ -599,7 +665,6 @@ pub fn check(input: &CheckInput) -> CheckReport {
         .chain(metrics::HOST_METRICS.iter())
         .map(|d| d.id.to_string())
         .collect();
-    // Columns unknown to this catalogue (a newer recorder) go last.
     for r in input.runs {
         for id in r.summary.gpu_aggregate.keys().chain(r.summary.host.keys()) {
             if !sampled.contains(id) {
@@ -607,44 +672,40 @@ pub fn check(input: &CheckInput) -> CheckReport {
             }
         }
     }
-    let gpu_cols: Vec<String> = metrics::GPU_METRICS
-        .iter()
-        .map(|d| d.id.to_string())
-        .collect();
-    let policies = Policies::resolve(
-        first_class.iter().chain(sampled.iter()),
-        input.config,
-        input.cli_threshold,
-        b,
-    );
-    for (id, then, now) in &policies.drifted {
-        warnings.push(format!(
-            "baseline '{}' recorded {id} as {then}, gate.toml now says {now}: judged by gate.toml; re-capture the baseline to record the new policy",
-            b.name
-        ));
-    }
+    (first_class, sampled)
+}
 
+/// Every metric judged: the aggregate (over runs, or over the nodes of one
+/// run), then per GPU when there are several (one straggler fails the run
+/// even when the average hides it), then per node; context (ungated) last.
+fn judge_metrics(
+    input: &CheckInput,
+    policies: &Policies,
+    first_class: &[String],
+    sampled: &[String],
+) -> Vec<MetricResult> {
+    let b = input.baseline;
     let all: Vec<&RunInput> = input.runs.iter().collect();
     let mut results: Vec<MetricResult> = Vec::new();
     let mut context: Vec<MetricResult> = Vec::new();
-    let mut push = |r: MetricResult, results: &mut Vec<MetricResult>| {
-        if r.gated {
-            results.push(r);
-        } else {
-            context.push(r);
-        }
-    };
-
-    // Aggregate (over runs, or over the nodes of one run).
     for id in first_class.iter().chain(sampled.iter()) {
         let p = policies.get(id);
-        let kind = kind_of(id, input.config);
-        let new = observe(&all, id, kind, None, p.statistic, input.multi_node);
+        let new = observe(
+            &all,
+            id,
+            kind_of(id, input.config),
+            None,
+            p.statistic,
+            input.multi_node,
+        );
         if let Some(r) = compare(p, b.metric(id, None), new, None, None) {
-            push(r, &mut results);
+            if r.gated {
+                results.push(r);
+            } else {
+                context.push(r);
+            }
         }
     }
-    // Per GPU, when there are several (with one, the aggregate is that GPU).
     let ngpu = input
         .runs
         .iter()
@@ -656,13 +717,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
             return;
         }
         for g in 0..ngpu {
-            for id in &gpu_cols {
-                let p = policies.get(id);
+            for d in metrics::GPU_METRICS {
+                let p = policies.get(d.id);
                 if !p.gated {
                     continue;
                 }
-                let new = observe(runs, id, Kind::Sampled, Some(g), p.statistic, false);
-                if let Some(r) = compare(p, b.metric(id, Some(g)), new, node, Some(g)) {
+                let new = observe(runs, d.id, Kind::Sampled, Some(g), p.statistic, false);
+                if let Some(r) = compare(p, b.metric(d.id, Some(g)), new, node, Some(g)) {
                     out.push(r);
                 }
             }
@@ -679,8 +740,14 @@ pub fn check(input: &CheckInput) -> CheckReport {
                 if !p.gated {
                     continue;
                 }
-                let kind = kind_of(id, input.config);
-                let new = observe(&one, id, kind, None, p.statistic, false);
+                let new = observe(
+                    &one,
+                    id,
+                    kind_of(id, input.config),
+                    None,
+                    p.statistic,
+                    false,
+                );
                 if let Some(m) = compare(p, b.metric(id, None), new, Some(i), None) {
                     results.push(m);
                 }
@@ -689,17 +756,19 @@ pub fn check(input: &CheckInput) -> CheckReport {
         }
     }
     results.extend(context);
-    let outvoted = let_the_benchmark_decide(&mut results);
-    if !outvoted.is_empty() {
-        warnings.push(format!(
-            "{} moved beyond the noise in the bad direction, but the benchmark's own number decided (declared in gate.toml): reported as context",
-            outvoted.join(", ")
-        ));
-    }
+    results
+}
 
-    // ---- counts and run verdict from metrics
+/// What the metrics say about the run: regressions fail it, a gated metric
+/// not measured (or nothing judged at all) makes it inconclusive, and
+/// inconclusive metrics are warned about with what to do.
+fn verdict_from_metrics(
+    input: &CheckInput,
+    results: &[MetricResult],
+    run: &mut RunLevel,
+) -> Counts {
     let mut counts = Counts::default();
-    for m in &results {
+    for m in results {
         match m.verdict {
             Verdict::Pass => counts.pass += 1,
             Verdict::Regression => counts.regression += 1,
@@ -709,74 +778,57 @@ pub fn check(input: &CheckInput) -> CheckReport {
             Verdict::Info => counts.info += 1,
         }
     }
-    let failing: Vec<String> = results
-        .iter()
-        .filter(|m| m.fails(input.fail_on_improvement))
-        .map(|m| m.label())
-        .collect();
+    let labels = |keep: &dyn Fn(&MetricResult) -> bool| -> Vec<String> {
+        results
+            .iter()
+            .filter(|m| keep(m))
+            .map(|m| m.label())
+            .collect()
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     if counts.regression > 0 {
-        reasons.push(format!(
-            "{} regression{} beyond the floor and the noise: {}",
-            counts.regression,
-            if counts.regression == 1 { "" } else { "s" },
-            results
-                .iter()
-                .filter(|m| m.verdict == Verdict::Regression)
-                .map(|m| m.label())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        run.raise(
+            RunVerdict::Regression,
+            format!(
+                "{} regression{} beyond the floor and the noise: {}",
+                counts.regression,
+                plural(counts.regression),
+                labels(&|m| m.verdict == Verdict::Regression).join(", ")
+            ),
+        );
     }
     if input.fail_on_improvement && counts.improvement > 0 {
-        reasons.push(format!(
+        run.raise(RunVerdict::Regression, format!(
             "{} improvement{} beyond the floor and the noise (--fail-on-improvement): re-capture the baseline to lock {} in",
             counts.improvement,
-            if counts.improvement == 1 { "" } else { "s" },
+            plural(counts.improvement),
             if counts.improvement == 1 { "it" } else { "them" },
         ));
     }
-    if !failing.is_empty() {
-        raise(&mut verdict, RunVerdict::Regression);
-    }
-    let missing_new: Vec<String> = results
-        .iter()
-        .filter(|m| m.verdict == Verdict::Missing && m.new.is_none())
-        .map(|m| m.label())
-        .collect();
+    let missing_new = labels(&|m| m.verdict == Verdict::Missing && m.new.is_none());
     if !missing_new.is_empty() {
-        reasons.push(format!(
+        run.raise(RunVerdict::Inconclusive, format!(
             "gated metrics not measured in this run: {}; a gate that measured nothing must not pass",
             missing_new.join(", ")
         ));
-        raise(&mut verdict, RunVerdict::Inconclusive);
     }
-    let missing_base = results
-        .iter()
-        .filter(|m| m.verdict == Verdict::Missing && m.baseline.is_none())
-        .count();
+    let missing_base = labels(&|m| m.verdict == Verdict::Missing && m.baseline.is_none()).len();
     if missing_base > 0 {
-        warnings.push(format!(
+        run.warnings.push(format!(
             "{missing_base} gated metric(s) are not in the baseline and were not judged; re-capture it"
         ));
     }
-    let inconclusive = |why: Why| {
-        results
-            .iter()
-            .filter(|m| m.verdict == Verdict::Inconclusive && m.why == why)
-            .map(|m| m.label())
-            .collect::<Vec<_>>()
-    };
-    let noisy = inconclusive(Why::WithinNoise);
+    let noisy = labels(&|m| m.verdict == Verdict::Inconclusive && m.why == Why::WithinNoise);
     if !noisy.is_empty() {
-        warnings.push(format!(
+        run.warnings.push(format!(
             "{} metric(s) moved beyond the floor but within the noise band: {}; rerun with --confirm N, or capture the baseline with more --runs",
             noisy.len(),
             noisy.join(", ")
         ));
     }
-    let unknown = inconclusive(Why::NoNoiseEstimate);
+    let unknown = labels(&|m| m.verdict == Verdict::Inconclusive && m.why == Why::NoNoiseEstimate);
     if !unknown.is_empty() {
-        warnings.push(format!(
+        run.warnings.push(format!(
             "{} metric(s) moved beyond the floor but have no noise estimate (measured once per run, one baseline run): {}; capture the baseline with --runs 3, or check with --confirm N",
             unknown.len(),
             unknown.join(", ")
@@ -789,18 +841,22 @@ pub fn check(input: &CheckInput) -> CheckReport {
         .iter()
         .filter(|m| m.gated && m.verdict != Verdict::Missing)
         .count();
-    if judged == 0 && verdict == RunVerdict::Pass {
-        reasons.push(
-            "no gated metric was judged (none is both in the baseline and measured in this run); re-capture the baseline or check that it is complete"
-                .into(),
+    if judged == 0 && run.verdict == RunVerdict::Pass {
+        run.raise(
+            RunVerdict::Inconclusive,
+            "no gated metric was judged (none is both in the baseline and measured in this run); re-capture the baseline or check that it is complete".into(),
         );
-        raise(&mut verdict, RunVerdict::Inconclusive);
     }
+    counts
+}
 
-    // ---- diagnosis: what changed, per run/node, strongest finding per rule
+/// What changed, per run or node, strongest finding per rule, most likely
+/// cause first; `unexplained` when something regressed and no rule names a
+/// cause.
+fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding> {
     let mut diagnosis: Vec<Finding> = Vec::new();
     for r in input.runs {
-        for f in input.rules.explain_change(b, &r.summary) {
+        for f in input.rules.explain_change(input.baseline, &r.summary) {
             match diagnosis.iter_mut().find(|d| d.rule == f.rule) {
                 Some(d) if d.score >= f.score => {}
                 Some(d) => *d = f,
@@ -812,39 +868,15 @@ pub fn check(input: &CheckInput) -> CheckReport {
     let named = diagnosis
         .iter()
         .any(|f| f.severity >= crate::diagnose::Severity::Low);
-    if counts.regression > 0 && !named {
-        let moved: Vec<(String, Option<f64>)> = results
-            .iter()
-            .filter(|m| m.verdict == Verdict::Regression)
-            .map(|m| (m.label(), m.change_pct))
-            .collect();
+    let moved: Vec<(String, Option<f64>)> = results
+        .iter()
+        .filter(|m| m.verdict == Verdict::Regression)
+        .map(|m| (m.label(), m.change_pct))
+        .collect();
+    if !moved.is_empty() && !named {
         diagnosis.push(crate::diagnose::unexplained(&moved));
     }
-
-    CheckReport {
-        schema_version: REPORT_SCHEMA_VERSION,
-        gate_version: crate::GATE_VERSION.to_string(),
-        baseline: BaselineInfo {
-            name: b.name.clone(),
-            source: input.baseline_source.clone(),
-            created: b.created.clone(),
-            commit: b.commit.clone(),
-            runs: b.capture.runs,
-            gpu_model: b.environment.gpu_model.clone(),
-            gpu_count: b.environment.gpu_count,
-        },
-        exit_code: verdict.exit_code(),
-        verdict,
-        reasons,
-        warnings,
-        multi_node: input.multi_node,
-        fail_on_improvement: input.fail_on_improvement,
-        runs: runs_info,
-        metrics: results,
-        diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
-        diagnosis,
-        counts,
-    }
+    diagnosis
 }
 
 #[cfg(test)]
