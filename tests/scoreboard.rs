@@ -301,3 +301,42 @@ fn an_improvement_is_never_given_a_cause() {
         }
     }
 }
+
+/// Recorded live on an H200 by `gate capture` (three runs, one of them
+/// disturbed: GPU busy 91 % against 99.9 and 99.5) and `gate check
+/// --confirm 1` of an 18 % per-step host sync: one run alone is within the
+/// noisy baseline's band, two runs judged together are a regression, and
+/// the diagnosis weighs the same pooled runs (fixtures/README.md, "Live").
+#[test]
+fn repeated_runs_are_judged_and_diagnosed_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), THROUGHPUT).unwrap();
+    let live = |n: &str| PathBuf::from(format!("{ROOT}/fixtures/traces/live-cnn-{n}.jsonl"));
+    capture(d, "live", &[live("base-1"), live("base-2"), live("base-3")]);
+    let one = check(d, "live", &live("sync-1"));
+    assert_eq!(one.exit, 0, "one run: inconclusive, not failed");
+    let out = gate(d)
+        .args([
+            "check",
+            "--baseline",
+            "live",
+            "--format",
+            "json",
+            "--replay",
+        ])
+        .arg(live("sync-1"))
+        .arg(live("sync-2"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(metric(&r, "samples_per_s")["verdict"], "regression");
+    assert_eq!(
+        r["diagnosis"][0]["rule"], "sync_stalls",
+        "{}",
+        r["diagnosis"]
+    );
+    assert_eq!(check(d, "live", &live("healthy")).exit, 0);
+}

@@ -330,6 +330,48 @@ impl MetricSource for Change<'_> {
     }
 }
 
+/// Several repeated runs of one benchmark read as one: each statistic and
+/// feature is the mean over the runs, and `runs()` lists every run, so
+/// `z()` weighs a change against the same pooled evidence as the verdict
+/// (`--confirm`, several replayed traces). Not for the nodes of one run:
+/// those are diagnosed one by one.
+pub struct Pooled<'a> {
+    pub runs: Vec<&'a dyn MetricSource>,
+}
+
+impl Pooled<'_> {
+    fn mean(&self, f: impl Fn(&dyn MetricSource) -> Option<f64>) -> Option<f64> {
+        let vals: Vec<f64> = self.runs.iter().filter_map(|r| f(*r)).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+    }
+}
+
+impl MetricSource for Pooled<'_> {
+    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+        self.mean(|r| r.stat(metric, stat, gpu))
+    }
+    fn feature(&self, name: &str) -> Option<f64> {
+        self.mean(|r| r.feature(name))
+    }
+    fn gpu_count(&self) -> usize {
+        self.runs.iter().map(|r| r.gpu_count()).max().unwrap_or(0)
+    }
+    fn runs(
+        &self,
+        metric: &str,
+        stat: &str,
+        gpu: Option<usize>,
+    ) -> Option<Vec<(f64, Option<f64>)>> {
+        let all: Vec<(f64, Option<f64>)> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.runs(metric, stat, gpu))
+            .flatten()
+            .collect();
+        (!all.is_empty()).then_some(all)
+    }
+}
+
 fn is_rule_name(name: &str) -> bool {
     !name.is_empty()
         && name

@@ -850,13 +850,27 @@ fn verdict_from_metrics(
     counts
 }
 
-/// What changed, per run or node, strongest finding per rule, most likely
-/// cause first; `unexplained` when something regressed and no rule names a
-/// cause.
+/// What changed, most likely cause first; `unexplained` when something
+/// regressed and no rule names a cause. Repeated runs are diagnosed
+/// together, weighed against the same pooled evidence as their verdict;
+/// the nodes of one run one by one, keeping each rule's strongest finding.
 fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding> {
+    let pooled = crate::diagnose::Pooled {
+        runs: input
+            .runs
+            .iter()
+            .map(|r| &r.summary as &dyn crate::stats::MetricSource)
+            .collect(),
+    };
+    let sources: Vec<&dyn crate::stats::MetricSource> = if input.multi_node || input.runs.len() < 2
+    {
+        input.runs.iter().map(|r| &r.summary as _).collect()
+    } else {
+        vec![&pooled]
+    };
     let mut diagnosis: Vec<Finding> = Vec::new();
-    for r in input.runs {
-        for f in input.rules.explain_change(input.baseline, &r.summary) {
+    for r in sources {
+        for f in input.rules.explain_change(input.baseline, r) {
             match diagnosis.iter_mut().find(|d| d.rule == f.rule) {
                 Some(d) if d.score >= f.score => {}
                 Some(d) => *d = f,
