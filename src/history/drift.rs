@@ -66,7 +66,6 @@
 //! change began.
 
 use crate::metrics::Direction;
-use serde::Deserialize;
 
 /// CUSUM reference value, in sigma: half the 1-sigma shift it is tuned for.
 pub const K_SIGMA: f64 = 0.5;
@@ -77,68 +76,11 @@ pub const D2_MOVING_RANGE: f64 = 1.128;
 /// The baseline's own error is discounted up to this many standard errors.
 pub const BASELINE_Z: f64 = 3.0;
 /// Fewer runs than this in the window: no drift judgement.
-pub const MIN_RUNS: usize = 5;
+pub const MIN_RUNS: usize = crate::config::DRIFT_MIN_RUNS;
 /// The recent level is the mean of at most this many newest runs.
 pub const LEVEL_RUNS: usize = 3;
 
-/// `[history.drift]` in gate.toml.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DriftConfig {
-    /// Judge drift at all (with history).
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// A drift finding fails the run (exit 1) instead of a warning.
-    #[serde(default)]
-    pub fail: bool,
-    /// How many recent runs (this one included) are judged together.
-    #[serde(default = "default_window")]
-    pub window: usize,
-    /// The recent level must be worse by at least this share of the
-    /// metric's tolerance.
-    #[serde(default = "default_min_share")]
-    pub min_share: f64,
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_window() -> usize {
-    20
-}
-fn default_min_share() -> f64 {
-    0.5
-}
-
-impl Default for DriftConfig {
-    fn default() -> Self {
-        DriftConfig {
-            enabled: true,
-            fail: false,
-            window: default_window(),
-            min_share: default_min_share(),
-        }
-    }
-}
-
-impl DriftConfig {
-    /// One line naming the bad setting, or Ok.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.window < MIN_RUNS || self.window > 10_000 {
-            return Err(format!(
-                "[history.drift] window = {}: give a number of runs between {MIN_RUNS} and 10000 (default 20)",
-                self.window
-            ));
-        }
-        if !(self.min_share.is_finite() && (0.0..=10.0).contains(&self.min_share)) {
-            return Err(format!(
-                "[history.drift] min_share = {}: give a fraction of the tolerance, e.g. 0.5",
-                self.min_share
-            ));
-        }
-        Ok(())
-    }
-}
+pub use crate::config::DriftConfig;
 
 /// One metric's recent values against its baseline, oldest first.
 #[derive(Debug, Clone, PartialEq)]

@@ -341,23 +341,7 @@ pub fn open(location: &Location, create: bool) -> Result<Box<dyn HistoryStore>, 
     }
 }
 
-/// Settings of `[history]` in gate.toml.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryConfig {
-    /// `sqlite:PATH`, a path, or `postgres://...` (better: `url_env`, so no
-    /// password sits in the repository).
-    pub url: Option<String>,
-    /// Name of an environment variable holding the URL (a CI secret).
-    pub url_env: Option<String>,
-    /// A database that cannot be written fails the command (exit 3) instead
-    /// of a warning. Same as `--history-required`.
-    #[serde(default)]
-    pub required: bool,
-    /// Drift detection settings.
-    #[serde(default)]
-    pub drift: drift::DriftConfig,
-}
+pub use crate::config::HistoryConfig;
 
 /// Unix time now as RFC 3339 UTC (the only clock read of this module,
 /// used when a run is recorded).
