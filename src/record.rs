@@ -21,6 +21,7 @@ use crate::error::GateError;
 use crate::metrics::{GPU_METRICS, HOST_METRICS};
 use crate::sampler::host::{self, HostSampler};
 use crate::sampler::nvml::{GpuSampler, NvmlContext};
+use crate::sampler::CpuProfile;
 use crate::target::{self, Target};
 use crate::trace::{
     round_value, EndRecord, EventKind, EventRecord, Fingerprint, Header, OutputRecord, Record,
@@ -203,14 +204,11 @@ pub fn record_observed(
                 .started()
                 .map(|s| round_value(s.elapsed().as_secs_f64() * 1000.0))
                 .unwrap_or(0.0);
-            let _ = writer.write(&Record::Event(EventRecord {
+            let _ = writer.write(&Record::Event(event(
                 t,
-                kind: EventKind::Note,
-                gpu: None,
-                pid: None,
-                code: None,
-                message: format!("the recording failed: {e}"),
-            }));
+                EventKind::Note,
+                format!("the recording failed: {e}"),
+            )));
             let exit = target.wait();
             let partial = writer.close_as_partial(EndRecord {
                 t,
@@ -240,6 +238,38 @@ struct Progress {
     late: u64,
 }
 
+/// An event with no GPU, PID or code (struct update syntax sets them).
+fn event(t: f64, kind: EventKind, message: impl Into<String>) -> EventRecord {
+    EventRecord {
+        t,
+        kind,
+        gpu: None,
+        pid: None,
+        code: None,
+        message: message.into(),
+    }
+}
+
+/// The trace's time axis: milliseconds since the target started.
+#[derive(Clone, Copy)]
+struct Clock {
+    t0: Instant,
+}
+
+impl Clock {
+    fn ms(self, at: Instant) -> f64 {
+        round_value(self.since(at).as_secs_f64() * 1000.0)
+    }
+
+    fn now_ms(self) -> f64 {
+        self.ms(Instant::now())
+    }
+
+    fn since(self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.t0)
+    }
+}
+
 /// Sample `target` until the window ends, then write the closing events.
 /// Returns the end record; the caller finishes the file.
 // The recording's parts are separate borrows on purpose: the caller keeps
@@ -256,21 +286,64 @@ fn run(
     observe: &mut dyn FnMut(&Record) -> bool,
 ) -> Result<EndRecord, GateError> {
     observe(&Record::Header(Box::new(header.clone())));
+    let clock = Clock {
+        t0: target.started().unwrap_or(start),
+    };
+    write_start(plan, writer, target)?;
     let mut output = OutputKeeper::new(plan.warmup_until.clone());
-    let t0 = target.started().unwrap_or(start);
-    let ms_since =
-        |at: Instant| round_value(at.saturating_duration_since(t0).as_secs_f64() * 1000.0);
+    let mut ticker = Ticker::new(plan, target, clock);
+    let reason = loop {
+        let now = ticker.wait(writer, progress)?;
+        let keep_going = ticker.tick(
+            now,
+            gpu_sampler.as_mut(),
+            writer,
+            target,
+            &mut output,
+            progress,
+            observe,
+        )?;
+        if let Some(reason) = stop_reason(plan, writer, target, &output, now, keep_going, clock)? {
+            break reason;
+        }
+    };
+    if plan.live_status {
+        console::end_live();
+    }
+    ticker.profile.print();
+    if let Some(s) = &gpu_sampler {
+        s.profile.print();
+    }
+    finish(
+        plan,
+        header,
+        gpu_sampler.as_ref(),
+        writer,
+        target,
+        progress,
+        &mut output,
+        reason,
+        clock,
+    )
+}
+
+/// The first events: what started, and whether its I/O counters are readable.
+fn write_start(
+    plan: &RecordPlan,
+    writer: &mut TraceWriter,
+    target: &Target,
+) -> Result<(), GateError> {
     writer.write(&Record::Event(EventRecord {
-        t: 0.0,
-        kind: EventKind::TargetStart,
-        gpu: None,
         pid: Some(target.pid()),
-        code: None,
-        message: if plan.command.is_empty() {
-            format!("attached to PID {}", target.pid())
-        } else {
-            plan.command.join(" ")
-        },
+        ..event(
+            0.0,
+            EventKind::TargetStart,
+            if plan.command.is_empty() {
+                format!("attached to PID {}", target.pid())
+            } else {
+                plan.command.join(" ")
+            },
+        )
     }))?;
     if plan.pid.is_some() && std::fs::File::open(format!("/proc/{}/io", target.pid())).is_err() {
         // Another user's process: /proc/PID/io is theirs (and root's) only.
@@ -280,82 +353,123 @@ fn run(
         );
         crate::gate_eprintln!("gate: warning: {message}");
         writer.write(&Record::Event(EventRecord {
-            t: 0.0,
-            kind: EventKind::Note,
-            gpu: None,
             pid: Some(target.pid()),
-            code: None,
-            message,
+            ..event(0.0, EventKind::Note, message)
         }))?;
     }
+    Ok(())
+}
 
-    let mut profile = crate::sampler::CpuProfile::from_env();
-    let mut host_sampler = HostSampler::new();
-    let mut host_at: Option<Instant> = None;
-    let mut tree: HashSet<u32> = host::process_tree(target.pid());
-    let mut tree_at = Instant::now();
-    let live = plan.live_status;
-    let mut live_at = t0;
-    let mut next_tick = Instant::now();
-    let reason;
-    loop {
-        next_tick += plan.interval;
+/// The sampling loop's state between ticks.
+struct Ticker {
+    interval: Duration,
+    warmup: Duration,
+    live: bool,
+    clock: Clock,
+    next_tick: Instant,
+    host_sampler: HostSampler,
+    host_at: Option<Instant>,
+    tree: HashSet<u32>,
+    tree_at: Instant,
+    live_at: Instant,
+    profile: CpuProfile,
+}
+
+impl Ticker {
+    fn new(plan: &RecordPlan, target: &Target, clock: Clock) -> Ticker {
         let now = Instant::now();
-        if next_tick > now {
-            std::thread::sleep(next_tick - now);
-        } else if now - next_tick > plan.interval {
-            // Fell behind by more than a tick (host overloaded, suspended):
-            // skip the missed ticks rather than burst, and say so.
+        Ticker {
+            interval: plan.interval,
+            warmup: plan.warmup,
+            live: plan.live_status,
+            clock,
+            next_tick: now,
+            host_sampler: HostSampler::new(),
+            host_at: None,
+            tree: host::process_tree(target.pid()),
+            tree_at: now,
+            live_at: clock.t0,
+            profile: CpuProfile::from_env(),
+        }
+    }
+
+    /// Sleeps until the next tick and returns its time. A tick missed by
+    /// more than an interval (host overloaded, suspended) is skipped rather
+    /// than burst, and said in the trace.
+    fn wait(
+        &mut self,
+        writer: &mut TraceWriter,
+        progress: &mut Progress,
+    ) -> Result<Instant, GateError> {
+        self.next_tick += self.interval;
+        let now = Instant::now();
+        if self.next_tick > now {
+            std::thread::sleep(self.next_tick - now);
+        } else if now - self.next_tick > self.interval {
             progress.late += 1;
             if progress.late <= 10 {
-                writer.write(&Record::Event(EventRecord {
-                    t: ms_since(now),
-                    kind: EventKind::LateSample,
-                    gpu: None,
-                    pid: None,
-                    code: None,
-                    message: format!(
-                        "sample {:.1} ms late",
-                        (now - next_tick).as_secs_f64() * 1000.0
-                    ),
-                }))?;
+                let late_ms = (now - self.next_tick).as_secs_f64() * 1000.0;
+                writer.write(&Record::Event(event(
+                    self.clock.ms(now),
+                    EventKind::LateSample,
+                    format!("sample {late_ms:.1} ms late"),
+                )))?;
             }
-            next_tick = now;
+            self.next_tick = now;
         }
-        let now = Instant::now();
-        let t_ms = ms_since(now);
-        let c = profile.start();
-        if now.duration_since(tree_at) >= TREE_REFRESH {
+        Ok(Instant::now())
+    }
+
+    /// One tick: refresh the process tree, read host and GPU counters, write
+    /// the sample with the tick's events, process lists and new stdout lines.
+    /// Returns false when `observe` asked to stop.
+    #[allow(clippy::too_many_arguments)]
+    fn tick(
+        &mut self,
+        now: Instant,
+        gpu_sampler: Option<&mut GpuSampler>,
+        writer: &mut TraceWriter,
+        target: &mut Target,
+        output: &mut OutputKeeper,
+        progress: &mut Progress,
+        observe: &mut dyn FnMut(&Record) -> bool,
+    ) -> Result<bool, GateError> {
+        let t_ms = self.clock.ms(now);
+        let c = self.profile.start();
+        if now.duration_since(self.tree_at) >= TREE_REFRESH {
             let fresh = host::process_tree(target.pid());
             if !fresh.is_empty() {
                 // Remembered, so they are stopped with the tree even after
                 // they leave its process group.
                 target.track(fresh.iter().copied());
-                tree = fresh;
+                self.tree = fresh;
             }
-            tree_at = now;
+            self.tree_at = now;
         }
-        profile.stop("tree", c);
+        self.profile.stop("tree", c);
         // /proc CPU times tick at 10 ms, so host counters sampled faster
         // than HOST_PERIOD would be noise; in between they are missing.
-        let c = profile.start();
-        let mut h = if host_at.is_none_or(|t| now.duration_since(t) >= HOST_PERIOD) {
-            host_at = Some(now);
-            host_sampler.sample(&tree, now)
+        let c = self.profile.start();
+        let mut h = if self
+            .host_at
+            .is_none_or(|t| now.duration_since(t) >= HOST_PERIOD)
+        {
+            self.host_at = Some(now);
+            self.host_sampler.sample(&self.tree, now)
         } else {
             vec![None; HOST_METRICS.len()]
         };
-        profile.stop("host", c);
-        let (mut g, extras) = match gpu_sampler.as_mut() {
-            Some(s) => s.sample(now, t_ms, &tree),
+        self.profile.stop("host", c);
+        let (mut g, extras) = match gpu_sampler {
+            Some(s) => s.sample(now, t_ms, &self.tree),
             None => (Vec::new(), Default::default()),
         };
-        let c = profile.start();
-        let warm = now.saturating_duration_since(t0) < plan.warmup || !output.warmup_released();
-        if live && now.duration_since(live_at) >= Duration::from_secs(1) {
-            live_at = now;
+        let c = self.profile.start();
+        let warm = self.clock.since(now) < self.warmup || !output.warmup_released();
+        if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
+            self.live_at = now;
             print_live(
-                now.duration_since(t0),
+                self.clock.since(now),
                 &h,
                 g.first().map(|v| v.as_slice()),
                 warm,
@@ -381,102 +495,108 @@ fn run(
         }
         for mut p in extras.processes {
             for proc_ in p.procs.iter_mut() {
-                proc_.cpu_pct = host_sampler
+                proc_.cpu_pct = self
+                    .host_sampler
                     .last_cpu_pct
                     .get(&proc_.pid)
                     .map(|v| round_value(*v));
-                proc_.rss_mib = host_sampler.rss_mib(proc_.pid).map(round_value);
+                proc_.rss_mib = self.host_sampler.rss_mib(proc_.pid).map(round_value);
             }
             let p = Record::Processes(p);
             writer.write(&p)?;
             keep_going &= observe(&p);
         }
-        output.drain(writer, target, &ms_since)?;
+        output.drain(writer, target, self.clock)?;
         writer.flush()?;
-        profile.stop("trace_write", c);
-        if target.poll_exit().is_some() {
-            reason = "target_exited";
-            break;
-        }
-        if !keep_going {
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
-            reason = "stopped";
-            break;
-        }
-        if let Some(sig) = target::interrupt_signal() {
-            // Forwarded as received (Ctrl-C, SIGTERM, a hang-up), to the
-            // whole tree.
-            writer.write(&Record::Event(EventRecord {
-                t: ms_since(Instant::now()),
-                kind: EventKind::Note,
-                gpu: None,
-                pid: None,
-                code: Some(i64::from(sig)),
-                message: format!(
-                    "gate received signal {sig}: forwarded to the benchmark's process tree"
-                ),
-            }))?;
-            target.stop(sig, target::STOP_GRACE);
-            reason = "interrupted";
-            break;
-        }
-        let elapsed = now.saturating_duration_since(t0);
-        if !output.warmup_released() && elapsed >= plan.warmup_timeout {
-            // A pattern that never matches must not hold the run open.
-            writer.write(&Record::Event(EventRecord {
-                t: ms_since(now),
-                kind: EventKind::Note,
-                gpu: None,
-                pid: None,
-                code: None,
-                message: format!(
-                    "--warmup-until did not match any stdout line within {} (--warmup-timeout): recording stopped",
-                    crate::limits::duration_text(plan.warmup_timeout)
-                ),
-            }))?;
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
-            reason = "warmup_timeout";
-            break;
-        }
-        if elapsed >= crate::limits::MAX_RECORDING {
-            writer.write(&Record::Event(EventRecord {
-                t: ms_since(now),
-                kind: EventKind::Note,
-                gpu: None,
-                pid: None,
-                code: None,
-                message: format!(
-                    "the recording reached {}, the longest trace gate reads (docs/limits.md): stopped",
-                    crate::limits::duration_text(crate::limits::MAX_RECORDING)
-                ),
-            }))?;
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
-            reason = "duration_reached";
-            break;
-        }
+        self.profile.stop("trace_write", c);
+        Ok(keep_going)
+    }
+}
+
+/// Why the recording ends after the tick at `now`, if it does: the target
+/// exited, `observe` or a signal asked, warm-up or the window is over. A
+/// target still running is stopped (an attached one is never signalled).
+fn stop_reason(
+    plan: &RecordPlan,
+    writer: &mut TraceWriter,
+    target: &mut Target,
+    output: &OutputKeeper,
+    now: Instant,
+    keep_going: bool,
+    clock: Clock,
+) -> Result<Option<&'static str>, GateError> {
+    if target.poll_exit().is_some() {
+        return Ok(Some("target_exited"));
+    }
+    let elapsed = clock.since(now);
+    let reason = if !keep_going {
+        "stopped"
+    } else if let Some(sig) = target::interrupt_signal() {
+        // Forwarded as received (Ctrl-C, SIGTERM, a hang-up), to the
+        // whole tree.
+        writer.write(&Record::Event(EventRecord {
+            code: Some(i64::from(sig)),
+            ..event(
+                clock.now_ms(),
+                EventKind::Note,
+                format!("gate received signal {sig}: forwarded to the benchmark's process tree"),
+            )
+        }))?;
+        target.stop(sig, target::STOP_GRACE);
+        return Ok(Some("interrupted"));
+    } else if !output.warmup_released() && elapsed >= plan.warmup_timeout {
+        // A pattern that never matches must not hold the run open.
+        writer.write(&Record::Event(event(
+            clock.ms(now),
+            EventKind::Note,
+            format!(
+                "--warmup-until did not match any stdout line within {} (--warmup-timeout): recording stopped",
+                crate::limits::duration_text(plan.warmup_timeout)
+            ),
+        )))?;
+        "warmup_timeout"
+    } else if elapsed >= crate::limits::MAX_RECORDING {
+        writer.write(&Record::Event(event(
+            clock.ms(now),
+            EventKind::Note,
+            format!(
+                "the recording reached {}, the longest trace gate reads (docs/limits.md): stopped",
+                crate::limits::duration_text(crate::limits::MAX_RECORDING)
+            ),
+        )))?;
+        "duration_reached"
+    } else {
         // The window counts from the end of warm-up: the later of --warmup
         // and the --warmup-until line.
         let steady_since = output
             .warmup_matched
-            .map(|m| m.saturating_duration_since(t0).max(plan.warmup))
+            .map(|m| clock.since(m).max(plan.warmup))
             .unwrap_or(plan.warmup);
-        if output.warmup_released()
-            && plan
-                .duration
-                .is_some_and(|d| now.saturating_duration_since(t0) >= steady_since + d)
-        {
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
-            reason = "duration_reached";
-            break;
+        let window_over =
+            output.warmup_released() && plan.duration.is_some_and(|d| elapsed >= steady_since + d);
+        if !window_over {
+            return Ok(None);
         }
-    }
-    if live {
-        console::end_live();
-    }
-    profile.print();
-    if let Some(s) = &gpu_sampler {
-        s.profile.print();
-    }
+        "duration_reached"
+    };
+    target.stop(libc::SIGTERM, target::STOP_GRACE);
+    Ok(Some(reason))
+}
+
+/// After the loop: wait for the target, stop what it left running, write
+/// the closing events and build the end record.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    plan: &RecordPlan,
+    header: &Header,
+    gpu_sampler: Option<&GpuSampler>,
+    writer: &mut TraceWriter,
+    target: &mut Target,
+    progress: &Progress,
+    output: &mut OutputKeeper,
+    reason: &str,
+    clock: Clock,
+) -> Result<EndRecord, GateError> {
     let exit = target.wait();
     if reason == "target_exited" {
         // `sh -c 'server & exit 0'`: what the command left running is
@@ -490,100 +610,57 @@ fn run(
                 pids.join(", ")
             );
             crate::gate_eprintln!("gate: {message}");
-            writer.write(&Record::Event(EventRecord {
-                t: ms_since(Instant::now()),
-                kind: EventKind::Note,
-                gpu: None,
-                pid: None,
-                code: None,
+            writer.write(&Record::Event(event(
+                clock.now_ms(),
+                EventKind::Note,
                 message,
-            }))?;
+            )))?;
         }
     }
-    output.drain(writer, target, &ms_since)?;
+    output.drain(writer, target, clock)?;
     let long_lines = target.long_output_lines();
     if long_lines > 0 {
-        writer.write(&Record::Event(EventRecord {
-            t: ms_since(Instant::now()),
-            kind: EventKind::OutputTruncated,
-            gpu: None,
-            pid: None,
-            code: None,
-            message: format!(
+        writer.write(&Record::Event(event(
+            clock.now_ms(),
+            EventKind::OutputTruncated,
+            format!(
                 "{long_lines} stdout line(s) longer than {} were passed through whole but kept cut",
                 crate::limits::bytes_text(crate::limits::MAX_OUTPUT_LINE_BYTES as u64)
             ),
-        }))?;
+        )))?;
     }
     if !output.warmup_released() {
-        writer.write(&Record::Event(EventRecord {
-            t: ms_since(Instant::now()),
-            kind: EventKind::Note,
-            gpu: None,
-            pid: None,
-            code: None,
-            message: "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up".into(),
-        }))?;
+        writer.write(&Record::Event(event(
+            clock.now_ms(),
+            EventKind::Note,
+            "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up",
+        )))?;
     }
     if let Some(e) = exit {
         writer.write(&Record::Event(EventRecord {
-            t: ms_since(e.at),
-            kind: EventKind::TargetExit,
-            gpu: None,
             pid: Some(target.pid()),
             code: e.code.map(i64::from),
-            message: match (e.code, e.signal) {
-                (Some(c), _) => format!("exit status {c}"),
-                (_, Some(s)) => format!("killed by signal {s}"),
-                _ if plan.pid.is_some() => "attached process ended (status unknown)".into(),
-                _ => "status unknown".into(),
-            },
+            ..event(
+                clock.ms(e.at),
+                EventKind::TargetExit,
+                match (e.code, e.signal) {
+                    (Some(c), _) => format!("exit status {c}"),
+                    (_, Some(s)) => format!("killed by signal {s}"),
+                    _ if plan.pid.is_some() => "attached process ended (status unknown)".into(),
+                    _ => "status unknown".into(),
+                },
+            )
         }))?;
     }
-    if let Some(s) = &gpu_sampler {
-        for (gpu, joules) in s.energy_counter_j() {
-            writer.write(&Record::Event(EventRecord {
-                t: ms_since(Instant::now()),
-                kind: EventKind::Note,
-                gpu: Some(gpu),
-                pid: None,
-                code: None,
-                message: format!("NVML energy counter over the recording: {joules:.1} J (energy_j integrates power samples)"),
-            }))?;
-        }
-        for (gpu, unsupported) in s.unsupported() {
-            let header_knew = header
-                .fingerprint
-                .gpus
-                .iter()
-                .find(|g| g.index == gpu)
-                .map(|g| g.unsupported.clone())
-                .unwrap_or_default();
-            let new: Vec<String> = unsupported
-                .into_iter()
-                .filter(|u| !header_knew.contains(u))
-                .collect();
-            if !new.is_empty() {
-                writer.write(&Record::Event(EventRecord {
-                    t: ms_since(Instant::now()),
-                    kind: EventKind::Note,
-                    gpu: Some(gpu),
-                    pid: None,
-                    code: None,
-                    message: format!(
-                        "unsupported on this GPU (recorded as null): {}",
-                        new.join(", ")
-                    ),
-                }))?;
-            }
-        }
+    if let Some(s) = gpu_sampler {
+        write_gpu_notes(s, header, writer, clock)?;
     }
     let metrics_file = match &plan.metrics_file {
-        Some(p) => read_metrics_file(p, writer, ms_since(Instant::now()))?,
+        Some(p) => read_metrics_file(p, writer, clock.now_ms())?,
         None => None,
     };
-    let end = EndRecord {
-        t: ms_since(Instant::now()),
+    Ok(EndRecord {
+        t: clock.now_ms(),
         samples: progress.samples,
         late_samples: progress.late,
         exit_code: exit.and_then(|e| e.code),
@@ -594,14 +671,60 @@ fn run(
         },
         reason: reason.to_string(),
         metrics_file,
-        target_gpus: match (&gpu_sampler, &plan.gpu) {
+        target_gpus: match (gpu_sampler, &plan.gpu) {
             (Some(s), None) if !s.target_gpus.is_empty() => {
                 Some(s.target_gpus.iter().copied().collect())
             }
             _ => None,
         },
-    };
-    Ok(end)
+    })
+}
+
+/// Per-GPU notes at the end: the energy counter over the recording, and
+/// what turned out unsupported after the header was written.
+fn write_gpu_notes(
+    sampler: &GpuSampler,
+    header: &Header,
+    writer: &mut TraceWriter,
+    clock: Clock,
+) -> Result<(), GateError> {
+    for (gpu, joules) in sampler.energy_counter_j() {
+        writer.write(&Record::Event(EventRecord {
+            gpu: Some(gpu),
+            ..event(
+                clock.now_ms(),
+                EventKind::Note,
+                format!("NVML energy counter over the recording: {joules:.1} J (energy_j integrates power samples)"),
+            )
+        }))?;
+    }
+    for (gpu, unsupported) in sampler.unsupported() {
+        let header_knew = header
+            .fingerprint
+            .gpus
+            .iter()
+            .find(|g| g.index == gpu)
+            .map(|g| g.unsupported.clone())
+            .unwrap_or_default();
+        let new: Vec<String> = unsupported
+            .into_iter()
+            .filter(|u| !header_knew.contains(u))
+            .collect();
+        if !new.is_empty() {
+            writer.write(&Record::Event(EventRecord {
+                gpu: Some(gpu),
+                ..event(
+                    clock.now_ms(),
+                    EventKind::Note,
+                    format!(
+                        "unsupported on this GPU (recorded as null): {}",
+                        new.join(", ")
+                    ),
+                )
+            }))?;
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the target's stdout lines in the trace (up to a cap) and watches
@@ -633,7 +756,7 @@ impl OutputKeeper {
         &mut self,
         writer: &mut TraceWriter,
         target: &Target,
-        ms_since: &dyn Fn(Instant) -> f64,
+        clock: Clock,
     ) -> Result<(), GateError> {
         for (at, line) in target.drain_output() {
             if self.warmup_matched.is_none()
@@ -643,34 +766,28 @@ impl OutputKeeper {
                     .is_some_and(|re| re.is_match(&line))
             {
                 self.warmup_matched = Some(at);
-                writer.write(&Record::Event(EventRecord {
-                    t: ms_since(at),
-                    kind: EventKind::Note,
-                    gpu: None,
-                    pid: None,
-                    code: None,
-                    message: format!("warm-up released by --warmup-until at output line: {line}"),
-                }))?;
+                writer.write(&Record::Event(event(
+                    clock.ms(at),
+                    EventKind::Note,
+                    format!("warm-up released by --warmup-until at output line: {line}"),
+                )))?;
             }
             if self.bytes + line.len() > OUTPUT_CAP_BYTES {
                 if !self.capped {
                     self.capped = true;
-                    writer.write(&Record::Event(EventRecord {
-                        t: ms_since(at),
-                        kind: EventKind::OutputTruncated,
-                        gpu: None,
-                        pid: None,
-                        code: None,
-                        message: format!(
+                    writer.write(&Record::Event(event(
+                        clock.ms(at),
+                        EventKind::OutputTruncated,
+                        format!(
                             "stdout beyond {OUTPUT_CAP_BYTES} bytes is passed through but not kept in the trace"
                         ),
-                    }))?;
+                    )))?;
                 }
                 continue;
             }
             self.bytes += line.len();
             writer.write(&Record::Output(OutputRecord {
-                t: ms_since(at),
+                t: clock.ms(at),
                 line,
             }))?;
         }
@@ -684,14 +801,7 @@ fn read_metrics_file(
     t_ms: f64,
 ) -> Result<Option<String>, GateError> {
     let note = |writer: &mut TraceWriter, message: String| {
-        writer.write(&Record::Event(EventRecord {
-            t: t_ms,
-            kind: EventKind::Note,
-            gpu: None,
-            pid: None,
-            code: None,
-            message,
-        }))
+        writer.write(&Record::Event(event(t_ms, EventKind::Note, message)))
     };
     // A regular file of at most 1 MiB: the benchmark could leave a FIFO
     // or a link to /dev/zero there.
