@@ -203,40 +203,10 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         escape(&c.direction.replace('_', " ")),
         escape(c.baseline)
     );
-    // Y range: values that passed, baselines and bands. Regressions are
-    // often far off (a -95 % cliff); scaling to them would flatten the slow
-    // slide this page exists to show, so they are drawn at the edge.
-    let mut lo = f64::INFINITY;
-    let mut hi = f64::NEG_INFINITY;
-    for (_, _, m) in &c.points {
-        let value = m.value.filter(|_| m.verdict != "regression");
-        for v in [value, m.baseline_value].into_iter().flatten() {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-        if let (Some(b), Some(t)) = (m.baseline_value, m.tolerance) {
-            lo = lo.min(b - t);
-            hi = hi.max(b + t);
-        }
-    }
-    if !lo.is_finite() || !hi.is_finite() {
+    let Some(s) = Scale::for_chart(c) else {
         html.push_str("<p class=\"meta\">no values recorded for this metric</p>\n");
         return;
-    }
-    if hi - lo < 1e-12 {
-        let pad = (hi.abs() * 0.05).max(1.0);
-        lo -= pad;
-        hi += pad;
-    }
-    let pad = (hi - lo) * 0.06;
-    let (lo, hi) = (lo - pad, hi + pad);
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let n = c.runs.max(2);
-    let x = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / n as f64;
-    let step = plot_w / n as f64;
-    let y = |v: f64| TOP + plot_h * (1.0 - ((v - lo) / (hi - lo)).clamp(-0.02, 1.02));
-    let off_scale = |v: f64| v < lo || v > hi;
+    };
     let _ = writeln!(
         html,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{} over {} runs\">",
@@ -245,12 +215,96 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
     );
     let _ = writeln!(
         html,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w:.1}\" height=\"{plot_h:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>"
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>",
+        s.plot_w, s.plot_h
     );
-    // Y grid and labels.
+    draw_y_grid(html, &s);
+    draw_baseline_band(html, c, &s, &unit);
+    draw_refreshes(html, c, &s);
+    draw_branches(html, c, &s, colour);
+    let mut events = draw_marks(html, c, &s, &unit);
+    events.extend(refresh_events(c));
+    draw_x_labels(html, c, &s);
+    html.push_str("</svg>\n");
+    if !events.is_empty() {
+        html.push_str("<ul class=\"events\">\n");
+        for e in events {
+            html.push_str(&e);
+            html.push('\n');
+        }
+        html.push_str("</ul>\n");
+    }
+}
+
+/// Where a run and a value go on a chart.
+struct Scale {
+    lo: f64,
+    hi: f64,
+    /// Slots on the x axis (at least 2).
+    n: usize,
+    plot_w: f64,
+    plot_h: f64,
+}
+
+impl Scale {
+    /// Y range: values that passed, baselines and bands. Regressions are
+    /// often far off (a -95 % cliff); scaling to them would flatten the slow
+    /// slide this page exists to show, so they are drawn at the edge.
+    /// None when the metric has no value at all.
+    fn for_chart(c: &Chart) -> Option<Scale> {
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for (_, _, m) in &c.points {
+            let value = m.value.filter(|_| m.verdict != "regression");
+            for v in [value, m.baseline_value].into_iter().flatten() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+            if let (Some(b), Some(t)) = (m.baseline_value, m.tolerance) {
+                lo = lo.min(b - t);
+                hi = hi.max(b + t);
+            }
+        }
+        if !lo.is_finite() || !hi.is_finite() {
+            return None;
+        }
+        if hi - lo < 1e-12 {
+            let pad = (hi.abs() * 0.05).max(1.0);
+            lo -= pad;
+            hi += pad;
+        }
+        let pad = (hi - lo) * 0.06;
+        Some(Scale {
+            lo: lo - pad,
+            hi: hi + pad,
+            n: c.runs.max(2),
+            plot_w: WIDTH - LEFT - RIGHT,
+            plot_h: HEIGHT - TOP - BOTTOM,
+        })
+    }
+
+    fn x(&self, i: usize) -> f64 {
+        LEFT + self.plot_w * (i as f64 + 0.5) / self.n as f64
+    }
+
+    /// Width of one run's slot.
+    fn step(&self) -> f64 {
+        self.plot_w / self.n as f64
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + self.plot_h * (1.0 - ((v - self.lo) / (self.hi - self.lo)).clamp(-0.02, 1.02))
+    }
+
+    fn off_scale(&self, v: f64) -> bool {
+        v < self.lo || v > self.hi
+    }
+}
+
+fn draw_y_grid(html: &mut String, s: &Scale) {
     for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
-        let yy = y(v);
+        let v = s.lo + (s.hi - s.lo) * k as f64 / 4.0;
+        let yy = s.y(v);
         let _ = writeln!(
             html,
             "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eceef2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#4a5568\">{}</text>",
@@ -260,7 +314,10 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             escape(&fmt_num(v))
         );
     }
-    // Baseline band and line: merged steps of equal (baseline, tolerance).
+}
+
+/// Baseline band and line: merged steps of equal (baseline, tolerance).
+fn draw_baseline_band(html: &mut String, c: &Chart, s: &Scale, unit: &str) {
     let mut segs: Vec<(usize, usize, f64, Option<f64>)> = Vec::new();
     for (i, _, m) in &c.points {
         let Some(b) = m.baseline_value else { continue };
@@ -275,48 +332,53 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         }
     }
     for (a, z, b, tol) in &segs {
-        let x0 = x(*a) - step / 2.0;
-        let x1 = x(*z) + step / 2.0;
+        let x0 = s.x(*a) - s.step() / 2.0;
+        let x1 = s.x(*z) + s.step() / 2.0;
         if let Some(t) = tol {
             let _ = writeln!(
                 html,
                 "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#dbe9f7\" opacity=\"0.8\"><title>baseline {} ± {}{}</title></rect>",
-                y(b + t),
+                s.y(b + t),
                 x1 - x0,
-                (y(b - t) - y(b + t)).max(0.5),
+                (s.y(b - t) - s.y(b + t)).max(0.5),
                 escape(&fmt_num(*b)),
                 escape(&fmt_num(*t)),
-                escape(&unit)
+                escape(unit)
             );
         }
         let _ = writeln!(
             html,
             "<line x1=\"{x0:.1}\" x2=\"{x1:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#2d3748\" stroke-width=\"1.5\"/>",
-            y(*b),
-            y(*b)
+            s.y(*b),
+            s.y(*b)
         );
     }
-    // Refresh markers.
+}
+
+fn draw_refreshes(html: &mut String, c: &Chart, s: &Scale) {
     for (i, r) in &c.refreshes {
-        let xx = x(*i) - step / 2.0;
+        let xx = s.x(*i) - s.step() / 2.0;
         let _ = writeln!(
             html,
             "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"#555\" stroke-dasharray=\"5,4\"><title>baseline refreshed ({}, {})</title></line><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">refresh</text>",
-            TOP + plot_h,
+            TOP + s.plot_h,
             escape(&r.recorded_at),
             escape(r.commit.as_deref().unwrap_or("commit unknown")),
             xx + 3.0,
             TOP + 10.0
         );
     }
-    // One polyline per branch.
+}
+
+/// One polyline per branch.
+fn draw_branches(html: &mut String, c: &Chart, s: &Scale, colour: &BTreeMap<&str, &str>) {
     let mut by_branch: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     for (i, r, m) in &c.points {
         if let Some(v) = m.value {
             by_branch
                 .entry(r.branch.as_deref().unwrap_or("(no branch)"))
                 .or_default()
-                .push((x(*i), y(v)));
+                .push((s.x(*i), s.y(v)));
         }
     }
     for (branch, pts) in &by_branch {
@@ -336,25 +398,17 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             }
         }
     }
-    // Regressions and drift.
+}
+
+/// Regressions (red dots, labelled with their top rule) and drift findings
+/// (orange triangles). Returns them in words for the list under the chart.
+fn draw_marks(html: &mut String, c: &Chart, s: &Scale, unit: &str) -> Vec<String> {
     let mut events = Vec::new();
     let mut labels = 0;
     for (i, r, m) in &c.points {
         let Some(v) = m.value else { continue };
-        let (xx, yy) = (x(*i), y(v));
-        let who = format!(
-            "run {} ({}, {}{})",
-            r.id.map(|i| i.to_string()).unwrap_or_default(),
-            r.recorded_at,
-            r.commit
-                .as_deref()
-                .map(|c| c.chars().take(12).collect::<String>())
-                .unwrap_or_else(|| "commit unknown".into()),
-            r.branch
-                .as_deref()
-                .map(|b| format!(", {b}"))
-                .unwrap_or_default()
-        );
+        let (xx, yy) = (s.x(*i), s.y(v));
+        let who = run_words(r);
         if m.verdict == "regression" {
             let cause = match (&r.top_cause, &r.top_rule) {
                 (Some(t), Some(rule)) => format!("{t} ({rule})"),
@@ -375,7 +429,7 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             if labels < MAX_LABELS {
                 labels += 1;
                 let rule = r.top_rule.as_deref().unwrap_or("regression");
-                let label = if off_scale(v) {
+                let label = if s.off_scale(v) {
                     format!("{rule} ({}{unit}, off scale)", fmt_num(v))
                 } else {
                     rule.to_string()
@@ -396,7 +450,7 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
                 escape(&change),
                 escape(&who),
                 escape(&fmt_num(v)),
-                escape(&unit),
+                escape(unit),
                 escape(&cause)
             ));
         }
@@ -416,19 +470,46 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             ));
         }
     }
-    for (_, r) in &c.refreshes {
-        events.push(format!(
-            "<li><span class=\"ref\">baseline refreshed</span> {} ({})</li>",
-            escape(&r.recorded_at),
-            escape(
-                &r.commit
-                    .as_deref()
-                    .map(|c| format!("commit {}", c.chars().take(12).collect::<String>()))
-                    .unwrap_or_else(|| "commit unknown".into())
+    events
+}
+
+/// "run 12 (date, commit, branch)", plain text.
+fn run_words(r: &RunRecord) -> String {
+    format!(
+        "run {} ({}, {}{})",
+        r.id.map(|i| i.to_string()).unwrap_or_default(),
+        r.recorded_at,
+        r.commit
+            .as_deref()
+            .map(|c| c.chars().take(12).collect::<String>())
+            .unwrap_or_else(|| "commit unknown".into()),
+        r.branch
+            .as_deref()
+            .map(|b| format!(", {b}"))
+            .unwrap_or_default()
+    )
+}
+
+fn refresh_events(c: &Chart) -> Vec<String> {
+    c.refreshes
+        .iter()
+        .map(|(_, r)| {
+            format!(
+                "<li><span class=\"ref\">baseline refreshed</span> {} ({})</li>",
+                escape(&r.recorded_at),
+                escape(
+                    &r.commit
+                        .as_deref()
+                        .map(|c| format!("commit {}", c.chars().take(12).collect::<String>()))
+                        .unwrap_or_else(|| "commit unknown".into())
+                )
             )
-        ));
-    }
-    // X labels: first, last and a few dates between.
+        })
+        .collect()
+}
+
+/// X labels: first, last and a few dates between.
+fn draw_x_labels(html: &mut String, c: &Chart, s: &Scale) {
     let ticks = 6.min(c.runs);
     let runs_by_index: BTreeMap<usize, &RunRecord> =
         c.points.iter().map(|(i, r, _)| (*i, *r)).collect();
@@ -442,7 +523,7 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         let Some((_, r)) = runs_by_index.range(i..).next() else {
             continue;
         };
-        let xx = x(i);
+        let xx = s.x(i);
         if xx - last_label < 120.0 {
             continue;
         }
@@ -460,14 +541,5 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
             escape(&date),
             r.id.map(|i| i.to_string()).unwrap_or_default()
         );
-    }
-    html.push_str("</svg>\n");
-    if !events.is_empty() {
-        html.push_str("<ul class=\"events\">\n");
-        for e in events {
-            html.push_str(&e);
-            html.push('\n');
-        }
-        html.push_str("</ul>\n");
     }
 }
