@@ -13,6 +13,7 @@
 use super::measure::parse_duration;
 use crate::config::Config;
 use crate::console::Echo;
+use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::record::{self, RecordPlan};
 use crate::trace::{Record, Trace};
@@ -112,7 +113,29 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     let config_path = args.config.clone().unwrap_or_else(|| "gate.toml".into());
     let config = Config::load(&config_path, args.config.is_some())?;
     let rules = config.rule_set()?;
-    let json: Box<dyn Write> = match &args.alerts {
+    let mut sink = Sink {
+        json: alerts_output(args.alerts.as_deref())?,
+        fired: 0,
+    };
+    if !args.replay.is_empty() {
+        return replay(&args, &rules, &mut sink);
+    }
+    let pid = match (args.pid, args.all) {
+        (Some(p), _) => p,
+        (None, true) => std::process::id(),
+        (None, false) => {
+            return Err(GateError::usage(
+                "nothing to watch: give --pid PID, --all, or --replay TRACE...",
+            )
+            .into())
+        }
+    };
+    watch_live(&args, pid, &rules, &mut sink)
+}
+
+/// Where JSON alerts go: appended to `--alerts FILE`, else stdout.
+fn alerts_output(path: Option<&Path>) -> Result<Box<dyn Write>, GateError> {
+    Ok(match path {
         Some(p) => Box::new(
             std::fs::OpenOptions::new()
                 .create(true)
@@ -126,44 +149,63 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
                 })?,
         ),
         None => Box::new(std::io::stdout()),
-    };
-    let mut sink = Sink { json, fired: 0 };
+    })
+}
+
+fn new_engine(h: &crate::trace::Header, rules: &RuleSet, args: &WatchArgs) -> WindowEngine {
+    WindowEngine::new(h.clone(), rules.clone(), args.window, args.eval_every)
+}
+
+/// Feed recorded traces, one after the other on one time axis, to the
+/// window engine: the alerts a live watch would have raised.
+fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<i32> {
     let mut engine: Option<WindowEngine> = None;
-    let new_engine = |h: &crate::trace::Header| {
-        WindowEngine::new(h.clone(), rules.clone(), args.window, args.eval_every)
-    };
-
-    if !args.replay.is_empty() {
-        let mut offset_ms = 0.0;
-        for path in &args.replay {
-            let trace = Trace::load(path)?;
-            let e = engine.get_or_insert_with(|| new_engine(&trace.header));
-            e.start_segment(&trace.header, offset_ms);
-            let mut stop = false;
-            crate::watch::replay_records(&trace, |rec| {
-                sink.emit(e.push(rec));
-                stop = args.exit_on_alert && sink.fired > 0;
-                !stop
-            });
-            if stop {
-                return Ok(crate::exit_code::REGRESSION);
-            }
-            offset_ms +=
-                trace.times_ms.last().copied().unwrap_or(0.0) + trace.header.interval_ms as f64;
+    let mut offset_ms = 0.0;
+    for path in &args.replay {
+        let trace = Trace::load(path)?;
+        let e = engine.get_or_insert_with(|| new_engine(&trace.header, rules, args));
+        e.start_segment(&trace.header, offset_ms);
+        let mut stop = false;
+        crate::watch::replay_records(&trace, |rec| {
+            sink.emit(e.push(rec));
+            stop = args.exit_on_alert && sink.fired > 0;
+            !stop
+        });
+        if stop {
+            return Ok(crate::exit_code::REGRESSION);
         }
-        return Ok(crate::exit_code::PASS);
+        offset_ms +=
+            trace.times_ms.last().copied().unwrap_or(0.0) + trace.header.interval_ms as f64;
     }
+    Ok(crate::exit_code::PASS)
+}
 
-    let pid = match (args.pid, args.all) {
-        (Some(p), _) => p,
-        (None, true) => std::process::id(),
-        (None, false) => {
-            return Err(GateError::usage(
-                "nothing to watch: give --pid PID, --all, or --replay TRACE...",
-            )
-            .into())
-        }
-    };
+/// The recording plan of one rotated segment of a live watch.
+fn segment_plan(args: &WatchArgs, pid: u32, segment: usize) -> RecordPlan {
+    RecordPlan {
+        command: Vec::new(),
+        pid: Some(pid),
+        interval: args
+            .interval
+            .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
+        gpm_interval: args.gpm_interval,
+        process_interval: args.process_interval,
+        warmup: Duration::ZERO,
+        warmup_until: None,
+        warmup_timeout: Duration::ZERO,
+        duration: Some(args.rotate.max(Duration::from_secs(10))),
+        gpu: args.gpu.clone(),
+        no_gpu: false,
+        tags: [("gate".to_string(), "watch".to_string())].into(),
+        metrics_file: None,
+        note: Some(format!("gate watch segment {segment}")),
+        live_status: false,
+    }
+}
+
+/// Record rotated segments of `pid` (gate's own PID with --all) until it
+/// exits, a signal arrives, or an alert ends the watch (--exit-on-alert).
+fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&args.trace_dir).map_err(|e| {
         GateError::usage(format!(
             "cannot create '{}': {e}; pass --trace-dir to a writable place",
@@ -172,6 +214,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     })?;
     let started = Instant::now();
     let stamp = crate::format::rfc3339_utc(std::time::SystemTime::now()).replace(':', "-");
+    let mut engine: Option<WindowEngine> = None;
     let mut segment = 0usize;
     let mut failures = 0u32;
     crate::gate_eprintln!(
@@ -187,25 +230,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
         rules.rules().iter().filter(|r| r.enabled).count()
     );
     loop {
-        let plan = RecordPlan {
-            command: Vec::new(),
-            pid: Some(pid),
-            interval: args
-                .interval
-                .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
-            gpm_interval: args.gpm_interval,
-            process_interval: args.process_interval,
-            warmup: Duration::ZERO,
-            warmup_until: None,
-            warmup_timeout: Duration::ZERO,
-            duration: Some(args.rotate.max(Duration::from_secs(10))),
-            gpu: args.gpu.clone(),
-            no_gpu: false,
-            tags: [("gate".to_string(), "watch".to_string())].into(),
-            metrics_file: None,
-            note: Some(format!("gate watch segment {segment}")),
-            live_status: false,
-        };
+        let plan = segment_plan(args, pid, segment);
         let path = args
             .trace_dir
             .join(format!("watch-{stamp}-{segment:05}.jsonl.zst"));
@@ -214,7 +239,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
         let outcome = record::record_observed(&plan, &path, Echo::Stderr, &mut |rec| {
             if let Record::Header(h) = rec {
                 engine
-                    .get_or_insert_with(|| new_engine(h))
+                    .get_or_insert_with(|| new_engine(h, rules, args))
                     .start_segment(h, offset_ms);
                 return true;
             }
