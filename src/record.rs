@@ -118,38 +118,7 @@ pub fn record_observed(
     // catches a second Ctrl-C.
     let _signals = target::InterruptGuard::install();
     let start = Instant::now();
-    let mut fingerprint = Fingerprint {
-        host: host::host_info(),
-        ..Default::default()
-    };
-    let mut gpu_sampler: Option<GpuSampler> = None;
-    if !plan.no_gpu {
-        let nvml = NvmlContext::init()?;
-        let v = nvml.versions();
-        fingerprint.driver_version = v.driver;
-        fingerprint.nvml_version = v.nvml;
-        fingerprint.cuda_driver_version = v.cuda_driver;
-        let indices = nvml.select(plan.gpu.as_deref())?;
-        for &i in &indices {
-            fingerprint.gpus.push(nvml.gpu_info(i)?);
-        }
-        let cadence = crate::sampler::nvml::Cadence {
-            gpm_period: plan.gpm_interval,
-            // NVML refreshes process utilization every ~200 ms: faster
-            // asks only cost CPU.
-            process_period: plan.process_interval.max(Duration::from_millis(200)),
-        };
-        let mut sampler = nvml.sampler(&indices, start, cadence)?;
-        // A probe tick discovers what each GPU cannot report, so the header
-        // can say so, and primes the first GPM sample.
-        let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());
-        for g in fingerprint.gpus.iter_mut() {
-            if let Some(u) = sampler.unsupported().get(&g.index) {
-                g.unsupported = u.clone();
-            }
-        }
-        gpu_sampler = Some(sampler);
-    }
+    let (fingerprint, mut gpu_sampler) = open_gpus(plan, start)?;
     let header = Header {
         schema_version: SCHEMA_VERSION,
         gate_version: crate::GATE_VERSION.to_string(),
@@ -195,39 +164,88 @@ pub fn record_observed(
             let path = writer.finish(end.clone())?;
             Ok(RecordOutcome { path, end })
         }
-        Err(e) => {
-            // Whatever failed (a full disk, a sampler), the benchmark does
-            // not outlive the recording, and what was recorded stays
-            // readable under the .partial name.
-            target.stop(libc::SIGTERM, target::STOP_GRACE);
-            let t = target
-                .started()
-                .map(|s| round_value(s.elapsed().as_secs_f64() * 1000.0))
-                .unwrap_or(0.0);
-            let _ = writer.write(&Record::Event(event(
-                t,
-                EventKind::Note,
-                format!("the recording failed: {e}"),
-            )));
-            let exit = target.wait();
-            let partial = writer.close_as_partial(EndRecord {
-                t,
-                samples: progress.samples,
-                late_samples: progress.late,
-                exit_code: exit.and_then(|e| e.code),
-                signal: exit.and_then(|e| e.signal),
-                target_wall_s: None,
-                reason: "error".into(),
-                metrics_file: None,
-                target_gpus: None,
-            });
-            let kept = format!("what was recorded is in '{}'", partial.display());
-            Err(match e {
-                GateError::Infra(m) => GateError::Infra(format!("{m}; {kept}")),
-                GateError::Usage(m) => GateError::Usage(format!("{m}; {kept}")),
-                other => other,
-            })
+        Err(e) => Err(close_failed(e, writer, &mut target, &progress)),
+    }
+}
+
+/// NVML opened on the selected GPUs: the fingerprint the header carries
+/// (with what each GPU cannot report) and a primed sampler; no sampler
+/// with `--no-gpu`.
+fn open_gpus(
+    plan: &RecordPlan,
+    start: Instant,
+) -> Result<(Fingerprint, Option<GpuSampler>), GateError> {
+    let mut fingerprint = Fingerprint {
+        host: host::host_info(),
+        ..Default::default()
+    };
+    let mut gpu_sampler: Option<GpuSampler> = None;
+    if !plan.no_gpu {
+        let nvml = NvmlContext::init()?;
+        let v = nvml.versions();
+        fingerprint.driver_version = v.driver;
+        fingerprint.nvml_version = v.nvml;
+        fingerprint.cuda_driver_version = v.cuda_driver;
+        let indices = nvml.select(plan.gpu.as_deref())?;
+        for &i in &indices {
+            fingerprint.gpus.push(nvml.gpu_info(i)?);
         }
+        let cadence = crate::sampler::nvml::Cadence {
+            gpm_period: plan.gpm_interval,
+            // NVML refreshes process utilization every ~200 ms: faster
+            // asks only cost CPU.
+            process_period: plan.process_interval.max(Duration::from_millis(200)),
+        };
+        let mut sampler = nvml.sampler(&indices, start, cadence)?;
+        // A probe tick discovers what each GPU cannot report, so the header
+        // can say so, and primes the first GPM sample.
+        let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());
+        for g in fingerprint.gpus.iter_mut() {
+            if let Some(u) = sampler.unsupported().get(&g.index) {
+                g.unsupported = u.clone();
+            }
+        }
+        gpu_sampler = Some(sampler);
+    }
+    Ok((fingerprint, gpu_sampler))
+}
+
+/// Whatever failed (a full disk, a sampler), the benchmark does not outlive
+/// the recording, and what was recorded stays readable under the .partial
+/// name, which the returned error names.
+fn close_failed(
+    e: GateError,
+    mut writer: TraceWriter,
+    target: &mut Target,
+    progress: &Progress,
+) -> GateError {
+    target.stop(libc::SIGTERM, target::STOP_GRACE);
+    let t = target
+        .started()
+        .map(|s| round_value(s.elapsed().as_secs_f64() * 1000.0))
+        .unwrap_or(0.0);
+    let _ = writer.write(&Record::Event(event(
+        t,
+        EventKind::Note,
+        format!("the recording failed: {e}"),
+    )));
+    let exit = target.wait();
+    let partial = writer.close_as_partial(EndRecord {
+        t,
+        samples: progress.samples,
+        late_samples: progress.late,
+        exit_code: exit.and_then(|e| e.code),
+        signal: exit.and_then(|e| e.signal),
+        target_wall_s: None,
+        reason: "error".into(),
+        metrics_file: None,
+        target_gpus: None,
+    });
+    let kept = format!("what was recorded is in '{}'", partial.display());
+    match e {
+        GateError::Infra(m) => GateError::Infra(format!("{m}; {kept}")),
+        GateError::Usage(m) => GateError::Usage(format!("{m}; {kept}")),
+        other => other,
     }
 }
 
