@@ -128,79 +128,95 @@ pub fn render_text(l: &Listing) -> String {
         out.push_str("  (none recorded yet)\n");
         return out;
     }
-    if let Some(metric) = &f.metric {
-        let rows: Vec<Vec<String>> = l
-            .runs
-            .iter()
-            .map(|r| {
-                let m = r.metrics.iter().find(|m| &m.metric == metric);
-                let unit = m.map(|m| m.unit.as_str()).unwrap_or("");
-                vec![
-                    r.id.map(|i| i.to_string()).unwrap_or_default(),
-                    clean(&r.recorded_at),
-                    r.kind.as_str().into(),
-                    clean(&r.baseline),
-                    opt(&r.branch),
-                    short(&r.commit),
-                    m.and_then(|m| m.baseline_value)
-                        .map(|v| crate::format::value_with_unit(Some(v), unit))
-                        .unwrap_or_else(|| "n/a".into()),
-                    m.and_then(|m| m.value)
-                        .map(|v| crate::format::value_with_unit(Some(v), unit))
-                        .unwrap_or_else(|| "n/a".into()),
-                    m.and_then(|m| m.change_pct)
-                        .map(|p| format!("{p:+.1} %"))
-                        .unwrap_or_default(),
-                    m.map(|m| m.verdict.clone())
-                        .unwrap_or_else(|| "not recorded".into()),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "id", "recorded", "kind", "baseline", "branch", "commit", "baseline", "value",
-                "change", "verdict",
-            ],
-            &rows,
-        ));
-    } else {
-        let rows: Vec<Vec<String>> = l
-            .runs
-            .iter()
-            .map(|r| {
-                vec![
-                    r.id.map(|i| i.to_string()).unwrap_or_default(),
-                    clean(&r.recorded_at),
-                    r.kind.as_str().into(),
-                    clean(&r.baseline),
-                    opt(&r.branch),
-                    short(&r.commit),
-                    clean(&r.verdict),
-                    if r.kind == RunKind::Capture {
-                        "-".into()
-                    } else {
-                        r.regressions.to_string()
-                    },
-                    cause(r),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "id",
-                "recorded",
-                "kind",
-                "baseline",
-                "branch",
-                "commit",
-                "verdict",
-                "regressions",
-                "top cause",
-            ],
-            &rows,
-        ));
-    }
-    // What regressed, and drift, below the table: one line each.
+    out.push_str(&match &f.metric {
+        Some(metric) => metric_table(l, metric),
+        None => runs_table(l),
+    });
+    out.push_str(&notes(l));
+    out
+}
+
+/// `--metric M`: one row per run with M's baseline, value, change, verdict.
+fn metric_table(l: &Listing, metric: &str) -> String {
+    let rows: Vec<Vec<String>> = l
+        .runs
+        .iter()
+        .map(|r| {
+            let m = r.metrics.iter().find(|m| m.metric == metric);
+            let unit = m.map(|m| m.unit.as_str()).unwrap_or("");
+            vec![
+                r.id.map(|i| i.to_string()).unwrap_or_default(),
+                clean(&r.recorded_at),
+                r.kind.as_str().into(),
+                clean(&r.baseline),
+                opt(&r.branch),
+                short(&r.commit),
+                m.and_then(|m| m.baseline_value)
+                    .map(|v| crate::format::value_with_unit(Some(v), unit))
+                    .unwrap_or_else(|| "n/a".into()),
+                m.and_then(|m| m.value)
+                    .map(|v| crate::format::value_with_unit(Some(v), unit))
+                    .unwrap_or_else(|| "n/a".into()),
+                m.and_then(|m| m.change_pct)
+                    .map(|p| format!("{p:+.1} %"))
+                    .unwrap_or_default(),
+                m.map(|m| m.verdict.clone())
+                    .unwrap_or_else(|| "not recorded".into()),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "id", "recorded", "kind", "baseline", "branch", "commit", "baseline", "value",
+            "change", "verdict",
+        ],
+        &rows,
+    )
+}
+
+/// One row per run: verdict, regression count, top cause.
+fn runs_table(l: &Listing) -> String {
+    let rows: Vec<Vec<String>> = l
+        .runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.map(|i| i.to_string()).unwrap_or_default(),
+                clean(&r.recorded_at),
+                r.kind.as_str().into(),
+                clean(&r.baseline),
+                opt(&r.branch),
+                short(&r.commit),
+                clean(&r.verdict),
+                if r.kind == RunKind::Capture {
+                    "-".into()
+                } else {
+                    r.regressions.to_string()
+                },
+                cause(r),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "id",
+            "recorded",
+            "kind",
+            "baseline",
+            "branch",
+            "commit",
+            "verdict",
+            "regressions",
+            "top cause",
+        ],
+        &rows,
+    )
+}
+
+/// What regressed, and drift, below the table: one line each (a blank
+/// line first), or nothing.
+fn notes(l: &Listing) -> String {
+    let f = &l.filter;
     let mut notes = Vec::new();
     for r in &l.runs {
         let id = r.id.map(|i| i.to_string()).unwrap_or_default();
@@ -233,11 +249,8 @@ pub fn render_text(l: &Listing) -> String {
             ));
         }
     }
-    if !notes.is_empty() {
-        out.push('\n');
-        for n in notes {
-            out.push_str(&n);
-        }
+    if notes.is_empty() {
+        return String::new();
     }
-    out
+    std::iter::once("\n".to_string()).chain(notes).collect()
 }
