@@ -119,21 +119,7 @@ fn panorama_tables(r: &RunReport, out: &mut String) {
         header.extend(panorama::GPU_COLUMNS.iter().map(|c| c.1));
         header.push(panorama::HOST_COLUMN.1);
         header.push("flags");
-        let rows: Vec<Vec<String>> = g
-            .slices
-            .iter()
-            .map(|s| {
-                let mut row = vec![crate::format::secs(s.start_ms)];
-                row.extend(s.values.iter().map(|v| num(*v)));
-                row.push(num(s.target_cpu_pct));
-                let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
-                if s.warmup {
-                    flags.push('w');
-                }
-                row.push(flags);
-                row
-            })
-            .collect();
+        let rows = super::panorama_rows(g);
         out.push_str(&md_table(&header, &rows));
     }
 }

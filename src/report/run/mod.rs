@@ -145,6 +145,27 @@ impl RunReport {
     }
 }
 
+/// One GPU's panorama as cells, a row per slice: start (s), one value per
+/// `panorama::GPU_COLUMNS`, target CPU, flags ('w' for warm-up). The text
+/// and Markdown reports lay the same cells out.
+pub(super) fn panorama_rows(g: &panorama::GpuSlices) -> Vec<Vec<String>> {
+    use crate::format::number_or_na as num;
+    g.slices
+        .iter()
+        .map(|s| {
+            let mut row = vec![crate::format::secs(s.start_ms)];
+            row.extend(s.values.iter().map(|v| num(*v)));
+            row.push(num(s.target_cpu_pct));
+            let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
+            if s.warmup {
+                flags.push('w');
+            }
+            row.push(flags);
+            row
+        })
+        .collect()
+}
+
 fn processes(trace: &Trace) -> Vec<ProcessRow> {
     // (gpu, pid) -> row plus the SM-share and CPU samples to average.
     type Acc = (ProcessRow, Vec<f64>, Vec<f64>);

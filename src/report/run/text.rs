@@ -215,21 +215,7 @@ pub fn panorama(p: &Panorama) -> String {
         header.extend(panorama::GPU_COLUMNS.iter().map(|c| c.1.to_string()));
         header.push(panorama::HOST_COLUMN.1.into());
         header.push("flags".into());
-        let rows: Vec<Vec<String>> = g
-            .slices
-            .iter()
-            .map(|s| {
-                let mut r = vec![crate::format::secs(s.start_ms)];
-                r.extend(s.values.iter().map(|v| num(*v)));
-                r.push(num(s.target_cpu_pct));
-                let mut flags: String = s.problems.iter().map(|x| x.flag()).collect();
-                if s.warmup {
-                    flags.push('w');
-                }
-                r.push(flags);
-                r
-            })
-            .collect();
+        let rows = super::panorama_rows(g);
         out.push_str(&table(&header, &rows));
     }
     if p.intervals.is_empty() {
