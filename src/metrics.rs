@@ -302,6 +302,11 @@ pub const HOST_METRICS: &[MetricDef] = &[
     ),
 ];
 
+/// Tensor-core activity: the counter closest to a rate of useful math.
+pub const TENSOR_ACTIVITY_ID: &str = "tensor_pct";
+/// Counters of how much of the time the GPU worked, not how much it did.
+pub const TIME_BUSY_IDS: &[&str] = &["gpu_busy_pct", "sm_active_pct"];
+
 /// Run-level metrics that are not sampled: the benchmark's own numbers.
 pub const WALL_TIME: MetricDef = m(
     "wall_time_s",

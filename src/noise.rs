@@ -117,6 +117,22 @@ pub struct Noise {
     pub df: Option<usize>,
 }
 
+impl Noise {
+    /// The band at the normal quantile (1.96 sd), without the Student-t
+    /// widening for few baseline runs. The verdict needs that widening (a
+    /// two-run baseline knows its spread poorly, and a false alarm costs a
+    /// pipeline); the diagnosis, once a run regressed, asks only whether a
+    /// counter moved by more than its typical run-to-run noise, for which
+    /// the measured spread is the best guess (t(1) = 12.7 made a 17-point
+    /// drop of GPU busy look like noise against two baseline runs).
+    pub fn band_at_normal_quantile(&self) -> f64 {
+        match self.df {
+            Some(df) => self.band * 1.96 / crate::stats::student_t_975(df),
+            None => self.band,
+        }
+    }
+}
+
 /// The noise model of the module doc; None when nothing estimates it.
 pub fn noise(base: &Observation, new: &Observation) -> Option<Noise> {
     let (ss_b, df_b) = base.run_ss();

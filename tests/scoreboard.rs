@@ -8,7 +8,8 @@
 //! fixtures/README.md). Families: the round-1 MLP (`healthy-*`, extreme
 //! pathologies), and the round-2 moderate families `cnn-*` (ResNet-50),
 //! `gpt-*` (GPT decoder) on one H200 and `ddp-*` (data-parallel, two H200s
-//! over NVLink).
+//! over NVLink), and the hold-out `bert-*` (BERT-base, recorded after the
+//! rules were settled; fixtures/README.md says what it changed).
 
 mod common;
 
@@ -73,6 +74,18 @@ const FAMILIES: &[Family] = &[
             ("contend-out", Some("gpu_contention")),
             ("memory", Some("memory_bound")),
             ("tensor", Some("tensor_cores_unused")),
+        ],
+    },
+    Family {
+        name: "bert (hold-out)",
+        prefix: "bert-",
+        cases: &[
+            ("gradlog", Some("sync_stalls")),
+            ("fp32", Some("tensor_cores_unused")),
+            ("tokenize", Some("host_bound")),
+            ("small-batch", Some("kernel_fragmentation")),
+            ("eager-attn", Some("memory_bound")),
+            ("contend-out", Some("gpu_contention")),
         ],
     },
     Family {
@@ -282,6 +295,44 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
             }
         }
     }
+}
+
+/// The hold-out's healthy runs differ far more than the other families'
+/// (GPU busy 89.9-97.4 %, throughput 1041-1135 samples/s): against every
+/// three-run baseline drawn from its five healthy runs, the other two pass.
+/// (Against one-run baselines they do not always: fixtures/README.md.)
+/// Wall time is disabled as this repository's gate.toml does for a loop of
+/// fixed length: it is Python start-up plus a constant, and three start-ups
+/// that happened to lie within 0.25 s of each other made two healthy runs
+/// (0.8 and 0.9 s slower to start) fail on it.
+#[test]
+fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
+    let f = FAMILIES.iter().find(|f| f.prefix == "bert-").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gate.toml"),
+        "[metrics.wall_time_s]\nenabled = false\n",
+    )
+    .unwrap();
+    let h = |i: usize| fixture(f, &format!("healthy-{i}"));
+    let mut alarms = Vec::new();
+    for a in 1..=5 {
+        for b in a + 1..=5 {
+            for c in b + 1..=5 {
+                capture(dir.path(), "b3", &[h(a), h(b), h(c)]);
+                for other in (1..=5).filter(|i| ![a, b, c].contains(i)) {
+                    let o = check(dir.path(), "b3", &h(other));
+                    if o.exit != 0 {
+                        alarms.push(format!(
+                            "healthy-{other} against healthy-{a},{b},{c}: exit {}, regressed {:?}",
+                            o.exit, o.regressed
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(alarms.is_empty(), "false alarms:\n{}", alarms.join("\n"));
 }
 
 #[test]

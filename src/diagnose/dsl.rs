@@ -1006,13 +1006,14 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
     }
 }
 
-/// The change of `metric.stat` from the baseline in noise bands.
+/// The change of `metric.stat` from the baseline in noise bands (at the
+/// normal quantile: `Noise::band_at_normal_quantile` says why).
 fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
     use crate::noise::{noise, Observation};
     let gpu = per_gpu(metric).then_some(gpu).flatten();
     let base = Observation::from_runs(&src.baseline()?.runs(metric, stat, gpu)?)?;
     let new = Observation::from_runs(&src.runs(metric, stat, gpu)?)?;
-    let band = noise(&base, &new)?.band;
+    let band = noise(&base, &new)?.band_at_normal_quantile();
     Some(crate::noise::in_bands(new.value - base.value, band))
 }
 

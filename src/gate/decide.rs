@@ -101,6 +101,9 @@ pub enum Why {
     /// A counter in a check that the benchmark's own declared number
     /// decided: reported for context (it explains, it does not gate).
     DecidedByBenchmark,
+    /// GPU busy or SM active fell while tensor-core activity rose beyond
+    /// its noise: the GPU did its math faster and waited more.
+    FasterMath,
     /// In the new run, not in the baseline.
     NotInBaseline,
     /// In the baseline, not measured in the new run.

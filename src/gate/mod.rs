@@ -525,6 +525,34 @@ fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
     outvoted
 }
 
+/// Busy time is not speed. When tensor-core activity rose beyond its
+/// noise, a fall of GPU busy or SM active means the math got faster and the
+/// GPU waited more (a run moved from fp32 to tensor cores ran 4.5x faster
+/// at 6 points less busy), not that the run got slower: those falls are
+/// reported as context. Returns the counters that had regressed.
+fn let_faster_math_explain_idle(results: &mut [MetricResult]) -> Vec<String> {
+    let faster = results.iter().any(|m| {
+        m.id == metrics::TENSOR_ACTIVITY_ID
+            && m.gpu.is_none()
+            && m.node.is_none()
+            && m.verdict == Verdict::Improvement
+    });
+    if !faster {
+        return Vec::new();
+    }
+    let mut explained = Vec::new();
+    for m in results.iter_mut().filter(|m| {
+        m.gated
+            && m.verdict == Verdict::Regression
+            && metrics::TIME_BUSY_IDS.contains(&m.id.as_str())
+    }) {
+        explained.push(m.label());
+        m.verdict = Verdict::Info;
+        m.why = Why::FasterMath;
+    }
+    explained
+}
+
 /// Judge the runs against the baseline and assemble the report.
 pub fn check(input: &CheckInput) -> CheckReport {
     let b = input.baseline;
@@ -549,6 +577,13 @@ pub fn check(input: &CheckInput) -> CheckReport {
         run.warnings.push(format!(
             "{} moved beyond the noise in the bad direction, but the benchmark's own number decided (declared in gate.toml): reported as context",
             outvoted.join(", ")
+        ));
+    }
+    let explained = let_faster_math_explain_idle(&mut results);
+    if !explained.is_empty() {
+        run.warnings.push(format!(
+            "{} fell while tensor-core activity rose beyond its noise: the math got faster and the GPU waited more; reported as context (declare the benchmark's throughput in gate.toml to judge speed)",
+            explained.join(", ")
         ));
     }
     let counts = verdict_from_metrics(input, &results, &mut run);
@@ -855,6 +890,18 @@ fn verdict_from_metrics(
 /// together, weighed against the same pooled evidence as their verdict;
 /// the nodes of one run one by one, keeping each rule's strongest finding.
 fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding> {
+    // Causes explain a move in the bad direction: a regression, or one the
+    // noise left open. A run that only passed or improved gets none (a
+    // healthy run checked against a pathology's baseline is not "launch-bound"
+    // because its GPU idles more between faster kernels).
+    let bad_move = results.iter().any(|m| {
+        m.verdict == Verdict::Regression
+            || (m.verdict == Verdict::Inconclusive
+                && matches!(m.why, Why::WithinNoise | Why::NoNoiseEstimate))
+    });
+    if !bad_move {
+        return Vec::new();
+    }
     let pooled = crate::diagnose::Pooled {
         runs: input
             .runs

@@ -83,6 +83,10 @@ pub fn metric_reason(m: &MetricResult) -> String {
             "{}; not gated in this check: the benchmark's own number (gate.toml) decided, this counter explains",
             moved()
         ),
+        (Why::FasterMath, _) => format!(
+            "{}; not a regression: tensor-core activity rose beyond its noise, so the GPU did its math faster and waited more (busy time is not speed; declare the benchmark's throughput in gate.toml to judge speed)",
+            moved()
+        ),
         (Why::NotInBaseline, Verdict::Missing) => {
             "not in the baseline, so not judged; re-capture the baseline to gate it".into()
         }
