@@ -529,7 +529,8 @@ fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
 /// noise, a fall of GPU busy or SM active means the math got faster and the
 /// GPU waited more (a run moved from fp32 to tensor cores ran 4.5x faster
 /// at 6 points less busy), not that the run got slower: those falls are
-/// reported as context. Returns the counters that had regressed.
+/// reported as context, like falls the noise left open. Returns the
+/// counters that had moved the bad way.
 fn let_faster_math_explain_idle(results: &mut [MetricResult]) -> Vec<String> {
     let faster = results.iter().any(|m| {
         m.id == metrics::TENSOR_ACTIVITY_ID
@@ -543,8 +544,10 @@ fn let_faster_math_explain_idle(results: &mut [MetricResult]) -> Vec<String> {
     let mut explained = Vec::new();
     for m in results.iter_mut().filter(|m| {
         m.gated
-            && m.verdict == Verdict::Regression
             && metrics::TIME_BUSY_IDS.contains(&m.id.as_str())
+            && (m.verdict == Verdict::Regression
+                || (m.verdict == Verdict::Inconclusive
+                    && matches!(m.why, Why::WithinNoise | Why::NoNoiseEstimate)))
     }) {
         explained.push(m.label());
         m.verdict = Verdict::Info;
@@ -926,6 +929,15 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
         }
     }
     diagnosis.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+    // Only moves the noise left open: the causes are what to look at if a
+    // rerun (--confirm) confirms them, not findings (severity low at most).
+    // Healthy runs of a noisy benchmark move that much too.
+    if !results.iter().any(|m| m.verdict == Verdict::Regression) {
+        for f in diagnosis.iter_mut() {
+            f.severity = f.severity.min(crate::diagnose::Severity::Low);
+            f.title = format!("If confirmed: {}", f.title);
+        }
+    }
     let named = diagnosis
         .iter()
         .any(|f| f.severity >= crate::diagnose::Severity::Low);
