@@ -27,6 +27,9 @@ unit = "1/s"
 aggregate = "last"
 "#;
 
+/// Wall time off, as for a loop of fixed length.
+const WALL_TIME_OFF: &str = "[metrics.wall_time_s]\nenabled = false\n";
+
 struct Family {
     name: &'static str,
     /// Trace name prefix (`cnn-`), empty for the round-1 MLP.
@@ -168,13 +171,25 @@ fn capture(dir: &Path, name: &str, traces: &[PathBuf]) {
         .success();
 }
 
-/// A directory with `gate.toml` (or none) and the family's baselines:
-/// `b12` from healthy runs 1 and 2, `b1`/`b2`/`b3` from one run each.
-fn setup(f: &Family, config: Option<&str>) -> tempfile::TempDir {
+/// A temporary project directory with this `gate.toml` (or none).
+fn project(config: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     if let Some(c) = config {
         std::fs::write(dir.path().join("gate.toml"), c).unwrap();
     }
+    dir
+}
+
+/// The throughput declared as this repository's gate.toml does, with wall
+/// time off (a loop of fixed length takes as long whatever it does).
+fn throughput_without_wall_time() -> String {
+    format!("{THROUGHPUT}\n{WALL_TIME_OFF}")
+}
+
+/// A directory with `gate.toml` (or none) and the family's baselines:
+/// `b12` from healthy runs 1 and 2, `b1`/`b2`/`b3` from one run each.
+fn setup(f: &Family, config: Option<&str>) -> tempfile::TempDir {
+    let dir = project(config);
     let h = |i: usize| fixture(f, &format!("healthy-{i}"));
     capture(dir.path(), "b12", &[h(1), h(2)]);
     for i in 1..=3 {
@@ -329,12 +344,7 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
 #[test]
 fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
     let f = FAMILIES.iter().find(|f| f.prefix == "bert-").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("gate.toml"),
-        "[metrics.wall_time_s]\nenabled = false\n",
-    )
-    .unwrap();
+    let dir = project(Some(WALL_TIME_OFF));
     let h = |i: usize| fixture(f, &format!("healthy-{i}"));
     let mut alarms = Vec::new();
     for a in 1..=5 {
@@ -362,12 +372,7 @@ fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
 #[test]
 fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
     for prefix in ["bert-", "vit-"] {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("gate.toml"),
-            "[metrics.wall_time_s]\nenabled = false\n",
-        )
-        .unwrap();
+        let dir = project(Some(WALL_TIME_OFF));
         let h =
             |i: usize| PathBuf::from(format!("{ROOT}/fixtures/traces/{prefix}healthy-{i}.jsonl"));
         let mut alarms = Vec::new();
@@ -412,14 +417,9 @@ fn the_vit_inference_hold_out() {
         ("small-batch", "kernel_fragmentation"),
         ("contend-out", "gpu_contention"),
     ];
-    // Declared as this repository's gate.toml does: with wall time off (a
-    // loop of fixed length takes as long whatever it does).
-    let declared = format!("{THROUGHPUT}\n[metrics.wall_time_s]\nenabled = false\n");
+    let declared = throughput_without_wall_time();
     for config in [None, Some(declared.as_str())] {
-        let dir = tempfile::tempdir().unwrap();
-        if let Some(c) = config {
-            std::fs::write(dir.path().join("gate.toml"), c).unwrap();
-        }
+        let dir = project(config);
         capture(
             dir.path(),
             "b3",
@@ -461,12 +461,9 @@ fn the_vit_inference_hold_out() {
 #[test]
 fn the_decode_hold_out() {
     let t = |n: &str| PathBuf::from(format!("{ROOT}/fixtures/traces/decode-{n}.jsonl"));
-    let declared = format!("{THROUGHPUT}\n[metrics.wall_time_s]\nenabled = false\n");
+    let declared = throughput_without_wall_time();
     for config in [None, Some(declared.as_str())] {
-        let dir = tempfile::tempdir().unwrap();
-        if let Some(c) = config {
-            std::fs::write(dir.path().join("gate.toml"), c).unwrap();
-        }
+        let dir = project(config);
         capture(
             dir.path(),
             "b3",
@@ -496,7 +493,7 @@ fn the_decode_hold_out() {
 fn an_improvement_is_never_given_a_cause() {
     // Reversed: each pathology as the baseline, a healthy run checked.
     for f in FAMILIES {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = project(None);
         for (name, _) in f.cases {
             capture(dir.path(), "rev", &[fixture(f, name)]);
             let o = check(dir.path(), "rev", &fixture(f, "healthy-3"));
@@ -517,9 +514,8 @@ fn an_improvement_is_never_given_a_cause() {
 /// the diagnosis weighs the same pooled runs (fixtures/README.md, "Live").
 #[test]
 fn repeated_runs_are_judged_and_diagnosed_together() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = project(Some(THROUGHPUT));
     let d = dir.path();
-    std::fs::write(d.join("gate.toml"), THROUGHPUT).unwrap();
     let live = |n: &str| PathBuf::from(format!("{ROOT}/fixtures/traces/live-cnn-{n}.jsonl"));
     capture(d, "live", &[live("base-1"), live("base-2"), live("base-3")]);
     let one = check(d, "live", &live("sync-1"));
