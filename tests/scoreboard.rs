@@ -103,7 +103,12 @@ const FAMILIES: &[Family] = &[
 ];
 
 fn fixture(f: &Family, name: &str) -> PathBuf {
-    PathBuf::from(format!("{ROOT}/fixtures/traces/{}{name}.jsonl", f.prefix))
+    trace(f.prefix, name)
+}
+
+/// `fixtures/traces/<prefix><name>.jsonl`.
+fn trace(prefix: &str, name: &str) -> PathBuf {
+    PathBuf::from(format!("{ROOT}/fixtures/traces/{prefix}{name}.jsonl"))
 }
 
 struct Outcome {
@@ -343,9 +348,8 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
 /// (0.8 and 0.9 s slower to start) fail on it.
 #[test]
 fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
-    let f = FAMILIES.iter().find(|f| f.prefix == "bert-").unwrap();
     let dir = project(Some(WALL_TIME_OFF));
-    let h = |i: usize| fixture(f, &format!("healthy-{i}"));
+    let h = |i: usize| trace("bert-", &format!("healthy-{i}"));
     let mut alarms = Vec::new();
     for a in 1..=5 {
         for b in a + 1..=5 {
@@ -373,8 +377,7 @@ fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
 fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
     for prefix in ["bert-", "vit-"] {
         let dir = project(Some(WALL_TIME_OFF));
-        let h =
-            |i: usize| PathBuf::from(format!("{ROOT}/fixtures/traces/{prefix}healthy-{i}.jsonl"));
+        let h = |i: usize| trace(prefix, &format!("healthy-{i}"));
         let mut alarms = Vec::new();
         for b in 1..=5 {
             capture(dir.path(), &format!("one{b}"), &[h(b)]);
@@ -392,6 +395,18 @@ fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
     }
 }
 
+/// A project with `gate.toml` = `config` and baseline `b3` captured from
+/// `healthy-1..3` (as `trace_of` names them).
+fn three_run_baseline(
+    trace_of: impl Fn(&str) -> PathBuf,
+    config: Option<&str>,
+) -> tempfile::TempDir {
+    let dir = project(config);
+    let healthy: Vec<PathBuf> = (1..=3).map(|i| trace_of(&format!("healthy-{i}"))).collect();
+    capture(dir.path(), "b3", &healthy);
+    dir
+}
+
 /// The second hold-out, ViT-B/16 inference (fixtures/README.md): recorded
 /// after the bert changes, judged before any change; one threshold moved
 /// after it (workers count as saturated above 80 % of a core each, not 50:
@@ -404,12 +419,7 @@ fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
 /// counters moved within their noise), and is still diagnosed as a sync.
 #[test]
 fn the_vit_inference_hold_out() {
-    let f = Family {
-        name: "vit",
-        prefix: "vit-",
-        cases: &[],
-    };
-    let t = |n: &str| fixture(&f, n);
+    let t = |n: &str| trace("vit-", n);
     let cases = [
         ("readback", "sync_stalls"),
         ("preprocess", "host_bound"),
@@ -419,12 +429,7 @@ fn the_vit_inference_hold_out() {
     ];
     let declared = throughput_without_wall_time();
     for config in [None, Some(declared.as_str())] {
-        let dir = project(config);
-        capture(
-            dir.path(),
-            "b3",
-            &[t("healthy-1"), t("healthy-2"), t("healthy-3")],
-        );
+        let dir = three_run_baseline(t, config);
         for h in ["healthy-4", "healthy-5"] {
             let o = check(dir.path(), "b3", &t(h));
             assert_eq!(o.exit, 0, "{h}: regressed {:?}", o.regressed);
@@ -460,15 +465,10 @@ fn the_vit_inference_hold_out() {
 /// is inside the spread of a baseline with one 15 % slower healthy run.
 #[test]
 fn the_decode_hold_out() {
-    let t = |n: &str| PathBuf::from(format!("{ROOT}/fixtures/traces/decode-{n}.jsonl"));
+    let t = |n: &str| trace("decode-", n);
     let declared = throughput_without_wall_time();
     for config in [None, Some(declared.as_str())] {
-        let dir = project(config);
-        capture(
-            dir.path(),
-            "b3",
-            &[t("healthy-1"), t("healthy-2"), t("healthy-3")],
-        );
+        let dir = three_run_baseline(t, config);
         for (name, exit, top) in [
             ("healthy-4", 0, None),
             ("healthy-5", 0, None),
@@ -516,7 +516,7 @@ fn an_improvement_is_never_given_a_cause() {
 fn repeated_runs_are_judged_and_diagnosed_together() {
     let dir = project(Some(THROUGHPUT));
     let d = dir.path();
-    let live = |n: &str| PathBuf::from(format!("{ROOT}/fixtures/traces/live-cnn-{n}.jsonl"));
+    let live = |n: &str| trace("live-cnn-", n);
     capture(d, "live", &[live("base-1"), live("base-2"), live("base-3")]);
     let one = check(d, "live", &live("sync-1"));
     assert_eq!(one.exit, 0, "one run: inconclusive, not failed");

@@ -154,23 +154,10 @@ fn check_metric(m: &BaselineMetric, id: &str, at: &[String]) -> Result<(), Probl
         ("p99", m.p99),
         ("max", m.max),
     ];
-    for (field, v) in stats {
-        let what = format!("[{}] {field}", at.join("."));
-        finite(v, &what).map_err(|msg| (here(field), msg))?;
-        if v < 0.0 && (non_negative || field == "stdev") {
-            return Err((here(field), format!("{what} = {v} is negative")));
-        }
-    }
-    ordered(
-        &[
-            ("min", m.min),
-            ("p5", m.p5),
-            ("p50", m.p50),
-            ("p95", m.p95),
-            ("p99", m.p99),
-            ("max", m.max),
-        ],
-        m.mean,
+    check_summary(
+        &stats,
+        "stdev",
+        non_negative,
         &format!("[{}]", at.join(".")),
     )
     .map_err(|(field, msg)| (here(field), msg))?;
@@ -201,23 +188,34 @@ fn check_run(r: &RunStat, non_negative: bool, what: &str) -> Result<(), (&'stati
     if let Some(c) = r.ci95 {
         fields.push(("ci95", c));
     }
-    for (field, v) in fields {
+    check_summary(&fields, "ci95", non_negative, what)
+}
+
+/// The statistics a metric and each of its runs carry: every one finite,
+/// none negative where the metric cannot be (and never the spread,
+/// `spread`), percentiles in order around the mean.
+fn check_summary(
+    fields: &[(&'static str, f64)],
+    spread: &str,
+    non_negative: bool,
+    what: &str,
+) -> Result<(), (&'static str, String)> {
+    for &(field, v) in fields {
         let name = format!("{what} {field}");
         finite(v, &name).map_err(|msg| (field, msg))?;
-        if v < 0.0 && (non_negative || field == "ci95") {
+        if v < 0.0 && (non_negative || field == spread) {
             return Err((field, format!("{name} = {v} is negative")));
         }
     }
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|f| f.0 == name)
+            .map_or(f64::NAN, |f| f.1)
+    };
     ordered(
-        &[
-            ("min", r.min),
-            ("p5", r.p5),
-            ("p50", r.p50),
-            ("p95", r.p95),
-            ("p99", r.p99),
-            ("max", r.max),
-        ],
-        r.mean,
+        &["min", "p5", "p50", "p95", "p99", "max"].map(|n| (n, get(n))),
+        get("mean"),
         what,
     )
 }
