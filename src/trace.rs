@@ -1210,17 +1210,7 @@ mod tests {
     }
 
     fn end(t: f64) -> Record {
-        Record::End(EndRecord {
-            t,
-            samples: 2,
-            late_samples: 0,
-            exit_code: Some(0),
-            signal: None,
-            target_wall_s: Some(0.2),
-            reason: "target_exited".into(),
-            metrics_file: None,
-            target_gpus: None,
-        })
+        Record::End(EndRecord { t, ..end_record(2) })
     }
 
     #[test]

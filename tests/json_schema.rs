@@ -70,17 +70,23 @@ fn check(
     (out.status.code().unwrap(), stdout, file)
 }
 
-#[test]
-fn check_json_output_matches_the_published_schema() {
-    let v = validator();
+/// A project with baseline `healthy` captured from healthy-1 and healthy-2.
+fn with_healthy_baseline() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    gate(d)
+    gate(dir.path())
         .args(["capture", "--baseline", "healthy", "--replay"])
         .arg(fixture("healthy-1.jsonl"))
         .arg(fixture("healthy-2.jsonl"))
         .assert()
         .success();
+    dir
+}
+
+#[test]
+fn check_json_output_matches_the_published_schema() {
+    let v = validator();
+    let dir = with_healthy_baseline();
+    let d = dir.path();
     // (what, flags, traces, exit code, verdict)
     type Case<'a> = (&'a str, Vec<&'a str>, Vec<PathBuf>, i32, &'a str);
     let cases: Vec<Case> = vec![
@@ -160,14 +166,8 @@ fn a_failed_benchmark_report_matches_the_schema_too() {
 #[test]
 fn the_schema_rejects_what_it_should() {
     let v = validator();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_healthy_baseline();
     let d = dir.path();
-    gate(d)
-        .args(["capture", "--baseline", "healthy", "--replay"])
-        .arg(fixture("healthy-1.jsonl"))
-        .arg(fixture("healthy-2.jsonl"))
-        .assert()
-        .success();
     let (_, doc, _) = check(d, &[], &[fixture("healthy-3.jsonl")]);
     let mut missing = doc.clone();
     missing.as_object_mut().unwrap().remove("verdict");

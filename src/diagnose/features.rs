@@ -533,19 +533,7 @@ mod tests {
         }
         let n = x.len();
         let max_lag = n / 3;
-        let r: Vec<f64> = (0..=max_lag + 1)
-            .map(|k| {
-                if k >= n {
-                    return 0.0;
-                }
-                x[..n - k]
-                    .iter()
-                    .zip(&x[k..])
-                    .map(|(a, b)| a * b)
-                    .sum::<f64>()
-                    / var
-            })
-            .collect();
+        let r: Vec<f64> = (0..=max_lag + 1).map(|k| direct_r(&x, var, k)).collect();
         let peaks: Vec<(usize, f64)> = (2..=max_lag)
             .filter(|&k| r[k] > r[k - 1] && r[k] >= r[k + 1] && r[k] > 0.0)
             .map(|k| (k, (r[k] * n as f64 / (n - k) as f64).min(1.0)))
