@@ -135,6 +135,14 @@ pub struct MetricResult {
 }
 
 impl MetricResult {
+    /// Regressed, or moved the bad way by more than its floor with the
+    /// noise leaving it open (within the band, or no band at all).
+    fn moved_the_bad_way(&self) -> bool {
+        self.verdict == Verdict::Regression
+            || (self.verdict == Verdict::Inconclusive
+                && matches!(self.why, Why::WithinNoise | Why::NoNoiseEstimate))
+    }
+
     /// `sm_active_pct`, `sm_active_pct[gpu1]`, `node2/sm_active_pct[gpu1]`.
     pub fn label(&self) -> String {
         let mut s = String::new();
@@ -543,11 +551,7 @@ fn let_faster_math_explain_idle(results: &mut [MetricResult]) -> Vec<String> {
     }
     let mut explained = Vec::new();
     for m in results.iter_mut().filter(|m| {
-        m.gated
-            && metrics::TIME_BUSY_IDS.contains(&m.id.as_str())
-            && (m.verdict == Verdict::Regression
-                || (m.verdict == Verdict::Inconclusive
-                    && matches!(m.why, Why::WithinNoise | Why::NoNoiseEstimate)))
+        m.gated && metrics::TIME_BUSY_IDS.contains(&m.id.as_str()) && m.moved_the_bad_way()
     }) {
         explained.push(m.label());
         m.verdict = Verdict::Info;
@@ -897,12 +901,7 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
     // noise left open. A run that only passed or improved gets none (a
     // healthy run checked against a pathology's baseline is not "launch-bound"
     // because its GPU idles more between faster kernels).
-    let bad_move = results.iter().any(|m| {
-        m.verdict == Verdict::Regression
-            || (m.verdict == Verdict::Inconclusive
-                && matches!(m.why, Why::WithinNoise | Why::NoNoiseEstimate))
-    });
-    if !bad_move {
+    if !results.iter().any(MetricResult::moved_the_bad_way) {
         return Vec::new();
     }
     let pooled = crate::diagnose::Pooled {
