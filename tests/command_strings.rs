@@ -2,15 +2,9 @@
 //! reach gate whole and gate splits them (shlex rules). Real binary, real
 //! child process: nothing in the strings is ever evaluated by a shell.
 
-use assert_cmd::Command;
+mod common;
 
-fn gate(dir: &std::path::Path) -> Command {
-    let mut c = Command::cargo_bin("gate").unwrap();
-    c.current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_ACTIONS");
-    c
-}
+use common::gate;
 
 #[test]
 fn command_string_runs_argv_without_a_shell() {

@@ -3,7 +3,9 @@
 //! real binary: a pass, a regression with a diagnosis, a multi-node run and
 //! a failed benchmark (error verdict), on the shipped H200 traces.
 
-use assert_cmd::Command;
+mod common;
+
+use common::gate;
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -17,16 +19,6 @@ fn validator() -> jsonschema::Validator {
         .expect("schemas/check-report.schema.json");
     let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
     jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema")
-}
-
-fn gate(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("gate").unwrap();
-    c.current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    c
 }
 
 fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {

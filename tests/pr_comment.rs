@@ -1,20 +1,11 @@
 //! `gate check --pr-comment FILE` through the real binary: what the CI
 //! templates post as the one pull/merge request comment.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod common;
+
+use common::gate;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn gate(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("gate").unwrap();
-    c.current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    c
-}
 
 fn trace(name: &str) -> String {
     format!("{ROOT}/fixtures/traces/{name}.jsonl")

@@ -2,7 +2,9 @@
 //! benchmark's own stdout goes to gate's stderr. Real binary, real child
 //! process (host counters only, `--no-gpu`, so it runs without a GPU).
 
-use assert_cmd::Command;
+mod common;
+
+use common::gate;
 
 /// A benchmark that prints on stdout while it runs for about three seconds.
 const BENCH: &[&str] = &[
@@ -10,16 +12,6 @@ const BENCH: &[&str] = &[
     "-c",
     "import time\nfor i in range(6):\n    print(f'step {i} samples_per_s: 41.5', flush=True)\n    t=time.time()\n    while time.time()-t<0.5: pass\n",
 ];
-
-fn gate(dir: &std::path::Path) -> Command {
-    let mut c = Command::cargo_bin("gate").unwrap();
-    c.current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_OUTPUT")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    c
-}
 
 #[test]
 fn check_format_json_prints_only_json_and_passes_the_benchmark_to_stderr() {

@@ -20,6 +20,7 @@ pub fn gate(dir: &Path) -> assert_cmd::Command {
         "CI_COMMIT_SHA",
         "GITHUB_SHA",
         "NO_COLOR",
+        "CLICOLOR_FORCE",
         // History: where runs go, and the branch they are recorded on.
         "GATE_HISTORY_URL",
         "GITHUB_HEAD_REF",
