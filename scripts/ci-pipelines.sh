@@ -81,7 +81,7 @@ took "JSON schema and OpenMetrics checks" "$t"
 if [ "${GATE_CI_RELEASE:-1}" = "1" ]; then
   t=$SECONDS
   scripts/release.sh --target x86_64-unknown-linux-gnu --out target/dist
-  version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+  version="$(sed -n 's/^version = "\(.*\)"$/\1/p;T;q' Cargo.toml)"
   mkdir -p "$work/releases/v$version"
   cp "target/dist/gate-$version-x86_64-unknown-linux-gnu.tar.gz" "$work/releases/v$version/"
   GATE_VERSION="$version" GATE_CHECKSUMS_FILE=target/dist/SHA256SUMS \

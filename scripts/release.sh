@@ -49,7 +49,7 @@ done
 
 die() { echo "release.sh: $*" >&2; exit 1; }
 
-version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p;T;q' Cargo.toml)"
 [ -n "$version" ] || die "no version in Cargo.toml"
 command -v cargo-zigbuild >/dev/null || die "cargo-zigbuild not found; install it with: pip install ziglang cargo-zigbuild"
 zig_version="$(python3 -m ziglang version 2>/dev/null || zig version 2>/dev/null || true)"
@@ -75,7 +75,7 @@ for target in "${targets[@]}"; do
     x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu) ;;
     *) die "unsupported target '$target' (x86_64-unknown-linux-gnu or aarch64-unknown-linux-gnu)" ;;
   esac
-  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$target"; then
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -x "$target" >/dev/null; then
     if ! rustup target add "$target" >/dev/null 2>&1; then
       msg="the Rust standard library for $target is not installed and 'rustup target add $target' failed (no network?)"
       if [ "$skip_missing" = 1 ]; then
