@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Record a hold-out family (fixtures/workloads/bert.py, vit_infer.py or decode.py) with
+# Record a hold-out family (fixtures/workloads/bert.py, vit_infer.py, decode.py
+# or recsys.py) with
 # `gate record` on one GPU: five healthy runs (baseline and false-alarm
 # check) and one run of each pathology. Nothing in gate was tuned on these
 # before their verdicts were written down (fixtures/README.md, docs/gating.md).
@@ -15,7 +16,8 @@ case "${1:-}" in
     bert) SCRIPT=bert.py; PATHOLOGIES="gradlog fp32 tokenize small-batch eager-attn" ;;
     vit) SCRIPT=vit_infer.py; PATHOLOGIES="readback preprocess fp32 small-batch" ;;
     decode) SCRIPT=decode.py; PATHOLOGIES="stream fp32 batch4" ;;
-    *) echo "usage: record-holdout.sh bert|vit|decode [smoke]" >&2; exit 2 ;;
+    recsys) SCRIPT=recsys.py; PATHOLOGIES="unpinned host-input sync fp32" ;;
+    *) echo "usage: record-holdout.sh bert|vit|decode|recsys [smoke]" >&2; exit 2 ;;
 esac
 FAMILY="$1"
 shift
