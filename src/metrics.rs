@@ -308,9 +308,12 @@ pub const TENSOR_ACTIVITY_ID: &str = "tensor_pct";
 pub const TIME_BUSY_IDS: &[&str] = &["gpu_busy_pct", "sm_active_pct"];
 
 /// Run-level metrics that are not sampled: the benchmark's own numbers.
-// Absolute floor 1 s: the start-up of a Python GPU benchmark (interpreter,
-// imports, CUDA context) jitters by 0.6-1.3 s between healthy runs of the
-// same code on the H200 machines (fixtures/README.md; cold starts add 8-10 s).
+// Counted from the end of warm-up when one is marked (`RunSummary::
+// wall_time_s`): start-up drifted 6.6-9.4 s over five identical recsys runs.
+// Absolute floor 1 s for runs without one: the start-up of a Python GPU
+// benchmark (interpreter, imports, CUDA context) jitters by 0.6-1.3 s
+// between healthy runs of the same code on the H200 machines
+// (fixtures/README.md; cold starts add 8-10 s).
 pub const WALL_TIME: MetricDef = m(
     "wall_time_s",
     "s",
@@ -319,8 +322,8 @@ pub const WALL_TIME: MetricDef = m(
     true,
     Mean,
     1.0,
-    "target exit - target start",
-    "Wall time of the benchmark command",
+    "target exit - end of warm-up (target start when none is marked)",
+    "Wall time of the benchmark command after its warm-up",
 );
 
 pub fn find(id: &str) -> Option<&'static MetricDef> {

@@ -44,7 +44,16 @@ pub struct RunSummary {
     /// Per-sample mean over GPUs, then summarised.
     pub gpu_aggregate: BTreeMap<String, MetricStats>,
     pub host: BTreeMap<String, MetricStats>,
+    /// The benchmark's wall time in its measured phase: from the end of
+    /// warm-up (`--warmup`, `--warmup-until`) to its exit; the whole run
+    /// when nothing was marked warm-up. Start-up (imports, model set-up,
+    /// compilation) varied by seconds between identical runs on the H200
+    /// machines, and the user declared it outside the measurement.
     pub wall_time_s: Option<f64>,
+    /// Seconds from the target's start to the end of warm-up (the first
+    /// sample not marked warm-up); None when nothing was marked warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
     pub exit_code: Option<i32>,
     pub truncated: bool,
     /// Benchmark-reported numbers (parsed from its output per gate.toml).
@@ -137,6 +146,8 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
             gpu_aggregate.insert(id.clone(), s);
         }
     }
+    let target_wall_s = trace.end.as_ref().and_then(|e| e.target_wall_s);
+    let startup_s = startup_s(trace).map(|s| target_wall_s.map_or(s, |w| s.min(w)));
     let mut host = BTreeMap::new();
     for (col, id) in trace.header.host_columns.iter().enumerate() {
         let series = steady.iter().map(|&i| trace.host_value(i, col) as f64);
@@ -153,12 +164,25 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
         gpus,
         gpu_aggregate,
         host,
-        wall_time_s: trace.end.as_ref().and_then(|e| e.target_wall_s),
+        wall_time_s: target_wall_s.map(|w| w - startup_s.unwrap_or(0.0)),
+        startup_s,
         exit_code: trace.exit_code(),
         truncated: trace.truncated,
         user_metrics: BTreeMap::new(),
         features: BTreeMap::new(),
     }
+}
+
+/// When warm-up ended, in seconds since the target started: the time of
+/// the first sample not marked warm-up (within one sampling interval of the
+/// `--warmup-until` line). None when no sample was marked warm-up, or when
+/// every sample was.
+fn startup_s(trace: &Trace) -> Option<f64> {
+    if !trace.warmup.iter().any(|&w| w) {
+        return None;
+    }
+    let first = trace.warmup.iter().position(|&w| !w)?;
+    Some(trace.times_ms[first] / 1000.0)
 }
 
 /// Steady-window series of one column of one trace (NaN = missing, kept so

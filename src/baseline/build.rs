@@ -245,6 +245,7 @@ fn capture_settings(
                 steady_samples: r.summary.steady_samples,
                 total_samples: r.summary.total_samples,
                 wall_time_s: r.summary.wall_time_s,
+                startup_s: r.summary.startup_s,
             })
             .collect(),
     }

@@ -161,8 +161,13 @@ pub struct SourceRun {
     pub steady_end_ms: f64,
     pub steady_samples: usize,
     pub total_samples: usize,
+    /// The measured phase's wall time (`RunSummary::wall_time_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time_s: Option<f64>,
+    /// Start-up before it; absent when the run marked no warm-up, and in
+    /// baselines written before gate measured wall time after warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -468,7 +468,8 @@ pub(crate) mod tests {
                     steady_end_ms: 12000.0,
                     steady_samples: 100,
                     total_samples: 120,
-                    wall_time_s: Some(12.5),
+                    wall_time_s: Some(10.5),
+                    startup_s: Some(2.0),
                 }],
                 ..Default::default()
             },

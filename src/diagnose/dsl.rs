@@ -32,7 +32,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 /// Longest expression accepted, in bytes. The built-in rules are under
-/// 300; the cap keeps a hostile `gate.toml` from costing memory or time.
+/// 1000; the cap keeps a hostile `gate.toml` from costing memory or time.
 pub const MAX_EXPR_BYTES: usize = 4096;
 /// Most tokens in one expression. A chain of `and`/`+` builds a tree as
 /// deep as it is long, and evaluation, printing and dropping it recurse:

@@ -33,6 +33,7 @@ fn builtin_rules_parse_and_cover_the_domain() {
         "host_contention",
         "host_bound",
         "sync_stalls",
+        "blocking_h2d_copy",
         "kernel_fragmentation",
         "memory_bound",
         "tensor_cores_unused",

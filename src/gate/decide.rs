@@ -104,6 +104,9 @@ pub enum Why {
     /// GPU busy or SM active fell while tensor-core activity rose beyond
     /// its noise: the GPU did its math faster and waited more.
     FasterMath,
+    /// Wall time where one side counted from the end of warm-up and the
+    /// other from the start (`gate::wall_time_not_comparable`).
+    NotComparable,
     /// In the new run, not in the baseline.
     NotInBaseline,
     /// In the baseline, not measured in the new run.

@@ -176,7 +176,11 @@ pub struct RunInfo {
     pub steady_samples: usize,
     pub valid_samples: usize,
     pub total_samples: usize,
+    /// Wall time after warm-up (`RunSummary::wall_time_s`).
     pub wall_time_s: Option<f64>,
+    /// Start-up before it, when the run marked a warm-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub truncated: bool,
@@ -560,6 +564,39 @@ fn let_faster_math_explain_idle(results: &mut [MetricResult]) -> Vec<String> {
     explained
 }
 
+/// Wall time counts from the end of warm-up when a run marked one
+/// (`RunSummary::wall_time_s`). A baseline whose runs counted from their
+/// start (captured before gate did so, or with no warm-up marked) against
+/// runs that marked one, or the reverse, would compare start-up with
+/// nothing: reported, not judged, with the fix.
+fn wall_time_not_comparable(input: &CheckInput, results: &mut [MetricResult]) -> Option<String> {
+    let base_after_warmup = input
+        .baseline
+        .capture
+        .sources
+        .iter()
+        .any(|s| s.startup_s.is_some());
+    let new_after_warmup = input.runs.iter().any(|r| r.summary.startup_s.is_some());
+    if base_after_warmup == new_after_warmup {
+        return None;
+    }
+    let mut found = false;
+    for m in results
+        .iter_mut()
+        .filter(|m| m.id == metrics::WALL_TIME.id && m.baseline.is_some() && m.new.is_some())
+    {
+        found = true;
+        m.verdict = Verdict::Info;
+        m.why = Why::NotComparable;
+    }
+    let fix = if new_after_warmup {
+        "this run's wall time counts from the end of its warm-up, the baseline's from the start of each run (captured before gate measured wall time after warm-up, or with no --warmup/--warmup-until): re-capture the baseline"
+    } else {
+        "the baseline's wall time counts from the end of warm-up, this run marked no warm-up: record it with the baseline's --warmup/--warmup-until"
+    };
+    found.then(|| format!("wall_time_s not judged: {fix}"))
+}
+
 /// Judge the runs against the baseline and assemble the report.
 pub fn check(input: &CheckInput) -> CheckReport {
     let b = input.baseline;
@@ -585,6 +622,9 @@ pub fn check(input: &CheckInput) -> CheckReport {
             "{} moved beyond the noise in the bad direction, but the benchmark's own number decided (declared in gate.toml): reported as context",
             outvoted.join(", ")
         ));
+    }
+    if let Some(w) = wall_time_not_comparable(input, &mut results) {
+        run.warnings.push(w);
     }
     let explained = let_faster_math_explain_idle(&mut results);
     if !explained.is_empty() {
@@ -687,6 +727,7 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
             valid_samples: valid,
             total_samples: r.summary.total_samples,
             wall_time_s: r.summary.wall_time_s,
+            startup_s: r.summary.startup_s,
             exit_code: t.exit_code(),
             signal: t.end.as_ref().and_then(|e| e.signal),
             truncated: t.truncated,

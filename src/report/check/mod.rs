@@ -22,6 +22,18 @@ pub trait Reporter {
 }
 
 /// `+12.3 %` (relative) or the absolute change when the baseline is 0.
+/// A run's wall time as people read it: "10.8 s (after 7.2 s start-up)".
+pub fn wall_text(run: &crate::gate::RunInfo) -> String {
+    match run.startup_s {
+        Some(s) => format!(
+            "{} (after {} start-up)",
+            value_with_unit(run.wall_time_s, "s"),
+            value_with_unit(Some(s), "s")
+        ),
+        None => value_with_unit(run.wall_time_s, "s"),
+    }
+}
+
 pub fn change_text(m: &crate::gate::MetricResult) -> String {
     match (m.change_pct, m.change) {
         (Some(p), _) => format!("{} %", format::percent_change(p)),

@@ -93,7 +93,7 @@ impl Terminal {
                 escape::terminal(&run.source),
                 run.steady_samples,
                 run.valid_samples,
-                value_with_unit(run.wall_time_s, "s"),
+                super::wall_text(run),
                 run.exit_code
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "n/a".into()),

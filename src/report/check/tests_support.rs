@@ -83,6 +83,7 @@ pub fn sample_report() -> CheckReport {
             valid_samples: 600,
             total_samples: 620,
             wall_time_s: Some(62.0),
+            startup_s: Some(3.0),
             exit_code: Some(0),
             signal: None,
             truncated: false,

@@ -87,6 +87,10 @@ pub fn metric_reason(m: &MetricResult) -> String {
             "{}; not a regression: tensor-core activity rose beyond its noise, so the GPU did its math faster and waited more (busy time is not speed; declare the benchmark's throughput in gate.toml to judge speed)",
             moved()
         ),
+        (Why::NotComparable, _) => format!(
+            "{}; not judged: one side counts from the end of warm-up, the other from the start (see the warnings)",
+            moved()
+        ),
         (Why::NotInBaseline, Verdict::Missing) => {
             "not in the baseline, so not judged; re-capture the baseline to gate it".into()
         }

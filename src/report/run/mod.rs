@@ -88,7 +88,10 @@ pub struct RunReport {
     pub steady_end_ms: f64,
     pub truncated: bool,
     pub exit_code: Option<i32>,
+    /// Wall time after warm-up; `startup_s` before it (when marked).
     pub wall_time_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
     pub panorama: Panorama,
     pub suspects: Vec<Finding>,
     pub processes: Vec<ProcessRow>,
@@ -132,6 +135,7 @@ impl RunReport {
             truncated: run.truncated,
             exit_code: run.exit_code,
             wall_time_s: run.wall_time_s,
+            startup_s: run.startup_s,
             panorama: panorama::build(trace, slice_ms),
             suspects,
             processes: processes(trace),
