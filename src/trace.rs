@@ -996,18 +996,7 @@ mod tests {
         let mut w = TraceWriter::create(&path, &header()).unwrap();
         w.write(&sample(0.0)).unwrap();
         w.write(&sample(100.0)).unwrap();
-        let end = EndRecord {
-            t: 200.0,
-            samples: 2,
-            late_samples: 0,
-            exit_code: Some(0),
-            signal: None,
-            target_wall_s: Some(0.2),
-            reason: "target_exited".into(),
-            metrics_file: None,
-            target_gpus: None,
-        };
-        w.finish(end).unwrap();
+        w.finish(end_record(2)).unwrap();
         assert!(!partial_path(&path).exists());
         let t = Trace::load(&path).unwrap();
         assert!(!t.truncated);

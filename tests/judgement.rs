@@ -10,14 +10,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-const CONFIG: &str = r#"
-[user_metrics.samples_per_s]
-regex = '^final_samples_per_s: ([0-9.eE+-]+)'
-direction = "higher_is_better"
-unit = "1/s"
-aggregate = "last"
-"#;
-
 /// A benchmark whose k-th run (k counted in `counter`) prints `values[k]`.
 fn bench_args(counter: &Path, values: &[f64]) -> Vec<String> {
     let list = values
@@ -57,7 +49,7 @@ fn live(dir: &Path, sub: &[&str], bench: &[String]) -> std::process::Output {
 fn capture_measures_three_runs_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    std::fs::write(d.join("gate.toml"), THROUGHPUT_TOML).unwrap();
     let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8]);
     let out = live(d, &["capture", "--baseline", "b"], &bench);
     let (stdout, stderr) = output(&out);
@@ -72,7 +64,7 @@ fn capture_measures_three_runs_by_default() {
 fn one_run_capture_warns_that_per_run_numbers_have_no_noise_estimate() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    std::fs::write(d.join("gate.toml"), THROUGHPUT_TOML).unwrap();
     let bench = bench_args(&d.join("n"), &[100.0, 90.0]);
     let out = live(d, &["capture", "--baseline", "b", "--runs", "1"], &bench);
     let (_, stderr) = output(&out);
@@ -94,7 +86,7 @@ fn one_run_capture_warns_that_per_run_numbers_have_no_noise_estimate() {
 fn confirm_after(values: [f64; 3]) -> (i32, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    std::fs::write(d.join("gate.toml"), THROUGHPUT_TOML).unwrap();
     let [a, b, c] = values;
     let bench = bench_args(&d.join("n"), &[100.0, 100.2, 99.8, a, b, c]);
     assert!(live(d, &["capture", "--baseline", "b"], &bench)

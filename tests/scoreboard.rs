@@ -19,13 +19,7 @@ use std::path::{Path, PathBuf};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The benchmark's own throughput, as a user would declare it.
-const THROUGHPUT: &str = r#"
-[user_metrics.samples_per_s]
-regex = '^final_samples_per_s: ([0-9.eE+-]+)'
-direction = "higher_is_better"
-unit = "1/s"
-aggregate = "last"
-"#;
+const THROUGHPUT: &str = THROUGHPUT_TOML;
 
 /// Wall time off, as for a loop of fixed length.
 const WALL_TIME_OFF: &str = "[metrics.wall_time_s]\nenabled = false\n";
@@ -507,26 +501,25 @@ fn the_recsys_hold_out() {
     for config in [None, Some(declared.as_str())] {
         let dir = three_run_baseline(t, config);
         let defaults = config.is_none();
-        for (name, exit, top) in [
-            ("healthy-4", 0, None),
-            ("healthy-5", 0, None),
-            ("unpinned", 1, Some("blocking_h2d_copy")),
-            ("fp32", 1, Some("tensor_cores_unused")),
-            ("contend-out", 1, Some("gpu_contention")),
-            ("sync", 1, Some("sync_stalls")),
-            ("host-input", 1, Some("host_bound")),
+        for (name, top) in [
+            ("healthy-4", None),
+            ("healthy-5", None),
+            ("unpinned", Some("blocking_h2d_copy")),
+            ("fp32", Some("tensor_cores_unused")),
+            ("contend-out", Some("gpu_contention")),
+            ("sync", Some("sync_stalls")),
+            ("host-input", Some("host_bound")),
         ] {
+            // -3.3 and -1.6 %: with defaults no counter moves past its floor.
+            let missed = defaults && matches!(name, "sync" | "host-input");
             let o = check(dir.path(), "b3", &t(name));
-            let (exit, top) = match name {
-                "sync" | "host-input" if defaults => (0, None),
-                _ => (exit, top),
-            };
+            let exit = if top.is_some() && !missed { 1 } else { 0 };
             assert_eq!(
                 o.exit, exit,
                 "recsys-{name} (throughput declared: {}): regressed {:?}",
                 !defaults, o.regressed
             );
-            if exit == 1 || name.starts_with("healthy") {
+            if !missed {
                 assert_eq!(
                     o.top.as_deref(),
                     top,

@@ -514,23 +514,10 @@ mod tests {
         assert_eq!(periodicity(&holes).unwrap().1, Some(10));
     }
 
-    /// The quadratic method `periodicity` replaced, kept verbatim as the
-    /// reference the FFT version must reproduce.
+    /// The quadratic lag search `periodicity` replaced, kept as the
+    /// reference the FFT version must reproduce (the centring is shared).
     fn periodicity_direct(series: &[f64]) -> Option<(f64, Option<usize>)> {
-        let finite: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
-        if finite.len() < MIN_SAMPLES_FOR_PERIOD {
-            return None;
-        }
-        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
-        let x: Vec<f64> = series
-            .iter()
-            .map(|v| if v.is_finite() { v - mean } else { 0.0 })
-            .collect();
-        let var = x.iter().map(|v| v * v).sum::<f64>();
-        let sd = (var / (x.len() - 1) as f64).sqrt();
-        if sd < MIN_STDEV_FOR_PERIOD {
-            return None;
-        }
+        let (x, var) = centred_for_period(series)?;
         let n = x.len();
         let max_lag = n / 3;
         let r: Vec<f64> = (0..=max_lag + 1).map(|k| direct_r(&x, var, k)).collect();

@@ -144,13 +144,8 @@ fn metric_table(l: &Listing, metric: &str) -> String {
         .map(|r| {
             let m = r.metrics.iter().find(|m| m.metric == metric);
             let unit = m.map(|m| m.unit.as_str()).unwrap_or("");
-            vec![
-                r.id.map(|i| i.to_string()).unwrap_or_default(),
-                clean(&r.recorded_at),
-                r.kind.as_str().into(),
-                clean(&r.baseline),
-                opt(&r.branch),
-                short(&r.commit),
+            let mut cells = run_cells(r);
+            cells.extend([
                 m.and_then(|m| m.baseline_value)
                     .map(|v| crate::format::value_with_unit(Some(v), unit))
                     .unwrap_or_else(|| "n/a".into()),
@@ -162,16 +157,30 @@ fn metric_table(l: &Listing, metric: &str) -> String {
                     .unwrap_or_default(),
                 m.map(|m| m.verdict.clone())
                     .unwrap_or_else(|| "not recorded".into()),
-            ]
+            ]);
+            cells
         })
         .collect();
-    table(
-        &[
-            "id", "recorded", "kind", "baseline", "branch", "commit", "baseline", "value",
-            "change", "verdict",
-        ],
-        &rows,
-    )
+    let headers = [
+        &RUN_HEADERS[..],
+        &["baseline", "value", "change", "verdict"],
+    ]
+    .concat();
+    table(&headers, &rows)
+}
+
+/// The columns that say which run a row is, first in every table.
+const RUN_HEADERS: [&str; 6] = ["id", "recorded", "kind", "baseline", "branch", "commit"];
+
+fn run_cells(r: &RunRecord) -> Vec<String> {
+    vec![
+        r.id.map(|i| i.to_string()).unwrap_or_default(),
+        clean(&r.recorded_at),
+        r.kind.as_str().into(),
+        clean(&r.baseline),
+        opt(&r.branch),
+        short(&r.commit),
+    ]
 }
 
 /// One row per run: verdict, regression count, top cause.
@@ -180,13 +189,8 @@ fn runs_table(l: &Listing) -> String {
         .runs
         .iter()
         .map(|r| {
-            vec![
-                r.id.map(|i| i.to_string()).unwrap_or_default(),
-                clean(&r.recorded_at),
-                r.kind.as_str().into(),
-                clean(&r.baseline),
-                opt(&r.branch),
-                short(&r.commit),
+            let mut cells = run_cells(r);
+            cells.extend([
                 clean(&r.verdict),
                 if r.kind == RunKind::Capture {
                     "-".into()
@@ -194,23 +198,12 @@ fn runs_table(l: &Listing) -> String {
                     r.regressions.to_string()
                 },
                 cause(r),
-            ]
+            ]);
+            cells
         })
         .collect();
-    table(
-        &[
-            "id",
-            "recorded",
-            "kind",
-            "baseline",
-            "branch",
-            "commit",
-            "verdict",
-            "regressions",
-            "top cause",
-        ],
-        &rows,
-    )
+    let headers = [&RUN_HEADERS[..], &["verdict", "regressions", "top cause"]].concat();
+    table(&headers, &rows)
 }
 
 /// What regressed, and drift, below the table: one line each (a blank

@@ -8,6 +8,16 @@ use std::path::{Path, PathBuf};
 
 pub use gpugate::synthetic::Signature;
 
+/// gate.toml declaring the fixture workloads' throughput (they print
+/// `final_samples_per_s: N` at the end), as this repository's gate.toml does.
+pub const THROUGHPUT_TOML: &str = r#"
+[user_metrics.samples_per_s]
+regex = '^final_samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+aggregate = "last"
+"#;
+
 /// The `gate` binary, run in `dir`, with CI variables cleared so the
 /// host's environment cannot change what a test sees.
 pub fn gate(dir: &Path) -> assert_cmd::Command {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Judge the recorded hold-out families with a gate binary, as written down
+in bench-results/*-holdout*/ and fixtures/README.md.
+
+  scripts/holdout.py verdicts FAMILY    one family's verdict table (TSV): a
+                                        baseline from healthy-1..3, every
+                                        other run checked against it
+  scripts/holdout.py scoreboard         every family: healthy false alarms
+                                        over all 10 three-run baselines of
+                                        the 5 healthy runs (x the 2 others),
+                                        pathologies caught and with the
+                                        expected cause first
+
+Both judge with defaults and with the throughput declared (wall time off).
+Options: --gate PATH (default target/release/gate), --traces DIR (default
+fixtures/traces). Run from the repository root.
+"""
+
+import argparse
+import glob
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# The cause each pathology should have ranked first, as written into the
+# workloads before they were recorded (fixtures/workloads/*.py).
+FAMILIES = {
+    "bert": {"gradlog": "sync_stalls", "fp32": "tensor_cores_unused", "tokenize": "host_bound",
+             "small-batch": "kernel_fragmentation", "eager-attn": "memory_bound",
+             "contend-out": "gpu_contention"},
+    "vit": {"readback": "sync_stalls", "preprocess": "host_bound", "fp32": "tensor_cores_unused",
+            "small-batch": "kernel_fragmentation", "contend-out": "gpu_contention"},
+    "decode": {"stream": "sync_stalls", "batch4": "kernel_fragmentation",
+               "contend-out": "gpu_contention"},
+    "recsys": {"unpinned": "blocking_h2d_copy", "host-input": "host_bound", "sync": "sync_stalls",
+               "fp32": "tensor_cores_unused", "contend-out": "gpu_contention"},
+}
+
+CONFIGS = {
+    "none (defaults)": None,
+    "throughput declared, wall time off": """[user_metrics.samples_per_s]
+regex = '^final_samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+aggregate = "last"
+
+[metrics.wall_time_s]
+enabled = false
+""",
+}
+
+
+class Project:
+    """A temporary directory with gate.toml and a baseline 'b' of `traces`."""
+
+    def __init__(self, gate, config, traces):
+        self.gate = gate
+        self.dir = tempfile.TemporaryDirectory()
+        if config:
+            with open(os.path.join(self.dir.name, "gate.toml"), "w") as f:
+                f.write(config)
+        self.run("capture", "--baseline", "b", "--replay", *traces)
+
+    def run(self, *args):
+        return subprocess.run([self.gate, *args], cwd=self.dir.name, capture_output=True, text=True)
+
+    def check(self, trace):
+        """(exit code, report as JSON)"""
+        p = self.run("check", "--baseline", "b", "--format", "json", "--replay", trace)
+        return p.returncode, json.loads(p.stdout)
+
+
+def causes(report):
+    return [d["rule"] for d in report.get("diagnosis") or []]
+
+
+def regressed(report):
+    return [m["id"] for m in report["metrics"] if m.get("verdict") == "regression"]
+
+
+def verdicts(gate, traces, family):
+    healthy = [f"{traces}/{family}-healthy-{i}.jsonl" for i in (1, 2, 3)]
+    print("gate.toml\tfixture\tverdict\tsamples_per_s change %\tregressed\tranked first\tthen")
+    for label, config in CONFIGS.items():
+        project = Project(gate, config, healthy)
+        for t in sorted(glob.glob(f"{traces}/{family}-*.jsonl")):
+            if t in healthy:
+                continue
+            _, r = project.check(t)
+            sp = [m for m in r["metrics"]
+                  if m["id"] == "samples_per_s" and m.get("change_pct") is not None]
+            c = causes(r)
+            print("\t".join([label, os.path.basename(t)[:-len(".jsonl")], str(r.get("verdict")),
+                             "%.1f" % sp[0]["change_pct"] if sp else "", ",".join(regressed(r)),
+                             c[0] if c else "none", ",".join(c[1:3])]))
+
+
+def scoreboard(gate, traces):
+    for label, config in CONFIGS.items():
+        total = [0, 0, 0, 0, 0]  # false alarms, healthy checks, caught, first, pathologies
+        for family, cases in FAMILIES.items():
+            h = lambda i: f"{traces}/{family}-healthy-{i}.jsonl"
+            alarms, checks = [], 0
+            for trio in itertools.combinations(range(1, 6), 3):
+                project = Project(gate, config, [h(i) for i in trio])
+                for other in sorted(set(range(1, 6)) - set(trio)):
+                    checks += 1
+                    code, r = project.check(h(other))
+                    if code != 0:
+                        alarms.append(f"healthy-{other} against {trio}: {regressed(r)}")
+            project = Project(gate, config, [h(1), h(2), h(3)])
+            caught = first = 0
+            misses = []
+            for name, want in cases.items():
+                code, r = project.check(f"{traces}/{family}-{name}.jsonl")
+                c = causes(r)
+                caught += code == 1
+                first += code == 1 and c[:1] == [want]
+                if not (code == 1 and c[:1] == [want]):
+                    misses.append(f"{name}: exit {code}, first {c[:1]}, regressed {regressed(r)}")
+            print(f"{label:36s} {family:7s} healthy false alarms {len(alarms)}/{checks}, "
+                  f"caught {caught}/{len(cases)}, cause first {first}/{len(cases)}")
+            for line in alarms:
+                print("    false alarm:", line)
+            for line in misses:
+                print("    not caught with its cause first:", line)
+            for i, v in enumerate([len(alarms), checks, caught, first, len(cases)]):
+                total[i] += v
+        print(f"{label:36s} all     healthy false alarms {total[0]}/{total[1]}, "
+              f"caught {total[2]}/{total[4]}, cause first {total[3]}/{total[4]}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["verdicts", "scoreboard"])
+    p.add_argument("family", nargs="?", choices=sorted(FAMILIES))
+    p.add_argument("--gate", default="target/release/gate")
+    p.add_argument("--traces", default="fixtures/traces")
+    a = p.parse_args()
+    gate, traces = os.path.abspath(a.gate), os.path.abspath(a.traces)
+    if a.what == "verdicts":
+        if not a.family:
+            p.error("verdicts needs a FAMILY")
+        verdicts(gate, traces, a.family)
+    else:
+        scoreboard(gate, traces)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
