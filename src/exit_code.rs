@@ -13,3 +13,13 @@ pub const USAGE: i32 = 2;
 /// crashed or exited nonzero, the environment does not match the baseline.
 /// Retrying on another runner may help.
 pub const INFRA: i32 = 3;
+/// The verdict could not be reached: a decisive metric moved the bad way
+/// beyond its practical floor, but inside the noise, and the automatic
+/// reruns (or a replay, which cannot rerun) left it open. Not green by
+/// default; `gate.toml` may map it to PASS (`[verdict] inconclusive = "pass"`).
+/// Retrying on another runner will not help; more baseline runs will.
+pub const INCONCLUSIVE: i32 = 4;
+/// The benchmark itself failed: it exited nonzero or was killed by a signal
+/// that gate did not send (an ImportError, a CUDA error, an assertion).
+/// Deterministic in the change under test: pipelines must NOT retry it.
+pub const BENCHMARK_FAILED: i32 = 5;
