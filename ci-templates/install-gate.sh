@@ -22,10 +22,15 @@
 #                        by version and target, and cargo's build directory
 #   GATE_BIN_DIR         where `gate` is put (prepend it to PATH)
 #
-# Order: a cached binary of that version; else the release archive, but only
-# when its expected SHA-256 is known (never an unverified download); else a
-# build from GATE_SOURCE_DIR with cargo. A checksum MISMATCH is an error, never
-# a reason to fall back: it means the download is not the release.
+# Order: the cached release archive of that version, re-verified against the
+# pinned SHA-256 on every use (a binary is never run or copied from the cache
+# unverified: whoever can write the cache must not choose the binary); else
+# the release archive, but only when its expected SHA-256 is known (never an
+# unverified download); else a build from GATE_SOURCE_DIR with cargo (its
+# build directory in the cache makes a rebuild a no-op). A checksum MISMATCH
+# of a download is an error, never a reason to fall back: it means the
+# download is not the release. GATE_VERSION must look like a release version
+# (1.2.3, 1.2.3-rc.1): it names directories in the cache and a git tag.
 #
 # --- BEGIN install-gate ---
 gate_install() {
@@ -34,20 +39,42 @@ gate_install() {
   # No `local -` either: CentOS 7 based CUDA images have bash 4.2.
   local version="${GATE_VERSION:-}" cache="${GATE_CACHE_DIR:?GATE_CACHE_DIR is not set}"
   local bin_dir="${GATE_BIN_DIR:?GATE_BIN_DIR is not set}" target="" expected="${GATE_SHA256:-}"
+  # The version becomes a cache path and a tag: no '/', no '..' component.
+  local release_version_re='^[0-9]+[.][0-9]+[.][0-9]+(-[0-9A-Za-z][0-9A-Za-z.-]*)?([+][0-9A-Za-z.-]+)?$'
+  if [ -n "$version" ] && ! [[ $version =~ $release_version_re ]]; then
+    printf 'gate install: gate-version %q is not a release version like 0.1.0 or 1.2.3-rc.1: refusing it (set gate-version to a released version)\n' "$version" >&2
+    return 2
+  fi
   case "$(uname -s)-$(uname -m)" in
     Linux-x86_64|Linux-amd64) target=x86_64-unknown-linux-gnu ;;
     Linux-aarch64|Linux-arm64) target=aarch64-unknown-linux-gnu ;;
   esac
   mkdir -p "$bin_dir" "$cache" || return 2
   local slot="$cache/${version:-source}/${target:-$(uname -m)}"
-  if [ -n "$version" ] && [ -x "$slot/gate" ] && [ "$("$slot/gate" --version)" = "gate $version" ]; then
-    echo "gate $version from the cache ($slot)"
-    cp "$slot/gate" "$bin_dir/gate" || return 2
-    return 0
-  fi
   local archive="gate-$version-$target.tar.gz"
   if [ -n "$version" ] && [ -n "$target" ] && [ -z "$expected" ] && [ -f "${GATE_CHECKSUMS_FILE:-}" ]; then
     expected="$(awk -v f="$archive" '$2 == f { print $1 }' "$GATE_CHECKSUMS_FILE")"
+  fi
+  local tmp actual
+  tmp="$(mktemp -d)" || return 2
+  # The cache keeps the verified archive, not a bare binary: its SHA-256 is
+  # checked again (on a private copy, so it cannot change after the check)
+  # before anything in it is copied or run.
+  if [ -n "$version" ] && [ -n "$target" ] && [ -n "$expected" ] && [ -f "$slot/$archive" ]; then
+    cp "$slot/$archive" "$tmp/$archive" || { rm -rf "$tmp"; return 2; }
+    actual="$(sha256sum "$tmp/$archive" | cut -d' ' -f1)"
+    if [ "$actual" = "$expected" ] && tar -xzf "$tmp/$archive" -C "$tmp" \
+      && install -m 0755 "$tmp/gate-$version-$target/gate" "$bin_dir/gate"; then
+      rm -rf "$tmp"
+      echo "gate $version from the cache ($slot/$archive, sha256 $expected verified)"
+      return 0
+    fi
+    if [ "$actual" != "$expected" ]; then
+      echo "gate install: the cached $archive has SHA-256 $actual, not the pinned $expected: discarding it and downloading the release again" >&2
+    else
+      echo "gate install: the cached $archive does not hold gate-$version-$target/gate: discarding it" >&2
+    fi
+    rm -f "$slot/$archive" "$tmp/$archive"
   fi
   local why=""
   if [ -z "$version" ]; then
@@ -59,34 +86,34 @@ gate_install() {
   elif [ -z "${GATE_RELEASE_URL:-}" ]; then
     why="no release URL known (set the input release-url)"
   else
-    local tmp
-    tmp="$(mktemp -d)" || return 2
     local url="$GATE_RELEASE_URL/v$version/$archive"
     echo "downloading $url"
     if curl --fail --silent --show-error --location --retry 3 --output "$tmp/$archive" "$url" 2>"$tmp/err" \
       || wget -q -O "$tmp/$archive" "$url" 2>>"$tmp/err"; then
-      local actual
       actual="$(sha256sum "$tmp/$archive" | cut -d' ' -f1)"
       if [ "$actual" != "$expected" ]; then
         echo "gate install: SHA-256 of $archive is $actual, expected $expected: refusing it (not the pinned release)" >&2
         rm -rf "$tmp"
         return 2
       fi
-      if ! { tar -xzf "$tmp/$archive" -C "$tmp" && mkdir -p "$slot" \
-        && install -m 0755 "$tmp/gate-$version-$target/gate" "$slot/gate"; }; then
+      if ! { tar -xzf "$tmp/$archive" -C "$tmp" \
+        && install -m 0755 "$tmp/gate-$version-$target/gate" "$bin_dir/gate"; }; then
         echo "gate install: $archive does not hold gate-$version-$target/gate" >&2
         rm -rf "$tmp"
         return 2
       fi
+      # Cached for the next job; it is verified again when used.
+      mkdir -p "$slot" && cp "$tmp/$archive" "$slot/$archive.part" && mv "$slot/$archive.part" "$slot/$archive" \
+        || echo "gate install: note: could not cache $archive in $slot"
       rm -rf "$tmp"
       echo "gate $version: $archive verified (sha256 $expected)"
-      cp "$slot/gate" "$bin_dir/gate" || return 2
       return 0
     fi
     why="download failed: $(tr '\n' ' ' < "$tmp/err" | cut -c1-200)"
-    rm -rf "$tmp"
   fi
-  # Fallback: build from source, once per version (the cache keeps it).
+  rm -rf "$tmp"
+  # Fallback: build from source. Never served from a cached binary: cargo's
+  # build directory in the cache makes the rebuild of an unchanged tree quick.
   if [ -z "${GATE_SOURCE_DIR:-}" ] && [ -n "${GATE_SOURCE_GIT:-}" ] && [ -n "$version" ]; then
     GATE_SOURCE_DIR="$cache/src/$version"
     if [ ! -f "$GATE_SOURCE_DIR/Cargo.toml" ]; then
@@ -113,8 +140,7 @@ gate_install() {
   CARGO_TARGET_DIR="$cache/build" cargo build --locked --release --bin gate \
     --manifest-path "$GATE_SOURCE_DIR/Cargo.toml" \
     || { echo "gate install: building gate from $GATE_SOURCE_DIR failed" >&2; return 2; }
-  mkdir -p "$slot" && install -m 0755 "$cache/build/release/gate" "$slot/gate" \
-    && cp "$slot/gate" "$bin_dir/gate" || return 2
+  install -m 0755 "$cache/build/release/gate" "$bin_dir/gate" || return 2
 }
 # --- END install-gate ---
 

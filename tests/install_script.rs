@@ -165,3 +165,140 @@ fn the_checked_in_checksum_list_is_well_formed() {
         );
     }
 }
+
+/// Issue 19.7: the version names cache directories and a git tag, so a
+/// version like `../../victim` must be refused before any path is built
+/// from it (it used to `rm -rf` a directory outside the cache).
+#[test]
+fn a_version_that_is_not_a_release_version_is_refused_and_nothing_outside_the_cache_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // GATE_CACHE_DIR is d/cache, so '../../victim' from $cache/src names
+    // d/victim: outside the cache, where the old script ran `rm -rf`.
+    let victim = d.join("victim/keep.txt");
+    std::fs::create_dir_all(victim.parent().unwrap()).unwrap();
+    std::fs::write(&victim, "precious").unwrap();
+    for bad in [
+        "../../victim".to_string(),
+        "1.0.0/../../x".to_string(),
+        "v1.0.0".to_string(),
+        "1.0".to_string(),
+        "1.0.0\n".to_string(),
+    ] {
+        let out = install(
+            d,
+            &[
+                ("GATE_VERSION", bad.clone()),
+                ("GATE_SOURCE_GIT", "file:///nonexistent".to_string()),
+                ("GATE_SOURCE_DIR", String::new()),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(
+            stderr.contains("is not a release version like 0.1.0"),
+            "{bad:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("cloning"));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+    // Nothing was created from the bad versions inside the cache either.
+    let entries: Vec<_> = std::fs::read_dir(d.join("cache"))
+        .map(|r| r.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(entries.is_empty(), "{entries:?}");
+}
+
+/// Issue 19.7: a binary planted in the cache that answers `--version`
+/// correctly is never copied or run; the pinned archive is fetched again.
+#[test]
+fn a_planted_cached_binary_is_never_used_and_the_release_is_fetched_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (releases, sha) = fake_release(d, &version());
+    let env = [
+        ("GATE_VERSION", version()),
+        ("GATE_SHA256", sha.clone()),
+        ("GATE_RELEASE_URL", format!("file://{}", releases.display())),
+    ];
+    // The planted binary answers --version like the real one and leaves a
+    // mark when run.
+    let slot = d.join("cache").join(version()).join(target());
+    std::fs::create_dir_all(&slot).unwrap();
+    let mark = d.join("planted-ran");
+    let planted = format!(
+        "#!/bin/sh\ntouch '{}'\necho 'gate {}'\n",
+        mark.display(),
+        version()
+    );
+    let write_exec = |p: &Path, text: &str| {
+        std::fs::write(p, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write_exec(&slot.join("gate"), &planted);
+    let out = install(d, &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verified"), "{stdout}");
+    assert!(!mark.exists(), "the planted binary was run");
+    assert!(!std::fs::read_to_string(d.join("bin/gate"))
+        .unwrap()
+        .contains("touch"));
+
+    // Now the cached archive itself is swapped for one holding the planted
+    // binary: its SHA-256 differs from the pin, so it is discarded and the
+    // release downloaded again.
+    let archive_name = format!("gate-{}-{}.tar.gz", version(), target());
+    let evil = d
+        .join("evil")
+        .join(format!("gate-{}-{}", version(), target()));
+    std::fs::create_dir_all(&evil).unwrap();
+    write_exec(&evil.join("gate"), &planted);
+    let ok = Command::new("tar")
+        .arg("-czf")
+        .arg(slot.join(&archive_name))
+        .arg("-C")
+        .arg(d.join("evil"))
+        .arg(evil.file_name().unwrap())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let out = install(d, &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("not the pinned"), "{stderr}");
+    assert!(stdout.contains("downloading"), "{stdout}");
+    assert!(!mark.exists(), "the planted binary was run");
+    assert!(!std::fs::read_to_string(d.join("bin/gate"))
+        .unwrap()
+        .contains("touch"));
+
+    // Swapped again, and the release is gone: the install fails, nothing
+    // is installed and nothing planted runs.
+    let ok = Command::new("tar")
+        .arg("-czf")
+        .arg(slot.join(&archive_name))
+        .arg("-C")
+        .arg(d.join("evil"))
+        .arg(evil.file_name().unwrap())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    std::fs::remove_dir_all(&releases).unwrap();
+    std::fs::remove_dir_all(d.join("bin")).unwrap();
+    let out = install(d, &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not the pinned"), "{stderr}");
+    assert!(!d.join("bin/gate").exists());
+    assert!(!mark.exists(), "the planted binary was run");
+}
