@@ -15,7 +15,8 @@ use clap::{CommandFactory, Parser, Subcommand};
 intrusion, stores p95 baselines as TOML in your repository, compares new runs against them \
 with noise-aware thresholds, explains why a run regressed, and fails the pipeline with JUnit \
 XML and a nonzero exit code.\n\nExit codes: 0 pass, 1 regression, 2 usage/config/input error, \
-3 measurement or infrastructure problem (no GPU, benchmark failed, environment mismatch).\n\n\
+3 gate or the runner could not measure (no GPU, environment mismatch; retryable), \
+5 the benchmark itself failed (exited nonzero or crashed; never retried).\n\n\
 Baselines are reviewed like code: see docs/baselines.md. CI templates: ci-templates/README.md.",
     arg_required_else_help = true,
     after_help = "Start with:  gate capture --baseline train-h200 --runs 3 -- python train.py\n\

@@ -321,7 +321,7 @@ impl Config {
             .map_err(|e| {
                 let msg = match e {
                     GateError::Usage(m) | GateError::BadFile { message: m, .. } => m,
-                    GateError::Infra(m) => m,
+                    GateError::Infra(m) | GateError::BenchmarkFailed(m) => m,
                 };
                 let line = rule_line(&self.source_text, &msg)
                     .map(|l| format!("line {l}: "))

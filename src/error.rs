@@ -14,10 +14,14 @@ pub enum GateError {
     /// file and, where known, the line and column.
     #[error("{path}: {message}")]
     BadFile { path: PathBuf, message: String },
-    /// Measurement or infrastructure failure (no NVML, benchmark crashed,
-    /// environment mismatch). Exit 3.
+    /// Measurement or infrastructure failure (no NVML, gate's own I/O,
+    /// environment mismatch): gate could not measure. Exit 3.
     #[error("{0}")]
     Infra(String),
+    /// The benchmark itself failed (exited nonzero, or killed by a signal
+    /// gate did not send). Exit 5: deterministic, never retried.
+    #[error("{0}")]
+    BenchmarkFailed(String),
 }
 
 impl GateError {
@@ -25,6 +29,7 @@ impl GateError {
         match self {
             GateError::Usage(_) | GateError::BadFile { .. } => exit_code::USAGE,
             GateError::Infra(_) => exit_code::INFRA,
+            GateError::BenchmarkFailed(_) => exit_code::BENCHMARK_FAILED,
         }
     }
 

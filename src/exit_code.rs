@@ -9,9 +9,10 @@ pub const REGRESSION: i32 = 1;
 /// The user's input is wrong: bad flags, a broken baseline, `gate.toml`,
 /// trace or rule. Fix the input; retrying will not help.
 pub const USAGE: i32 = 2;
-/// Measurement or infrastructure problem: no GPU or NVML, the benchmark
-/// crashed or exited nonzero, the environment does not match the baseline.
-/// Retrying on another runner may help.
+/// Measurement or infrastructure problem: gate or the runner could not
+/// measure (no GPU or NVML, gate's own I/O failed, the recording was
+/// interrupted or cut short, the environment does not match the baseline).
+/// Retrying on another runner may help. A benchmark that fails is 5, not 3.
 pub const INFRA: i32 = 3;
 /// The verdict could not be reached: a decisive metric moved the bad way
 /// beyond its practical floor, but inside the noise, and the automatic

@@ -307,6 +307,8 @@ fn failed_benchmarks_are_errors_never_passes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
+    // The benchmark's own failure is 5 (never retried); a trace cut short
+    // is a measurement problem, 3.
     let cases = [
         (
             "exit1.jsonl",
@@ -315,6 +317,7 @@ fn failed_benchmarks_are_errors_never_passes() {
                 ..healthy(5)
             },
             "exited with code 1",
+            5,
         ),
         (
             "sig.jsonl",
@@ -322,7 +325,8 @@ fn failed_benchmarks_are_errors_never_passes() {
                 signal: Some(9),
                 ..healthy(6)
             },
-            "killed by signal 9",
+            "killed by signal 9 (SIGKILL)",
+            5,
         ),
         (
             "cut.jsonl",
@@ -331,9 +335,10 @@ fn failed_benchmarks_are_errors_never_passes() {
                 ..healthy(7)
             },
             "truncated",
+            3,
         ),
     ];
-    for (name, s, needle) in cases {
+    for (name, s, needle, code) in cases {
         let t = trace(d, name, &s);
         let junit = d.join(format!("{name}.xml"));
         let out = gate(d)
@@ -344,7 +349,7 @@ fn failed_benchmarks_are_errors_never_passes() {
             .output()
             .unwrap();
         let (stdout, _) = output(&out);
-        assert_eq!(out.status.code(), Some(3), "{name}: {stdout}");
+        assert_eq!(out.status.code(), Some(code), "{name}: {stdout}");
         assert!(stdout.contains("VERDICT: ERROR"), "{stdout}");
         assert!(stdout.contains(needle), "{name}: {stdout}");
         assert_valid_junit(&junit);
@@ -365,7 +370,7 @@ fn failed_benchmarks_are_errors_never_passes() {
         .arg(&bad)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(5));
     assert!(!d.join("baselines/nope.toml").exists());
 }
 

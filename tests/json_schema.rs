@@ -146,12 +146,13 @@ fn a_failed_benchmark_report_matches_the_schema_too() {
         .unwrap();
     assert_eq!(
         out.status.code(),
-        Some(3),
+        Some(gpugate::exit_code::BENCHMARK_FAILED),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["verdict"], "error");
+    assert_eq!(doc["exit_code"], gpugate::exit_code::BENCHMARK_FAILED);
     assert_valid(&v, &doc, "failed benchmark");
 }
 

@@ -56,7 +56,7 @@ fn no_gpu_record_of_a_busy_loop_shows_one_core_and_its_output() {
 }
 
 #[test]
-fn exit_status_is_carried_through_and_a_failed_benchmark_exits_3() {
+fn exit_status_is_carried_through_and_a_failed_benchmark_exits_5() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fail.jsonl");
     gate()
@@ -64,8 +64,8 @@ fn exit_status_is_carried_through_and_a_failed_benchmark_exits_3() {
         .arg(&out)
         .args(["--", "sh", "-c", "sleep 0.3; exit 7"])
         .assert()
-        .code(3)
-        .stderr(predicates::str::contains("exit status 7"));
+        .code(5)
+        .stderr(predicates::str::contains("the benchmark exited with code 7"));
     let t = Trace::load(&out).unwrap();
     assert_eq!(t.exit_code(), Some(7));
     assert!(t
@@ -330,7 +330,8 @@ fn live_capture_then_check_through_the_recorder() {
     assert!(std::fs::read_to_string(&junit)
         .unwrap()
         .contains("wall_time_s"));
-    // A benchmark that fails is an error (exit 3), never a pass.
+    // A benchmark that fails is an error (exit 5, the benchmark's own
+    // failure), never a pass.
     gate()
         .current_dir(dir.path())
         .args(["check", "--baseline", "live", "--no-gpu"])
@@ -340,7 +341,7 @@ fn live_capture_then_check_through_the_recorder() {
         .arg(&traces)
         .args(["--", "sh", "-c", "sleep 2.5; exit 1"])
         .assert()
-        .code(3);
+        .code(5);
 }
 
 #[test]

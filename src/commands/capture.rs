@@ -167,7 +167,7 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
     let first_env = Environment::from_fingerprint(&first.trace.header.fingerprint);
     for (i, r) in inputs.iter().enumerate() {
         if let Some(f) = gate::run_failure(r.trace) {
-            return Err(GateError::infra(format!(
+            return Err(f.error(format!(
                 "run {}: {f}; a baseline must come from successful runs",
                 i + 1
             )));

@@ -106,10 +106,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(": ");
-            let kind = if code == crate::exit_code::INFRA {
-                "error"
-            } else {
+            let kind = if code == crate::exit_code::USAGE {
                 "usage"
+            } else {
+                "error"
             };
             if let Some(path) = &args.junit {
                 let xml = report::junit::render_error(&args.baseline, kind, &message);

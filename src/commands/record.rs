@@ -34,30 +34,22 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 }
 
 /// 0 when the target ran to completion (or gate stopped it at the end of
-/// the window); 3 when it failed: a failed benchmark is never a pass.
+/// the window); 5 when the benchmark itself failed, 3 when the measurement
+/// did (`gate::end_failure` says which): a failed benchmark is never a pass.
 fn exit_code_of(outcome: &RecordOutcome) -> i32 {
-    if outcome.end.reason == "duration_reached" {
+    let src = outcome.path.display().to_string();
+    let Some(failure) = crate::gate::end_failure(&outcome.end, &src) else {
         return exit_code::PASS;
-    }
+    };
     if outcome.end.reason == "warmup_timeout" {
         crate::gate_eprintln!(
             "gate: --warmup-until never matched a line of the benchmark's stdout within --warmup-timeout, so nothing was measured; check the pattern against the output kept in the trace, or raise --warmup-timeout"
         );
-        return exit_code::INFRA;
+    } else {
+        crate::gate_eprintln!(
+            "gate: {}; the trace is kept for diagnosis",
+            crate::escape::terminal(&failure.message)
+        );
     }
-    match (outcome.end.exit_code, outcome.end.signal) {
-        (Some(0), _) => exit_code::PASS,
-        (None, None) => exit_code::PASS, // attached: exit status unknown
-        (code, signal) => {
-            crate::gate_eprintln!(
-                "gate: the benchmark failed ({}); the trace is kept for diagnosis",
-                match (code, signal) {
-                    (Some(c), _) => format!("exit status {c}"),
-                    (_, Some(s)) => format!("killed by signal {s}"),
-                    _ => "unknown status".into(),
-                }
-            );
-            exit_code::INFRA
-        }
-    }
+    failure.exit_code()
 }

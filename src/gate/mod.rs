@@ -258,37 +258,126 @@ pub struct CheckInput<'a, 'b> {
     pub rules: &'a RuleSet,
 }
 
-/// Why a trace cannot count as a successful benchmark run, if it cannot.
-pub fn run_failure(trace: &crate::trace::Trace) -> Option<String> {
-    let src = trace.path.display();
-    if trace.truncated {
-        return Some(format!(
-            "trace '{src}' is truncated (no end record): the benchmark or the recording was cut short"
-        ));
+/// Why a run cannot count as a successful benchmark run, and whose failure
+/// it is: the benchmark's own (exit 5, never retried) or the measurement's
+/// (exit 3, retryable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    pub message: String,
+    /// The benchmark itself failed: it exited nonzero, or a signal that gate
+    /// did not send killed it (SIGSEGV, SIGABRT, the OOM killer's SIGKILL).
+    pub by_benchmark: bool,
+}
+
+impl RunFailure {
+    /// The error for this failure, saying `msg`: the benchmark's (exit 5)
+    /// or the measurement's (exit 3).
+    pub fn error(&self, msg: impl Into<String>) -> crate::error::GateError {
+        if self.by_benchmark {
+            crate::error::GateError::BenchmarkFailed(msg.into())
+        } else {
+            crate::error::GateError::Infra(msg.into())
+        }
     }
-    let end = trace.end.as_ref()?;
-    if end.reason == "warmup_timeout" {
-        return Some(format!(
+
+    /// The exit code this failure gives.
+    pub fn exit_code(&self) -> i32 {
+        if self.by_benchmark {
+            exit_code::BENCHMARK_FAILED
+        } else {
+            exit_code::INFRA
+        }
+    }
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why a trace cannot count as a successful benchmark run, if it cannot.
+pub fn run_failure(trace: &crate::trace::Trace) -> Option<RunFailure> {
+    let src = trace.path.display().to_string();
+    if trace.truncated {
+        return Some(RunFailure {
+            message: format!(
+                "trace '{src}' is truncated (no end record): the benchmark or the recording was cut short"
+            ),
+            by_benchmark: false,
+        });
+    }
+    end_failure(trace.end.as_ref()?, &src)
+}
+
+/// `run_failure` for an end record (`gate record` has no loaded trace).
+/// Signals gate sends itself (the stop at the end of `--duration` or of
+/// `--warmup-timeout`, a forwarded Ctrl-C or SIGTERM) are not the
+/// benchmark's failure; any other signal, or a nonzero exit status, is.
+pub fn end_failure(end: &crate::trace::EndRecord, src: &str) -> Option<RunFailure> {
+    let measurement = |message: String| {
+        Some(RunFailure {
+            message,
+            by_benchmark: false,
+        })
+    };
+    let benchmark = |message: String| {
+        Some(RunFailure {
+            message,
+            by_benchmark: true,
+        })
+    };
+    match end.reason.as_str() {
+        "warmup_timeout" => return measurement(format!(
             "--warmup-until never matched within --warmup-timeout, so the benchmark was stopped before its window ('{src}')"
-        ));
+        )),
+        "interrupted" => return measurement(format!(
+            "the recording was interrupted: gate received a signal and forwarded it to the benchmark ('{src}')"
+        )),
+        _ => {}
     }
     if let Some(sig) = end.signal {
+        if end.reason == "target_exited" {
+            return benchmark(format!(
+                "the benchmark was killed by signal {sig}{} ('{src}')",
+                signal_name(sig)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
+        }
         // gate itself stops the target with SIGTERM when --duration is reached.
         if end.reason != "duration_reached" {
-            return Some(format!(
-                "the benchmark was killed by signal {sig} ('{src}')"
+            return measurement(format!(
+                "gate stopped the benchmark ({}) and it ended by signal {sig} ('{src}')",
+                end.reason
             ));
         }
     }
     if let Some(code) = end.exit_code {
         if code != 0 {
-            return Some(format!("the benchmark exited with code {code} ('{src}')"));
+            return benchmark(format!("the benchmark exited with code {code} ('{src}')"));
         }
     }
-    if end.reason == "interrupted" {
-        return Some(format!("the recording was interrupted ('{src}')"));
-    }
     None
+}
+
+/// The name of a common fatal signal, for messages.
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// Valid steady samples: the largest count any gated sampled metric has
@@ -647,7 +736,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
             gpu_model: b.environment.gpu_model.clone(),
             gpu_count: b.environment.gpu_count,
         },
-        exit_code: run.verdict.exit_code(),
+        exit_code: run.exit_code(),
         verdict: run.verdict,
         reasons: run.reasons,
         warnings: run.warnings,
@@ -667,9 +756,21 @@ struct RunLevel {
     verdict: RunVerdict,
     reasons: Vec<String>,
     warnings: Vec<String>,
+    /// A run failed by the benchmark's own fault (`RunFailure::by_benchmark`).
+    benchmark_failed: bool,
 }
 
 impl RunLevel {
+    /// A failed benchmark decides the exit code over every other reason:
+    /// retrying it (exit 3) would only fail again.
+    fn exit_code(&self) -> i32 {
+        if self.benchmark_failed {
+            exit_code::BENCHMARK_FAILED
+        } else {
+            self.verdict.exit_code()
+        }
+    }
+
     fn raise(&mut self, to: RunVerdict, reason: String) {
         self.verdict = self.verdict.max(to);
         self.reasons.push(reason);
@@ -692,6 +793,7 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
             "this run".to_string()
         };
         if let Some(f) = run_failure(t) {
+            run.benchmark_failed |= f.by_benchmark;
             run.raise(
                 RunVerdict::Error,
                 format!("{who}: {f}; a failed benchmark is never a pass"),

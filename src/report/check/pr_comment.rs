@@ -54,10 +54,12 @@ pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
          {}\n\n{}\n<!-- gate-changed:yes -->\n",
         code(baseline),
         text(message),
-        if exit_code == crate::exit_code::INFRA {
-            "Measurement or infrastructure problem: re-running on another runner may help."
-        } else {
-            "Input or configuration problem: fix it; re-running will not help."
+        match exit_code {
+            crate::exit_code::INFRA =>
+                "Measurement or infrastructure problem: re-running on another runner may help.",
+            crate::exit_code::BENCHMARK_FAILED =>
+                "The benchmark itself failed: fix it; re-running will not help.",
+            _ => "Input or configuration problem: fix it; re-running will not help.",
         },
         marker(baseline)
     )
