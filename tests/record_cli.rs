@@ -65,7 +65,9 @@ fn exit_status_is_carried_through_and_a_failed_benchmark_exits_5() {
         .args(["--", "sh", "-c", "sleep 0.3; exit 7"])
         .assert()
         .code(5)
-        .stderr(predicates::str::contains("the benchmark exited with code 7"));
+        .stderr(predicates::str::contains(
+            "the benchmark exited with code 7",
+        ));
     let t = Trace::load(&out).unwrap();
     assert_eq!(t.exit_code(), Some(7));
     assert!(t
