@@ -403,6 +403,33 @@ impl Config {
         })
     }
 
+    /// The benchmark's rate of work from its declared numbers (`values`:
+    /// this run's user metrics): the first throughput (higher is better),
+    /// else one over the first time per unit (lower is better, in s, ms or
+    /// us). None when the benchmark declares neither; the rules then say
+    /// that "more GPU work per unit of output" cannot be checked.
+    pub fn work_rate(&self, values: &BTreeMap<String, f64>) -> Option<f64> {
+        let defs = || {
+            self.file
+                .user_metrics
+                .iter()
+                .filter(|(_, d)| d.enabled != Some(false))
+                .filter_map(|(k, d)| Some((d, *values.get(k.get_ref())?)))
+                .filter(|(_, v)| v.is_finite() && *v > 0.0)
+        };
+        defs()
+            .find(|(d, _)| d.direction == Direction::HigherIsBetter)
+            .map(|(_, v)| v)
+            .or_else(|| {
+                defs()
+                    .find(|(d, _)| {
+                        d.direction == Direction::LowerIsBetter
+                            && matches!(d.unit.as_str(), "s" | "ms" | "us")
+                    })
+                    .map(|(_, v)| 1.0 / v)
+            })
+    }
+
     /// Names of the user metrics, in file (sorted) order.
     pub fn user_metric_names(&self) -> Vec<String> {
         self.user_regexes.keys().cloned().collect()

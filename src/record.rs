@@ -61,6 +61,9 @@ pub struct RecordPlan {
     pub gpu: Option<String>,
     /// Host counters only (no NVML).
     pub no_gpu: bool,
+    /// NVML without GPM, as on a GPU that has none (`--no-gpm`): the header
+    /// says GPM is unsupported and every GPM column is null.
+    pub no_gpm: bool,
     /// Labels stored in the trace header.
     pub tags: BTreeMap<String, String>,
     /// A file the benchmark writes with its own metrics, embedded at the end.
@@ -188,13 +191,18 @@ fn open_gpus(
         fingerprint.cuda_driver_version = v.cuda_driver;
         let indices = nvml.select(plan.gpu.as_deref())?;
         for &i in &indices {
-            fingerprint.gpus.push(nvml.gpu_info(i)?);
+            let mut info = nvml.gpu_info(i)?;
+            // Recorded as a GPU without GPM would be: the header's
+            // `gpm_supported` says what this trace has, not the silicon.
+            info.gpm_supported &= !plan.no_gpm;
+            fingerprint.gpus.push(info);
         }
         let cadence = crate::sampler::nvml::Cadence {
             gpm_period: plan.gpm_interval,
             // NVML refreshes process utilization every ~200 ms: faster
             // asks only cost CPU.
             process_period: plan.process_interval.max(Duration::from_millis(200)),
+            gpm: !plan.no_gpm,
         };
         let mut sampler = nvml.sampler(&indices, start, cadence)?;
         // A probe tick discovers what each GPU cannot report, so the header
@@ -391,6 +399,55 @@ struct Ticker {
     tree_at: Instant,
     live_at: Instant,
     profile: CpuProfile,
+    frameworks: FrameworkScan,
+}
+
+/// Which frameworks the target's processes have loaded, read from their
+/// /proc/PID/maps (never from the process itself). Libraries load during
+/// start-up, so the maps are read every `FRAMEWORK_SCAN` for the first
+/// `FRAMEWORK_SCAN_FOR` (a torch process maps ~1,000 files: about a
+/// millisecond of CPU per read), then never again.
+struct FrameworkScan {
+    started: Instant,
+    at: Option<Instant>,
+    found: std::collections::BTreeSet<&'static str>,
+}
+
+const FRAMEWORK_SCAN: Duration = Duration::from_secs(2);
+const FRAMEWORK_SCAN_FOR: Duration = Duration::from_secs(90);
+
+impl FrameworkScan {
+    fn new(now: Instant) -> FrameworkScan {
+        FrameworkScan {
+            started: now,
+            at: None,
+            found: Default::default(),
+        }
+    }
+
+    /// Frameworks found for the first time at `now` (each is said once).
+    fn scan(&mut self, now: Instant, tree: &HashSet<u32>) -> Vec<&'static str> {
+        let due = self
+            .at
+            .is_none_or(|t| now.duration_since(t) >= FRAMEWORK_SCAN);
+        if !due || now.duration_since(self.started) > FRAMEWORK_SCAN_FOR {
+            return Vec::new();
+        }
+        self.at = Some(now);
+        let mut new = Vec::new();
+        for pid in tree {
+            // A process that exited or is another user's: nothing to read.
+            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+                continue;
+            };
+            for fw in crate::diagnose::framework::from_maps(&maps) {
+                if self.found.insert(fw) {
+                    new.push(fw);
+                }
+            }
+        }
+        new
+    }
 }
 
 impl Ticker {
@@ -408,6 +465,7 @@ impl Ticker {
             tree_at: now,
             live_at: clock.t0,
             profile: CpuProfile::from_env(),
+            frameworks: FrameworkScan::new(now),
         }
     }
 
@@ -506,6 +564,14 @@ impl Ticker {
         writer.write(&sample)?;
         let mut keep_going = observe(&sample);
         progress.samples += 1;
+        let fc = self.profile.start();
+        let found = self.frameworks.scan(now, &self.tree);
+        self.profile.stop("frameworks", fc);
+        for fw in found {
+            let e = Record::Event(event(t_ms, EventKind::Framework, fw));
+            writer.write(&e)?;
+            keep_going &= observe(&e);
+        }
         for e in extras.events {
             let e = Record::Event(e);
             writer.write(&e)?;

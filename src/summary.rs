@@ -312,6 +312,10 @@ impl<'a> RunInput<'a> {
         let mut summary = summarize_window(trace, &steady);
         let user = user_metric_values(config, trace);
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+        if let Some(rate) = config.work_rate(&summary.user_metrics) {
+            let key = crate::diagnose::features::WORK_RATE;
+            summary.features.insert(key.to_string(), rate);
+        }
         RunDerived {
             steady,
             summary,

@@ -16,6 +16,8 @@
 //! renaming onto `PATH` only when the recording ends: a crash leaves a
 //! readable `.partial` prefix and never replaces a good trace.
 
+/// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`).
+pub mod nogpm;
 /// Which samples count: rules shared by the recorder and this loader.
 pub mod validity;
 
@@ -153,6 +155,9 @@ pub enum EventKind {
     LateSample,
     OutputTruncated,
     Note,
+    /// A framework found in the target's mapped libraries (message: its
+    /// name, `diagnose::framework`); one event per framework.
+    Framework,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -171,3 +171,121 @@ next_steps = ["Compare with the healthy baseline"]
         "345k samples/s must not"
     );
 }
+
+/// The GPM-stripped twins (`fixtures/traces/nogpm/`) are what
+/// `scripts/strip-gpm.sh` makes of the recorded traces today, and the
+/// README there names each one's source.
+#[test]
+fn gpm_stripped_twins_are_current() {
+    let dir = fixtures().unwrap();
+    let twins = dir.join("nogpm");
+    let readme = std::fs::read_to_string(twins.join("README.md")).unwrap();
+    let mut stale = Vec::new();
+    let mut recorded = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        recorded += 1;
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let want =
+            gpugate::trace::nogpm::strip_gpm(&text, &format!("fixtures/traces/{name}")).unwrap();
+        match std::fs::read_to_string(twins.join(&name)) {
+            Ok(have) if have == want => {}
+            Ok(_) => stale.push(format!("{name}: differs")),
+            Err(e) => stale.push(format!("{name}: {e}")),
+        }
+        if !readme.contains(&format!("- `{name}`: from `fixtures/traces/{name}`")) {
+            stale.push(format!("{name}: not in nogpm/README.md"));
+        }
+    }
+    let twins_n = std::fs::read_dir(&twins)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .and_then(|x| x.to_str())
+                == Some("jsonl")
+        })
+        .count();
+    assert_eq!(twins_n, recorded, "a twin without a recorded trace");
+    assert!(
+        stale.is_empty(),
+        "run `bash scripts/strip-gpm.sh`:\n{}",
+        stale.join("\n")
+    );
+}
+
+/// A twin has no GPM value, says so in its header, and its run is
+/// diagnosed from NVML's counters: the fp32 run of the bert hold-out
+/// without GPM is still "matrix math off the tensor cores", and the text
+/// says what NVML cannot tell apart.
+#[test]
+fn a_twin_without_gpm_is_diagnosed_from_nvml_and_says_what_stays_open() {
+    let dir = fixtures().unwrap().join("nogpm");
+    let load = |n: &str| summarize(&Trace::load(&dir.join(n)).unwrap());
+    let t = Trace::load(&dir.join("bert-fp32.jsonl")).unwrap();
+    assert!(t.header.fingerprint.gpus.iter().all(|g| !g.gpm_supported));
+    assert!(load("bert-fp32.jsonl").metric("sm_active_pct").is_none());
+    let f =
+        RuleSet::builtin().explain_change(&load("bert-healthy-1.jsonl"), &load("bert-fp32.jsonl"));
+    assert_eq!(
+        f.first().map(|x| x.rule.as_str()),
+        Some("tensor_cores_unused"),
+        "{f:?}"
+    );
+    assert!(
+        f[0].explanation.contains("Without GPM"),
+        "{}",
+        f[0].explanation
+    );
+    // No GPM-only evidence line reads "n/a -> n/a".
+    assert!(
+        f[0].evidence.iter().all(|e| !e.contains("n/a -> n/a")),
+        "{:?}",
+        f[0].evidence
+    );
+}
+
+/// The framework found in a trace fits the things to try: a `framework`
+/// event (what the recorder writes when /proc/PID/maps shows jaxlib)
+/// turns the sync advice into JAX's words; without one, the generic words.
+#[test]
+fn the_things_to_try_fit_the_recorded_framework() {
+    let dir = fixtures().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let with_event = |name: &str, fw: Option<&str>| {
+        let mut text = std::fs::read_to_string(dir.join(name)).unwrap();
+        if let Some(fw) = fw {
+            // After the header, as the recorder writes it early in the run.
+            let at = text.find('\n').unwrap() + 1;
+            text.insert_str(
+                at,
+                &format!("{{\"type\":\"event\",\"t\":0.0,\"kind\":\"framework\",\"message\":\"{fw}\"}}\n"),
+            );
+        }
+        let p = tmp.path().join(format!("{}-{name}", fw.unwrap_or("none")));
+        std::fs::write(&p, text).unwrap();
+        summarize(&Trace::load(&p).unwrap())
+    };
+    for (fw, marker) in [
+        (Some("jax"), "jax.transfer_guard"),
+        (Some("tensorflow"), ".numpy()"),
+        (None, "torch.cuda.set_sync_debug_mode"),
+    ] {
+        let f = RuleSet::builtin().explain_change(
+            &with_event("cnn-healthy-1.jsonl", fw),
+            &with_event("cnn-sync.jsonl", fw),
+        );
+        assert_eq!(f[0].rule, "sync_stalls");
+        assert!(
+            f[0].next_steps.iter().any(|s| s.contains(marker)),
+            "{fw:?}: {:?}",
+            f[0].next_steps
+        );
+    }
+}

@@ -63,6 +63,11 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub no_gpu: bool,
 
+    /// Read no GPM (SM active, tensor, DRAM, PCIe, NVLink activity): record what a GPU without
+    /// it (A100, A10G, L4, L40S, T4) gives, and spend less CPU sampling
+    #[arg(long, conflicts_with = "no_gpu")]
+    pub no_gpm: bool,
+
     /// Label stored in the trace header and carried into baselines and reports (repeatable)
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
@@ -158,6 +163,7 @@ impl MeasureArgs {
             warmup_timeout: self.warmup_timeout,
             gpu: self.gpu.clone(),
             no_gpu: self.no_gpu,
+            no_gpm: self.no_gpm,
             tags: self.tags.iter().cloned().collect(),
             metrics_file: self.metrics_file.clone(),
             note: self.note.clone(),

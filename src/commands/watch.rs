@@ -50,6 +50,10 @@ pub struct WatchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
     pub gpm_interval: Duration,
 
+    /// Read no GPM, as on a GPU without it (A100, L4, T4): NVML and host counters only
+    #[arg(long)]
+    pub no_gpm: bool,
+
     /// Process lists, per-process SM shares and memory used
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
     pub process_interval: Duration,
@@ -196,6 +200,7 @@ fn segment_plan(args: &WatchArgs, pid: u32, segment: usize) -> RecordPlan {
         duration: Some(args.rotate.max(Duration::from_secs(10))),
         gpu: args.gpu.clone(),
         no_gpu: false,
+        no_gpm: args.no_gpm,
         tags: [("gate".to_string(), "watch".to_string())].into(),
         metrics_file: None,
         note: Some(format!("gate watch segment {segment}")),

@@ -39,7 +39,22 @@ pub const NAMES: &[&str] = &[
     "other_processes.distinct_pids",
     "xid.count",
     "gpm.invalid_count",
+    "benchmark.work_rate",
+    "framework.torch",
+    "framework.jax",
+    "framework.tensorflow",
+    "framework.vllm",
+    "framework.tensorrt",
+    "framework.triton_server",
+    "framework.onnxruntime",
 ];
+
+/// The benchmark's own rate of work (units per second: its declared
+/// throughput, or one over its declared time per unit), set by
+/// `summary::RunInput` from gate.toml's user metrics; absent when the
+/// benchmark declares none. GPU-busy-seconds per unit of work is
+/// `gpu_busy_pct.mean / benchmark.work_rate`.
+pub const WORK_RATE: &str = "benchmark.work_rate";
 
 /// Below this GPU busy (%) a sample counts as idle (the brief's threshold).
 pub const IDLE_BUSY_PCT: f64 = 10.0;
@@ -167,7 +182,31 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
         .filter(|e| e.kind == EventKind::GpmInvalid)
         .count();
     out.insert("gpm.invalid_count".into(), gpm as f64);
+    for fw in frameworks(trace) {
+        out.insert(format!("framework.{fw}"), 1.0);
+    }
     out
+}
+
+/// The frameworks the recorder found in the target's mapped libraries
+/// (`framework` events); for traces recorded before it looked, what the
+/// command line names.
+pub fn frameworks(trace: &Trace) -> BTreeSet<&'static str> {
+    let mapped: BTreeSet<&'static str> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Framework)
+        .filter_map(|e| {
+            super::rules::FRAMEWORKS
+                .iter()
+                .copied()
+                .find(|fw| *fw == e.message)
+        })
+        .collect();
+    if !mapped.is_empty() {
+        return mapped;
+    }
+    super::framework::from_command(&trace.header.command)
 }
 
 fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {

@@ -22,6 +22,7 @@
 
 pub mod dsl;
 pub mod features;
+pub mod framework;
 pub mod panorama;
 pub mod rules;
 
@@ -196,12 +197,9 @@ impl RuleSet {
                         )
                     })
                     .collect();
-                Some(finding(
-                    r,
-                    evidence,
-                    r.explanation.render(None, run),
-                    margin,
-                ))
+                let mut f = finding(r, evidence, r.explanation.render(None, run), margin);
+                f.next_steps = next_steps_for(r, run);
+                Some(f)
             })
             .collect();
         rank(&mut out);
@@ -221,6 +219,7 @@ impl RuleSet {
         new: &dyn MetricSource,
     ) -> Vec<Finding> {
         let change = Change { baseline, new };
+        let gpm = has_gpm(new);
         let mut out: Vec<Finding> = self
             .rules
             .iter()
@@ -245,19 +244,31 @@ impl RuleSet {
                 let evidence = r
                     .evidence
                     .iter()
-                    .map(|(label, e)| {
-                        format!(
+                    .filter_map(|(label, e)| {
+                        let (b, n) = (
+                            dsl::eval_num(e, baseline, None),
+                            dsl::eval_num(e, &change, None),
+                        );
+                        // A counter neither run has (GPM on a GPU without
+                        // it) is no evidence either way.
+                        if !gpm && b.is_none() && n.is_none() {
+                            return None;
+                        }
+                        Some(format!(
                             "{label} {} -> {}",
-                            rules::with_unit(dsl::eval_num(e, baseline, None), e),
-                            rules::with_unit(dsl::eval_num(e, &change, None), e)
-                        )
+                            rules::with_unit(b, e),
+                            rules::with_unit(n, e)
+                        ))
                     })
                     .collect();
-                let explanation = match &r.change {
+                let text = if gpm { None } else { r.change_nogpm.as_ref() };
+                let explanation = match text.or(r.change.as_ref()) {
                     Some(t) => capitalise(&t.render(Some(baseline), &change)),
                     None => r.explanation.render(Some(baseline), &change),
                 };
-                Some(finding(r, evidence, explanation, margin))
+                let mut f = finding(r, evidence, explanation, margin);
+                f.next_steps = next_steps_for(r, new);
+                Some(f)
             })
             .collect();
         rank(&mut out);
@@ -271,7 +282,10 @@ pub const UNEXPLAINED: &str = "unexplained";
 /// The finding for a regression that no rule explains: gate says exactly
 /// that instead of guessing. `moved` are the regressed metrics with their
 /// relative change in percent (None when the baseline was 0).
-pub fn unexplained(moved: &[(String, Option<f64>)]) -> Finding {
+/// `work_rate_declared`: the benchmark declares its throughput (or time per
+/// unit), so `more_work_per_unit` was checked; otherwise the finding says
+/// that cause could not be, and how to declare the number.
+pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) -> Finding {
     let list = moved
         .iter()
         .map(|(label, pct)| match pct {
@@ -292,13 +306,21 @@ pub fn unexplained(moved: &[(String, Option<f64>)]) -> Finding {
         explanation: format!(
             "{list} moved beyond the noise, but no GPU or host counter changed in a way that names a cause: the work inside the kernels changed (an algorithm, shapes, a library or driver version), or the time went somewhere gate does not measure (storage, network, another host). gate does not guess."
         ),
-        next_steps: vec![
-            "Profile one step on both commits (torch.profiler, or one short nsys session) and compare kernel times".to_string(),
-            "Diff the environment: library versions, driver, container image, input data".to_string(),
-        ],
+        next_steps: {
+            let mut steps = Vec::new();
+            if !work_rate_declared {
+                steps.push(UNDECLARED_WORK_RATE.to_string());
+            }
+            steps.push("Profile one step on both commits (torch.profiler, or one short nsys session) and compare kernel times".to_string());
+            steps.push("Diff the environment: library versions, driver, container image, input data".to_string());
+            steps
+        },
         score: 0.0,
     }
 }
+
+/// What `unexplained` says when the benchmark declares no number of its own.
+pub const UNDECLARED_WORK_RATE: &str = "More GPU work per unit of output (recompute, a disabled cache, padded shapes) could not be checked: the benchmark declares no throughput. Print one (e.g. 'samples_per_s: 1234') and declare it in gate.toml: [user_metrics.samples_per_s] regex = '^samples_per_s: ([0-9.eE+-]+)', direction = \"higher_is_better\"";
 
 /// A change, as the rule language reads it: the new run's numbers, with the
 /// baseline one step away (`base()`, `delta()`, `ratio()`, `z()`).
@@ -370,6 +392,51 @@ impl MetricSource for Pooled<'_> {
             .collect();
         (!all.is_empty()).then_some(all)
     }
+}
+
+/// Whether a run has GPM counters (SM active): without them (A100, L4,
+/// T4, `--no-gpm`) rules reason from NVML and host counters only, and say
+/// which causes those cannot tell apart (`change_nogpm`).
+pub fn has_gpm(run: &dyn MetricSource) -> bool {
+    run.stat("sm_active_pct", "mean", None).is_some()
+}
+
+/// The framework a run was detected to use (`features::framework_features`
+/// sets `framework.<name>` to 1), when exactly one was.
+pub fn framework_of(run: &dyn MetricSource) -> Option<&'static str> {
+    let found: Vec<&'static str> = rules::FRAMEWORKS
+        .iter()
+        .copied()
+        .filter(|fw| {
+            run.feature(&format!("framework.{fw}"))
+                .is_some_and(|v| v >= 0.5)
+        })
+        .collect();
+    // A serving stack runs on a framework (vLLM on torch): the stack's
+    // advice is the more specific one.
+    found
+        .iter()
+        .copied()
+        .find(|fw| !matches!(*fw, "torch" | "jax" | "tensorflow"))
+        .or(found.first().copied())
+}
+
+/// A rule's things to try for `run`: in its framework's words when the
+/// rule has them, the generic ones otherwise.
+fn next_steps_for(r: &rules::Rule, run: &dyn MetricSource) -> Vec<String> {
+    let specific = framework_of(run).and_then(|fw| {
+        r.next_steps_for.get(fw).or_else(|| {
+            // A serving stack without its own words: its framework's.
+            ["torch", "jax", "tensorflow"]
+                .iter()
+                .filter(|base| {
+                    run.feature(&format!("framework.{base}"))
+                        .is_some_and(|v| v >= 0.5)
+                })
+                .find_map(|base| r.next_steps_for.get(*base))
+        })
+    });
+    specific.cloned().unwrap_or_else(|| r.next_steps.clone())
 }
 
 fn is_rule_name(name: &str) -> bool {

@@ -21,9 +21,23 @@ pub const FIELDS: &[&str] = &[
     "title",
     "explanation",
     "change",
+    "change_nogpm",
     "next_steps",
+    "next_steps_for",
     "evidence",
     "enabled",
+];
+
+/// Frameworks `next_steps_for` may name: what `crate::framework` detects
+/// in a recorded target (its mapped libraries, its command line).
+pub const FRAMEWORKS: &[&str] = &[
+    "torch",
+    "jax",
+    "tensorflow",
+    "vllm",
+    "tensorrt",
+    "triton_server",
+    "onnxruntime",
 ];
 
 /// Reading order given to user rules that do not say.
@@ -60,7 +74,14 @@ pub struct Rule {
     pub evidence: Vec<(String, Expr)>,
     pub explanation: Template,
     pub change: Option<Template>,
+    /// The change text for a run without GPM (`sm_active_pct` unknown):
+    /// says which causes NVML's counters cannot tell apart. None: `change`.
+    pub change_nogpm: Option<Template>,
+    /// Generic things to try (the framework is unknown).
     pub next_steps: Vec<String>,
+    /// Things to try in the words of one framework (`FRAMEWORKS`), used
+    /// instead of `next_steps` when the run's framework is known.
+    pub next_steps_for: BTreeMap<String, Vec<String>>,
     /// `for = "5m"`: for `gate watch`, the condition must hold over a
     /// sliding window this long (its statistics are the window's) before
     /// the rule alerts. None: the watch's default window. A whole run
@@ -359,9 +380,43 @@ pub fn from_table(
         Some(s) => Some(Template::parse(&s, vocab).map_err(|e| at("change", &s, e))?),
         None => base.and_then(|b| b.change.clone()),
     };
+    let change_nogpm = match string("change_nogpm")? {
+        Some(s) => Some(Template::parse(&s, vocab).map_err(|e| at("change_nogpm", &s, e))?),
+        None => base.and_then(|b| b.change_nogpm.clone()),
+    };
     let next_steps = strings("next_steps")?
         .or_else(|| base.map(|b| b.next_steps.clone()))
         .unwrap_or_default();
+    let next_steps_for = match table.get("next_steps_for") {
+        None => base.map(|b| b.next_steps_for.clone()).unwrap_or_default(),
+        Some(toml::Value::Table(t)) => {
+            let mut out = BTreeMap::new();
+            for (fw, steps) in t {
+                if !FRAMEWORKS.contains(&fw.as_str()) {
+                    return Err(format!(
+                        "next_steps_for: unknown framework '{fw}'; use one of {}",
+                        FRAMEWORKS.join(", ")
+                    ));
+                }
+                let list = steps
+                    .as_array()
+                    .and_then(|a| {
+                        a.iter()
+                            .map(|v| v.as_str().map(str::to_string))
+                            .collect::<Option<Vec<String>>>()
+                    })
+                    .ok_or_else(|| format!("next_steps_for.{fw}: expected an array of strings"))?;
+                out.insert(fw.clone(), list);
+            }
+            out
+        }
+        Some(other) => {
+            return Err(format!(
+                "next_steps_for: expected a table of framework = [steps], found {}",
+                other.type_str()
+            ))
+        }
+    };
     let evidence = match strings("evidence")? {
         Some(list) => list
             .into_iter()
@@ -397,8 +452,65 @@ pub fn from_table(
         evidence,
         explanation,
         change,
+        change_nogpm,
         next_steps,
+        next_steps_for,
     })
+}
+
+/// What a rule needs to explain a change, as docs/rules.md and the README
+/// tell users of GPUs without GPM (A100, L4, T4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// NVML and host counters only: works on every NVIDIA GPU.
+    Nvml,
+    /// GPM, with a branch for NVML alone (`not known(sm_active_pct.mean)`).
+    GpmOrNvml,
+    /// GPM counters that nothing stands in for.
+    Gpm,
+}
+
+impl Needs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Needs::Nvml => "NVML",
+            Needs::GpmOrNvml => "GPM, else NVML",
+            Needs::Gpm => "GPM",
+        }
+    }
+}
+
+impl Rule {
+    /// What the rule's change condition (`change_when`, else `when`) reads:
+    /// a GPM metric outside `coalesce()`/`known()` needs GPM, unless the
+    /// condition has a branch for runs without it.
+    pub fn needs(&self) -> Needs {
+        let (src, cond) = match &self.change_when {
+            Some((s, e)) => (s.as_str(), e),
+            None => (self.when.as_str(), &self.cond),
+        };
+        if !reads_gpm(cond) {
+            Needs::Nvml
+        } else if src.contains("not known(sm_active_pct.mean)") {
+            Needs::GpmOrNvml
+        } else {
+            Needs::Gpm
+        }
+    }
+}
+
+/// Whether `e` reads a GPM metric that missing data cannot fall back from.
+fn reads_gpm(e: &Expr) -> bool {
+    match e {
+        Expr::Call(dsl::Func::Coalesce | dsl::Func::Known, _) => false,
+        Expr::Call(_, args) => args.iter().any(reads_gpm),
+        Expr::Ident(i) => i.metric().is_some_and(crate::metrics::is_gpm),
+        Expr::Neg(a) | Expr::Not(a) => reads_gpm(a),
+        Expr::Arith(_, a, b) | Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            reads_gpm(a) || reads_gpm(b)
+        }
+        Expr::Num(_) => false,
+    }
 }
 
 /// Longest `for` window: `gate watch` keeps this much history in memory.

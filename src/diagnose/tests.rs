@@ -46,6 +46,7 @@ fn builtin_rules_parse_and_cover_the_domain() {
         "tree_contention",
         "input_bound",
         "comm_fallback",
+        "more_work_per_unit",
     ];
     for w in want {
         let r = rs.get(w).unwrap_or_else(|| panic!("missing rule {w}"));
@@ -373,4 +374,50 @@ fn docs_gate_toml_example_loads_and_its_rule_fires() {
     )
     .unwrap();
     assert_eq!(dsl::eval_bool(&e, &run_of(&storm, 2)), Some(true));
+}
+
+const README: &str = include_str!("../../README.md");
+
+/// docs/rules.md ("Without GPM") and the README say for every built-in
+/// rule what it needs, as `Rule::needs` reads it from rules.toml.
+#[test]
+fn docs_and_readme_say_what_each_rule_needs() {
+    let mut missing = Vec::new();
+    let rules = RuleSet::builtin();
+    for r in rules.rules() {
+        let row = format!("| `{}` | {} |", r.name, r.needs().as_str());
+        if !RULES_DOC.contains(&row) {
+            missing.push(format!("docs/rules.md: {row}"));
+        }
+    }
+    for needs in [
+        rules::Needs::Nvml,
+        rules::Needs::GpmOrNvml,
+        rules::Needs::Gpm,
+    ] {
+        let names: Vec<String> = rules
+            .rules()
+            .iter()
+            .filter(|r| r.needs() == needs)
+            .map(|r| format!("`{}`", r.name))
+            .collect();
+        let line = format!("- {}: {}.", needs.as_str(), names.join(", "));
+        if !README.contains(&line) {
+            missing.push(format!("README.md: {line}"));
+        }
+    }
+    assert!(missing.is_empty(), "out of date:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn framework_steps_name_known_frameworks_and_rules_without_them_stay_generic() {
+    let rs = RuleSet::builtin();
+    let sync = rs.get("sync_stalls").unwrap();
+    assert!(sync.next_steps_for.contains_key("jax"));
+    let bad = user("[rules.sync_stalls]\nnext_steps_for = { pytorch = [\"x\"] }\n");
+    let e = RuleSet::builtin()
+        .with_user_rules(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown framework 'pytorch'"), "{e}");
 }

@@ -1089,7 +1089,9 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
         .map(|m| (m.label(), m.change_pct))
         .collect();
     if !moved.is_empty() && !named {
-        diagnosis.push(crate::diagnose::unexplained(&moved));
+        let rate = crate::diagnose::features::WORK_RATE;
+        let declared = crate::stats::MetricSource::feature(input.baseline, rate).is_some();
+        diagnosis.push(crate::diagnose::unexplained(&moved, declared));
     }
     diagnosis
 }

@@ -56,6 +56,9 @@ pub struct Cadence {
     pub gpm_period: Duration,
     /// Process lists, per-process utilization and memory info.
     pub process_period: Duration,
+    /// Read GPM where the GPU has it; false (`--no-gpm`) records what a GPU
+    /// without GPM gives: every GPM column null and listed unsupported.
+    pub gpm: bool,
 }
 
 impl Default for Cadence {
@@ -63,6 +66,7 @@ impl Default for Cadence {
         Cadence {
             gpm_period: DEFAULT_GPM_PERIOD,
             process_period: PROCESS_REFRESH,
+            gpm: true,
         }
     }
 }
@@ -333,7 +337,7 @@ impl NvmlContext {
         let mut gpus = Vec::new();
         for &index in indices {
             let device = self.device(index)?;
-            let gpm_supported = device.gpm_support().unwrap_or(false);
+            let gpm_supported = cadence.gpm && device.gpm_support().unwrap_or(false);
             let energy_start_mj = device.total_energy_consumption().ok();
             let gpm_ids = if gpm_supported {
                 gpm_ids_for(&device)
