@@ -197,7 +197,7 @@ pub fn frameworks(trace: &Trace) -> BTreeSet<&'static str> {
         .iter()
         .filter(|e| e.kind == EventKind::Framework)
         .filter_map(|e| {
-            super::rules::FRAMEWORKS
+            super::framework::NAMES
                 .iter()
                 .copied()
                 .find(|fw| *fw == e.message)

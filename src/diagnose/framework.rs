@@ -5,10 +5,22 @@
 //! "Try:" lines to it (`next_steps_for` in rules.toml); unknown: the
 //! generic words.
 //!
-//! Names are `rules::FRAMEWORKS`. A serving stack (vLLM, TensorRT, Triton
+//! Names are `NAMES`. A serving stack (vLLM, TensorRT, Triton
 //! server, ONNX Runtime) is listed beside the framework it runs on.
 
 use std::collections::BTreeSet;
+
+/// Every framework this module can name (`framework.<name>` features,
+/// `next_steps_for.<name>` in rules).
+pub const NAMES: &[&str] = &[
+    "torch",
+    "jax",
+    "tensorflow",
+    "vllm",
+    "tensorrt",
+    "triton_server",
+    "onnxruntime",
+];
 
 /// Path fragments of mapped libraries, and the framework each one means.
 /// Only libraries a framework loads itself: OpenAI's Triton compiler

@@ -404,7 +404,7 @@ pub fn has_gpm(run: &dyn MetricSource) -> bool {
 /// The framework a run was detected to use (`features::framework_features`
 /// sets `framework.<name>` to 1), when exactly one was.
 pub fn framework_of(run: &dyn MetricSource) -> Option<&'static str> {
-    let found: Vec<&'static str> = rules::FRAMEWORKS
+    let found: Vec<&'static str> = framework::NAMES
         .iter()
         .copied()
         .filter(|fw| {

@@ -28,17 +28,8 @@ pub const FIELDS: &[&str] = &[
     "enabled",
 ];
 
-/// Frameworks `next_steps_for` may name: what `crate::framework` detects
-/// in a recorded target (its mapped libraries, its command line).
-pub const FRAMEWORKS: &[&str] = &[
-    "torch",
-    "jax",
-    "tensorflow",
-    "vllm",
-    "tensorrt",
-    "triton_server",
-    "onnxruntime",
-];
+/// Frameworks `next_steps_for` may name (`framework::NAMES`).
+pub use super::framework::NAMES as FRAMEWORKS;
 
 /// Reading order given to user rules that do not say.
 pub const DEFAULT_USER_ORDER: u32 = 5;
