@@ -255,6 +255,64 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Open the output `what` (`watch --alerts`) for appending, a line at a
+/// time, creating it if missing. The streaming twin of `write_output`
+/// (whose whole-file rename cannot append): refused are a path that is not
+/// a regular file (a FIFO without a reader would block for ever: the open
+/// does not block, `O_NONBLOCK`, and the type is checked on the opened
+/// descriptor), a symbolic link (`O_NOFOLLOW`: never written through), and
+/// one of the command's `inputs` under any name (checked on the
+/// descriptor too, so a rename in between changes nothing).
+pub fn open_append_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<File> {
+    let refuse = |why: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to write {what} '{}': {why}", path.display()),
+        )
+    };
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if m.file_type().is_symlink() {
+            return Err(refuse(
+                "it is a symbolic link, which gate does not append through; give the real path"
+                    .into(),
+            ));
+        }
+    }
+    check_output(path, what, inputs)?;
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refuse(
+                "it is a symbolic link, which gate does not append through; give the real path"
+                    .into(),
+            ),
+            Some(libc::ENXIO) => {
+                refuse("it is a FIFO with no reader; choose a regular file".into())
+            }
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "it is {}, not a regular file; choose another path",
+            kind_of(&meta)
+        )));
+    }
+    for input in inputs {
+        if identity(input) == Some((meta.dev(), meta.ino())) {
+            return Err(refuse(format!(
+                "it is the input '{}'; write the output somewhere else",
+                input.display()
+            )));
+        }
+    }
+    Ok(file)
+}
+
 /// ELOOP from `O_NOFOLLOW` says "too many levels of symbolic links"; say
 /// what it means here.
 fn no_symlink_message(e: io::Error, path: &Path) -> io::Error {
@@ -406,6 +464,38 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.contains("gate-tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn appended_outputs_refuse_fifos_links_and_inputs_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        // No reader: returns at once with a refusal, never blocks.
+        let err = open_append_output(&fifo, "--alerts", &[]).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+        let input = dir.path().join("t.jsonl");
+        std::fs::write(&input, "keep\n").unwrap();
+        let alias = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&input, &alias).unwrap();
+        for out in [&input, &alias] {
+            let err = open_append_output(out, "--alerts", &[&input]).unwrap_err();
+            assert!(err.to_string().contains("is the input"), "{err}");
+        }
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep\n").unwrap();
+        let link = dir.path().join("alerts.jsonl");
+        symlink(&victim, &link).unwrap();
+        let err = open_append_output(&link, "--alerts", &[]).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), "keep\n");
+        // A regular file is appended to, not replaced.
+        let ok = dir.path().join("ok.jsonl");
+        std::fs::write(&ok, "a\n").unwrap();
+        let mut f = open_append_output(&ok, "--alerts", &[&input]).unwrap();
+        f.write_all(b"b\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&ok).unwrap(), "a\nb\n");
     }
 
     #[test]

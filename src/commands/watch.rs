@@ -13,11 +13,12 @@
 use super::measure::parse_duration;
 use crate::config::Config;
 use crate::console::Echo;
-use crate::diagnose::RuleSet;
+use crate::diagnose::{RuleSet, Severity};
 use crate::error::GateError;
+use crate::limits::duration_text;
 use crate::record::{self, RecordPlan};
 use crate::trace::{Record, Trace};
-use crate::watch::{Alert, WindowEngine};
+use crate::watch::{Alert, WatchPlan, WindowEngine};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,15 +67,22 @@ pub struct WatchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "1m", value_name = "DURATION")]
     pub window: Duration,
 
-    /// How often the windows are evaluated
+    /// How often the windows are evaluated (at least the sampling interval, at most the
+    /// shortest window)
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
     pub eval_every: Duration,
 
-    /// Append alerts as JSON lines to FILE instead of stdout
+    /// Alert only on rules of this severity or higher: info, low, medium, high (low: every
+    /// warning; info rules describe normal behaviour, docs/rules.md)
+    #[arg(long, value_parser = parse_min_severity, default_value = "low", value_name = "SEVERITY")]
+    pub min_severity: Severity,
+
+    /// Append alerts as JSON lines to FILE instead of stdout (a regular file; never an
+    /// input, a FIFO or a symbolic link)
     #[arg(long, value_name = "FILE")]
     pub alerts: Option<PathBuf>,
 
-    /// Stop at the first alert with exit code 1 (for CI jobs)
+    /// Stop at the first alert (at or above --min-severity) with exit code 1 (for CI jobs)
     #[arg(long)]
     pub exit_on_alert: bool,
 
@@ -113,12 +121,24 @@ impl Sink {
     }
 }
 
+fn parse_min_severity(s: &str) -> Result<Severity, String> {
+    crate::diagnose::rules::parse_severity(s.trim()).ok_or_else(|| {
+        format!(
+            "'{}' is not a severity; use info, low, medium or high",
+            s.escape_debug()
+        )
+    })
+}
+
 pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     let config_path = args.config.clone().unwrap_or_else(|| "gate.toml".into());
     let config = Config::load(&config_path, args.config.is_some())?;
     let rules = config.rule_set()?;
+    check_cadence(&args, &rules, None)?;
+    let mut inputs: Vec<&Path> = args.replay.iter().map(PathBuf::as_path).collect();
+    inputs.push(&config_path);
     let mut sink = Sink {
-        json: alerts_output(args.alerts.as_deref())?,
+        json: alerts_output(args.alerts.as_deref(), &inputs)?,
         fired: 0,
     };
     if !args.replay.is_empty() {
@@ -137,27 +157,142 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     watch_live(&args, pid, &rules, &mut sink)
 }
 
-/// Where JSON alerts go: appended to `--alerts FILE`, else stdout.
-fn alerts_output(path: Option<&Path>) -> Result<Box<dyn Write>, GateError> {
+/// Refuse cadences that make no sense: an evaluation more often than
+/// samples arrive (`interval_ms`: the trace's, or `--interval` live)
+/// re-reads the same window; one less often than the shortest window
+/// leaves samples that no evaluation ever looks at. The window/evaluation
+/// ratio itself costs nothing: windows are incremental (`watch::window`).
+fn check_cadence(
+    args: &WatchArgs,
+    rules: &RuleSet,
+    trace_interval: Option<(&Path, Duration)>,
+) -> Result<(), GateError> {
+    let every = args.eval_every;
+    if every.is_zero() {
+        return Err(GateError::usage(
+            "--eval-every 0 evaluates without end; use e.g. --eval-every 5s",
+        ));
+    }
+    let (interval, whose) = match trace_interval {
+        Some((path, i)) => (i, format!("the sampling interval of '{}'", path.display())),
+        None if args.replay.is_empty() => (
+            args.interval
+                .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
+            "--interval".to_string(),
+        ),
+        None => (Duration::ZERO, String::new()),
+    };
+    if every < interval {
+        return Err(GateError::usage(format!(
+            "--eval-every {} is shorter than {whose} ({}): the windows change only when a sample arrives; use --eval-every {} or more",
+            duration_text(every),
+            duration_text(interval),
+            duration_text(interval)
+        )));
+    }
+    let shortest = rules
+        .rules()
+        .iter()
+        .filter(|r| r.enabled && r.severity >= args.min_severity)
+        .map(|r| {
+            (
+                r.hold_for.unwrap_or(args.window),
+                r.hold_for.map(|_| r.name.as_str()),
+            )
+        })
+        .min_by_key(|w| w.0);
+    if let Some((w, rule)) = shortest {
+        if every > w {
+            let which = match rule {
+                Some(name) => format!("rule '{name}''s for = \"{}\"", duration_text(w)),
+                None => format!("the {} --window", duration_text(w)),
+            };
+            return Err(GateError::usage(format!(
+                "--eval-every {} is longer than {which}: samples between evaluations would never be looked at; use --eval-every {} or less",
+                duration_text(every),
+                duration_text(w)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where JSON alerts go: appended to `--alerts FILE` (through the safe
+/// output path: never an input, a FIFO or a link), else stdout.
+fn alerts_output(path: Option<&Path>, inputs: &[&Path]) -> Result<Box<dyn Write>, GateError> {
     Ok(match path {
         Some(p) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| {
-                    GateError::usage(format!(
+            crate::files::open_append_output(p, "--alerts", inputs).map_err(|e| {
+                crate::files::output_error(
+                    format!(
                         "cannot open '{}' for alerts: {e}; choose a writable --alerts file",
                         p.display()
-                    ))
-                })?,
+                    ),
+                    &e,
+                )
+            })?,
         ),
         None => Box::new(std::io::stdout()),
     })
 }
 
+fn plan(args: &WatchArgs) -> WatchPlan {
+    WatchPlan {
+        default_window: args.window,
+        eval_every: args.eval_every,
+        min_severity: args.min_severity,
+    }
+}
+
 fn new_engine(h: &crate::trace::Header, rules: &RuleSet, args: &WatchArgs) -> WindowEngine {
-    WindowEngine::new(h.clone(), rules.clone(), args.window, args.eval_every)
+    WindowEngine::new(h.clone(), rules.clone(), plan(args))
+}
+
+/// Say on stderr which windows never filled, and what would fill them: a
+/// watch that is silent because it never evaluated looks like a healthy one.
+fn report_unfilled(engine: &WindowEngine, args: &WatchArgs, what: &str) {
+    let span_ms = engine.longest_span_ms();
+    // The longest whole-second window the data covered.
+    let fits = Duration::from_secs((span_ms / 1000.0).floor() as u64);
+    let held = if engine.steady_samples() == 0 {
+        format!("{what} held no sample after warm-up")
+    } else {
+        format!(
+            "{what} covered {} s without a gap (warm-up and the last {} s held back excluded)",
+            crate::format::number(span_ms / 1000.0),
+            crate::format::number(crate::watch::HOLD_BACK_MS / 1000.0)
+        )
+    };
+    for (len, names) in engine.unfilled() {
+        let default = len == args.window;
+        let who = if default {
+            format!(
+                "the {} window (--window) never filled, so no rule without a `for` was evaluated",
+                duration_text(len)
+            )
+        } else {
+            format!(
+                "the {} window of rule(s) {} (their `for`) never filled, so they were never evaluated",
+                duration_text(len),
+                crate::escape::terminal(&names.join(", "))
+            )
+        };
+        let fix = if fits.is_zero() {
+            "record longer, or mark less of it warm-up".to_string()
+        } else if default {
+            format!(
+                "pass --window {} (any window up to {} fills)",
+                duration_text(fits.min(Duration::from_secs(10))),
+                duration_text(fits)
+            )
+        } else {
+            format!(
+                "shorten their `for` in gate.toml to {} or less",
+                duration_text(fits)
+            )
+        };
+        crate::gate_eprintln!("gate watch: {who}: {held}; {fix}");
+    }
 }
 
 /// Feed recorded traces, one after the other on one time axis, to the
@@ -167,6 +302,11 @@ fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<
     let mut offset_ms = 0.0;
     for path in &args.replay {
         let trace = Trace::load(path)?;
+        check_cadence(
+            args,
+            rules,
+            Some((path, Duration::from_millis(trace.header.interval_ms))),
+        )?;
         let e = engine.get_or_insert_with(|| new_engine(&trace.header, rules, args));
         e.start_segment(&trace.header, offset_ms);
         let mut stop = false;
@@ -180,6 +320,9 @@ fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<
         }
         offset_ms +=
             trace.times_ms.last().copied().unwrap_or(0.0) + trace.header.interval_ms as f64;
+    }
+    if let Some(e) = &engine {
+        report_unfilled(e, args, "the replay");
     }
     Ok(crate::exit_code::PASS)
 }
@@ -297,6 +440,9 @@ fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> a
             return Ok(crate::exit_code::REGRESSION);
         }
         segment += 1;
+    }
+    if let Some(e) = &engine {
+        report_unfilled(e, args, "the watch");
     }
     Ok(if args.exit_on_alert && sink.fired > 0 {
         crate::exit_code::REGRESSION

@@ -171,6 +171,15 @@ impl RuleSet {
         &self.rules
     }
 
+    /// The rules for which `keep` holds, with the same vocabulary (`gate
+    /// watch` evaluates the rules of one window length together).
+    pub fn only(&self, keep: impl Fn(&rules::Rule) -> bool) -> RuleSet {
+        RuleSet {
+            rules: self.rules.iter().filter(|r| keep(r)).cloned().collect(),
+            vocab: self.vocab.clone(),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&rules::Rule> {
         self.rules.iter().find(|r| r.name == name)
     }
