@@ -374,6 +374,13 @@ fn without_gpm_the_causes_nvml_can_show_are_named_and_the_table_is_documented() 
         format!("Without GPM, {right} of {total} pathologies have their cause ranked first");
     // The target: at least 4 in 5.
     assert!(right * 5 >= total * 4, "{summary}");
+    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+    assert!(
+        readme.contains(&format!(
+            "cause is ranked first for {right} of {total} pathologies of the scoreboard's five"
+        )),
+        "README.md's count without GPM is out of date: {summary}"
+    );
     let doc = std::fs::read_to_string(format!("{ROOT}/docs/rules.md")).unwrap();
     assert!(
         doc.contains(&table) && doc.contains(&summary),

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Record the JAX hold-out (fixtures/workloads/jax_train.py) on one GPU, each
+# run twice: with GPM (as every fixture so far) and with `gate record
+# --no-gpm` (what an A100, L4 or T4 records). Four healthy runs (baseline
+# and false-alarm check) and one run of each pathology; the causes a right
+# diagnosis names first are written in jax_train.py before the recording.
+# Every run is under `timeout -k`, the whole under a time budget (runs past
+# it are skipped and said so in status.tsv); traces and logs are packed into
+# $OUT/holdout-jax.tgz after every run, so a cut session keeps what it had.
+#
+# Usage (repository root, after `cargo build --release`; carry target/release/gate):
+#   bash scripts/record-jax-holdout.sh            # everything (fits in 8 minutes)
+#   bash scripts/record-jax-holdout.sh --dry-run  # print every command, run nothing
+#   bash scripts/record-jax-holdout.sh smoke      # jax_train.py --tiny on the CPU, no gate
+# Environment: OUT (default ./record-out), GATE (default target/release/gate),
+# PYTHON (python3), SECONDS_PER_RUN (measured loop, default 10), BUDGET_S
+# (default 450: no run starts after it), RUN_TIMEOUT_S (default 45).
+set -u -o pipefail
+
+GATE="${GATE:-target/release/gate}"
+PYTHON="${PYTHON:-python3}"
+SECS="${SECONDS_PER_RUN:-10}"
+BUDGET_S="${BUDGET_S:-450}"
+RUN_TIMEOUT_S="${RUN_TIMEOUT_S:-45}"
+OUT="${OUT:-$PWD/record-out}"
+SCRIPT=fixtures/workloads/jax_train.py
+FAMILY=jax
+PATHOLOGIES="recompile remat hostsync fp32 small-batch"
+# (name mode seed), in recording order: healthy runs first and last, so
+# that a drift over the session shows in the healthy runs.
+RUNS="healthy-1:healthy:1 healthy-2:healthy:2 recompile:recompile:1 remat:remat:1
+hostsync:hostsync:1 fp32:fp32:1 small-batch:small-batch:1 healthy-3:healthy:3 healthy-4:healthy:4"
+
+DRY=0
+MODE=record
+case "${1:-}" in
+    "") ;;
+    --dry-run) DRY=1 ;;
+    smoke) MODE=smoke ;;
+    *) echo "usage: record-jax-holdout.sh [--dry-run | smoke]" >&2; exit 2 ;;
+esac
+
+# run CMD...: execute, or print in a dry run (quoted so it can be pasted).
+run() {
+    if [ "$DRY" = 1 ]; then
+        printf '%q ' "$@"
+        printf '\n'
+        return 0
+    fi
+    "$@"
+}
+
+if [ "$MODE" = smoke ]; then
+    for m in healthy $PATHOLOGIES; do
+        run "$PYTHON" "$SCRIPT" --tiny --device cpu --mode "$m" --seconds 2 --warm-steps 2
+        echo "smoke $m: exit $?" >&2
+    done
+    exit 0
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gate-jax-holdout.XXXXXX")"
+mkdir -p "$WORK/traces/gpm" "$WORK/traces/nogpm-recorded" "$WORK/logs" "$OUT"
+pack() {
+    [ "$DRY" = 1 ] && return 0
+    tar czf "$OUT/holdout-jax.tgz.tmp" -C "$WORK" traces logs \
+        && mv "$OUT/holdout-jax.tgz.tmp" "$OUT/holdout-jax.tgz"
+}
+
+if [ "$DRY" = 0 ]; then
+    GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -n1)"
+    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 2>/dev/null | head -n1)"
+    {
+        date -u +%FT%TZ
+        nvidia-smi 2>&1
+        "$PYTHON" -c 'import jax, jaxlib, optax; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "optax", optax.__version__, jax.devices())' 2>&1
+        "$GATE" --version 2>&1
+    } > "$WORK/logs/machine.txt"
+fi
+printf 'fixture\tgpm\texit_code\twall_s\n' > "$WORK/logs/status.tsv"
+START=$SECONDS
+
+# record NAME MODE SEED GPM(yes|no)
+record() {
+    local name="$1" mode="$2" seed="$3" gpm="$4"
+    local id="$FAMILY-$name" dir=gpm flags=()
+    if [ "$gpm" = no ]; then dir=nogpm-recorded; flags=(--no-gpm); fi
+    if [ $((SECONDS - START)) -ge "$BUDGET_S" ]; then
+        printf '%s\t%s\tskipped (time budget %s s)\t0\n' "$id" "$gpm" "$BUDGET_S" >> "$WORK/logs/status.tsv"
+        echo "fixture $id (GPM $gpm): skipped, past the $BUDGET_S s budget" >&2
+        return 0
+    fi
+    local note="hold-out: recorded with gate record${flags:+ ${flags[*]}} on ${GPU_NAME:-an NVIDIA GPU} (driver ${DRIVER:-?}), device machine nvidia-h200, $(date -u +%F); workload $SCRIPT --mode $mode --seed $seed --seconds $SECS"
+    local t0=$SECONDS rc
+    local cmd=(timeout -k 5 "$RUN_TIMEOUT_S" "$GATE" record "${flags[@]}"
+        -o "$WORK/traces/$dir/$id.jsonl" --warmup-until '^gate: warm' --warmup-timeout 35s
+        --duration "$((SECS + 4))s" --interval 100ms
+        --tag "workload=$FAMILY" --tag "mode=$mode" --tag "fixture=$id" --tag "gpm=$gpm"
+        --note "$note" --
+        "$PYTHON" "$SCRIPT" --mode "$mode" --seed "$seed" --seconds "$SECS")
+    if [ "$DRY" = 1 ]; then
+        run "${cmd[@]}"
+        rc=0
+    else
+        "${cmd[@]}" > "$WORK/logs/$id-gpm-$gpm.stdout" 2> "$WORK/logs/$id-gpm-$gpm.stderr"
+        rc=$?
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$id" "$gpm" "$rc" "$((SECONDS - t0))" >> "$WORK/logs/status.tsv"
+    echo "fixture $id (GPM $gpm): exit $rc after $((SECONDS - t0)) s" >&2
+    pack
+}
+
+for r in $RUNS; do
+    IFS=: read -r name mode seed <<< "$r"
+    record "$name" "$mode" "$seed" yes
+    record "$name" "$mode" "$seed" no
+done
+pack
+if [ "$DRY" = 1 ]; then
+    rm -rf "$WORK"
+else
+    cat "$WORK/logs/status.tsv" >&2
+    echo "written: $OUT/holdout-jax.tgz ($((SECONDS - START)) s)" >&2
+fi
