@@ -370,31 +370,7 @@ impl Trace {
     /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
     /// other malformed line is an error naming the file and line.
     pub fn load(path: &Path) -> Result<Trace, GateError> {
-        let file = files::open_input(path, limits::MAX_TRACE_BYTES).map_err(|e| {
-            let fix = if e.kind() == std::io::ErrorKind::NotFound {
-                "record one with 'gate record --output FILE -- CMD'"
-            } else {
-                "give a trace file written by 'gate record'"
-            };
-            GateError::bad_file(path, format!("cannot open trace: {e}; {fix}"))
-        })?;
-        let mut reader =
-            BufReader::with_capacity(1 << 20, files::Capped::new(file, limits::MAX_TRACE_BYTES));
-        // By content, not by name: `run.jsonl.zst.partial` (a recording cut
-        // short) and a renamed file read back the same.
-        let compressed = reader
-            .fill_buf()
-            .map(|b| b.starts_with(&ZSTD_MAGIC))
-            .unwrap_or(false);
-        if compressed {
-            let decoder = zstd::stream::read::Decoder::with_buffer(reader).map_err(|e| {
-                GateError::bad_file(path, format!("cannot read zstd-compressed trace: {e}"))
-            })?;
-            // The size limit holds for what the trace expands to as well.
-            let expanded = files::Capped::new(decoder, limits::MAX_TRACE_BYTES);
-            return Self::read(BufReader::with_capacity(1 << 20, expanded), path);
-        }
-        Self::read(reader, path)
+        Self::read(open_reader(path)?, path)
     }
 
     /// Read a trace from `reader`; `path` names it in messages. Beyond the
@@ -698,9 +674,76 @@ impl Trace {
     }
 }
 
+/// Open a trace file for reading, as `Trace::load` does (a regular file
+/// within the size limit; zstd-compressed or plain, told by its first
+/// bytes): for readers that stream its lines (`gate watch --replay`).
+pub fn open_reader(path: &Path) -> Result<Box<dyn BufRead>, GateError> {
+    let file = files::open_input(path, limits::MAX_TRACE_BYTES).map_err(|e| {
+        let fix = if e.kind() == std::io::ErrorKind::NotFound {
+            "record one with 'gate record --output FILE -- CMD'"
+        } else {
+            "give a trace file written by 'gate record'"
+        };
+        GateError::bad_file(path, format!("cannot open trace: {e}; {fix}"))
+    })?;
+    let mut reader =
+        BufReader::with_capacity(1 << 20, files::Capped::new(file, limits::MAX_TRACE_BYTES));
+    // By content, not by name: `run.jsonl.zst.partial` (a recording cut
+    // short) and a renamed file read back the same.
+    let compressed = reader
+        .fill_buf()
+        .map(|b| b.starts_with(&ZSTD_MAGIC))
+        .unwrap_or(false);
+    if compressed {
+        let decoder = zstd::stream::read::Decoder::with_buffer(reader).map_err(|e| {
+            GateError::bad_file(path, format!("cannot read zstd-compressed trace: {e}"))
+        })?;
+        // The size limit holds for what the trace expands to as well.
+        let expanded = files::Capped::new(decoder, limits::MAX_TRACE_BYTES);
+        return Ok(Box::new(BufReader::with_capacity(1 << 20, expanded)));
+    }
+    Ok(Box::new(reader))
+}
+
+/// One sample line parsed by the fast path `Trace::read` uses.
+#[derive(Debug, Default)]
+pub struct SampleRow {
+    pub t_ms: Vec<f64>,
+    pub warmup: Vec<bool>,
+    /// `[gpu][column]` flattened, NaN = missing.
+    pub gpu: Vec<f32>,
+    pub host: Vec<f32>,
+}
+
+/// Parse a sample line in the writer's exact shape into `row` (replacing
+/// what it held), for readers that stream (`gate watch --replay`); false
+/// when the line needs the general parser (serde, then `Record`).
+pub fn parse_sample_row(
+    line: &[u8],
+    ngpu: usize,
+    ncols: usize,
+    nhost: usize,
+    row: &mut SampleRow,
+) -> bool {
+    row.t_ms.clear();
+    row.warmup.clear();
+    row.gpu.clear();
+    row.host.clear();
+    let mut cols = fast_sample::Columns {
+        ngpu,
+        ncols,
+        nhost,
+        times_ms: &mut row.t_ms,
+        warmup: &mut row.warmup,
+        gpu_values: &mut row.gpu,
+        host_values: &mut row.host,
+    };
+    fast_sample::parse_into(line.trim_ascii_end(), &mut cols)
+}
+
 /// A record time must be a finite number of ms from 0 to
 /// `limits::MAX_TRACE_SPAN_MS` (a time of 1e13 made reports allocate 240 GB).
-fn check_time(t: f64, path: &Path, lineno: usize) -> Result<(), GateError> {
+pub fn check_time(t: f64, path: &Path, lineno: usize) -> Result<(), GateError> {
     if t.is_finite() && (0.0..=limits::MAX_TRACE_SPAN_MS).contains(&t) {
         return Ok(());
     }
@@ -747,7 +790,7 @@ pub fn read_line_capped<R: BufRead>(
     }
 }
 
-fn header_error(path: &Path, text: &str, e: serde_json::Error) -> GateError {
+pub fn header_error(path: &Path, text: &str, e: serde_json::Error) -> GateError {
     let hint = if text.contains("\"schema_version\"") && !text.contains("\"schema_version\":1,") {
         "; this trace was written by another gate version"
     } else {

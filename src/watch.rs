@@ -30,6 +30,7 @@
 //! Memory is bounded: samples older than the longest window are dropped,
 //! so a watch that runs for days holds at most one window of samples.
 
+pub mod replay;
 pub mod window;
 
 use crate::diagnose::rules::{with_unit, Rule};
@@ -934,6 +935,45 @@ severity = "low"
         let span = e.longest_span_ms();
         let last = trace.times_ms.last().unwrap();
         assert!(span > 0.0 && span <= *last, "{span}");
+    }
+
+    /// `gate watch --replay` streams the file (`replay::stream`); a live
+    /// watch pushes the records it records. Both reach the same engine and
+    /// give the same alerts as replaying the loaded trace's records.
+    #[test]
+    fn a_streamed_replay_equals_the_records_pushed_one_by_one() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/traces");
+        let r = rules(EVERY_STATISTIC);
+        for name in ["contention", "cnn-sync", "ddp-straggler-gpu", "healthy-1"] {
+            let path = dir.join(format!("{name}.jsonl"));
+            let trace = Trace::load(&path).unwrap();
+            let p = plan(6.0, 1.0, Severity::Info);
+            let (pushed, _) = replay_with(&trace, r.clone(), p, Mode::Incremental);
+            let mut engine: Option<WindowEngine> = None;
+            let mut streamed = Vec::new();
+            replay::stream(&path, &mut |item| {
+                match item {
+                    replay::Item::Header(h) => {
+                        engine = Some(WindowEngine::new(h.clone(), r.clone(), p));
+                    }
+                    replay::Item::Sample {
+                        t_ms,
+                        warmup,
+                        gpu,
+                        host,
+                    } => {
+                        streamed.extend(engine.as_mut().unwrap().push_row(t_ms, warmup, gpu, host))
+                    }
+                    replay::Item::Record(rec) => {
+                        streamed.extend(engine.as_mut().unwrap().push(rec))
+                    }
+                }
+                true
+            })
+            .unwrap();
+            assert!(!pushed.is_empty(), "{name}");
+            assert_eq!(streamed, pushed, "{name}");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::diagnose::{RuleSet, Severity};
 use crate::error::GateError;
 use crate::limits::duration_text;
 use crate::record::{self, RecordPlan};
-use crate::trace::{Record, Trace};
+use crate::trace::Record;
 use crate::watch::{Alert, WatchPlan, WindowEngine};
 use clap::Args;
 use std::io::Write;
@@ -298,28 +298,45 @@ fn report_unfilled(engine: &WindowEngine, args: &WatchArgs, what: &str) {
 /// Feed recorded traces, one after the other on one time axis, to the
 /// window engine: the alerts a live watch would have raised.
 fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<i32> {
+    use crate::watch::replay::{stream, Item};
     let mut engine: Option<WindowEngine> = None;
     let mut offset_ms = 0.0;
     for path in &args.replay {
-        let trace = Trace::load(path)?;
-        check_cadence(
-            args,
-            rules,
-            Some((path, Duration::from_millis(trace.header.interval_ms))),
-        )?;
-        let e = engine.get_or_insert_with(|| new_engine(&trace.header, rules, args));
-        e.start_segment(&trace.header, offset_ms);
-        let mut stop = false;
-        crate::watch::replay_records(&trace, |rec| {
-            sink.emit(e.push(rec));
-            stop = args.exit_on_alert && sink.fired > 0;
-            !stop
-        });
-        if stop {
+        let mut refused: Option<GateError> = None;
+        let streamed = stream(path, &mut |item| {
+            let alerts = match item {
+                Item::Header(h) => {
+                    let interval = Duration::from_millis(h.interval_ms);
+                    if let Err(e) = check_cadence(args, rules, Some((path, interval))) {
+                        refused = Some(e);
+                        return false;
+                    }
+                    engine
+                        .get_or_insert_with(|| new_engine(h, rules, args))
+                        .start_segment(h, offset_ms);
+                    return true;
+                }
+                Item::Sample {
+                    t_ms,
+                    warmup,
+                    gpu,
+                    host,
+                } => engine
+                    .as_mut()
+                    .map(|e| e.push_row(t_ms, warmup, gpu, host))
+                    .unwrap_or_default(),
+                Item::Record(rec) => engine.as_mut().map(|e| e.push(rec)).unwrap_or_default(),
+            };
+            sink.emit(alerts);
+            !(args.exit_on_alert && sink.fired > 0)
+        })?;
+        if let Some(e) = refused {
+            return Err(e.into());
+        }
+        if streamed.stopped {
             return Ok(crate::exit_code::REGRESSION);
         }
-        offset_ms +=
-            trace.times_ms.last().copied().unwrap_or(0.0) + trace.header.interval_ms as f64;
+        offset_ms += streamed.last_t_ms + streamed.interval_ms as f64;
     }
     if let Some(e) = &engine {
         report_unfilled(e, args, "the replay");
