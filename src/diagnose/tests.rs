@@ -421,3 +421,44 @@ fn framework_steps_name_known_frameworks_and_rules_without_them_stay_generic() {
         .to_string();
     assert!(e.contains("unknown framework 'pytorch'"), "{e}");
 }
+
+/// More GPU work per unit of output: the same kernels as busy as before
+/// while the benchmark's declared rate fell by a quarter (recompute). Not
+/// without the declared number, and not when the rate barely moved.
+#[test]
+fn more_work_per_unit_needs_the_declared_rate() {
+    let rs = RuleSet::builtin();
+    let with_rate = |seed_sig: &Signature, rate: Option<f64>| {
+        let mut r = run_of(seed_sig, 1);
+        if let Some(v) = rate {
+            r.features.insert(features::WORK_RATE.to_string(), v);
+        }
+        r
+    };
+    let healthy = Signature::healthy();
+    let base = with_rate(&healthy, Some(1000.0));
+    let fired =
+        |new: &RunSummary| names(&rs.explain_change(&base, new)).contains(&"more_work_per_unit");
+    assert!(fired(&with_rate(&healthy, Some(750.0))));
+    assert!(
+        !fired(&with_rate(&healthy, Some(950.0))),
+        "5 % is within healthy spread"
+    );
+    assert!(
+        !fired(&with_rate(&healthy, None)),
+        "no declared rate, nothing to compare"
+    );
+}
+
+#[test]
+fn an_unexplained_change_says_how_to_declare_the_work_rate() {
+    let moved = [("samples_per_s".to_string(), Some(-20.0))];
+    let undeclared = super::unexplained(&moved, false);
+    assert_eq!(undeclared.next_steps[0], super::UNDECLARED_WORK_RATE);
+    assert!(undeclared.next_steps[0].contains("[user_metrics."));
+    let declared = super::unexplained(&moved, true);
+    assert!(!declared
+        .next_steps
+        .iter()
+        .any(|s| s.contains("could not be checked")));
+}
