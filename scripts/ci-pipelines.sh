@@ -101,7 +101,8 @@ if [ "${GATE_CI_RELEASE:-1}" = "1" ]; then
   wheel="gpugate-$version-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
   audit="$(auditwheel show "target/dist/$wheel")"
   echo "$audit"
-  grep -q 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' <<<"$audit" \
+  # auditwheel wraps its lines: compare with the whitespace squeezed.
+  tr -s ' \n' '  ' <<<"$audit" | grep -q 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' \
     || { echo "ci-pipelines: auditwheel does not call $wheel manylinux_2_17_x86_64" >&2; exit 1; }
   # Installed the way the templates install it: pinned version and hash,
   # into a fresh virtual environment (no index: the file is right here).

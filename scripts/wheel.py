@@ -41,6 +41,8 @@ MANYLINUX2014_LIBS = {
     "libc.so.6", "libnsl.so.1", "libutil.so.1", "libpthread.so.0", "libresolv.so.2",
     "libX11.so.6", "libXext.so.6", "libXrender.so.1", "libICE.so.6", "libSM.so.6",
     "libGL.so.1", "libgobject-2.0.so.0", "libgthread-2.0.so.0", "libglib-2.0.so.0",
+    # glibc's dynamic loaders (the ELF interpreter): part of glibc itself.
+    "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
 }
 ARCHES = {"x86_64", "aarch64"}
 

@@ -445,7 +445,7 @@ pub(crate) mod tests {
         Baseline {
             schema_version: SCHEMA_VERSION,
             name: "demo".into(),
-            gate_version: "0.1.0".into(),
+            gate_version: crate::GATE_VERSION.into(),
             created: "2026-11-29T10:00:00Z".into(),
             commit: Some("abc123".into()),
             tags: BTreeMap::from([("model".to_string(), "resnet \"50\"".to_string())]),
