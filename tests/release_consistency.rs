@@ -51,8 +51,10 @@ fn stated_in() -> Vec<PathBuf> {
 /// Every `X.Y.Z` (with an optional `-pre`) in `line`, not part of a longer
 /// dotted number (an IP address, a four-part version).
 fn versions_in(line: &str) -> Vec<String> {
-    let re =
-        regex::Regex::new(r"[0-9]+\.[0-9]+\.[0-9]+(-(?:rc|alpha|beta|pre|dev)\.?[0-9]+)?").unwrap();
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r"[0-9]+\.[0-9]+\.[0-9]+(-(?:rc|alpha|beta|pre|dev)\.?[0-9]+)?").unwrap()
+    });
     re.find_iter(line)
         .filter(|m| {
             let before = line[..m.start()].chars().next_back();
@@ -177,12 +179,22 @@ fn rust_version_is_what_the_locked_crates_need() {
         .find_map(|l| l.strip_prefix("host: "))
         .expect("rustc -vV names the host")
         .to_string();
-    let out = std::process::Command::new(cargo)
-        .current_dir(ROOT)
-        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
-        .args(["--filter-platform", &host])
-        .output()
-        .unwrap();
+    let metadata = |offline: bool| {
+        let mut c = std::process::Command::new(&cargo);
+        c.current_dir(ROOT)
+            .args(["metadata", "--locked", "--format-version", "1"])
+            .args(["--filter-platform", &host]);
+        if offline {
+            c.arg("--offline");
+        }
+        c.output().unwrap()
+    };
+    // Offline first (what the build downloaded is enough); a registry
+    // cache without some manifest asks the registry once.
+    let mut out = metadata(true);
+    if !out.status.success() {
+        out = metadata(false);
+    }
     assert!(
         out.status.success(),
         "cargo metadata failed: {}",
