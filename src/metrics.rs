@@ -326,6 +326,61 @@ pub const WALL_TIME: MetricDef = m(
     "Wall time of the benchmark command after its warm-up",
 );
 
+/// What a metric is called where people read it (diagnosis tables, prose):
+/// short, no unit, no internal id. Every catalogue metric has one (a unit
+/// test checks); a benchmark's own metric is called by its id.
+pub fn label(id: &str) -> &str {
+    match id {
+        "gpu_busy_pct" => "GPU busy",
+        "mem_busy_pct" => "memory controller busy",
+        "sm_clock_mhz" => "SM clock",
+        "mem_clock_mhz" => "memory clock",
+        "throttle_power_pct" => "samples power-capped",
+        "throttle_thermal_pct" => "samples thermally throttled",
+        "throttle_other_pct" => "samples otherwise throttled",
+        "power_w" => "board power",
+        "energy_j" => "energy",
+        "temperature_c" => "GPU temperature",
+        "mem_used_mib" => "GPU memory in use",
+        "mem_used_pct" => "GPU memory in use (share)",
+        "target_mem_mib" => "GPU memory of the benchmark",
+        "processes" => "processes on the GPU",
+        "other_processes" => "other processes on the GPU",
+        "target_sm_share_pct" => "benchmark's SM share",
+        "other_sm_share_pct" => "others' SM share",
+        "graphics_pct" => "graphics engine active",
+        "sm_active_pct" => "SM active",
+        "sm_occupancy_pct" => "SM occupancy",
+        "integer_pct" => "integer pipe",
+        "tensor_pct" => "tensor activity",
+        "dfma_tensor_pct" => "FP64 tensor activity",
+        "hmma_tensor_pct" => "FP16/BF16 tensor activity",
+        "imma_tensor_pct" => "integer tensor activity",
+        "dram_pct" => "DRAM bandwidth",
+        "fp64_pct" => "FP64 pipe",
+        "fp32_pct" => "FP32 pipe",
+        "fp16_pct" => "FP16 pipe",
+        "pcie_tx_mib_s" => "PCIe from the GPU",
+        "pcie_rx_mib_s" => "PCIe to the GPU",
+        "nvlink_tx_mib_s" => "NVLink out",
+        "nvlink_rx_mib_s" => "NVLink in",
+        "target_cpu_pct" => "benchmark CPU",
+        "target_cpu_user_pct" => "benchmark user CPU",
+        "target_cpu_sys_pct" => "benchmark system CPU",
+        "target_rss_mib" => "benchmark resident memory",
+        "target_threads" => "benchmark threads",
+        "target_processes" => "benchmark processes",
+        "target_read_mib_s" => "benchmark storage reads",
+        "target_write_mib_s" => "benchmark storage writes",
+        "target_ctx_switches_per_s" => "benchmark context switches",
+        "target_vol_ctx_switches_per_s" => "benchmark blocking waits",
+        "host_cpu_busy_pct" => "machine CPU busy",
+        "host_iowait_pct" => "machine iowait",
+        "wall_time_s" => "wall time",
+        other => other,
+    }
+}
+
 pub fn find(id: &str) -> Option<&'static MetricDef> {
     GPU_METRICS
         .iter()
@@ -350,6 +405,13 @@ pub fn all() -> impl Iterator<Item = &'static MetricDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_metric_has_a_human_label() {
+        for d in all() {
+            assert_ne!(label(d.id), d.id, "{} has no label in metrics::label", d.id);
+        }
+    }
 
     #[test]
     fn ids_are_unique_and_neutral_metrics_are_never_gated() {

@@ -278,8 +278,25 @@ impl BaselineMetric {
 }
 
 impl MetricSource for Baseline {
+    /// A judged statistic of a repeated baseline is the mean of its runs'
+    /// values, the number the verdict table shows as "baseline"
+    /// (`Observation::from_baseline`), so a diagnosis never cites 179 %
+    /// for a baseline the table prints as 178.9 %. Other statistics
+    /// (stdev, n) read the pooled samples.
     fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
-        self.metric(metric, gpu)?.get_named(stat)
+        let m = self.metric(metric, gpu)?;
+        match Statistic::parse(stat) {
+            Some(s) if !m.runs.is_empty() => {
+                let vals: Vec<f64> = m
+                    .runs
+                    .iter()
+                    .map(|r| r.get(s))
+                    .filter(|v| v.is_finite())
+                    .collect();
+                (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+            }
+            _ => m.get_named(stat),
+        }
     }
 
     fn feature(&self, name: &str) -> Option<f64> {

@@ -56,6 +56,36 @@ pub const NAMES: &[&str] = &[
 /// `gpu_busy_pct.mean / benchmark.work_rate`.
 pub const WORK_RATE: &str = "benchmark.work_rate";
 
+/// What a feature is called where people read it (diagnosis tables): every
+/// name of `NAMES` has one (a unit test checks).
+pub fn label(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "gpu_busy_pct.idle_frac" => "share of samples with the GPU idle",
+        "gpu_busy_pct.saturated_frac" => "share of samples with the GPU saturated",
+        "gpu_busy_pct.cv" => "variation of GPU busy (CV)",
+        "gpu_busy_pct.idle_gaps_per_min" => "idle gaps of the GPU",
+        "gpu_busy_pct.idle_gap_mean_s" => "mean idle gap of the GPU",
+        "gpu_busy_pct.gap_regularity" => "regularity of the idle gaps",
+        "gpu_busy_pct.periodicity" => "periodicity of GPU busy",
+        "gpu_busy_pct.period_s" => "period of the busy pattern",
+        "gpu_busy_pct.gpu_spread" => "GPU busy, spread between GPUs",
+        "gpu_busy_pct.straggler_gpu" => "GPU with the lowest busy",
+        "sm_active_pct.busy_ratio" => "SM active per busy second",
+        "sm_active_pct.starved_frac" => "share of samples busy with idle SMs",
+        "sm_active_pct.gpu_spread" => "SM active, spread between GPUs",
+        "tensor_pct.gpu_spread" => "tensor activity, spread between GPUs",
+        "target_cpu_pct.cores" => "cores the benchmark used",
+        "target_cpu_pct.busy_when_gpu_idle" => "benchmark CPU busy while the GPU idled",
+        "host_cpu_busy_pct.others_pct" => "CPU used by other work",
+        "other_processes.distinct_pids" => "distinct other processes on the GPU",
+        "xid.count" => "Xid events",
+        "gpm.invalid_count" => "invalid GPM readings",
+        "benchmark.work_rate" => "the benchmark's rate of work",
+        n if n.starts_with("framework.") => "framework found (1 = yes)",
+        _ => return None,
+    })
+}
+
 /// Below this GPU busy (%) a sample counts as idle (the brief's threshold).
 pub const IDLE_BUSY_PCT: f64 = 10.0;
 /// At or above this GPU busy (%) a sample counts as saturated.
@@ -515,6 +545,13 @@ fn mean_finite(v: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::synthetic::{self, Signature};
+
+    #[test]
+    fn every_feature_has_a_human_label() {
+        for n in NAMES {
+            assert!(label(n).is_some(), "{n} has no label in features::label");
+        }
+    }
 
     /// Features over the trace's own steady window.
     fn compute(trace: &Trace) -> BTreeMap<String, f64> {

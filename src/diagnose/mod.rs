@@ -20,6 +20,7 @@
 //! threshold the condition is. `score` encodes exactly that order:
 //! `100 * severity + 10 * (9 - order) + 9 * margin`, margin in 0..1.
 
+pub mod audit;
 pub mod dsl;
 pub mod features;
 pub mod framework;
@@ -41,6 +42,12 @@ pub enum Severity {
 }
 
 /// One fired rule with the numbers that made it fire.
+///
+/// What people read is structured: the headline (`title`), the
+/// explanation, the evidence table (`rows`: the numbers the text cites and
+/// those of the rule's evidence that are known, and for a change moved),
+/// then the next steps. Every reporter lays out those parts; none prints
+/// `evidence` (the rule's expressions, kept for machines and rule authors).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// Rule name, e.g. "tensor_cores_unused".
@@ -48,28 +55,157 @@ pub struct Finding {
     pub severity: Severity,
     /// Short headline, e.g. "Matrix math is not on tensor cores".
     pub title: String,
-    /// Evidence lines, e.g. "tensor_pct.mean 94.1 -> 0.3".
+    /// Evidence lines by expression, e.g. "tensor_pct.mean 94.1 -> 0.3".
     pub evidence: Vec<String>,
-    /// Plain-words explanation.
+    /// Plain-words explanation; each number it shows is in `rows`.
     pub explanation: String,
     /// Concrete things to try.
     pub next_steps: Vec<String>,
     /// Ranking score (higher first).
     pub score: f64,
+    /// The evidence table: known values only, human names.
+    #[serde(default)]
+    pub rows: Vec<EvidenceRow>,
 }
 
+/// One row of a finding's evidence table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceRow {
+    /// What the number is, for people: "GPU busy", "SM active per busy second".
+    pub label: String,
+    /// The rule's expression, e.g. "gpu_busy_pct.mean".
+    pub expr: String,
+    /// The baseline's value (a change); None for one run's diagnosis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<f64>,
+    pub value: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl EvidenceRow {
+    /// The baseline's value as the text prints it, when comparing.
+    pub fn baseline_text(&self) -> Option<String> {
+        self.baseline
+            .map(|b| rules::value_text(b, self.unit.as_deref()))
+    }
+
+    /// The (new) value as the text prints it.
+    pub fn value_text(&self) -> String {
+        rules::value_text(self.value, self.unit.as_deref())
+    }
+
+    /// "99.88 % -> 82.2 %" for a change, "82.2 %" for one run.
+    pub fn change_text(&self) -> String {
+        match self.baseline_text() {
+            Some(b) => format!("{b} -> {}", self.value_text()),
+            None => self.value_text(),
+        }
+    }
+}
+
+/// Width plain-text findings wrap their explanation at.
+pub const TEXT_WIDTH: usize = 100;
+
 impl Finding {
-    /// One paragraph for JUnit failure text, Markdown and terminal output.
+    /// Plain text for JUnit failure text and terminal output: the headline,
+    /// the explanation (wrapped), the evidence table, then "Try:" and the
+    /// next steps, one a line. Markdown and HTML lay out the same parts.
     pub fn text(&self) -> String {
-        let mut s = format!("{}: {}", self.title, self.explanation);
-        if !self.evidence.is_empty() {
-            s.push_str(&format!(" Evidence: {}.", self.evidence.join("; ")));
+        self.text_lines(&|s| s.to_string()).join("\n")
+    }
+
+    /// The lines of `text`, each part passed through `esc` (the sink's
+    /// escaping) before it is laid out, so a line break inside a part
+    /// cannot forge a line.
+    pub fn text_lines(&self, esc: &dyn Fn(&str) -> String) -> Vec<String> {
+        let mut lines = vec![esc(&self.title)];
+        lines.extend(wrap(&esc(&self.explanation), TEXT_WIDTH));
+        let cells: Vec<(String, String)> = self
+            .rows
+            .iter()
+            .map(|r| (esc(&r.label), esc(&r.change_text())))
+            .collect();
+        let width = cells
+            .iter()
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (label, change) in cells {
+            lines.push(format!("  {label:<width$}  {change}"));
         }
         if !self.next_steps.is_empty() {
-            s.push_str(&format!(" Try: {}.", self.next_steps.join("; ")));
+            lines.push("Try:".to_string());
+            for step in &self.next_steps {
+                lines.push(format!("  - {}", esc(step)));
+            }
         }
-        s
+        lines
     }
+}
+
+/// Greedy word wrap at `width` characters (a longer word gets its own line).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The evidence table of a finding: the expressions its text shows (in
+/// reading order), then the rule's evidence; each once, known values only
+/// (a change: known on both sides), and of the rule's own evidence, for a
+/// change, only what moved (what the text shows stays even when it did not
+/// move: the text cites it).
+fn evidence_rows(
+    shown: &[dsl::Expr],
+    evidence: &[(String, dsl::Expr)],
+    baseline: Option<&dyn MetricSource>,
+    new: &dyn MetricSource,
+) -> Vec<EvidenceRow> {
+    let mut rows: Vec<EvidenceRow> = Vec::new();
+    let candidates = shown
+        .iter()
+        .map(|e| (e, true))
+        .chain(evidence.iter().map(|(_, e)| (e, false)));
+    for (e, cited) in candidates {
+        let expr = e.to_string();
+        if rows.iter().any(|r| r.expr == expr) {
+            continue;
+        }
+        let Some(value) = dsl::eval_num(e, new, None) else {
+            continue;
+        };
+        let before = baseline.and_then(|b| dsl::eval_num(e, b, None));
+        let unit = rules::unit_of(e).map(str::to_string);
+        if baseline.is_some() && !cited {
+            let moved = before.is_some_and(|b| {
+                rules::value_text(b, unit.as_deref()) != rules::value_text(value, unit.as_deref())
+            });
+            if !moved {
+                continue;
+            }
+        }
+        rows.push(EvidenceRow {
+            label: rules::label_of(e),
+            expr,
+            baseline: before,
+            value,
+            unit,
+        });
+    }
+    rows
 }
 
 /// The built-in rules, embedded at build time.
@@ -206,7 +342,9 @@ impl RuleSet {
                         )
                     })
                     .collect();
-                let mut f = finding(r, evidence, r.explanation.render(None, run), margin);
+                let (explanation, shown) = r.explanation.render_used(None, run);
+                let rows = evidence_rows(&shown, &r.evidence, None, run);
+                let mut f = finding(r, evidence, explanation, rows, margin);
                 f.next_steps = next_steps_for(r, run);
                 Some(f)
             })
@@ -271,11 +409,15 @@ impl RuleSet {
                     })
                     .collect();
                 let text = if gpm { None } else { r.change_nogpm.as_ref() };
-                let explanation = match text.or(r.change.as_ref()) {
-                    Some(t) => capitalise(&t.render(Some(baseline), &change)),
-                    None => r.explanation.render(Some(baseline), &change),
+                let (explanation, shown) = match text.or(r.change.as_ref()) {
+                    Some(t) => {
+                        let (text, shown) = t.render_used(Some(baseline), &change);
+                        (capitalise(&text), shown)
+                    }
+                    None => r.explanation.render_used(Some(baseline), &change),
                 };
-                let mut f = finding(r, evidence, explanation, margin);
+                let rows = evidence_rows(&shown, &r.evidence, Some(baseline), &change);
+                let mut f = finding(r, evidence, explanation, rows, margin);
                 f.next_steps = next_steps_for(r, new);
                 Some(f)
             })
@@ -295,13 +437,38 @@ pub const UNEXPLAINED: &str = "unexplained";
 /// unit), so `more_work_per_unit` was checked; otherwise the finding says
 /// that cause could not be, and how to declare the number.
 pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) -> Finding {
+    // "node1/sm_active_pct[gpu0]" reads "node1/SM active[gpu0]".
+    let human = |label: &str| -> String {
+        let (node, rest) = match label.split_once('/') {
+            Some((n, r)) => (format!("{n}/"), r),
+            None => (String::new(), label),
+        };
+        let (id, gpu) = match rest.find('[') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        format!("{node}{}{gpu}", crate::metrics::label(id))
+    };
+    let moved: Vec<(String, Option<f64>)> = moved.iter().map(|(l, p)| (human(l), *p)).collect();
+    let rows: Vec<EvidenceRow> = moved
+        .iter()
+        .filter_map(|(label, pct)| {
+            pct.map(|p| EvidenceRow {
+                label: format!("{label}, change"),
+                expr: label.clone(),
+                baseline: None,
+                value: p,
+                unit: Some("%".to_string()),
+            })
+        })
+        .collect();
     let list = moved
         .iter()
         .map(|(label, pct)| match pct {
             Some(p) => format!(
-                "{label} ({}{} %)",
+                "{label} ({}{})",
                 if *p >= 0.0 { "+" } else { "" },
-                crate::format::number(*p)
+                rules::value_text(*p, Some("%"))
             ),
             None => label.clone(),
         })
@@ -325,6 +492,7 @@ pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) ->
             steps
         },
         score: 0.0,
+        rows,
     }
 }
 
@@ -463,7 +631,13 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-fn finding(r: &rules::Rule, evidence: Vec<String>, explanation: String, margin: f64) -> Finding {
+fn finding(
+    r: &rules::Rule,
+    evidence: Vec<String>,
+    explanation: String,
+    rows: Vec<EvidenceRow>,
+    margin: f64,
+) -> Finding {
     let order = r.order.min(9) as f64;
     let score = 100.0 * r.severity.weight() + 10.0 * (9.0 - order) + 9.0 * margin.clamp(0.0, 1.0);
     Finding {
@@ -475,6 +649,7 @@ fn finding(r: &rules::Rule, evidence: Vec<String>, explanation: String, margin: 
         next_steps: r.next_steps.clone(),
         // Rounded so that reports stay byte-for-byte stable across platforms.
         score: (score * 1000.0).round() / 1000.0,
+        rows,
     }
 }
 

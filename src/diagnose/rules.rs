@@ -95,6 +95,11 @@ pub enum Slot {
 pub enum Piece {
     Text(String),
     Expr(Slot, Expr),
+    /// `{if COND: text}`: the text (which may hold placeholders) only when
+    /// COND is definitely true, so that the evidence that held chooses the
+    /// words (a rule with an escape clause does not claim what its escape
+    /// let through).
+    If(Expr, Template),
 }
 
 /// A text with `{expr}` placeholders (`{{` and `}}` for literal braces).
@@ -122,7 +127,7 @@ impl Template {
                 }
                 '{' => {
                     let open = i;
-                    let Some(close) = chars[i..].iter().position(|c| *c == '}') else {
+                    let Some(close) = matching_brace(&chars[i..]) else {
                         return Err(ParseError {
                             column: open + 1,
                             message: "'{' without a closing '}' (write '{{' for a literal brace)"
@@ -130,6 +135,35 @@ impl Template {
                         });
                     };
                     let inner: String = chars[i + 1..i + close].iter().collect();
+                    if let Some(rest) = inner.strip_prefix("if ") {
+                        let Some(colon) = rest.find(':') else {
+                            return Err(ParseError {
+                                column: open + 1,
+                                message: "'{if' needs a ':' after its condition ({if COND: text})"
+                                    .into(),
+                            });
+                        };
+                        let cond_src = &rest[..colon];
+                        let body_src = rest[colon + 1..]
+                            .strip_prefix(' ')
+                            .unwrap_or(&rest[colon + 1..]);
+                        let cond =
+                            dsl::parse(cond_src, Type::Bool, vocab).map_err(|e| ParseError {
+                                column: open + 1 + 3 + e.column,
+                                message: e.message,
+                            })?;
+                        let body_offset = open + 1 + inner.len() - body_src.len();
+                        let body = Template::parse(body_src, vocab).map_err(|e| ParseError {
+                            column: body_offset + e.column,
+                            message: e.message,
+                        })?;
+                        if !text.is_empty() {
+                            pieces.push(Piece::Text(std::mem::take(&mut text)));
+                        }
+                        pieces.push(Piece::If(cond, body));
+                        i += close + 1;
+                        continue;
+                    }
                     let (slot, body, offset) = if let Some(b) = inner.strip_prefix("change:") {
                         (Slot::Change, b, 7)
                     } else if let Some(b) = inner.strip_prefix("base:") {
@@ -172,10 +206,39 @@ impl Template {
     /// Fill the placeholders from `new` (and `base` when comparing).
     pub fn render(&self, base: Option<&dyn MetricSource>, new: &dyn MetricSource) -> String {
         let mut out = String::new();
+        self.render_into(base, new, &mut out, &mut Vec::new());
+        out
+    }
+
+    /// `render`, also listing the placeholders' expressions the text shows
+    /// (in reading order): the finding's evidence table must hold them.
+    pub fn render_used(
+        &self,
+        base: Option<&dyn MetricSource>,
+        new: &dyn MetricSource,
+    ) -> (String, Vec<Expr>) {
+        let (mut out, mut used) = (String::new(), Vec::new());
+        self.render_into(base, new, &mut out, &mut used);
+        (out, used)
+    }
+
+    fn render_into(
+        &self,
+        base: Option<&dyn MetricSource>,
+        new: &dyn MetricSource,
+        out: &mut String,
+        used: &mut Vec<Expr>,
+    ) {
         for p in &self.pieces {
             match p {
                 Piece::Text(t) => out.push_str(t),
+                Piece::If(cond, body) => {
+                    if dsl::eval_bool(cond, new) == Some(true) {
+                        body.render_into(base, new, out, used);
+                    }
+                }
                 Piece::Expr(slot, e) => {
+                    used.push(e.clone());
                     let now = dsl::eval_num(e, new, None);
                     let before = base.and_then(|b| dsl::eval_num(e, b, None));
                     let s = match (slot, base) {
@@ -188,8 +251,26 @@ impl Template {
                 }
             }
         }
-        out
     }
+}
+
+/// Length up to the `}` that closes the `{` at `chars[0]` (nested
+/// `{placeholders}` inside an `{if ...: text}` included).
+fn matching_brace(chars: &[char]) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, c) in chars.iter().enumerate() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// "fell from 94 % to 0.3 %", "rose from 3 % to 77 %", "stayed at 5 %".
@@ -241,10 +322,81 @@ pub fn unit_of(e: &Expr) -> Option<&'static str> {
 pub fn with_unit(v: Option<f64>, e: &Expr) -> String {
     match v {
         None => "n/a".into(),
-        Some(x) => match unit_of(e) {
-            Some(u) => format!("{} {u}", crate::format::number(x)),
-            None => crate::format::number(x),
-        },
+        Some(x) => value_text(x, unit_of(e)),
+    }
+}
+
+/// How every number of a finding prints, in its text and in its evidence
+/// table alike (so the two never disagree in a digit).
+pub fn value_text(v: f64, unit: Option<&str>) -> String {
+    match unit {
+        Some(u) => format!("{} {u}", crate::format::number(v)),
+        None => crate::format::number(v),
+    }
+}
+
+/// What an expression is called in a finding's evidence table: the
+/// metrics' and features' human names (`metrics::label`,
+/// `features::label`), never an internal id when a name exists.
+pub fn label_of(e: &Expr) -> String {
+    use dsl::{ArithOp, Func, Ident};
+    // Composite expressions the built-in rules use, by their meaning.
+    let canonical = e.to_string();
+    let named = match canonical.as_str() {
+        "sm_active_pct.mean / gpu_busy_pct.mean" => Some("SM active per busy second"),
+        "mem_busy_pct.mean / gpu_busy_pct.mean" => Some("memory-controller busy per busy second"),
+        "gpu_busy_pct.mean / benchmark.work_rate" => Some("GPU busy per unit of work"),
+        "processes.mean - other_processes.mean" => Some("benchmark's processes per GPU"),
+        "pcie_rx_mib_s.mean + pcie_tx_mib_s.mean" | "pcie_tx_mib_s.mean + pcie_rx_mib_s.mean" => {
+            Some("PCIe traffic, both ways")
+        }
+        "nvlink_rx_mib_s.mean + nvlink_tx_mib_s.mean"
+        | "nvlink_tx_mib_s.mean + nvlink_rx_mib_s.mean" => Some("NVLink traffic, both ways"),
+        _ => None,
+    };
+    if let Some(n) = named {
+        return n.to_string();
+    }
+    match e {
+        Expr::Ident(Ident::Stat { metric, stat }) => {
+            let name = crate::metrics::label(metric);
+            match stat.as_str() {
+                "mean" => name.to_string(),
+                "n" => format!("{name}, samples"),
+                s => format!("{name}, {s}"),
+            }
+        }
+        Expr::Ident(Ident::Feature(f)) => super::features::label(f)
+            .map(str::to_string)
+            .unwrap_or_else(|| f.clone()),
+        Expr::Ident(Ident::GpuCount) => "GPUs".to_string(),
+        Expr::Num(v) => crate::format::number(*v),
+        Expr::Neg(a) => format!("minus {}", label_of(a)),
+        Expr::Arith(op, a, b) => {
+            let sym = match op {
+                ArithOp::Add => "+",
+                ArithOp::Sub => "-",
+                ArithOp::Mul => "x",
+                ArithOp::Div => "/",
+            };
+            format!("{} {sym} {}", label_of(a), label_of(b))
+        }
+        Expr::Call(f, args) => {
+            let a = args.first().map(label_of).unwrap_or_default();
+            match f {
+                Func::Spread => format!("{a}, spread between GPUs"),
+                Func::GpuMin => format!("{a}, lowest GPU"),
+                Func::GpuMax => format!("{a}, highest GPU"),
+                Func::GpuMean => format!("{a}, mean of GPUs"),
+                Func::Coalesce | Func::Abs => a,
+                Func::Base => format!("{a}, baseline"),
+                Func::Delta => format!("{a}, change"),
+                Func::Ratio => format!("{a}, new / baseline"),
+                Func::Z => format!("{a}, change in noise bands"),
+                _ => canonical,
+            }
+        }
+        _ => canonical,
     }
 }
 

@@ -160,6 +160,43 @@ fn evidence_shows_values_with_units_and_na() {
 }
 
 #[test]
+fn every_signature_s_findings_agree_with_their_numbers() {
+    // Each rule on its synthetic signature, as one run and as a change
+    // from a healthy run: the words never contradict the table, and "of
+    // the same size" is said only when SM active per busy second kept it
+    // (the escape clause for a nearly idle GPU chooses other words).
+    let rs = RuleSet::builtin();
+    let mut problems = Vec::new();
+    let mut fired = std::collections::BTreeSet::new();
+    for (sig, ngpu, _) in expectations() {
+        let base = run_of(&Signature::healthy(), ngpu);
+        let new = run_of(&sig, ngpu);
+        let mut all = rs.diagnose(&new);
+        all.extend(rs.explain_change(&base, &new));
+        for f in &all {
+            fired.insert(f.rule.clone());
+            for p in super::audit::problems(f, rs.get(&f.rule)) {
+                problems.push(format!("{}: {p}", sig.name));
+            }
+            if f.explanation.contains("of the same size") {
+                let kept = f.rows.iter().any(|r| {
+                    r.label == "SM active per busy second"
+                        && r.baseline.is_some_and(|b| r.value / b > 0.93)
+                });
+                if !kept {
+                    problems.push(format!(
+                        "{}: {}: 'same size' with {:?}",
+                        sig.name, f.rule, f.rows
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(fired.len() >= 14, "{fired:?}");
+}
+
+#[test]
 fn reading_order_puts_fragmentation_before_bandwidth() {
     // Both fire (user rule makes PCIe fire too): same severity, fragmentation first.
     let rs = RuleSet::builtin()

@@ -10,4 +10,5 @@
 //! bytes, and files, stdout and environment variables are the commands' job.
 
 pub mod check;
+pub mod finding;
 pub mod run;

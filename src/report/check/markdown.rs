@@ -98,15 +98,8 @@ impl Reporter for Markdown {
         if !r.diagnosis.is_empty() {
             out.push_str("#### Diagnosis\n\n");
             for (i, d) in r.diagnosis.iter().enumerate() {
-                out.push_str(&format!(
-                    "{}. **{}** ({:?}): {}\n",
-                    i + 1,
-                    text(&d.title),
-                    d.severity,
-                    text(&d.text())
-                ));
+                out.push_str(&crate::report::finding::markdown(d, i + 1));
             }
-            out.push('\n');
         }
         let regressions: Vec<&MetricResult> = r.regressions().collect();
         if !regressions.is_empty() {

@@ -208,8 +208,14 @@ fn explanations(r: &CheckReport, out: &mut String) {
     }
     if !r.diagnosis.is_empty() {
         out.push_str("\nDiagnosis (what changed, most likely cause first):\n");
-        for (i, d) in r.diagnosis_text.iter().enumerate() {
-            out.push_str(&format!("  {}. {}\n", i + 1, escape::terminal(d)));
+        for (i, d) in r.diagnosis.iter().enumerate() {
+            // The finding's parts, one a line, indented under its number.
+            for (k, line) in d.text_lines(&escape::terminal).iter().enumerate() {
+                match k {
+                    0 => out.push_str(&format!("  {}. {line}\n", i + 1)),
+                    _ => out.push_str(&format!("     {line}\n")),
+                }
+            }
         }
     }
     for w in &r.warnings {

@@ -118,6 +118,13 @@ pub fn sample_report() -> CheckReport {
             explanation: "SMs idle between <tiny> kernels".into(),
             next_steps: vec!["fuse ops".into()],
             score: 1.0,
+            rows: vec![crate::diagnose::EvidenceRow {
+                label: "SM active".into(),
+                expr: "sm_active_pct.mean".into(),
+                baseline: Some(97.0),
+                value: 45.0,
+                unit: Some("%".into()),
+            }],
         }],
         counts: Counts {
             pass: 1,

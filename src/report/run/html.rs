@@ -33,7 +33,7 @@ th,td{border:1px solid #d5d9e0;padding:4px 7px;vertical-align:top;text-align:lef
 th{background:#f1f3f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sev{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
 .sev-high{background:#c0392b}.sev-medium{background:#d68910}.sev-low{background:#2e86c1}.sev-info{background:#7f8c8d}
-.suspects td ul{margin:0;padding-left:18px}.suspects .title{font-weight:600}.rule{color:#6b7280;font-size:12px}
+.suspects td ul{margin:0;padding-left:18px}.suspects .title{font-weight:600}.evidence{border-collapse:collapse;margin:4px 0}.evidence td,.evidence th{padding:1px 10px 1px 0;font-size:13px}.rule{color:#6b7280;font-size:12px}
 .ok{color:#1e8449;font-weight:600}
 tr.p-starved td{background:#fde2e0}tr.p-idle td{background:#fdf2cc}tr.p-contended td{background:#eadfdb}tr.warm td{color:#8a8f98}
 svg{display:block;margin:4px 0 10px}svg text{font-size:11px;fill:#4a5568}
@@ -278,26 +278,17 @@ fn suspects(out: &mut String, r: &RunReport) {
     if r.suspects.is_empty() {
         out.push_str(r#"<p class="ok">No suspects: no rule's condition held. Conditions on unmeasured metrics never fire.</p>"#);
     } else {
-        out.push_str(r#"<table class="suspects"><tr><th>#</th><th>severity</th><th>suspect</th><th>evidence</th><th>next steps</th></tr>"#);
+        out.push_str(
+            r#"<table class="suspects"><tr><th>#</th><th>severity</th><th>suspect</th></tr>"#,
+        );
         for (i, f) in r.suspects.iter().enumerate() {
             let _ = write!(
                 out,
-                r#"<tr><td class="n">{}</td><td>{}</td><td><div class="title">{}</div><div class="rule">{} &middot; score {}</div><p>{}</p></td><td><ul>"#,
+                r#"<tr><td class="n">{}</td><td>{}</td><td>{}</td></tr>"#,
                 i + 1,
                 sev_badge(f.severity),
-                escape(&f.title),
-                escape(&f.rule),
-                format_number(f.score),
-                escape(&f.explanation)
+                crate::report::finding::html(f)
             );
-            for e in &f.evidence {
-                let _ = write!(out, "<li>{}</li>", escape(e));
-            }
-            out.push_str("</ul></td><td><ul>");
-            for s in &f.next_steps {
-                let _ = write!(out, "<li>{}</li>", escape(s));
-            }
-            out.push_str("</ul></td></tr>");
         }
         out.push_str("</table>");
     }

@@ -59,25 +59,17 @@ fn suspects(r: &RunReport, out: &mut String) {
                     (i + 1).to_string(),
                     f.severity.as_str().to_string(),
                     format!(
-                        "**{}** (`{}`)",
+                        "{} (`{}`)",
                         escape::markdown_text(&f.title),
                         escape::markdown_code(&f.rule)
                     ),
-                    escape::markdown_text(&f.evidence.join("; ")),
                 ]
             })
             .collect();
-        out.push_str(&md_table(&["#", "severity", "suspect", "evidence"], &rows));
+        out.push_str(&md_table(&["#", "severity", "suspect"], &rows));
         for (i, f) in r.suspects.iter().enumerate() {
-            out.push_str(&format!(
-                "\n**{}. {}**: {}\n\n",
-                i + 1,
-                escape::markdown_text(&f.title),
-                escape::markdown_text(&f.explanation)
-            ));
-            for s in &f.next_steps {
-                out.push_str(&format!("- {}\n", escape::markdown_text(s)));
-            }
+            out.push('\n');
+            out.push_str(&crate::report::finding::markdown(f, i + 1));
         }
     }
 }
@@ -204,6 +196,13 @@ mod tests {
         assert!(!md.contains("<b>"), "raw HTML leaked");
         assert!(md.contains("&lt;b&gt;&amp;amp;&lt;/b&gt;"), "{md}");
         assert!(md.contains("a&lt;b &amp;&amp; c&gt;d"), "{md}");
-        assert!(md.contains("| 1 | high | **Other processes share the GPU**"));
+        assert!(
+            md.contains("| 1 | high | Other processes share the GPU (`gpu_contention`) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("**1. Other processes share the GPU** (high, `gpu_contention`)"),
+            "{md}"
+        );
     }
 }

@@ -115,14 +115,9 @@ fn render(r: &RunReport, color: bool) -> String {
             escape::terminal(&f.rule),
             f.score
         ));
-        out.push_str(&format!("   Why: {}\n", escape::terminal(&f.explanation)));
-        out.push_str("   Evidence:\n");
-        for e in &f.evidence {
-            out.push_str(&format!("     - {}\n", escape::terminal(e)));
-        }
-        out.push_str("   Next steps:\n");
-        for s in &f.next_steps {
-            out.push_str(&format!("     - {}\n", escape::terminal(s)));
+        // The headline is above; the rest as `check` prints it.
+        for line in f.text_lines(&escape::terminal).iter().skip(1) {
+            out.push_str(&format!("   {line}\n"));
         }
     }
 
