@@ -3,7 +3,9 @@
 //! file assembles them and hands each to its command. Dependencies point
 //! one way: main -> cli -> commands -> the library.
 
-use crate::commands::{capture, check, diff, doctor, history, record, report, tools, watch};
+use crate::commands::{
+    capture, check, diff, doctor, history, metrics, record, report, tools, watch,
+};
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -157,6 +159,8 @@ pub enum Command {
     History(history::HistoryCmdArgs),
     /// Watch a PID or the whole GPU for hours at low cost; alert when a rule holds over a window
     Watch(watch::WatchArgs),
+    /// List every metric id: unit, direction, gating, what it needs (GPM, NVML), its source
+    Metrics(metrics::MetricsArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(tools::CompletionsArgs),
     /// Print the man page (roff); SUBCOMMAND for one command, --out-dir for all pages
@@ -174,6 +178,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(a) => report::run(a),
         Command::History(a) => history::run(a),
         Command::Watch(a) => watch::run(a),
+        Command::Metrics(a) => metrics::run(a),
         Command::Completions(a) => tools::completions(a, Cli::command()),
         Command::Man(a) => tools::man(a, Cli::command()),
     }

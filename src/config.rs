@@ -20,6 +20,9 @@
 //! direction = "higher_is_better"
 //! unit = "1/s"
 //! aggregate = "mean"          # mean | median | last over matching lines
+//! # or another reader (src/metric_sources.rs): format = "json" + pointer,
+//! # "pytest_benchmark" + benchmark (+ stat), "mlperf_summary" (+ field),
+//! # "bmf" + benchmark + measure (+ stat)
 //!
 //! [rules]                     # handed to diagnose::RuleSet::with_user_rules
 //! ```
@@ -72,6 +75,10 @@ pub struct GateConfig {
     /// (`HistoryConfig` below; `history` uses it).
     #[serde(default)]
     pub history: Option<HistoryConfig>,
+    /// `[accept]`: whether and how far a change may acknowledge its own
+    /// regressions (`accept`); read from the target branch like the rest.
+    #[serde(default)]
+    pub accept: crate::accept::AcceptPolicy,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -113,8 +120,24 @@ pub enum Aggregate {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserMetricDef {
-    /// Regular expression with exactly one capture group: the number.
-    pub regex: Spanned<String>,
+    /// How the number is read (`metric_sources::Format`); `regex` by default.
+    #[serde(default)]
+    pub format: crate::metric_sources::Format,
+    /// `format = "regex"`: a regular expression with exactly one capture
+    /// group, the number.
+    pub regex: Option<Spanned<String>>,
+    /// `format = "json"`: an RFC 6901 pointer to the number (`/a/b/0`).
+    pub pointer: Option<String>,
+    /// `pytest_benchmark`: a benchmark's `name` or `fullname`; `bmf`: the
+    /// benchmark's key.
+    pub benchmark: Option<String>,
+    /// `bmf`: the measure's key.
+    pub measure: Option<String>,
+    /// `pytest_benchmark`: a key of `stats` (default `mean`); `bmf`:
+    /// `value` (default), `lower_value` or `upper_value`.
+    pub stat: Option<String>,
+    /// `mlperf_summary`: the summary line read (default `Samples per second`).
+    pub field: Option<String>,
     #[serde(default)]
     pub source: UserSource,
     /// Required: whether more is better depends on the number (throughput vs latency).
@@ -154,7 +177,8 @@ pub struct Config {
     pub file: GateConfig,
     /// Where it came from (for messages); None when no file exists.
     pub origin: Option<String>,
-    pub user_regexes: BTreeMap<String, regex::Regex>,
+    /// The reader of each user metric (`metric_sources`), by name.
+    pub user_sources: BTreeMap<String, crate::metric_sources::Reader>,
     /// The file's text, to point rule errors at their line.
     pub source_text: String,
 }
@@ -196,6 +220,7 @@ impl Config {
         if let Some(h) = &file.history {
             h.drift.validate().map_err(bad)?;
         }
+        file.accept.validate().map_err(bad)?;
         for (id, o) in &file.metrics {
             let Some(def) = metrics::find(id.get_ref()) else {
                 return Err(bad(format!(
@@ -241,7 +266,7 @@ impl Config {
                 )));
             }
         }
-        let mut user_regexes = BTreeMap::new();
+        let mut user_sources = BTreeMap::new();
         for (name, u) in &file.user_metrics {
             if metrics::find(name.get_ref()).is_some() {
                 return Err(bad(format!(
@@ -267,21 +292,7 @@ impl Config {
                     u.unit
                 )));
             }
-            let re = regex::Regex::new(u.regex.get_ref()).map_err(|e| {
-                bad(format!(
-                    "{}: [user_metrics.{}] regex does not compile: {}",
-                    at(u.regex.span()),
-                    name.get_ref(),
-                    e.to_string().replace('\n', " ")
-                ))
-            })?;
-            if re.captures_len() != 2 {
-                return Err(bad(format!(
-                    "{}: [user_metrics.{}] regex needs exactly one capture group around the number, e.g. 'samples_per_s: ([0-9.eE+-]+)'",
-                    at(u.regex.span()),
-                    name.get_ref()
-                )));
-            }
+            let reader = user_reader(name.get_ref(), u, &at(name.span()), &at).map_err(bad)?;
             if let Some(r) = u.relative {
                 check_fraction(r).map_err(|m| {
                     bad(format!(
@@ -301,12 +312,12 @@ impl Config {
                     ))
                 })?;
             }
-            user_regexes.insert(name.get_ref().clone(), re);
+            user_sources.insert(name.get_ref().clone(), reader);
         }
         Ok(Config {
             file,
             origin: Some(origin.to_string()),
-            user_regexes,
+            user_sources,
             source_text: text.to_string(),
         })
     }
@@ -432,8 +443,135 @@ impl Config {
 
     /// Names of the user metrics, in file (sorted) order.
     pub fn user_metric_names(&self) -> Vec<String> {
-        self.user_regexes.keys().cloned().collect()
+        self.user_sources.keys().cloned().collect()
     }
+}
+
+/// Validate one `[user_metrics.NAME]` table into its reader: the keys its
+/// `format` needs, none it would ignore, and a source that can carry it.
+fn user_reader(
+    name: &str,
+    u: &UserMetricDef,
+    name_at: &str,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<crate::metric_sources::Reader, String> {
+    use crate::metric_sources::{Format, Reader, BMF_STATS, MLPERF_DEFAULT_FIELD, PYTEST_STATS};
+    let format = u.format;
+    // Messages about the table point at its name; the regex's at the regex.
+    let table = format!("{name_at}: [user_metrics.{name}]");
+    // Keys another format reads: set here they would be ignored.
+    let given = [
+        ("regex", u.regex.is_some(), Format::Regex),
+        ("pointer", u.pointer.is_some(), Format::Json),
+        (
+            "benchmark",
+            u.benchmark.is_some(),
+            if format == Format::Bmf {
+                Format::Bmf
+            } else {
+                Format::PytestBenchmark
+            },
+        ),
+        ("measure", u.measure.is_some(), Format::Bmf),
+        (
+            "stat",
+            u.stat.is_some(),
+            if format == Format::Bmf {
+                Format::Bmf
+            } else {
+                Format::PytestBenchmark
+            },
+        ),
+        ("field", u.field.is_some(), Format::MlperfSummary),
+    ];
+    for (key, set, owner) in given {
+        if set && owner != format {
+            return Err(format!(
+                "{table}: '{key}' belongs to format = \"{}\", this table has format = \"{}\"; remove it or set the format",
+                owner.as_str(),
+                format.as_str()
+            ));
+        }
+    }
+    if format.file_only() && u.source != UserSource::MetricsFile {
+        return Err(format!(
+            "{table}: format = \"{}\" reads a whole file: set source = \"metrics_file\" and run the benchmark with --metrics-file FILE",
+            format.as_str()
+        ));
+    }
+    let need = |key: &str, v: &Option<String>, example: &str| {
+        v.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+            format!(
+                "{table}: format = \"{}\" needs {key}, e.g. {key} = \"{example}\"",
+                format.as_str()
+            )
+        })
+    };
+    let one_of = |key: &str, v: String, allowed: &[&str]| {
+        if allowed.contains(&v.as_str()) {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{table}: {key} = {v:?} is not one of {}",
+                allowed.join(", ")
+            ))
+        }
+    };
+    Ok(match format {
+        Format::Regex => {
+            let Some(regex) = &u.regex else {
+                return Err(format!(
+                    "{table}: needs regex = '...' with one capture group around the number (or another format: json, pytest_benchmark, mlperf_summary, bmf)"
+                ));
+            };
+            let re = regex::Regex::new(regex.get_ref()).map_err(|e| {
+                format!(
+                    "{}: [user_metrics.{name}] regex does not compile: {}",
+                    at(regex.span()),
+                    e.to_string().replace('\n', " ")
+                )
+            })?;
+            if re.captures_len() != 2 {
+                return Err(format!(
+                    "{}: [user_metrics.{name}] regex needs exactly one capture group around the number, e.g. 'samples_per_s: ([0-9.eE+-]+)'",
+                    at(regex.span())
+                ));
+            }
+            Reader::Regex(re)
+        }
+        Format::Json => {
+            let pointer = need("pointer", &u.pointer, "/throughput")?;
+            if !pointer.starts_with('/') {
+                return Err(format!(
+                    "{table}: pointer {pointer:?} is not a JSON pointer (RFC 6901); start it with '/', e.g. \"/{pointer}\""
+                ));
+            }
+            Reader::Json { pointer }
+        }
+        Format::PytestBenchmark => Reader::PytestBenchmark {
+            benchmark: need("benchmark", &u.benchmark, "test_forward")?,
+            stat: one_of(
+                "stat",
+                u.stat.clone().unwrap_or_else(|| "mean".into()),
+                PYTEST_STATS,
+            )?,
+        },
+        Format::MlperfSummary => Reader::MlperfSummary {
+            field: u
+                .field
+                .clone()
+                .unwrap_or_else(|| MLPERF_DEFAULT_FIELD.into()),
+        },
+        Format::Bmf => Reader::Bmf {
+            benchmark: need("benchmark", &u.benchmark, "resnet50_train")?,
+            measure: need("measure", &u.measure, "throughput")?,
+            stat: one_of(
+                "stat",
+                u.stat.clone().unwrap_or_else(|| "value".into()),
+                BMF_STATS,
+            )?,
+        },
+    })
 }
 
 /// An absolute tolerance: a finite number from 0 to

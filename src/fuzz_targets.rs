@@ -95,6 +95,7 @@ pub fn baseline(data: &[u8]) {
         allow_env_mismatch: true,
         fail_on_improvement: false,
         rules: builtin_rules(),
+        acceptances: None,
     });
 }
 

@@ -10,6 +10,8 @@
 // where `print!`/`eprintln!` panic.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+/// Acknowledged regressions: the accept file, labels, the target's `[accept]`.
+pub mod accept;
 pub mod baseline;
 pub mod cli;
 pub mod commands;
@@ -31,6 +33,8 @@ pub mod gate;
 pub mod history;
 /// Every size and time limit on inputs (docs/limits.md).
 pub mod limits;
+/// Readers of the benchmark's own numbers: regex, JSON, pytest-benchmark, MLPerf, BMF.
+pub mod metric_sources;
 pub mod metrics;
 /// How much a statistic moves between runs: noise bands for verdicts and rules.
 pub mod noise;

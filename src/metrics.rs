@@ -395,6 +395,35 @@ pub fn is_gpm(id: &str) -> bool {
     find(id).is_some_and(|d| d.source.starts_with("GPM"))
 }
 
+impl MetricDef {
+    /// What a machine needs to measure this metric: GPM (Hopper or newer),
+    /// NVML (any NVIDIA driver), `/proc` (Linux), or nothing beyond the
+    /// benchmark's exit.
+    pub fn needs(&self) -> &'static str {
+        if is_gpm(self.id) {
+            "GPM (Hopper+)"
+        } else if self.source.starts_with("NVML") || self.source.contains("NVML") {
+            "NVML"
+        } else if self.source.starts_with("/proc") {
+            "/proc"
+        } else {
+            "the benchmark's exit"
+        }
+    }
+
+    /// `gpu` (one value per GPU, and their mean), `host` or `run`.
+    pub fn scope_name(&self) -> &'static str {
+        if self.id == WALL_TIME.id {
+            "run"
+        } else {
+            match self.scope {
+                Scope::Gpu => "gpu",
+                Scope::Host => "host",
+            }
+        }
+    }
+}
+
 pub fn all() -> impl Iterator<Item = &'static MetricDef> {
     GPU_METRICS
         .iter()
@@ -421,6 +450,19 @@ mod tests {
             if d.direction == Direction::Neutral {
                 assert!(!d.gated, "{} is neutral but gated", d.id);
             }
+        }
+    }
+
+    #[test]
+    fn every_metric_says_what_it_needs() {
+        assert_eq!(find("sm_active_pct").unwrap().needs(), "GPM (Hopper+)");
+        assert_eq!(find("gpu_busy_pct").unwrap().needs(), "NVML");
+        assert_eq!(find("energy_j").unwrap().needs(), "NVML");
+        assert_eq!(find("target_cpu_pct").unwrap().needs(), "/proc");
+        assert_eq!(WALL_TIME.needs(), "the benchmark's exit");
+        for d in all() {
+            let gpm = d.source.starts_with("GPM");
+            assert_eq!(d.needs() == "GPM (Hopper+)", gpm, "{}", d.id);
         }
     }
 

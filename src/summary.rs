@@ -234,25 +234,48 @@ pub struct UserMetricValue {
 /// Values of each user metric in one trace: every match of its regex,
 /// then the configured aggregate. Unparsable captures are skipped.
 pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, UserMetricValue> {
-    let mut out = BTreeMap::new();
-    for (name, re) in &config.user_regexes {
+    user_metric_readings(config, trace).values
+}
+
+/// The user metrics of one trace, and what their sources said besides
+/// numbers (a file that could not be read, a result the file calls invalid).
+#[derive(Debug, Clone, Default)]
+pub struct UserReadings {
+    pub values: BTreeMap<String, UserMetricValue>,
+    /// One line per metric whose source gave no number, naming it and why.
+    pub problems: Vec<String>,
+    /// One line per source that says the run is invalid (MLPerf LoadGen's
+    /// `Result is : INVALID`): the run fails (`gate::check`).
+    pub invalid: Vec<String>,
+}
+
+/// See `UserReadings`: every user metric of gate.toml read from `trace`
+/// (stdout lines, or the metrics file in its end record).
+pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
+    let mut out = UserReadings::default();
+    for (name, reader) in &config.user_sources {
         let def = &config.file.user_metrics[name.as_str()];
         let mut values = Vec::new();
-        let mut scan = |line: &str| {
-            if let Some(v) = re
-                .captures(line)
-                .and_then(|c| c.get(1))
-                .and_then(|m| m.as_str().trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite())
-            {
-                values.push(v);
-            }
-        };
         match def.source {
-            UserSource::Stdout => trace.output.iter().for_each(|o| scan(&o.line)),
+            UserSource::Stdout => trace
+                .output
+                .iter()
+                .for_each(|o| values.extend(reader.line_value(&o.line))),
             UserSource::MetricsFile => {
-                if let Some(text) = trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
-                    text.lines().for_each(&mut scan);
+                match trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
+                    Some(text) => {
+                        let r = reader.read_file(text);
+                        values = r.values;
+                        if let Some(p) = r.problem {
+                            out.problems.push(format!("user metric '{name}': {p}"));
+                        }
+                        if let Some(i) = r.invalid {
+                            out.invalid.push(format!("user metric '{name}': {i}"));
+                        }
+                    }
+                    None => out.problems.push(format!(
+                        "user metric '{name}': the trace carries no metrics file; run the benchmark with --metrics-file FILE"
+                    )),
                 }
             }
         }
@@ -273,7 +296,7 @@ pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, Us
             Aggregate::Last => None,
             _ => crate::stats::mean_ci95(&values),
         };
-        out.insert(
+        out.values.insert(
             name.clone(),
             UserMetricValue {
                 value,
@@ -293,6 +316,9 @@ pub struct RunInput<'a> {
     /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
+    /// `UserReadings::problems` and `::invalid` of this run.
+    pub user_problems: Vec<String>,
+    pub user_invalid: Vec<String>,
 }
 
 impl<'a> RunInput<'a> {
@@ -310,7 +336,8 @@ impl<'a> RunInput<'a> {
     pub fn derive(trace: &Trace, config: &Config) -> RunDerived {
         let steady = steady_window(trace);
         let mut summary = summarize_window(trace, &steady);
-        let user = user_metric_values(config, trace);
+        let readings = user_metric_readings(config, trace);
+        let user = readings.values;
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         if let Some(rate) = config.work_rate(&summary.user_metrics) {
             let key = crate::diagnose::features::WORK_RATE;
@@ -320,6 +347,8 @@ impl<'a> RunInput<'a> {
             steady,
             summary,
             user,
+            user_problems: readings.problems,
+            user_invalid: readings.invalid,
         }
     }
 
@@ -329,6 +358,8 @@ impl<'a> RunInput<'a> {
             steady: derived.steady,
             summary: derived.summary,
             user: derived.user,
+            user_problems: derived.user_problems,
+            user_invalid: derived.user_invalid,
         }
     }
 }
@@ -341,4 +372,6 @@ pub struct RunDerived {
     pub steady: Vec<usize>,
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
+    pub user_problems: Vec<String>,
+    pub user_invalid: Vec<String>,
 }

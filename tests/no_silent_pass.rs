@@ -73,6 +73,7 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
             allow_env_mismatch: false,
             fail_on_improvement: false,
             rules: &rules,
+            acceptances: None,
         });
         if report.exit_code == 0 {
             // Passing is only defensible on what was judged, and the gap

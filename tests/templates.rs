@@ -705,6 +705,8 @@ const PRE_PUSH: &str = "ci-templates/local/pre-push";
 /// lines; the scenario's values for them.
 fn shell_locals(v: &mut Vars, out: &str) {
     v.set("gate_config", s("gate.toml"));
+    // The change's accept file (run_scenario writes one).
+    v.set("gate_accept", s("gate-accept.toml"));
     v.set("committed", s(format!("baselines/{BASELINE}.toml")));
     v.set("captured", s(format!("{out}/baselines/{BASELINE}.toml")));
 }
@@ -739,6 +741,10 @@ fn github_action_scenario() -> Scenario {
             ("github.token", "test-token"),
             ("steps.target.outputs.ref", "origin/main"),
             ("steps.target.outputs.config", "gate.toml"),
+            (
+                "join(github.event.pull_request.labels.*.name, ',')",
+                "bug,perf-accepted",
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -839,6 +845,7 @@ fn gitlab_predefined(v: &mut Vars) {
             s("https://gitlab.example/acme/trainer/-/pipelines/7"),
         )
         .set("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", s("main"))
+        .set("CI_MERGE_REQUEST_LABELS", s("bug,perf-accepted"))
         .set("CI_PROJECT_DIR", s("."));
 }
 
@@ -1135,6 +1142,8 @@ fn github_action_gate_commands_use_the_contract_flags() {
             "--baseline-ref",
             "--config",
             "--threshold",
+            "--accept",
+            "--accept-labels",
             "--junit",
             "--json",
             "--markdown",
@@ -1151,6 +1160,8 @@ fn github_action_gate_commands_use_the_contract_flags() {
     assert_eq!(check.flag("--baseline"), Some(BASELINE));
     assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));
     assert_eq!(check.flag("--threshold"), Some("0.1"));
+    assert_eq!(check.flag("--accept"), Some("gate-accept.toml"));
+    assert_eq!(check.flag("--accept-labels"), Some("bug,perf-accepted"));
     assert_eq!(
         check.live(),
         vec!["python", "bench/train.py", "--seconds", "60"]
@@ -1441,6 +1452,8 @@ fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
             "--threshold",
             "--allow-env-mismatch",
             "--fail-on-improvement",
+            "--accept",
+            "--accept-labels",
             "--junit",
             "--json",
             "--markdown",
@@ -1660,6 +1673,13 @@ fn run_scenario(sc: &Scenario, traces: &[PathBuf]) {
     // The committed baseline and config the templates find in a checkout,
     // and a trace where the report steps look for recorded runs.
     std::fs::write(cwd.join("gate.toml"), "[defaults]\nthreshold = 0.10\n").unwrap();
+    // The change's accept file, in its working tree (never committed to the
+    // target): an entry for another baseline, so nothing is accepted here.
+    std::fs::write(
+        cwd.join("gate-accept.toml"),
+        "[[accept]]\nbaseline = \"other\"\nmetrics = [\"samples_per_s\"]\nmax_change_pct = 5\nreason = \"template test\"\n",
+    )
+    .unwrap();
     let mut seed = vec![
         "capture".to_string(),
         "--baseline".into(),
@@ -2167,4 +2187,32 @@ fn gitlab_components_filled_in_for_the_schema_check() {
         let header = raw.split("\n---\n").next().unwrap();
         export_for_schema_check(&format!("{name}.spec.gitlab-ci.yml"), header);
     }
+}
+
+/// Issue 20.3: the check templates hand gate the change's accept file from
+/// the PR/MR head's working tree (a plain file test, never `git show` of
+/// the target), and the request's labels; the permission and its bounds
+/// stay in the target's gate.toml, which `--baseline-ref` reads.
+#[test]
+fn check_templates_wire_the_accept_file_from_the_head_and_the_labels() {
+    for (rel, labels) in [
+        (ACTION, "GATE_PR_LABELS"),
+        (GL_CHECK, "CI_MERGE_REQUEST_LABELS"),
+    ] {
+        let t = read(rel);
+        assert!(
+            t.contains(r#"${gate_accept:+--accept "$gate_accept"}"#),
+            "{rel}"
+        );
+        assert!(
+            t.contains(&format!(r#"${{{labels}:+--accept-labels "${labels}"}}"#)),
+            "{rel}"
+        );
+        assert!(t.contains(r#"[ -f "$GATE_ACCEPT_FILE" ]"#), "{rel}");
+        assert!(
+            !t.contains(r#":./$GATE_ACCEPT_FILE"#),
+            "{rel}: read from the head, not a ref"
+        );
+    }
+    assert!(read(ACTION).contains("join(github.event.pull_request.labels.*.name, ',')"));
 }

@@ -172,6 +172,13 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
                 i + 1
             )));
         }
+        if let Some(invalid) = r.user_invalid.first() {
+            return Err(GateError::usage(format!(
+                "run {} ('{}'): {invalid}; a baseline must come from valid runs: fix the benchmark's settings (target QPS, duration) and capture again",
+                i + 1,
+                r.trace.path.display()
+            )));
+        }
         let valid = gate::valid_samples(r, config);
         if valid < gate::MIN_STEADY_SAMPLES {
             return Err(GateError::infra(format!(

@@ -56,6 +56,19 @@ pub struct CheckArgs {
     #[arg(long)]
     pub multi_node: bool,
 
+    /// Accept file of the change (the PR head's working tree, e.g. gate-accept.toml):
+    /// [[accept]] entries that acknowledge intended regressions (baseline, metrics,
+    /// max_change_pct, reason, optional expires/commit), bounded by [accept] of the
+    /// (target branch's) gate.toml. Matching regressions become ACCEPTED (exit 0)
+    #[arg(long, value_name = "FILE")]
+    pub accept: Option<PathBuf>,
+
+    /// The pull/merge request's labels, comma-separated (the CI templates pass them):
+    /// the label named by [accept] label in gate.toml accepts regressions up to its
+    /// label_max_change_pct
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub accept_labels: Vec<String>,
+
     /// Output format on stdout
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -75,6 +88,11 @@ pub struct CheckArgs {
     /// Write OpenMetrics text (GitLab metrics report)
     #[arg(long, value_name = "FILE")]
     pub openmetrics: Option<PathBuf>,
+
+    /// Write the new run's numbers in Bencher Metric Format (JSON: benchmark = baseline
+    /// name, measure = metric id)
+    #[arg(long, value_name = "FILE")]
+    pub bmf: Option<PathBuf>,
 
     /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
     /// three lines, hidden markers the CI templates use to edit one comment per baseline)
@@ -173,6 +191,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     }
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
+    let acceptances = load_acceptances(args, &config)?;
 
     // Each trace is summarised as it is loaded and its samples freed: the
     // verdict needs only summaries, so 64 nodes cost one node's samples.
@@ -197,6 +216,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
             allow_env_mismatch: args.allow_env_mismatch,
             fail_on_improvement: args.fail_on_improvement,
             rules: &rules,
+            acceptances: Some(&acceptances),
         })
     };
     let mut report = judge(&traces, &derived);
@@ -264,15 +284,56 @@ fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
         ("--json", &args.json),
         ("--openmetrics", &args.openmetrics),
         ("--pr-comment", &args.pr_comment),
+        ("--bmf", &args.bmf),
     ]
     .into_iter()
     .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
     .collect()
 }
 
+/// What may acknowledge a regression in this check: the target's
+/// `[accept]` (from the config just loaded, `--baseline-ref` included), the
+/// change's accept file, the request's labels, the commit and today.
+fn load_acceptances(
+    args: &CheckArgs,
+    config: &Config,
+) -> Result<crate::accept::Acceptances, GateError> {
+    let file = match &args.accept {
+        Some(path) => {
+            let text = crate::files::read_input_string(path, crate::limits::MAX_CONFIG_BYTES)
+                .map_err(|e| {
+                    GateError::bad_file(
+                        path,
+                        format!("cannot read the accept file: {e}; pass --accept only when the change has one"),
+                    )
+                })?;
+            let origin = path.display().to_string();
+            Some((crate::accept::parse_file(&text, &origin)?, origin))
+        }
+        None => None,
+    };
+    Ok(crate::accept::Acceptances {
+        policy: config.file.accept.clone(),
+        policy_origin: config
+            .origin
+            .clone()
+            .unwrap_or_else(|| "gate's defaults (no gate.toml)".into()),
+        file,
+        labels: args
+            .accept_labels
+            .iter()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect(),
+        commit: super::detect_commit(None),
+        today: crate::format::rfc3339_utc(std::time::SystemTime::now())[..10].to_string(),
+    })
+}
+
 /// Files this check reads, which no output may replace.
 fn input_paths(args: &CheckArgs) -> Vec<PathBuf> {
     let mut inputs = args.measure.replay.clone();
+    inputs.extend(args.accept.clone());
     inputs.push(baseline::path_for(&args.baseline_dir, &args.baseline));
     inputs.push(
         args.config
@@ -396,6 +457,7 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
             "--markdown" => markdown.clone(),
             "--json" => report::json::Json.render(r),
             "--pr-comment" => report::pr_comment::PrComment.render(r),
+            "--bmf" => report::bmf::Bmf.render(r),
             _ => report::openmetrics::OpenMetrics.render(r),
         };
         write_report(args, flag, path, &text)?;

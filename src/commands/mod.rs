@@ -9,6 +9,7 @@ pub mod diff;
 pub mod doctor;
 pub mod history;
 pub mod measure;
+pub mod metrics;
 pub mod record;
 pub mod report;
 pub mod tools;

@@ -60,6 +60,9 @@ use serde::Serialize;
 pub enum Verdict {
     Pass,
     Regression,
+    /// A regression the change acknowledged within its bound (`accept`):
+    /// does not fail the run, and every report says so.
+    Accepted,
     Improvement,
     /// Beyond the floor but within the noise band, or no noise estimate.
     Inconclusive,
@@ -74,6 +77,7 @@ impl Verdict {
         match self {
             Verdict::Pass => "pass",
             Verdict::Regression => "regression",
+            Verdict::Accepted => "accepted",
             Verdict::Improvement => "improvement",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Missing => "missing",

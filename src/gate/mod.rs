@@ -44,6 +44,9 @@ pub const MIN_STEADY_SAMPLES: usize = 20;
 pub enum RunVerdict {
     #[default]
     Pass,
+    /// Every regression was acknowledged by the change (`accept`): exit 0,
+    /// loudly.
+    Accepted,
     Inconclusive,
     Regression,
     Invalid,
@@ -54,6 +57,7 @@ impl RunVerdict {
     pub fn as_str(self) -> &'static str {
         match self {
             RunVerdict::Pass => "pass",
+            RunVerdict::Accepted => "accepted",
             RunVerdict::Regression => "regression",
             RunVerdict::Inconclusive => "inconclusive",
             RunVerdict::Invalid => "invalid",
@@ -63,7 +67,7 @@ impl RunVerdict {
 
     pub fn exit_code(self) -> i32 {
         match self {
-            RunVerdict::Pass => exit_code::PASS,
+            RunVerdict::Pass | RunVerdict::Accepted => exit_code::PASS,
             RunVerdict::Regression => exit_code::REGRESSION,
             RunVerdict::Inconclusive | RunVerdict::Invalid | RunVerdict::Error => exit_code::INFRA,
         }
@@ -132,13 +136,16 @@ pub struct MetricResult {
     pub new_runs: usize,
     pub verdict: Verdict,
     pub why: Why,
+    /// What acknowledged this regression (verdict `accepted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<crate::accept::Acceptance>,
 }
 
 impl MetricResult {
     /// Regressed, or moved the bad way by more than its floor with the
     /// noise leaving it open (within the band, or no band at all).
     fn moved_the_bad_way(&self) -> bool {
-        self.verdict == Verdict::Regression
+        matches!(self.verdict, Verdict::Regression | Verdict::Accepted)
             || (self.verdict == Verdict::Inconclusive
                 && matches!(self.why, Why::WithinNoise | Why::NoNoiseEstimate))
     }
@@ -202,6 +209,8 @@ pub struct BaselineInfo {
 pub struct Counts {
     pub pass: usize,
     pub regression: usize,
+    /// Regressions the change acknowledged (`accept`).
+    pub accepted: usize,
     pub improvement: usize,
     pub inconclusive: usize,
     pub missing: usize,
@@ -256,6 +265,8 @@ pub struct CheckInput<'a, 'b> {
     pub allow_env_mismatch: bool,
     pub fail_on_improvement: bool,
     pub rules: &'a RuleSet,
+    /// What may acknowledge a regression (`accept`); None: nothing.
+    pub acceptances: Option<&'a crate::accept::Acceptances>,
 }
 
 /// Why a run cannot count as a successful benchmark run, and whose failure
@@ -406,7 +417,7 @@ enum Kind {
 fn kind_of(id: &str, config: &Config) -> Kind {
     if id == metrics::WALL_TIME.id {
         Kind::WallTime
-    } else if config.user_regexes.contains_key(id) {
+    } else if config.user_sources.contains_key(id) {
         Kind::User
     } else {
         Kind::Sampled
@@ -563,6 +574,7 @@ fn compare(
         new_runs: runs(&new),
         verdict: Verdict::Info,
         why: Why::NotGated,
+        accepted: None,
     };
     match (&base_obs, &new) {
         (None, None) => return None,
@@ -739,6 +751,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
             explained.join(", ")
         ));
     }
+    apply_acceptances(input, &mut results, &mut run);
     let counts = verdict_from_metrics(input, &results, &mut run);
     let diagnosis = diagnose_change(input, &results);
     CheckReport {
@@ -830,6 +843,18 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
                     "{text}; compare like with like, re-capture on this hardware, or pass --allow-env-mismatch"
                 ));
             }
+        }
+        // The benchmark's own verdict on itself (MLPerf LoadGen's `Result
+        // is : INVALID`: latency or early-stopping constraints not met) is
+        // a gate of its own: the run fails as a regression would.
+        for invalid in &r.user_invalid {
+            run.raise(
+                RunVerdict::Regression,
+                format!("{who}: {invalid}; the benchmark's own result check failed"),
+            );
+        }
+        for p in &r.user_problems {
+            run.warnings.push(format!("{who}: {p}"));
         }
         if valid < MIN_STEADY_SAMPLES {
             run.raise(RunVerdict::Inconclusive, format!(
@@ -961,6 +986,34 @@ fn judge_metrics(
     results
 }
 
+/// Regressions the change acknowledged (`accept`, bounded by the target
+/// branch's `[accept]`) become `Accepted`; what was offered but did not
+/// apply is warned about, so no acknowledgement hides.
+fn apply_acceptances(input: &CheckInput, results: &mut [MetricResult], run: &mut RunLevel) {
+    let Some(acc) = input.acceptances else {
+        return;
+    };
+    let baseline = &input.baseline.name;
+    let mut used = Vec::new();
+    let mut why_not = Vec::new();
+    for m in results
+        .iter_mut()
+        .filter(|m| m.gated && m.verdict == Verdict::Regression)
+    {
+        let bad = crate::accept::bad_pct(m.direction, m.change_pct);
+        if let Some(a) =
+            crate::accept::covering(acc, baseline, &m.id, &m.label(), bad, &mut why_not)
+        {
+            used.push(a.by.clone());
+            m.verdict = Verdict::Accepted;
+            m.accepted = Some(a);
+        }
+    }
+    run.warnings.extend(why_not);
+    run.warnings
+        .extend(crate::accept::unused(acc, baseline, &used));
+}
+
 /// What the metrics say about the run: regressions fail it, a gated metric
 /// not measured (or nothing judged at all) makes it inconclusive, and
 /// inconclusive metrics are warned about with what to do.
@@ -974,6 +1027,7 @@ fn verdict_from_metrics(
         match m.verdict {
             Verdict::Pass => counts.pass += 1,
             Verdict::Regression => counts.regression += 1,
+            Verdict::Accepted => counts.accepted += 1,
             Verdict::Improvement => counts.improvement += 1,
             Verdict::Inconclusive => counts.inconclusive += 1,
             Verdict::Missing => counts.missing += 1,
@@ -996,6 +1050,31 @@ fn verdict_from_metrics(
                 counts.regression,
                 plural(counts.regression),
                 labels(&|m| m.verdict == Verdict::Regression).join(", ")
+            ),
+        );
+    }
+    if counts.accepted > 0 {
+        let accepted: Vec<String> = results
+            .iter()
+            .filter_map(|m| {
+                let a = m.accepted.as_ref()?;
+                Some(format!(
+                    "{} {} (within {} %, {}: {})",
+                    m.label(),
+                    crate::report::check::change_text(m),
+                    a.max_change_pct,
+                    a.by,
+                    a.reason
+                ))
+            })
+            .collect();
+        run.raise(
+            RunVerdict::Accepted,
+            format!(
+                "ACCEPTED: {} regression{} acknowledged by the change: {}",
+                counts.accepted,
+                plural(counts.accepted),
+                accepted.join("; ")
             ),
         );
     }
@@ -1091,7 +1170,9 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
     // Only moves the noise left open: the causes are what to look at if a
     // rerun (--confirm) confirms them, not findings (severity low at most).
     // Healthy runs of a noisy benchmark move that much too.
-    if !results.iter().any(|m| m.verdict == Verdict::Regression) {
+    let regressed =
+        |m: &&MetricResult| matches!(m.verdict, Verdict::Regression | Verdict::Accepted);
+    if !results.iter().any(|m| regressed(&m)) {
         for f in diagnosis.iter_mut() {
             f.severity = f.severity.min(crate::diagnose::Severity::Low);
             f.title = format!("If confirmed: {}", f.title);
@@ -1102,7 +1183,7 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
         .any(|f| f.severity >= crate::diagnose::Severity::Low);
     let moved: Vec<(String, Option<f64>)> = results
         .iter()
-        .filter(|m| m.verdict == Verdict::Regression)
+        .filter(regressed)
         .map(|m| (m.label(), m.change_pct))
         .collect();
     if !moved.is_empty() && !named {

@@ -36,6 +36,7 @@ impl Reporter for Markdown {
         let mut out = String::new();
         let mark = match r.verdict {
             RunVerdict::Pass => "PASS",
+            RunVerdict::Accepted => "ACCEPTED (regressions acknowledged by the change)",
             RunVerdict::Regression => "REGRESSION",
             RunVerdict::Inconclusive => "INCONCLUSIVE",
             RunVerdict::Invalid => "INVALID",

@@ -3,6 +3,7 @@
 //! the same report gives the same bytes (no clock, no host lookups), so a
 //! replayed trace can be snapshot-tested.
 
+pub mod bmf;
 pub mod github;
 pub mod json;
 pub mod junit;

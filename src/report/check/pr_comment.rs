@@ -69,7 +69,7 @@ pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
 /// regressions, then inconclusive, then improvements; by size of change.
 fn moved(r: &CheckReport) -> Vec<&MetricResult> {
     let rank = |v: Verdict| match v {
-        Verdict::Regression => 0,
+        Verdict::Regression | Verdict::Accepted => 0,
         Verdict::Inconclusive => 1,
         Verdict::Improvement => 2,
         _ => 3,
@@ -108,8 +108,13 @@ impl Reporter for PrComment {
             .iter()
             .filter(|m| m.verdict == Verdict::Regression)
             .count();
+        let accepted = moved
+            .iter()
+            .filter(|m| m.verdict == Verdict::Accepted)
+            .count();
         let (icon, word) = match r.verdict {
             RunVerdict::Pass => (":white_check_mark:", "PASS"),
+            RunVerdict::Accepted => (":warning:", "ACCEPTED regression"),
             RunVerdict::Regression => (":x:", "REGRESSION"),
             RunVerdict::Inconclusive => (":grey_question:", "INCONCLUSIVE"),
             RunVerdict::Invalid => (":warning:", "INVALID"),
@@ -119,8 +124,11 @@ impl Reporter for PrComment {
         if regressed > 0 {
             counts.push(format!("{regressed} regressed"));
         }
-        if moved.len() > regressed {
-            counts.push(format!("{} changed", moved.len() - regressed));
+        if accepted > 0 {
+            counts.push(format!("{accepted} accepted"));
+        }
+        if moved.len() > regressed + accepted {
+            counts.push(format!("{} changed", moved.len() - regressed - accepted));
         }
         let counts = if counts.is_empty() {
             "no gated metric moved".to_string()
@@ -171,6 +179,19 @@ impl Reporter for PrComment {
                     String::new()
                 }
             ));
+        }
+        // Acknowledged regressions, never folded away: who accepted what, why.
+        for m in r.metrics.iter().filter(|m| m.verdict == Verdict::Accepted) {
+            if let Some(a) = &m.accepted {
+                out.push_str(&format!(
+                    "\n> :warning: **ACCEPTED regression** `{}` {}, up to {} % acknowledged by {}: {}\n",
+                    code(&m.label()),
+                    text(&change_text(m)),
+                    crate::format::number(a.max_change_pct),
+                    text(&a.by),
+                    text(&a.reason)
+                ));
+            }
         }
         let gated: Vec<&MetricResult> = r.metrics.iter().filter(|m| m.gated).collect();
         if !gated.is_empty() {

@@ -28,6 +28,7 @@ impl Terminal {
     fn verdict_code(v: Verdict) -> &'static str {
         match v {
             Verdict::Regression => "1;31",
+            Verdict::Accepted => "1;35",
             Verdict::Improvement => "32",
             Verdict::Inconclusive | Verdict::Missing => "33",
             Verdict::Pass => "32",
@@ -170,6 +171,7 @@ impl Terminal {
     fn verdict(&self, r: &CheckReport, out: &mut String) {
         let code = match r.verdict {
             RunVerdict::Pass => "1;32",
+            RunVerdict::Accepted => "1;35",
             RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
             RunVerdict::Inconclusive => "1;33",
         };

@@ -45,12 +45,15 @@ fn metric(
         new_runs: 1,
         verdict,
         why: match verdict {
-            Verdict::Regression | Verdict::Improvement => Why::BeyondFloorAndNoise,
+            Verdict::Regression | Verdict::Improvement | Verdict::Accepted => {
+                Why::BeyondFloorAndNoise
+            }
             Verdict::Inconclusive => Why::WithinNoise,
             Verdict::Info => Why::NotGated,
             Verdict::Missing => Why::NotMeasured,
             Verdict::Pass => Why::WithinFloor,
         },
+        accepted: None,
     }
 }
 

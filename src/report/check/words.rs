@@ -49,6 +49,19 @@ pub fn metric_reason(m: &MetricResult) -> String {
         };
         format!("the noise band ±{b}{unit} ({from})")
     };
+    if let (Verdict::Accepted, Some(a)) = (m.verdict, &m.accepted) {
+        let how = match m.why {
+            Why::BeyondExplicitThreshold => format!("is worse than {}", floor()),
+            _ => format!("is worse than {} and {}", floor(), band()),
+        };
+        return format!(
+            "ACCEPTED regression: {} {how}; acknowledged by {} (up to {} % the bad way): {}",
+            moved(),
+            a.by,
+            fmt_num(a.max_change_pct),
+            a.reason
+        );
+    }
     match (m.why, m.verdict) {
         (Why::BeyondFloorAndNoise, Verdict::Improvement) => format!(
             "{} is better by more than {} and {}; consider refreshing the baseline",
