@@ -79,6 +79,80 @@ pub struct GateConfig {
     /// regressions (`accept`); read from the target branch like the rest.
     #[serde(default)]
     pub accept: crate::accept::AcceptPolicy,
+    /// `[[suite.workload]]`: the workloads `--suite` runs (docs/suites.md).
+    #[serde(default)]
+    pub suite: Option<SuiteConfig>,
+}
+
+/// `[suite]` of gate.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    #[serde(default)]
+    pub workload: Vec<WorkloadDef>,
+}
+
+/// One `[[suite.workload]]`: durations stay text here (the command layer
+/// parses them like the flags they stand for).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadDef {
+    pub name: String,
+    pub baseline: String,
+    /// argv, never run through a shell.
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    pub warmup: Option<String>,
+    pub duration: Option<String>,
+    pub warmup_until: Option<String>,
+    pub metrics_file: Option<String>,
+}
+
+impl SuiteConfig {
+    /// Names and baselines valid and unique, commands not empty.
+    fn validate(&self) -> Result<(), String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut baselines = std::collections::BTreeSet::new();
+        for w in &self.workload {
+            let at = format!("[[suite.workload]] '{}'", w.name);
+            if !valid_name(&w.name) {
+                return Err(format!(
+                    "{at}: name may only use letters, digits, '.', '_' and '-'"
+                ));
+            }
+            if !names.insert(&w.name) {
+                return Err(format!(
+                    "{at}: two workloads have this name; names must be unique"
+                ));
+            }
+            if !valid_name(&w.baseline) {
+                return Err(format!(
+                    "{at}: baseline '{}' may only use letters, digits, '.', '_' and '-'",
+                    w.baseline
+                ));
+            }
+            if !baselines.insert(&w.baseline) {
+                return Err(format!(
+                    "{at}: baseline '{}' belongs to another workload too; give each workload its own baseline",
+                    w.baseline
+                ));
+            }
+            if w.command.is_empty() || w.command[0].is_empty() {
+                return Err(format!(
+                    "{at}: command is empty; give the argv, e.g. command = [\"python3\", \"bench.py\"]"
+                ));
+            }
+            for (k, v) in &w.tags {
+                if k.is_empty() || k.chars().chain(v.chars()).any(crate::escape::is_hostile) {
+                    return Err(format!(
+                        "{at}: tag {k:?} = {v:?}: keys must be non-empty, no control characters"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -221,6 +295,9 @@ impl Config {
             h.drift.validate().map_err(bad)?;
         }
         file.accept.validate().map_err(bad)?;
+        if let Some(s) = &file.suite {
+            s.validate().map_err(bad)?;
+        }
         for (id, o) in &file.metrics {
             let Some(def) = metrics::find(id.get_ref()) else {
                 return Err(bad(format!(

@@ -197,12 +197,12 @@ fn healthy_run_passes_and_reports_every_format() {
     assert!(om.ends_with("# EOF\n"));
     // Base units, the statistic as a label (issue 10).
     assert!(
-        om.contains("gate_sm_active_ratio{statistic=\"mean\"} "),
+        om.contains("gate_sm_active_ratio{baseline=\"train\",statistic=\"mean\"} "),
         "{om}"
     );
     assert!(om.contains("# UNIT gate_sm_active_ratio ratio\n"), "{om}");
     assert!(
-        om.contains("gate_samples_per_second{statistic=\"mean\"} "),
+        om.contains("gate_samples_per_second{baseline=\"train\",statistic=\"mean\"} "),
         "{om}"
     );
 

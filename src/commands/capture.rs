@@ -12,11 +12,24 @@ use crate::summary::RunInput;
 use clap::Args;
 use std::path::PathBuf;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CaptureArgs {
     /// Name of the baseline (file baselines/NAME.toml); letters, digits, '.', '_', '-'
-    #[arg(long, value_name = "NAME")]
-    pub baseline: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "suite")]
+    pub baseline: Option<String>,
+
+    /// Capture the baseline of every [[suite.workload]] of gate.toml, one after another
+    /// (docs/suites.md)
+    #[arg(long, conflicts_with_all = ["baseline", "multi_node", "replay", "pid", "command", "command_string"])]
+    pub suite: bool,
+
+    /// With --suite: only this workload (repeatable)
+    #[arg(long, value_name = "NAME", requires = "suite")]
+    pub workload: Vec<String>,
+
+    /// With --suite: replay TRACE for workload NAME (repeatable: one trace per run)
+    #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
+    pub suite_replay: Vec<String>,
 
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
@@ -63,7 +76,11 @@ pub struct CaptureArgs {
 pub const DEFAULT_LIVE_RUNS: usize = 3;
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
-    baseline::validate_name(&args.baseline)?;
+    if args.suite {
+        return super::suite::capture(&args);
+    }
+    let name = args.baseline.clone().unwrap_or_default();
+    baseline::validate_name(&name)?;
     let runs = match (args.measure.is_replay(), args.runs) {
         (_, Some(0)) => return Err(GateError::usage("--runs must be at least 1").into()),
         (true, Some(n)) if n != args.measure.replay.len() && !args.multi_node => {
@@ -99,7 +116,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         .chain(std::iter::once(config_path.as_path()))
         .collect();
     crate::files::check_output(
-        &baseline::path_for(&args.baseline_dir, &args.baseline),
+        &baseline::path_for(&args.baseline_dir, &name),
         "the baseline",
         &inputs,
     )
@@ -115,18 +132,15 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         commit: super::detect_commit(args.commit.as_deref()),
         tags: args.measure.tags.iter().cloned().collect(),
     };
-    let b = baseline::build(&args.baseline, &inputs, &config, args.multi_node, &meta)?;
-    let text = baseline::to_toml(
-        &b,
-        &baseline::refresh_hint(&args.baseline, &b.capture.command),
-    );
-    let path = baseline::path_for(&args.baseline_dir, &args.baseline);
+    let b = baseline::build(&name, &inputs, &config, args.multi_node, &meta)?;
+    let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
+    let path = baseline::path_for(&args.baseline_dir, &name);
     match baseline::store(&path, &text, args.replace)? {
         StoreOutcome::Refused { diff } => {
             crate::gate_eprint!("{}", terminal_lines(&diff));
             return Err(GateError::usage(format!(
                 "baseline '{}' already exists at '{}'; review the diff above and pass --replace to overwrite it",
-                args.baseline,
+                name,
                 path.display()
             ))
             .into());
@@ -135,14 +149,14 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             crate::gate_eprint!("{}", terminal_lines(&diff));
             crate::console::outln(format_args!(
                 "gate: replaced baseline '{}' ({})",
-                args.baseline,
+                name,
                 crate::escape::terminal(&path.display().to_string())
             ));
         }
         StoreOutcome::Created => {
             crate::console::outln(format_args!(
                 "gate: wrote baseline '{}' ({})",
-                args.baseline,
+                name,
                 crate::escape::terminal(&path.display().to_string())
             ));
         }

@@ -14,11 +14,26 @@ use crate::summary::RunInput;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Name of the baseline to judge against (baselines/NAME.toml)
-    #[arg(long, value_name = "NAME")]
-    pub baseline: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "suite")]
+    pub baseline: Option<String>,
+
+    /// Run every [[suite.workload]] of gate.toml one after another, each judged against its
+    /// own baseline, with one report of each kind; exit code: the worst (2 > 5 > 1 > 3 > 4 >
+    /// 0, docs/suites.md)
+    #[arg(long, conflicts_with_all = ["baseline", "multi_node", "replay", "pid", "command", "command_string"])]
+    pub suite: bool,
+
+    /// With --suite: only this workload (repeatable)
+    #[arg(long, value_name = "NAME", requires = "suite")]
+    pub workload: Vec<String>,
+
+    /// With --suite: replay TRACE for workload NAME instead of running its command
+    /// (repeatable; several traces for one workload are several runs)
+    #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
+    pub suite_replay: Vec<String>,
 
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
@@ -130,7 +145,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 "error"
             };
             if let Some(path) = &args.junit {
-                let xml = report::junit::render_error(&args.baseline, kind, &message);
+                let xml = report::junit::render_error(args.baseline_name(), kind, &message);
                 if let Err(e) = write_report(&args, "--junit", path, &xml) {
                     crate::gate_eprintln!(
                         "gate: warning: {}",
@@ -139,7 +154,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 }
             }
             if let Some(path) = &args.pr_comment {
-                let text = report::pr_comment::render_error(&args.baseline, code, &message);
+                let text = report::pr_comment::render_error(args.baseline_name(), code, &message);
                 let written = path
                     .parent()
                     .filter(|d| !d.as_os_str().is_empty())
@@ -160,8 +175,47 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     }
 }
 
+impl CheckArgs {
+    /// The baseline judged (empty with --suite, whose workloads name theirs).
+    pub fn baseline_name(&self) -> &str {
+        self.baseline.as_deref().unwrap_or("")
+    }
+
+    /// The same check writing no report files (a suite's workloads: the
+    /// suite writes one of each).
+    pub fn without_outputs(&self) -> CheckArgs {
+        CheckArgs {
+            junit: None,
+            markdown: None,
+            json: None,
+            openmetrics: None,
+            pr_comment: None,
+            bmf: None,
+            ..self.clone()
+        }
+    }
+}
+
 fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
-    baseline::validate_name(&args.baseline)?;
+    if args.suite {
+        return super::suite::check(args);
+    }
+    // Outputs first: a path that would be refused must not cost a live run.
+    let inputs = input_paths(args);
+    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    for (flag, path) in outputs(args) {
+        crate::files::check_output(path, flag, &inputs)
+            .map_err(|e| GateError::usage(e.to_string()))?;
+    }
+    let report = judge(args)?;
+    emit(args, &report)?;
+    Ok(report.exit_code)
+}
+
+/// Measure (or replay) and judge one check, history included; no report
+/// is written (`emit` does, or the suite).
+pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
+    baseline::validate_name(args.baseline_name())?;
     if let Some(t) = args.threshold {
         if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
             return Err(GateError::usage(format!(
@@ -181,13 +235,6 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
             "--confirm reruns the benchmark, so it needs a live run (-- CMD); with --replay, pass every trace at once",
         )
         .into());
-    }
-    // Outputs first: a path that would be refused must not cost a live run.
-    let inputs = input_paths(args);
-    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
-    for (flag, path) in outputs(args) {
-        crate::files::check_output(path, flag, &inputs)
-            .map_err(|e| GateError::usage(e.to_string()))?;
     }
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
@@ -258,8 +305,7 @@ fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         &tags,
         &mut report,
     )?;
-    emit(args, &report)?;
-    Ok(report.exit_code)
+    Ok(report)
 }
 
 /// Whether `--confirm` should rerun: the run regressed, or a gated metric
@@ -277,7 +323,7 @@ fn needs_confirmation(r: &CheckReport) -> bool {
 }
 
 /// The report files asked for, with their flags.
-fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
+pub fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
     [
         ("--junit", &args.junit),
         ("--markdown", &args.markdown),
@@ -334,7 +380,7 @@ fn load_acceptances(
 fn input_paths(args: &CheckArgs) -> Vec<PathBuf> {
     let mut inputs = args.measure.replay.clone();
     inputs.extend(args.accept.clone());
-    inputs.push(baseline::path_for(&args.baseline_dir, &args.baseline));
+    inputs.push(baseline::path_for(&args.baseline_dir, args.baseline_name()));
     inputs.push(
         args.config
             .clone()
@@ -357,21 +403,39 @@ fn write_report(args: &CheckArgs, flag: &str, path: &Path, text: &str) -> Result
 
 /// Config and baseline, from the working tree or `--baseline-ref`.
 fn load_inputs(args: &CheckArgs) -> anyhow::Result<(Config, Baseline, String)> {
-    let bpath = baseline::path_for(&args.baseline_dir, &args.baseline);
+    let bpath = baseline::path_for(&args.baseline_dir, args.baseline_name());
+    let config = load_config(args)?;
+    let Some(reference) = &args.baseline_ref else {
+        let b = baseline::load(&bpath, args.baseline_name())?;
+        return Ok((config, b, bpath.display().to_string()));
+    };
+    let origin = |p: &Path| format!("{reference}:{}", p.display());
+    let text = git_show(reference, &bpath)?.ok_or_else(|| {
+        GateError::usage(format!(
+            "baseline '{}' not found at git ref '{reference}' ('{}'); capture it and merge it into {reference} first",
+            args.baseline_name(),
+            bpath.display()
+        ))
+    })?;
+    warn_if_differs(&bpath, &text, reference);
+    let b = baseline::parse(&text, &origin(&bpath))?;
+    Ok((config, b, origin(&bpath)))
+}
+
+/// gate.toml from the working tree, or from `--baseline-ref` (the target
+/// branch's: thresholds, acceptance and the suite are never the change's).
+pub fn load_config(args: &CheckArgs) -> anyhow::Result<Config> {
     let cpath = args
         .config
         .clone()
         .unwrap_or_else(|| PathBuf::from("gate.toml"));
     let Some(reference) = &args.baseline_ref else {
-        let config = Config::load(&cpath, args.config.is_some())?;
-        let b = baseline::load(&bpath, &args.baseline)?;
-        return Ok((config, b, bpath.display().to_string()));
+        return Ok(Config::load(&cpath, args.config.is_some())?);
     };
-    let origin = |p: &Path| format!("{reference}:{}", p.display());
-    let config = match git_show(reference, &cpath)? {
+    Ok(match git_show(reference, &cpath)? {
         Some(text) => {
             warn_if_differs(&cpath, &text, reference);
-            Config::parse(&text, &origin(&cpath))?
+            Config::parse(&text, &format!("{reference}:{}", cpath.display()))?
         }
         None if args.config.is_some() => {
             return Err(GateError::usage(format!(
@@ -381,17 +445,7 @@ fn load_inputs(args: &CheckArgs) -> anyhow::Result<(Config, Baseline, String)> {
             .into())
         }
         None => Config::default(),
-    };
-    let text = git_show(reference, &bpath)?.ok_or_else(|| {
-        GateError::usage(format!(
-            "baseline '{}' not found at git ref '{reference}' ('{}'); capture it and merge it into {reference} first",
-            args.baseline,
-            bpath.display()
-        ))
-    })?;
-    warn_if_differs(&bpath, &text, reference);
-    let b = baseline::parse(&text, &origin(&bpath))?;
-    Ok((config, b, origin(&bpath)))
+    })
 }
 
 fn warn_if_differs(path: &Path, ref_text: &str, reference: &str) {

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod metrics;
 pub mod record;
 pub mod report;
+pub mod suite;
 pub mod tools;
 pub mod watch;
 

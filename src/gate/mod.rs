@@ -191,6 +191,18 @@ pub struct RunInfo {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub truncated: bool,
+    /// The GPUs the run's statistics used, by slot (`MetricResult::gpu`):
+    /// NVML index, UUID and model, for reports that label per-GPU values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuIdentity>,
+}
+
+/// One GPU of a run, as dcgm-exporter labels it (`gpu`, `UUID`, `modelName`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuIdentity {
+    pub index: u32,
+    pub uuid: String,
+    pub model: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -875,6 +887,16 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
             exit_code: t.exit_code(),
             signal: t.end.as_ref().and_then(|e| e.signal),
             truncated: t.truncated,
+            gpus: r
+                .summary
+                .gpus
+                .iter()
+                .map(|g| GpuIdentity {
+                    index: g.index,
+                    uuid: g.uuid.clone(),
+                    model: g.name.clone(),
+                })
+                .collect(),
         });
     }
     runs_info

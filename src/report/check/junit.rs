@@ -269,9 +269,64 @@ pub fn render_error(baseline: &str, kind: &str, message: &str) -> String {
     )
 }
 
+/// Several documents of this module (a suite's workloads) as one: their
+/// `<testsuite>` elements inside one `<testsuites>` whose counts and time
+/// are the sums.
+pub fn combine(docs: &[String]) -> String {
+    let attr = |line: &str, key: &str| -> f64 {
+        line.split(&format!(" {key}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let (mut tests, mut failures, mut errors, mut time) = (0.0, 0.0, 0.0, 0.0);
+    let mut body = String::new();
+    for doc in docs {
+        let mut inside = false;
+        for line in doc.lines() {
+            if line.starts_with("<testsuites ") {
+                tests += attr(line, "tests");
+                failures += attr(line, "failures");
+                errors += attr(line, "errors");
+                time += attr(line, "time");
+                inside = true;
+            } else if line == "</testsuites>" {
+                inside = false;
+            } else if inside {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gate\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n{body}</testsuites>\n",
+        tests as u64,
+        failures as u64,
+        errors as u64,
+        seconds(Some(time))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn combined_documents_keep_every_testsuite_and_sum_the_counts() {
+        let r = crate::report::check::tests_support::sample_report();
+        let one = Junit.render(&r);
+        let err = render_error("other", "usage", "baseline 'other' not found");
+        let both = combine(&[one.clone(), err]);
+        assert_eq!(both.matches("<testsuite ").count(), 2, "{both}");
+        assert_eq!(both.matches("<testsuites ").count(), 1);
+        let head = both.lines().nth(1).unwrap();
+        assert!(
+            head.contains("tests=\"6\" failures=\"4\" errors=\"1\" time=\"65.000\""),
+            "{head}"
+        );
+        assert!(both.ends_with("</testsuites>\n"));
+    }
 
     #[test]
     fn one_testcase_per_gated_metric_plus_the_run_with_unique_names() {

@@ -5,8 +5,12 @@
 //!   seconds (`gate_sm_active_ratio`, `gate_mem_used_bytes`,
 //!   `gate_wall_time_seconds`); counts and user metrics without a known unit
 //!   keep their value and get no `# UNIT`.
-//! - The statistic is a label (`statistic="mean"`), as are `gpu` and `node`,
-//!   so one family holds a metric's mean and p95 on every GPU.
+//! - Every series carries its `baseline` (a suite's workloads share one
+//!   file, and GitLab keys a value by name and labels); the statistic is a
+//!   label (`statistic="mean"`), as is `node`.
+//! - One GPU's values are their own family (`gate_per_gpu_sm_active_ratio`),
+//!   apart from the value over the GPUs (`gate_sm_active_ratio`), labelled
+//!   like dcgm-exporter's: `gpu` (NVML index), `UUID`, `modelName`.
 //! - Values carry 3 significant digits: GitLab compares the values between
 //!   the merge request and its target branch as strings, and 16 digits made
 //!   every metric "changed".
@@ -85,34 +89,42 @@ struct Family {
 
 impl Reporter for OpenMetrics {
     fn render(&self, r: &CheckReport) -> String {
-        let mut families: Vec<Family> = Vec::new();
-        let mut add = |name: String,
-                       kind: &'static str,
-                       unit: Option<&'static str>,
-                       help: String,
-                       labels: Vec<(&str, String)>,
-                       v: f64| {
-            let labels = if labels.is_empty() {
-                String::new()
-            } else {
-                let inner: Vec<String> = labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", escape::openmetrics_label(v)))
-                    .collect();
-                format!("{{{}}}", inner.join(","))
-            };
-            let line = format!("{name}{labels} {}", number(v));
-            match families.iter_mut().find(|f| f.name == name) {
-                Some(f) => f.samples.push(line),
-                None => families.push(Family {
-                    name,
-                    kind,
-                    unit,
-                    help,
-                    samples: vec![line],
-                }),
-            }
+        render_many(&[r])
+    }
+}
+
+/// Several checks (a suite's workloads) in one exposition: each family
+/// once, every series labelled with its `baseline`.
+pub fn render_many(reports: &[&CheckReport]) -> String {
+    let mut families: Vec<Family> = Vec::new();
+    let mut add = |name: String,
+                   kind: &'static str,
+                   unit: Option<&'static str>,
+                   help: String,
+                   labels: Vec<(&str, String)>,
+                   v: f64| {
+        let labels = if labels.is_empty() {
+            String::new()
+        } else {
+            let inner: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape::openmetrics_label(v)))
+                .collect();
+            format!("{{{}}}", inner.join(","))
         };
+        let line = format!("{name}{labels} {}", number(v));
+        match families.iter_mut().find(|f| f.name == name) {
+            Some(f) => f.samples.push(line),
+            None => families.push(Family {
+                name,
+                kind,
+                unit,
+                help,
+                samples: vec![line],
+            }),
+        }
+    };
+    for r in reports {
         let baseline = || vec![("baseline", r.baseline.name.clone())];
         add(
             "gate_run".into(),
@@ -144,50 +156,67 @@ impl Reporter for OpenMetrics {
         for m in &r.metrics {
             let Some(v) = m.new else { continue };
             let (name, unit, factor) = family(&m.id, &m.unit);
+            // One GPU's values are their own family (`gate_per_gpu_*`), apart
+            // from the value over the GPUs: a sum or mean over a family
+            // then never mixes the two.
+            let (name, whose) = match m.gpu {
+                Some(_) => (name.replacen("gate_", "gate_per_gpu_", 1), "one GPU's "),
+                None => (name, ""),
+            };
             let help = format!(
-                "{} over the steady window, in {}{}",
+                "{whose}{} over the steady window, in {}{}",
                 m.id,
                 unit.unwrap_or(if m.unit.is_empty() { "units" } else { &m.unit }),
                 if m.gated { " (gated)" } else { "" }
             );
-            let mut labels = vec![("statistic", m.statistic.as_str().to_string())];
+            let mut labels = baseline();
+            labels.push(("statistic", m.statistic.as_str().to_string()));
             if let Some(n) = m.node {
                 labels.push(("node", n.to_string()));
             }
             if let Some(g) = m.gpu {
-                labels.push(("gpu", g.to_string()));
+                // dcgm-exporter's labels: the NVML index, UUID and model.
+                let run = r.runs.get(m.node.unwrap_or(0)).or(r.runs.first());
+                match run.and_then(|run| run.gpus.get(g)) {
+                    Some(id) => {
+                        labels.push(("gpu", id.index.to_string()));
+                        labels.push(("UUID", id.uuid.clone()));
+                        labels.push(("modelName", id.model.clone()));
+                    }
+                    None => labels.push(("gpu", g.to_string())),
+                }
             }
             add(name, "gauge", unit, help, labels, v * factor);
         }
-        let mut out = String::new();
-        for f in families {
-            // OpenMetrics: an info family's samples carry the `_info` suffix.
-            let sample_name = if f.kind == "info" {
-                format!("{}_info", f.name)
-            } else {
-                f.name.clone()
-            };
-            out.push_str(&format!("# TYPE {} {}\n", f.name, f.kind));
-            if let Some(u) = f.unit {
-                out.push_str(&format!("# UNIT {} {u}\n", f.name));
-            }
-            out.push_str(&format!(
-                "# HELP {} {}\n",
-                f.name,
-                escape::openmetrics_label(&f.help)
-            ));
-            for l in f.samples {
-                if f.kind == "info" {
-                    out.push_str(&l.replacen(&f.name, &sample_name, 1));
-                } else {
-                    out.push_str(&l);
-                }
-                out.push('\n');
-            }
-        }
-        out.push_str("# EOF\n");
-        out
     }
+    let mut out = String::new();
+    for f in families {
+        // OpenMetrics: an info family's samples carry the `_info` suffix.
+        let sample_name = if f.kind == "info" {
+            format!("{}_info", f.name)
+        } else {
+            f.name.clone()
+        };
+        out.push_str(&format!("# TYPE {} {}\n", f.name, f.kind));
+        if let Some(u) = f.unit {
+            out.push_str(&format!("# UNIT {} {u}\n", f.name));
+        }
+        out.push_str(&format!(
+            "# HELP {} {}\n",
+            f.name,
+            escape::openmetrics_label(&f.help)
+        ));
+        for l in f.samples {
+            if f.kind == "info" {
+                out.push_str(&l.replacen(&f.name, &sample_name, 1));
+            } else {
+                out.push_str(&l);
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
 }
 
 #[cfg(test)]
@@ -201,11 +230,11 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
         // 45 % -> 0.45 as a ratio; the statistic is a label.
         assert!(
-            text.contains("gate_sm_active_ratio{statistic=\"mean\"} 0.45\n"),
+            text.contains("gate_sm_active_ratio{baseline=\"demo\",statistic=\"mean\"} 0.45\n"),
             "{text}"
         );
         assert!(
-            text.contains("gate_sm_active_ratio{statistic=\"mean\",gpu=\"1\"} 0.4\n"),
+            text.contains("gate_per_gpu_sm_active_ratio{baseline=\"demo\",statistic=\"mean\",gpu=\"5\",UUID=\"GPU-00000001-aaaa-bbbb-cccc-dddddddddddd\",modelName=\"NVIDIA H200\"} 0.4\n"),
             "{text}"
         );
         assert!(

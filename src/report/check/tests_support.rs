@@ -90,6 +90,13 @@ pub fn sample_report() -> CheckReport {
             exit_code: Some(0),
             signal: None,
             truncated: false,
+            gpus: (0..2)
+                .map(|i| crate::gate::GpuIdentity {
+                    index: i + 4,
+                    uuid: format!("GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd"),
+                    model: "NVIDIA H200".into(),
+                })
+                .collect(),
         }],
         metrics: vec![
             metric("wall_time_s", None, 60.0, 62.0, Verdict::Pass, true),

@@ -1,0 +1,630 @@
+//! `gate check --suite` and `gate capture --suite`: several workloads in
+//! one invocation, declared in gate.toml (`[[suite.workload]]`: a name, its
+//! baseline, its command, and per-workload tags, warm-up and duration),
+//! run one after another on the same GPUs, each judged against its own
+//! baseline exactly as `gate check --baseline B -- CMD` would judge it.
+//!
+//! One report of each kind for the whole suite: a JUnit file with one
+//! `<testsuite>` per workload, one OpenMetrics file (every series labelled
+//! with its `baseline`), one Markdown report, one JSON document, one PR
+//! comment. A workload that cannot be judged (its baseline is missing, its
+//! benchmark crashed) is reported as such and the others still run.
+//!
+//! The suite's exit code is the worst of its workloads', in this order
+//! (`worst_exit_code`), worst first: 2 (usage: the suite's own
+//! configuration is broken), 5 (a benchmark failed), 1 (regression), 3
+//! (could not measure; retryable), 4 (inconclusive), 0. Deterministic
+//! failures rank above
+//! the retryable one, so CI does not rerun a whole suite on the GPU when a
+//! regression or a crash is already certain.
+
+use super::check::{self, CheckArgs};
+use super::Format;
+use crate::config::{Config, WorkloadDef};
+use crate::error::GateError;
+use crate::exit_code;
+use crate::gate::CheckReport;
+use crate::report::check::{self as report, Reporter};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The order in which exit codes win, worst first (see the module doc).
+pub const EXIT_CODE_ORDER: &[i32] = &[
+    exit_code::USAGE,
+    exit_code::BENCHMARK_FAILED,
+    exit_code::REGRESSION,
+    exit_code::INFRA,
+    exit_code::INCONCLUSIVE,
+    exit_code::PASS,
+];
+
+/// The worst of several exit codes (`EXIT_CODE_ORDER`); an unknown code
+/// ranks first. No codes: pass.
+pub fn worst_exit_code(codes: impl IntoIterator<Item = i32>) -> i32 {
+    let rank = |c: i32| EXIT_CODE_ORDER.iter().position(|&x| x == c).unwrap_or(0);
+    codes
+        .into_iter()
+        .min_by_key(|&c| rank(c))
+        .unwrap_or(exit_code::PASS)
+}
+
+/// One workload, validated.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: String,
+    pub baseline: String,
+    pub command: Vec<String>,
+    pub tags: Vec<(String, String)>,
+    pub warmup: Option<Duration>,
+    pub duration: Option<Duration>,
+    pub warmup_until: Option<String>,
+    pub metrics_file: Option<PathBuf>,
+    /// `--suite-replay NAME=TRACE` traces (replay mode).
+    pub replay: Vec<PathBuf>,
+}
+
+/// The suite's workloads from gate.toml, narrowed to `only` (all when
+/// empty), with the replayed traces of `replay` (`NAME=TRACE`).
+pub fn workloads(
+    config: &Config,
+    only: &[String],
+    replay: &[String],
+) -> Result<Vec<Workload>, GateError> {
+    let origin = config.origin.as_deref().unwrap_or("gate.toml");
+    let defs: &[WorkloadDef] = config
+        .file
+        .suite
+        .as_ref()
+        .map(|s| s.workload.as_slice())
+        .unwrap_or(&[]);
+    if defs.is_empty() {
+        return Err(GateError::usage(format!(
+            "--suite: '{origin}' declares no [[suite.workload]]; add one per workload (name, baseline, command), see docs/suites.md"
+        )));
+    }
+    for o in only {
+        if !defs.iter().any(|d| &d.name == o) {
+            return Err(GateError::usage(format!(
+                "--workload '{o}' is not a [[suite.workload]] of '{origin}' (it has: {})",
+                names(defs)
+            )));
+        }
+    }
+    let mut traces: Vec<(String, PathBuf)> = Vec::new();
+    for r in replay {
+        let Some((name, path)) = r.split_once('=') else {
+            return Err(GateError::usage(format!(
+                "--suite-replay '{r}': write NAME=TRACE, e.g. --suite-replay resnet50=runs/resnet50.jsonl"
+            )));
+        };
+        if !defs.iter().any(|d| d.name == name) {
+            return Err(GateError::usage(format!(
+                "--suite-replay '{r}': '{name}' is not a [[suite.workload]] of '{origin}' (it has: {})",
+                names(defs)
+            )));
+        }
+        traces.push((name.to_string(), PathBuf::from(path)));
+    }
+    let mut out = Vec::new();
+    for d in defs
+        .iter()
+        .filter(|d| only.is_empty() || only.contains(&d.name))
+    {
+        let at = |field: &str, v: &str| -> Result<Duration, GateError> {
+            super::measure::parse_duration(v).map_err(|e| {
+                GateError::bad_file(
+                    origin,
+                    format!("[[suite.workload]] '{}' {field} = {v:?}: {e}", d.name),
+                )
+            })
+        };
+        let replay: Vec<PathBuf> = traces
+            .iter()
+            .filter(|(n, _)| n == &d.name)
+            .map(|(_, p)| p.clone())
+            .collect();
+        if !traces.is_empty() && replay.is_empty() {
+            return Err(GateError::usage(format!(
+                "--suite-replay gives traces for some workloads but none for '{}'; give one for each workload run (or narrow with --workload)",
+                d.name
+            )));
+        }
+        let mut tags: Vec<(String, String)> =
+            d.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !tags.iter().any(|(k, _)| k == "workload") {
+            tags.push(("workload".into(), d.name.clone()));
+        }
+        out.push(Workload {
+            name: d.name.clone(),
+            baseline: d.baseline.clone(),
+            command: d.command.clone(),
+            tags,
+            warmup: d.warmup.as_deref().map(|v| at("warmup", v)).transpose()?,
+            duration: d
+                .duration
+                .as_deref()
+                .map(|v| at("duration", v))
+                .transpose()?,
+            warmup_until: d.warmup_until.clone(),
+            metrics_file: d.metrics_file.as_ref().map(PathBuf::from),
+            replay,
+        });
+    }
+    Ok(out)
+}
+
+fn names(defs: &[WorkloadDef]) -> String {
+    defs.iter()
+        .map(|d| d.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One workload's measurement settings on top of the command line's.
+pub fn measure_for(
+    base: &super::measure::MeasureArgs,
+    w: &Workload,
+) -> super::measure::MeasureArgs {
+    let mut m = base.clone();
+    m.replay = w.replay.clone();
+    m.command = if w.replay.is_empty() {
+        w.command.clone()
+    } else {
+        Vec::new()
+    };
+    m.command_string = None;
+    m.pid = None;
+    m.tags.extend(w.tags.iter().cloned());
+    if let Some(d) = w.warmup {
+        m.warmup = d;
+    }
+    if w.duration.is_some() {
+        m.duration = w.duration;
+    }
+    if w.warmup_until.is_some() {
+        m.warmup_until = w.warmup_until.clone();
+    }
+    if w.metrics_file.is_some() {
+        m.metrics_file = w.metrics_file.clone();
+    }
+    m
+}
+
+/// What one workload of a check gave.
+pub struct Outcome {
+    pub workload: Workload,
+    pub result: Result<CheckReport, (i32, String)>,
+}
+
+impl Outcome {
+    pub fn exit_code(&self) -> i32 {
+        match &self.result {
+            Ok(r) => r.exit_code,
+            Err((code, _)) => *code,
+        }
+    }
+
+    pub fn verdict(&self) -> &'static str {
+        match &self.result {
+            Ok(r) => r.verdict.as_str(),
+            Err((code, _)) if *code == exit_code::USAGE => "usage error",
+            Err(_) => "error",
+        }
+    }
+}
+
+/// `gate check --suite`.
+pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
+    let config = check::load_config(args)?;
+    let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
+    // Outputs first: a path that would be refused must not cost live runs.
+    let inputs: Vec<PathBuf> = workloads
+        .iter()
+        .flat_map(|w| w.replay.iter().cloned())
+        .chain(args.accept.iter().cloned())
+        .chain(std::iter::once(
+            args.config.clone().unwrap_or_else(|| "gate.toml".into()),
+        ))
+        .collect();
+    let input_refs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    for (flag, path) in check::outputs(args) {
+        crate::files::check_output(path, flag, &input_refs)
+            .map_err(|e| GateError::usage(e.to_string()))?;
+    }
+    let n = workloads.len();
+    let mut outcomes = Vec::new();
+    for (i, w) in workloads.into_iter().enumerate() {
+        crate::gate_eprintln!(
+            "gate: suite: workload {}/{n} '{}' against baseline '{}'",
+            i + 1,
+            crate::escape::terminal(&w.name),
+            crate::escape::terminal(&w.baseline)
+        );
+        let wargs = CheckArgs {
+            baseline: Some(w.baseline.clone()),
+            suite: false,
+            measure: measure_for(&args.measure, &w),
+            ..args.without_outputs()
+        };
+        let result = check::judge(&wargs).map_err(|e| {
+            let code = crate::error::exit_code_of(&e);
+            let message = e
+                .chain()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(": ");
+            crate::gate_eprintln!(
+                "gate: suite: workload '{}': {}",
+                crate::escape::terminal(&w.name),
+                crate::escape::terminal(&message)
+            );
+            (code, message)
+        });
+        outcomes.push(Outcome {
+            workload: w,
+            result,
+        });
+    }
+    let code = worst_exit_code(outcomes.iter().map(Outcome::exit_code));
+    emit(args, &outcomes, code, &input_refs)?;
+    Ok(code)
+}
+
+/// `gate capture --suite`: every workload's baseline, one after another
+/// (from the working tree's gate.toml: capture runs on the default
+/// branch). A workload that fails does not stop the others; the exit code
+/// is the worst.
+pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
+    let path = args
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("gate.toml"));
+    let config = Config::load(&path, args.config.is_some())?;
+    let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
+    let n = workloads.len();
+    let mut codes = Vec::new();
+    for (i, w) in workloads.into_iter().enumerate() {
+        crate::gate_eprintln!(
+            "gate: suite: capturing workload {}/{n} '{}' as baseline '{}'",
+            i + 1,
+            crate::escape::terminal(&w.name),
+            crate::escape::terminal(&w.baseline)
+        );
+        let wargs = super::capture::CaptureArgs {
+            baseline: Some(w.baseline.clone()),
+            suite: false,
+            workload: Vec::new(),
+            suite_replay: Vec::new(),
+            measure: measure_for(&args.measure, &w),
+            // Replayed: one run per trace; live: --runs (or the default).
+            runs: if w.replay.is_empty() { args.runs } else { None },
+            ..args.clone()
+        };
+        let code = match super::capture::run(wargs) {
+            Ok(c) => c,
+            Err(e) => {
+                crate::gate_eprintln!(
+                    "gate: suite: workload '{}': {}",
+                    crate::escape::terminal(&w.name),
+                    crate::escape::terminal(
+                        &e.chain()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(": ")
+                    )
+                );
+                crate::error::exit_code_of(&e)
+            }
+        };
+        codes.push(code);
+    }
+    let code = worst_exit_code(codes);
+    crate::console::outln(format_args!(
+        "gate: suite: {n} workload(s) captured, exit {code} ({})",
+        verdict_word(code)
+    ));
+    Ok(code)
+}
+
+/// The word of a suite's exit code.
+pub fn verdict_word(code: i32) -> &'static str {
+    match code {
+        exit_code::PASS => "PASS",
+        exit_code::REGRESSION => "REGRESSION",
+        exit_code::USAGE => "USAGE ERROR",
+        exit_code::INCONCLUSIVE => "INCONCLUSIVE",
+        exit_code::BENCHMARK_FAILED => "BENCHMARK FAILED",
+        _ => "ERROR",
+    }
+}
+
+fn emit(args: &CheckArgs, outcomes: &[Outcome], code: i32, inputs: &[&Path]) -> anyhow::Result<()> {
+    let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
+        crate::files::write_output(path, flag, text.as_bytes(), inputs).map_err(|e| {
+            crate::files::output_error(
+                format!("cannot write the {flag} report '{}': {e}", path.display()),
+                &e,
+            )
+        })
+    };
+    let markdown = render_markdown(outcomes, code);
+    for (flag, path) in check::outputs(args) {
+        let text = match flag {
+            "--junit" => render_junit(outcomes),
+            "--markdown" => markdown.clone(),
+            "--json" => render_json(outcomes, code),
+            "--openmetrics" => {
+                let ok: Vec<&CheckReport> = outcomes
+                    .iter()
+                    .filter_map(|o| o.result.as_ref().ok())
+                    .collect();
+                report::openmetrics::render_many(&ok)
+            }
+            "--pr-comment" => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        GateError::usage(format!(
+                            "cannot create '{}' for --pr-comment: {e}",
+                            dir.display()
+                        ))
+                    })?;
+                }
+                render_pr_comment(outcomes, code)
+            }
+            "--bmf" => {
+                let mut all = serde_json::Map::new();
+                for r in outcomes.iter().filter_map(|o| o.result.as_ref().ok()) {
+                    let one: serde_json::Value = serde_json::from_str(&report::bmf::Bmf.render(r))?;
+                    if let serde_json::Value::Object(o) = one {
+                        all.extend(o);
+                    }
+                }
+                serde_json::to_string_pretty(&all)? + "\n"
+            }
+            _ => continue,
+        };
+        write(flag, path, &text)?;
+    }
+    match args.format {
+        Format::Json => crate::console::out(&render_json(outcomes, code)),
+        Format::Text => crate::console::out(&render_terminal(outcomes, code, args.color.stdout())),
+    }
+    Ok(())
+}
+
+/// `| workload | baseline | verdict | exit |` rows.
+fn summary_rows(outcomes: &[Outcome]) -> Vec<[String; 4]> {
+    outcomes
+        .iter()
+        .map(|o| {
+            [
+                o.workload.name.clone(),
+                o.workload.baseline.clone(),
+                o.verdict().to_string(),
+                o.exit_code().to_string(),
+            ]
+        })
+        .collect()
+}
+
+pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
+    use crate::escape::terminal;
+    let mut out = String::new();
+    for o in outcomes {
+        out.push_str(&format!(
+            "== workload {} (baseline {}) ==\n",
+            terminal(&o.workload.name),
+            terminal(&o.workload.baseline)
+        ));
+        match &o.result {
+            Ok(r) => out.push_str(&report::terminal::Terminal { color }.render(r)),
+            Err((c, m)) => out.push_str(&format!(
+                "VERDICT: {} (exit {c}): {}\n",
+                o.verdict().to_uppercase(),
+                terminal(m)
+            )),
+        }
+        out.push('\n');
+    }
+    out.push_str("workload  baseline  verdict  exit\n");
+    for row in summary_rows(outcomes) {
+        out.push_str(&format!(
+            "{}\n",
+            row.iter()
+                .map(|c| terminal(c))
+                .collect::<Vec<_>>()
+                .join("  ")
+        ));
+    }
+    out.push_str(&format!(
+        "SUITE VERDICT: {} (exit {code}; worst of {} workload(s))\n",
+        verdict_word(code),
+        outcomes.len()
+    ));
+    out
+}
+
+pub fn render_markdown(outcomes: &[Outcome], code: i32) -> String {
+    use crate::escape::{markdown_code as mcode, markdown_text as text};
+    let mut out = format!(
+        "## gate suite: {} (exit {code}, worst of {} workloads)\n\n| workload | baseline | verdict | exit |\n|---|---|---|---:|\n",
+        verdict_word(code),
+        outcomes.len()
+    );
+    for row in summary_rows(outcomes) {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} |\n",
+            mcode(&row[0]),
+            mcode(&row[1]),
+            text(&row[2]),
+            row[3]
+        ));
+    }
+    out.push('\n');
+    for o in outcomes {
+        match &o.result {
+            Ok(r) => out.push_str(&report::markdown::Markdown.render(r)),
+            Err((c, m)) => out.push_str(&format!(
+                "### gate: {} for workload `{}` (exit {c})\n\n{}\n",
+                o.verdict().to_uppercase(),
+                mcode(&o.workload.name),
+                text(m)
+            )),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn render_junit(outcomes: &[Outcome]) -> String {
+    let docs: Vec<String> = outcomes
+        .iter()
+        .map(|o| match &o.result {
+            Ok(r) => report::junit::Junit.render(r),
+            Err((c, m)) => report::junit::render_error(
+                &o.workload.baseline,
+                if *c == exit_code::USAGE {
+                    "usage"
+                } else {
+                    "error"
+                },
+                m,
+            ),
+        })
+        .collect();
+    report::junit::combine(&docs)
+}
+
+/// Version of the suite JSON document.
+pub const SUITE_SCHEMA_VERSION: u32 = 1;
+
+pub fn render_json(outcomes: &[Outcome], code: i32) -> String {
+    let workloads: Vec<serde_json::Value> = outcomes
+        .iter()
+        .map(|o| {
+            let mut v = serde_json::json!({
+                "name": o.workload.name,
+                "baseline": o.workload.baseline,
+                "exit_code": o.exit_code(),
+                "verdict": o.verdict(),
+            });
+            match &o.result {
+                Ok(r) => {
+                    v["report"] = serde_json::from_str(&report::json::Json.render(r))
+                        .expect("the JSON reporter writes JSON")
+                }
+                Err((_, m)) => v["error"] = m.as_str().into(),
+            }
+            v
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "suite_schema_version": SUITE_SCHEMA_VERSION,
+        "gate_version": crate::GATE_VERSION,
+        "verdict": verdict_word(code).to_lowercase(),
+        "exit_code": code,
+        "workloads": workloads,
+    });
+    serde_json::to_string_pretty(&doc).expect("a JSON value always serializes") + "\n"
+}
+
+/// The suite's marker: the CI templates edit the comment that carries it.
+pub const SUITE_MARKER: &str = "<!-- gate-pr-comment:suite -->";
+
+/// One comment for the suite: the suite verdict and the worst workload's
+/// top cause in its first three lines, then each workload's own comment
+/// (its marker removed) in a folded section, the regressed ones open.
+pub fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
+    use crate::escape::{markdown_code as mcode, markdown_text as text};
+    let worst = outcomes.iter().min_by_key(|o| {
+        EXIT_CODE_ORDER
+            .iter()
+            .position(|&x| x == o.exit_code())
+            .unwrap_or(0)
+    });
+    let icon = match code {
+        exit_code::PASS => ":white_check_mark:",
+        exit_code::REGRESSION => ":x:",
+        _ => ":warning:",
+    };
+    let failing = outcomes
+        .iter()
+        .filter(|o| o.exit_code() != exit_code::PASS)
+        .count();
+    let mut out = format!(
+        "**gate suite: {icon} {}**: {failing} of {} workloads not passing (exit {code})\n",
+        verdict_word(code),
+        outcomes.len()
+    );
+    let cause = match worst.map(|o| &o.result) {
+        Some(Ok(r)) if code != exit_code::PASS => r
+            .diagnosis
+            .first()
+            .map(|d| format!("{}: {}", d.title, d.explanation))
+            .or_else(|| r.reasons.first().cloned())
+            .unwrap_or_default(),
+        Some(Err((_, m))) => m.clone(),
+        _ => "Every workload passed.".to_string(),
+    };
+    let who = worst
+        .filter(|_| code != exit_code::PASS)
+        .map(|o| format!("`{}`: ", mcode(&o.workload.name)))
+        .unwrap_or_default();
+    out.push_str(&format!("Top cause: {who}{}\n", text(&cause)));
+    let list: Vec<String> = outcomes
+        .iter()
+        .map(|o| format!("`{}` {}", mcode(&o.workload.name), o.verdict()))
+        .collect();
+    out.push_str(&format!("Workloads: {}\n", list.join(", ")));
+    for o in outcomes {
+        let body = match &o.result {
+            Ok(r) => report::pr_comment::PrComment.render(r),
+            Err((c, m)) => report::pr_comment::render_error(&o.workload.baseline, *c, m),
+        };
+        let body: String = body
+            .lines()
+            .filter(|l| !(l.starts_with("<!-- gate-") && l.ends_with("-->")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let open = if o.exit_code() == exit_code::PASS {
+            ""
+        } else {
+            " open"
+        };
+        out.push_str(&format!(
+            "\n<details{open}><summary>workload <code>{}</code>: {}</summary>\n\n{}\n</details>\n",
+            crate::escape::html(&o.workload.name),
+            o.verdict(),
+            body.trim_end()
+        ));
+    }
+    let changed = outcomes.iter().any(|o| match &o.result {
+        Ok(r) => report::pr_comment::changed(r),
+        Err(_) => true,
+    });
+    out.push('\n');
+    out.push_str(SUITE_MARKER);
+    out.push('\n');
+    out.push_str(if changed {
+        "<!-- gate-changed:yes -->\n"
+    } else {
+        "<!-- gate-changed:no -->\n"
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_exit_code_follows_the_documented_order() {
+        assert_eq!(worst_exit_code([0, 1, 3]), 1);
+        assert_eq!(worst_exit_code([0, 3, 4]), 3);
+        assert_eq!(worst_exit_code([1, 5]), 5);
+        assert_eq!(worst_exit_code([5, 2, 1]), 2);
+        assert_eq!(worst_exit_code([0, 4]), 4);
+        assert_eq!(worst_exit_code([]), 0);
+        assert_eq!(worst_exit_code([0, 0]), 0);
+    }
+}
