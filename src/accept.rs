@@ -21,77 +21,10 @@
 //! that expired, names another commit, or matches nothing is reported, so
 //! a stale acknowledgement never hides.
 
+use crate::config::AcceptPolicy;
 use crate::error::GateError;
 use crate::metrics::Direction;
 use serde::Deserialize;
-
-/// `[accept]` of the target branch's gate.toml.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AcceptPolicy {
-    /// false: nothing can accept a regression in this repository.
-    #[serde(default = "yes")]
-    pub allowed: bool,
-    /// The largest `max_change_pct` an accept file may give (percent).
-    pub max_change_pct: Option<f64>,
-    /// The label that acknowledges every gated regression of a check.
-    pub label: Option<String>,
-    /// How far a regression accepted by `label` may go (percent); required
-    /// with `label`.
-    pub label_max_change_pct: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for AcceptPolicy {
-    fn default() -> Self {
-        AcceptPolicy {
-            allowed: true,
-            max_change_pct: None,
-            label: None,
-            label_max_change_pct: None,
-        }
-    }
-}
-
-impl AcceptPolicy {
-    /// One line naming the bad setting, or Ok.
-    pub fn validate(&self) -> Result<(), String> {
-        for (key, v) in [
-            ("max_change_pct", self.max_change_pct),
-            ("label_max_change_pct", self.label_max_change_pct),
-        ] {
-            if let Some(v) = v {
-                check_pct(v).map_err(|m| format!("[accept] {key}: {m}"))?;
-            }
-        }
-        if let Some(l) = &self.label {
-            if l.trim().is_empty() || l.contains(',') || l.chars().any(crate::escape::is_hostile) {
-                return Err(format!(
-                    "[accept] label {l:?}: give the label's name, without commas or control characters"
-                ));
-            }
-            if self.label_max_change_pct.is_none() {
-                return Err(
-                    "[accept] label needs label_max_change_pct, the largest change the label accepts (percent), e.g. 10".into(),
-                );
-            }
-        }
-        Ok(())
-    }
-}
-
-fn check_pct(v: f64) -> Result<(), String> {
-    if v.is_finite() && (0.0..=1000.0).contains(&v) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{v} is not a percentage; write 15 for 15 % (0 to 1000)"
-        ))
-    }
-}
 
 /// The accept file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -149,7 +82,8 @@ pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
                 "metrics is empty; name the metric ids it accepts, e.g. [\"samples_per_s\"]".into(),
             ));
         }
-        check_pct(e.max_change_pct).map_err(|m| bad(format!("max_change_pct: {m}")))?;
+        crate::config::check_pct(e.max_change_pct)
+            .map_err(|m| bad(format!("max_change_pct: {m}")))?;
         if let Some(d) = &e.expires {
             if !is_date(d) {
                 return Err(bad(format!(

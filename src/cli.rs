@@ -4,7 +4,7 @@
 //! one way: main -> cli -> commands -> the library.
 
 use crate::commands::{
-    capture, check, diff, doctor, history, metrics, record, report, tools, watch,
+    capture, check, diff, doctor, history, metrics, record, report, suite, tools, watch,
 };
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -172,7 +172,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Record(a) => record::run(a),
         Command::Doctor(a) => doctor::run(a),
+        // A suite runs the one-workload commands once per workload.
+        Command::Capture(a) if a.suite => suite::capture(&a),
         Command::Capture(a) => capture::run(a),
+        Command::Check(a) if a.suite => suite::check(&a),
         Command::Check(a) => check::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Report(a) => report::run(a),

@@ -76,9 +76,6 @@ pub struct CaptureArgs {
 pub const DEFAULT_LIVE_RUNS: usize = 3;
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
-    if args.suite {
-        return super::suite::capture(&args);
-    }
     let name = args.baseline.clone().unwrap_or_default();
     baseline::validate_name(&name)?;
     let runs = match (args.measure.is_replay(), args.runs) {

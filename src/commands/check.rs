@@ -197,9 +197,6 @@ impl CheckArgs {
 }
 
 fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
-    if args.suite {
-        return super::suite::check(args);
-    }
     // Outputs first: a path that would be refused must not cost a live run.
     let inputs = input_paths(args);
     let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();

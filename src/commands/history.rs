@@ -183,6 +183,15 @@ fn detect_branch(flag: Option<&str>) -> Option<String> {
         .filter(|b| b != "HEAD")
 }
 
+/// The branch a pull/merge request targets, from the CI's variables.
+fn target_branch() -> Option<String> {
+    ["GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok())
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty())
+}
+
 fn provenance(
     args: &HistoryArgs,
     traces: &[Trace],
@@ -264,6 +273,18 @@ pub fn after_check(
             run.verdict = report.verdict.as_str().into();
             run.exit_code = report.exit_code;
         }
+        // The trend: the last checks of this baseline on the target branch
+        // (a pull request's base), else on this run's branch.
+        let target = target_branch().or_else(|| run.branch.clone());
+        let earlier = store.runs(&Query {
+            baseline: Some(run.baseline.clone()),
+            branch: target.clone(),
+            kind: Some(RunKind::Check),
+            metrics: MetricFilter::Gated,
+            limit: Some(history::trend::TREND_RUNS),
+            ..Query::default()
+        })?;
+        report.trend = Some(history::trend::build(report, &earlier, target, &run.drift));
         store.append(&run)
     })();
     match outcome {

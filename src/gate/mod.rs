@@ -256,6 +256,43 @@ pub struct CheckReport {
     /// `Finding::text()` of each finding, in the same order.
     pub diagnosis_text: Vec<String>,
     pub counts: Counts,
+    /// The gated metrics' recent past on the target branch and this
+    /// check's drift findings (`history::trend`); only with `--history`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trend: Option<Trend>,
+}
+
+/// Recent runs of the same baseline on one branch (`history::trend`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trend {
+    /// The branch the earlier runs were recorded on (None: any).
+    pub branch: Option<String>,
+    /// Earlier runs found (this run is not counted).
+    pub runs: usize,
+    /// Their commits, oldest first.
+    pub commits: Vec<Option<String>>,
+    pub metrics: Vec<MetricTrend>,
+    pub drift: Vec<TrendDrift>,
+}
+
+/// One gated metric over the earlier runs and this one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricTrend {
+    pub metric: String,
+    pub unit: String,
+    /// Oldest first, this run last; None where a run has no value.
+    pub values: Vec<Option<f64>>,
+    /// The values as unicode blocks (`▁`..`█`, `·` for none).
+    pub sparkline: String,
+}
+
+/// A drift finding of this check, as the trend shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrendDrift {
+    pub metric: String,
+    pub shift_pct: Option<f64>,
+    pub failed: bool,
+    pub message: String,
 }
 
 impl CheckReport {
@@ -789,6 +826,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
         diagnosis,
         counts,
+        trend: None,
     }
 }
 
@@ -1083,7 +1121,9 @@ fn verdict_from_metrics(
                 Some(format!(
                     "{} {} (within {} %, {}: {})",
                     m.label(),
-                    crate::report::check::change_text(m),
+                    m.change_pct
+                        .map(|p| format!("{} %", crate::format::percent_change(p)))
+                        .unwrap_or_default(),
                     a.max_change_pct,
                     a.by,
                     a.reason

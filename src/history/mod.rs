@@ -29,6 +29,7 @@ pub mod record;
 pub mod schema;
 pub mod sql;
 pub mod sqlite;
+pub mod trend;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -101,6 +101,53 @@ pub fn changed(r: &CheckReport) -> bool {
             .any(|m| matches!(m.verdict, Verdict::Regression | Verdict::Improvement))
 }
 
+/// The gated metrics' recent past (`--history`): a sparkline and the
+/// numbers per metric, this run last in bold, and the drift findings
+/// quoted so they are not missed.
+fn trend_section(t: &crate::gate::Trend) -> String {
+    let on = t
+        .branch
+        .as_ref()
+        .map(|b| format!(" on `{}`", code(b)))
+        .unwrap_or_default();
+    let mut out = format!(
+        "\n**Trend{on}** ({} earlier run{}, oldest first, this run last):\n\n| metric | trend | values |\n|---|---|---|\n",
+        t.runs,
+        if t.runs == 1 { "" } else { "s" }
+    );
+    for m in &t.metrics {
+        let n = m.values.len();
+        let values: Vec<String> = m
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let s = v.map(crate::format::number).unwrap_or_else(|| "n/a".into());
+                if i + 1 == n {
+                    format!("**{s}**")
+                } else {
+                    s
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} {} |\n",
+            code(&m.metric),
+            m.sparkline,
+            values.join(" · "),
+            text(&m.unit)
+        ));
+    }
+    for d in &t.drift {
+        out.push_str(&format!(
+            "\n> :chart_with_downwards_trend: **drift{}**: {}\n",
+            if d.failed { ", fails the run" } else { "" },
+            text(&d.message)
+        ));
+    }
+    out
+}
+
 impl Reporter for PrComment {
     fn render(&self, r: &CheckReport) -> String {
         let moved = moved(r);
@@ -192,6 +239,9 @@ impl Reporter for PrComment {
                     text(&a.reason)
                 ));
             }
+        }
+        if let Some(t) = &r.trend {
+            out.push_str(&trend_section(t));
         }
         let gated: Vec<&MetricResult> = r.metrics.iter().filter(|m| m.gated).collect();
         if !gated.is_empty() {

@@ -76,6 +76,7 @@ pub fn sample_report() -> CheckReport {
         warnings: vec![],
         multi_node: false,
         fail_on_improvement: false,
+        trend: None,
         runs: vec![RunInfo {
             source: "run\u{7}\"1\".jsonl".into(),
             command: "python train.py --tag ]]> \u{1b}[0m".into(),
