@@ -1,10 +1,11 @@
 //! The floor `gate check` is measured against (BENCHMARKS.md, section 2):
-//! read a trace with serde straight into flat f32 columns (a `DeserializeSeed`
-//! that appends each sample's values to the columns, no per-line vectors),
-//! then compute gate's own statistics (`MetricStats::from_series`) for every
-//! column of every GPU, the per-sample GPU mean and the host columns, over the
-//! steady window. No features, no rules, no verdict, no report: what any
-//! checker must at least do.
+//! read a trace with serde straight into column-major f32 series, one
+//! contiguous `Vec` per GPU and metric (a `DeserializeSeed` that appends
+//! each sample's values to its columns, no per-line vectors), then compute
+//! gate's own statistics (`MetricStats::from_finite`) for every column of
+//! every GPU, the per-sample GPU mean and the host columns, over the steady
+//! window, one column at a time on one thread. No features, no rules, no
+//! verdict, no report: what any checker must at least do.
 //!
 //! ```text
 //! cargo run --release --example check-floor -- TRACE.jsonl
@@ -22,11 +23,11 @@ use std::io::BufRead;
 struct Columns {
     ngpu: usize,
     ncols: usize,
-    nhost: usize,
     times_ms: Vec<f64>,
     warmup: Vec<bool>,
-    gpu: Vec<f32>,
-    host: Vec<f32>,
+    /// `gpu[g * ncols + c]`: one series per GPU and column.
+    gpu: Vec<Vec<f32>>,
+    host: Vec<Vec<f32>>,
 }
 
 /// Deserialises one `sample` record into the columns.
@@ -54,7 +55,7 @@ impl<'de> Visitor<'de> for SampleSeed<'_> {
                 "t" if is_sample => c.times_ms.push(m.next_value()?),
                 "w" if is_sample => w = m.next_value()?,
                 "g" if is_sample => m.next_value_seed(Rows(c))?,
-                "h" if is_sample => m.next_value_seed(Values(&mut c.host, c.nhost))?,
+                "h" if is_sample => m.next_value_seed(Values(&mut c.host[..]))?,
                 _ => {
                     m.next_value::<IgnoredAny>()?;
                 }
@@ -85,10 +86,13 @@ impl<'de> Visitor<'de> for Rows<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
         let (ngpu, ncols) = (self.0.ngpu, self.0.ncols);
         let mut rows = 0;
-        while s
-            .next_element_seed(Values(&mut self.0.gpu, ncols))?
-            .is_some()
+        while rows < ngpu
+            && s.next_element_seed(Values(&mut self.0.gpu[rows * ncols..(rows + 1) * ncols]))?
+                .is_some()
         {
+            rows += 1;
+        }
+        if rows == ngpu && s.next_element::<IgnoredAny>()?.is_some() {
             rows += 1;
         }
         if rows != ngpu {
@@ -98,8 +102,9 @@ impl<'de> Visitor<'de> for Rows<'_> {
     }
 }
 
-/// `[v|null, ...]` appended as f32 (NaN for null), exactly `n` of them.
-struct Values<'a>(&'a mut Vec<f32>, usize);
+/// `[v|null, ...]`, value k appended as f32 (NaN for null) to series k;
+/// exactly as many values as series.
+struct Values<'a>(&'a mut [Vec<f32>]);
 
 impl<'de> DeserializeSeed<'de> for Values<'_> {
     type Value = ();
@@ -116,10 +121,14 @@ impl<'de> Visitor<'de> for Values<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
         let mut k = 0;
         while let Some(v) = s.next_element::<Option<f64>>()? {
-            self.0.push(v.map(|x| x as f32).unwrap_or(f32::NAN));
+            let series = self
+                .0
+                .get_mut(k)
+                .ok_or_else(|| A::Error::custom("column count differs from the header"))?;
+            series.push(v.map(|x| x as f32).unwrap_or(f32::NAN));
             k += 1;
         }
-        if k != self.1 {
+        if k != self.0.len() {
             return Err(A::Error::custom("column count differs from the header"));
         }
         Ok(())
@@ -145,10 +154,16 @@ fn main() {
             std::process::exit(2)
         }
     };
+    let (ngpu, ncols, nhost) = (
+        header.fingerprint.gpus.len(),
+        header.gpu_columns.len(),
+        header.host_columns.len(),
+    );
     let mut c = Columns {
-        ngpu: header.fingerprint.gpus.len(),
-        ncols: header.gpu_columns.len(),
-        nhost: header.host_columns.len(),
+        ngpu,
+        ncols,
+        gpu: vec![Vec::new(); ngpu * ncols],
+        host: vec![Vec::new(); nhost],
         ..Default::default()
     };
     loop {
@@ -163,9 +178,12 @@ fn main() {
         }
     }
 
-    // gate's statistics over the steady window, every series gate computes.
+    // gate's statistics over the steady window, every series gate computes,
+    // each read as one contiguous slice.
     let steady: Vec<usize> = (0..c.times_ms.len()).filter(|&i| !c.warmup[i]).collect();
-    let (ngpu, ncols, nhost) = (c.ngpu, c.ncols, c.nhost);
+    let finite = |series: &mut dyn Iterator<Item = f64>| -> Vec<f64> {
+        series.filter(|v| v.is_finite()).collect()
+    };
     let mut stats = 0usize;
     let mut keep = |s: Option<MetricStats>| {
         if let Some(s) = s {
@@ -173,32 +191,28 @@ fn main() {
             std::hint::black_box(s);
         }
     };
-    for g in 0..ngpu {
-        for col in 0..ncols {
-            keep(MetricStats::from_series(
-                steady
-                    .iter()
-                    .map(|&i| c.gpu[(i * ngpu + g) * ncols + col] as f64),
-            ));
-        }
+    let window =
+        |series: &[f32]| -> Vec<f64> { finite(&mut steady.iter().map(|&i| series[i] as f64)) };
+    for series in &c.gpu {
+        keep(MetricStats::from_finite(window(series)));
     }
+    let n = c.times_ms.len();
     for col in 0..ncols {
-        keep(MetricStats::from_series(steady.iter().map(|&i| {
-            let (sum, n) = (0..ngpu)
-                .map(|g| c.gpu[(i * ngpu + g) * ncols + col] as f64)
-                .filter(|v| v.is_finite())
-                .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-            if n == 0 {
-                f64::NAN
-            } else {
-                sum / n as f64
+        let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
+        for g in 0..ngpu {
+            for (i, &v) in c.gpu[g * ncols + col].iter().enumerate() {
+                if v.is_finite() {
+                    sum[i] += v as f64;
+                    count[i] += 1;
+                }
             }
-        })));
+        }
+        keep(MetricStats::from_finite(finite(
+            &mut steady.iter().map(|&i| sum[i] / count[i] as f64),
+        )));
     }
-    for col in 0..nhost {
-        keep(MetricStats::from_series(
-            steady.iter().map(|&i| c.host[i * nhost + col] as f64),
-        ));
+    for series in &c.host {
+        keep(MetricStats::from_finite(window(series)));
     }
     println!(
         "{} samples x {ngpu} GPUs: {stats} statistics",

@@ -38,6 +38,8 @@ pub mod metric_sources;
 pub mod metrics;
 /// How much a statistic moves between runs: noise bands for verdicts and rules.
 pub mod noise;
+/// Independent work (columns, runs, nodes) on every core, output unchanged.
+pub mod parallel;
 pub mod record;
 pub mod report;
 pub mod sampler;

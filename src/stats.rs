@@ -40,7 +40,13 @@ impl MetricStats {
     /// Statistics of the finite values of `values` (NaN = missing, skipped).
     /// None when no value is finite.
     pub fn from_series(values: impl IntoIterator<Item = f64>) -> Option<MetricStats> {
-        let series: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        Self::from_finite(values.into_iter().filter(|v| v.is_finite()).collect())
+    }
+
+    /// `from_series` of values already known finite (a column's steady
+    /// values, gathered in one pass); `series` is reordered and dropped.
+    pub fn from_finite(series: Vec<f64>) -> Option<MetricStats> {
+        debug_assert!(series.iter().all(|v| v.is_finite()));
         if series.is_empty() {
             return None;
         }

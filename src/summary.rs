@@ -121,15 +121,52 @@ fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
     run
 }
 
-/// The statistics of every column over the `steady` samples.
+/// The statistics of every column over the `steady` samples: one pass over
+/// each column's contiguous series, the columns spread over the cores
+/// (`parallel`; the same numbers on any thread count).
 fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
-    let mut gpus = Vec::with_capacity(trace.gpu_count());
-    let mut gpu_aggregate = BTreeMap::new();
-    for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
+    let (ngpu, ncols, nhost) = (
+        trace.gpu_count(),
+        trace.header.gpu_columns.len(),
+        trace.header.host_columns.len(),
+    );
+    let jobs: Vec<Column<'_>> = (0..ngpu)
+        .flat_map(|slot| {
+            trace
+                .header
+                .gpu_columns
+                .iter()
+                .map(move |id| Column::Gpu { slot, id })
+        })
+        .chain(
+            trace
+                .header
+                .gpu_columns
+                .iter()
+                .map(|id| Column::GpuMean { id }),
+        )
+        .chain(
+            trace
+                .header
+                .host_columns
+                .iter()
+                .map(|id| Column::Host { id }),
+        )
+        .collect();
+    let mut stats = crate::parallel::map(&jobs, |c| {
+        MetricStats::from_finite(steady_finite(trace, steady, c))
+    })
+    .into_iter();
+    let mut gpus = Vec::with_capacity(ngpu);
+    for info in &trace.header.fingerprint.gpus {
         let mut metrics = BTreeMap::new();
-        for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-            let series = steady.iter().map(|&i| trace.gpu_value(i, slot, col) as f64);
-            if let Some(s) = MetricStats::from_series(series) {
+        for (id, s) in trace
+            .header
+            .gpu_columns
+            .iter()
+            .zip(stats.by_ref().take(ncols))
+        {
+            if let Some(s) = s {
                 metrics.insert(id.clone(), s);
             }
         }
@@ -140,21 +177,30 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
             metrics,
         });
     }
-    for (col, id) in trace.header.gpu_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| trace.gpu_mean_at(i, col));
-        if let Some(s) = MetricStats::from_series(series) {
+    let mut gpu_aggregate = BTreeMap::new();
+    for (id, s) in trace
+        .header
+        .gpu_columns
+        .iter()
+        .zip(stats.by_ref().take(ncols))
+    {
+        if let Some(s) = s {
             gpu_aggregate.insert(id.clone(), s);
+        }
+    }
+    let mut host = BTreeMap::new();
+    for (id, s) in trace
+        .header
+        .host_columns
+        .iter()
+        .zip(stats.by_ref().take(nhost))
+    {
+        if let Some(s) = s {
+            host.insert(id.clone(), s);
         }
     }
     let target_wall_s = trace.end.as_ref().and_then(|e| e.target_wall_s);
     let startup_s = startup_s(trace).map(|s| target_wall_s.map_or(s, |w| s.min(w)));
-    let mut host = BTreeMap::new();
-    for (col, id) in trace.header.host_columns.iter().enumerate() {
-        let series = steady.iter().map(|&i| trace.host_value(i, col) as f64);
-        if let Some(s) = MetricStats::from_series(series) {
-            host.insert(id.clone(), s);
-        }
-    }
     RunSummary {
         source: trace.path.display().to_string(),
         steady_start_ms: steady.first().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
@@ -202,22 +248,63 @@ pub enum Column<'a> {
 }
 
 pub fn steady_series(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
-    let steady = steady.iter().copied();
+    steady_column(trace, steady, column, |_| true)
+}
+
+/// `steady_series` without the missing values: what statistics read.
+pub fn steady_finite(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
+    steady_column(trace, steady, column, |v| v.is_finite())
+}
+
+fn steady_column(
+    trace: &Trace,
+    steady: &[usize],
+    column: &Column,
+    keep: fn(&f64) -> bool,
+) -> Vec<f64> {
     match *column {
         Column::Gpu { slot, id } => match trace.gpu_column(id) {
-            Some(col) if slot < trace.gpu_count() => steady
-                .map(|i| trace.gpu_value(i, slot, col) as f64)
-                .collect(),
+            Some(col) if slot < trace.gpu_count() => {
+                gather(trace.gpu_series(slot, col), steady, keep)
+            }
             _ => Vec::new(),
         },
         Column::GpuMean { id } => match trace.gpu_column(id) {
-            Some(col) => steady.map(|i| trace.gpu_mean_at(i, col)).collect(),
+            Some(col) => gather(&trace.gpu_mean_series(col), steady, keep),
             None => Vec::new(),
         },
         Column::Host { id } => match trace.host_column(id) {
-            Some(col) => steady.map(|i| trace.host_value(i, col) as f64).collect(),
+            Some(col) => gather(trace.host_series(col), steady, keep),
             None => Vec::new(),
         },
+    }
+}
+
+/// The values of `series` at the `steady` samples, as f64, those `keep`
+/// accepts. A steady window of consecutive samples (the usual case:
+/// warm-up first, teardown last) is read as one slice.
+pub fn gather<T: Copy + Into<f64>>(
+    series: &[T],
+    steady: &[usize],
+    keep: fn(&f64) -> bool,
+) -> Vec<f64> {
+    let consecutive = match (steady.first(), steady.last()) {
+        (Some(&a), Some(&b)) => b - a + 1 == steady.len(),
+        _ => true,
+    };
+    if consecutive {
+        let range = steady.first().map_or(0..0, |&a| a..a + steady.len());
+        series[range]
+            .iter()
+            .map(|&v| v.into())
+            .filter(keep)
+            .collect()
+    } else {
+        steady
+            .iter()
+            .map(|&i| series[i].into())
+            .filter(keep)
+            .collect()
     }
 }
 

@@ -646,9 +646,15 @@ fn window_trace(
     let mut header = header.clone();
     header.warmup_ms = 0;
     let seqs = window.seqs(ring);
+    let columns = crate::trace::Columns::new(
+        header.fingerprint.gpus.len(),
+        header.gpu_columns.len(),
+        header.host_columns.len(),
+    );
     let mut trace = Trace {
         path: "watch-window".into(),
         header,
+        columns,
         events: events.into_iter().cloned().collect(),
         processes: procs.into_iter().cloned().collect(),
         ..Default::default()
@@ -657,8 +663,7 @@ fn window_trace(
         let (gpu, host) = ring.row(q);
         trace.times_ms.push(ring.t(q));
         trace.warmup.push(false);
-        trace.gpu_values.extend(gpu);
-        trace.host_values.extend(host);
+        trace.columns.push_row(&gpu, &host);
     }
     trace
 }
@@ -765,9 +770,8 @@ mod tests {
         let mut trace = synthetic::trace(&Signature::healthy(), 1);
         let n = trace.sample_count();
         let col = trace.gpu_column("gpu_busy_pct").unwrap();
-        let ncols = trace.header.gpu_columns.len();
-        for i in n / 2..n {
-            trace.gpu_values[i * ncols + col] = 0.0;
+        for v in &mut trace.columns.gpu_mut(0, col)[n / 2..] {
+            *v = 0.0;
         }
         let r = rules(
             "[rules.busy]\nwhen = \"gpu_busy_pct.mean > 50\"\nfor = \"10s\"\nseverity = \"medium\"\n",
@@ -815,17 +819,13 @@ mod tests {
         let mut trace = synthetic::trace(&Signature::healthy().with_warmup_samples(150), 1);
         let busy = trace.gpu_column("gpu_busy_pct").unwrap();
         let cpu = trace.host_column("target_cpu_pct").unwrap();
-        let (ncols, nhost) = (
-            trace.header.gpu_columns.len(),
-            trace.header.host_columns.len(),
-        );
         let warm: Vec<usize> = (0..trace.sample_count())
             .filter(|&i| trace.warmup[i])
             .collect();
         assert_eq!(warm.len(), 150);
         for &i in &warm {
-            trace.gpu_values[i * ncols + busy] = 0.0;
-            trace.host_values[i * nhost + cpu] = 100.0;
+            trace.columns.gpu_mut(0, busy)[i] = 0.0;
+            trace.columns.host_mut(cpu)[i] = 100.0;
         }
         let p = plan(10.0, 1.0, Severity::Low);
         let (alerts, _) = replay_with(&trace, RuleSet::builtin(), p, Mode::Incremental);

@@ -499,16 +499,13 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
 pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
-    let v: Vec<f64> = steady.iter().map(|&i| trace.gpu_mean_at(i, col)).collect();
+    let v = crate::summary::gather(&trace.gpu_mean_series(col), steady, |_| true);
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
 fn host_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.host_column(id)?;
-    let v: Vec<f64> = steady
-        .iter()
-        .map(|&i| trace.host_value(i, col) as f64)
-        .collect();
+    let v = crate::summary::gather(trace.host_series(col), steady, |_| true);
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
@@ -519,10 +516,7 @@ fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)>
     };
     (0..trace.gpu_count())
         .filter_map(|g| {
-            let v: Vec<f64> = steady
-                .iter()
-                .map(|&i| trace.gpu_value(i, g, col) as f64)
-                .collect();
+            let v = crate::summary::gather(trace.gpu_series(g, col), steady, |_| true);
             mean_finite(&v).map(|m| (g, m))
         })
         .collect()

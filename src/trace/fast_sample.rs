@@ -1,7 +1,8 @@
 //! Fast path for the one record a trace is made of: a `sample` line parsed
-//! straight into the loaded trace's flat f32 columns, with no intermediate
-//! `Vec<Vec<Option<f64>>>` per line (that allocation and the generic serde
-//! machinery were most of `gate check`'s time on long traces).
+//! into one reused row of f32 values, which the loader then appends to its
+//! columns, with no intermediate `Vec<Vec<Option<f64>>>` per line (that
+//! allocation and the generic serde machinery were most of `gate check`'s
+//! time on long traces).
 //!
 //! It accepts exactly the shape `TraceWriter` writes:
 //! `{"type":"sample","t":NUM[,"w":BOOL],"g":[[V,...],...],"h":[V,...]}`
@@ -31,43 +32,39 @@ const POW10: [f64; 23] = {
     t
 };
 
-/// Where one sample line's values go.
-pub(super) struct Columns<'a> {
-    pub times_ms: &'a mut Vec<f64>,
-    pub warmup: &'a mut Vec<bool>,
-    pub gpu_values: &'a mut Vec<f32>,
-    pub host_values: &'a mut Vec<f32>,
-    pub ngpu: usize,
-    pub ncols: usize,
-    pub nhost: usize,
+/// One sample line's values: the row the parser fills (reused from line to
+/// line, so a line allocates nothing).
+#[derive(Debug, Default)]
+pub(super) struct Row {
+    pub t: f64,
+    pub w: bool,
+    /// `[gpu][gpu_column]`, flattened; NaN for null.
+    pub gpu: Vec<f32>,
+    /// `[host_column]`; NaN for null.
+    pub host: Vec<f32>,
 }
 
 const PREFIX: &[u8] = b"{\"type\":\"sample\",\"t\":";
 
-/// Parse `line` (without its newline) into `cols`. Returns false, leaving
-/// `cols` untouched, when the line is not in the exact writer shape.
-pub(super) fn parse_into(line: &[u8], cols: &mut Columns) -> bool {
+/// Parse `line` (without its newline) into `row`, a sample of `ngpu` GPUs
+/// of `ncols` columns and `nhost` host columns. Returns false when the line
+/// is not in the exact writer shape (`row` then holds nothing of use).
+pub(super) fn parse_into(
+    line: &[u8],
+    ngpu: usize,
+    ncols: usize,
+    nhost: usize,
+    row: &mut Row,
+) -> bool {
     if !line.starts_with(PREFIX) {
         return false;
     }
-    let lens = (
-        cols.times_ms.len(),
-        cols.warmup.len(),
-        cols.gpu_values.len(),
-        cols.host_values.len(),
-    );
-    if parse_body(&line[PREFIX.len()..], cols).is_some() {
-        return true;
-    }
-    // Roll back whatever a half-parsed line appended.
-    cols.times_ms.truncate(lens.0);
-    cols.warmup.truncate(lens.1);
-    cols.gpu_values.truncate(lens.2);
-    cols.host_values.truncate(lens.3);
-    false
+    row.gpu.clear();
+    row.host.clear();
+    parse_body(&line[PREFIX.len()..], ngpu, ncols, nhost, row).is_some()
 }
 
-fn parse_body(s: &[u8], cols: &mut Columns) -> Option<()> {
+fn parse_body(s: &[u8], ngpu: usize, ncols: usize, nhost: usize, row: &mut Row) -> Option<()> {
     let mut p = Cursor { s, i: 0 };
     let t = p.number()?;
     let mut w = false;
@@ -83,22 +80,22 @@ fn parse_body(s: &[u8], cols: &mut Columns) -> Option<()> {
         p.expect(b",\"")?;
     }
     p.expect(b"g\":[")?;
-    for g in 0..cols.ngpu {
+    for g in 0..ngpu {
         if g > 0 {
             p.expect(b",")?;
         }
         p.expect(b"[")?;
-        p.values(cols.ncols, cols.gpu_values)?;
+        p.values(ncols, &mut row.gpu)?;
         p.expect(b"]")?;
     }
     p.expect(b"],\"h\":[")?;
-    p.values(cols.nhost, cols.host_values)?;
+    p.values(nhost, &mut row.host)?;
     p.expect(b"]}")?;
     if p.i != s.len() {
         return None;
     }
-    cols.times_ms.push(t);
-    cols.warmup.push(w);
+    row.t = t;
+    row.w = w;
     Some(())
 }
 
@@ -247,21 +244,11 @@ mod tests {
         ncols: usize,
         nhost: usize,
     ) -> Option<(f64, bool, Vec<f32>, Vec<f32>)> {
-        let (mut t, mut w, mut g, mut h) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut cols = Columns {
-            times_ms: &mut t,
-            warmup: &mut w,
-            gpu_values: &mut g,
-            host_values: &mut h,
-            ngpu,
-            ncols,
-            nhost,
-        };
-        if !parse_into(text.as_bytes(), &mut cols) {
-            assert!(t.is_empty() && w.is_empty() && g.is_empty() && h.is_empty());
+        let mut row = Row::default();
+        if !parse_into(text.as_bytes(), ngpu, ncols, nhost, &mut row) {
             return None;
         }
-        Some((t[0], w[0], g, h))
+        Some((row.t, row.w, row.gpu, row.host))
     }
 
     /// serde_json's own conversion of a number token, for comparison.

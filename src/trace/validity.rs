@@ -49,6 +49,13 @@ pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64
     all_zero && ((any_nan && busy > 0.0) || busy >= GLITCH_BUSY_PCT)
 }
 
+/// Whether a GPU busy reading (NaN = missing) is busy enough that an
+/// all-zero GPM reading beside it is a glitch (the trace form of the rule:
+/// see `row_is_gpm_glitch`).
+pub fn is_glitch_busy(busy_pct: f64) -> bool {
+    busy_pct.is_finite() && busy_pct >= GLITCH_BUSY_PCT
+}
+
 /// Which GPM readings of one sample row are glitches: `row` is one GPU's
 /// columns in one sample, `gpm` the indices of its GPM columns, `busy_col`
 /// the index of GPU busy. A trace stores NaN as null, indistinguishable from

@@ -1,0 +1,121 @@
+//! Every core: independent pieces of work (the columns of a trace, the
+//! runs of a capture, the nodes of a multi-node run) spread over threads
+//! with the standard library's scoped threads, results in input order, so
+//! the output is the same bytes whatever the thread count (`GATE_THREADS=1`
+//! is the single-threaded path the tests compare against).
+//!
+//! Work inside a worker runs on that worker: nested calls (a node's columns
+//! inside the nodes' loop) do not multiply the threads.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Environment variable that sets the number of threads (default: the
+/// cores the process may use).
+pub const THREADS_ENV: &str = "GATE_THREADS";
+/// Most threads `GATE_THREADS` may ask for.
+pub const MAX_THREADS: usize = 1024;
+
+thread_local! {
+    static IN_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `GATE_THREADS` parsed: None when unset, an error line when it is not a
+/// number from 1 to `MAX_THREADS`.
+pub fn threads_from_env() -> Result<Option<usize>, String> {
+    let Some(raw) = std::env::var_os(THREADS_ENV) else {
+        return Ok(None);
+    };
+    let text = raw.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(Some(n)),
+        _ => Err(format!(
+            "{THREADS_ENV}='{}' is not a thread count; set it to a number from 1 to {MAX_THREADS}, or unset it to use every core",
+            crate::escape::terminal(&text)
+        )),
+    }
+}
+
+/// Threads to use: `GATE_THREADS`, else the cores available. (`main`
+/// refuses a bad `GATE_THREADS` before any work starts; here it counts as
+/// unset.)
+pub fn threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        threads_from_env().ok().flatten().unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    })
+}
+
+/// `f` of every item, in the items' order, computed on up to `threads()`
+/// threads (each takes the next item not yet taken).
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_with(threads(), items, f)
+}
+
+/// `map` on at most `threads` threads.
+pub fn map_with<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let workers = threads.min(items.len());
+    if workers <= 1 || IN_WORKER.with(Cell::get) {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    IN_WORKER.with(|w| w.set(true));
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_back_in_input_order_on_any_thread_count() {
+        let items: Vec<u64> = (0..1000).collect();
+        let one = map_with(1, &items, |x| x * x + 1);
+        for threads in [2, 3, 8, 64] {
+            assert_eq!(map_with(threads, &items, |x| x * x + 1), one);
+        }
+        assert!(map_with(4, &Vec::<u64>::new(), |x| *x).is_empty());
+    }
+
+    #[test]
+    fn nested_calls_stay_on_their_worker() {
+        let outer: Vec<usize> = (0..4).collect();
+        let got = map_with(4, &outer, |&i| {
+            assert!(IN_WORKER.with(Cell::get));
+            map_with(4, &[i, i + 1], |&j| j * 10)
+        });
+        assert_eq!(got[3], vec![30, 40]);
+    }
+}
