@@ -82,6 +82,8 @@ pub struct Capped<R> {
     inner: R,
     left: u64,
     limit: u64,
+    /// The error's text past the limit, when the caller has a better one.
+    past_limit: Option<String>,
 }
 
 impl<R: Read> Capped<R> {
@@ -90,7 +92,14 @@ impl<R: Read> Capped<R> {
             inner,
             left: limit,
             limit,
+            past_limit: None,
         }
+    }
+
+    /// Past the limit, fail with `message` (kind `FileTooLarge`).
+    pub fn with_message(mut self, message: String) -> Capped<R> {
+        self.past_limit = Some(message);
+        self
     }
 }
 
@@ -101,7 +110,10 @@ impl<R: Read> Read for Capped<R> {
             let mut probe = [0u8; 1];
             return match self.inner.read(&mut probe)? {
                 0 => Ok(0),
-                _ => Err(too_large(self.limit + 1, self.limit)),
+                _ => Err(match &self.past_limit {
+                    Some(m) => io::Error::new(io::ErrorKind::FileTooLarge, m.clone()),
+                    None => too_large(self.limit + 1, self.limit),
+                }),
             };
         }
         let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);

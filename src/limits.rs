@@ -20,6 +20,16 @@ const MIB: u64 = 1024 * 1024;
 /// take about half the file's size as f32 columns, so 8 GiB (~4 days at
 /// 8 GPUs) stays within a large CI runner's memory.
 pub const MAX_TRACE_BYTES: u64 = 8 * 1024 * MIB;
+/// A `.zst` trace may expand to at most this many times its compressed
+/// size (or `MIN_ZSTD_EXPANDED_BYTES`, whichever is more). Real traces
+/// compress 7-8x (an idle GPU's, all values constant, ~40x); a 4 MB file
+/// expanding to 3 GiB of samples used to take 2.6 GB of memory.
+pub const MAX_ZSTD_EXPANSION: u64 = 100;
+/// What any `.zst` trace may expand to, however small the file.
+pub const MIN_ZSTD_EXPANDED_BYTES: u64 = 64 * MIB;
+/// Empty or whitespace-only lines a trace may hold (the writer writes
+/// none): 327 kB of compressed newlines used to cost over 100 s of CPU.
+pub const MAX_BLANK_TRACE_LINES: usize = 10_000;
 /// Longest line (record) of a trace. The longest real records are the
 /// header and the processes tables: a few KiB.
 pub const MAX_TRACE_LINE_BYTES: usize = 16 * MIB as usize;
@@ -59,6 +69,13 @@ pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const MAX_ABS_VALUE: f64 = 1e15;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
+
+/// What a `.zst` trace of `compressed_bytes` may expand to.
+pub fn zstd_expanded_cap(compressed_bytes: u64) -> u64 {
+    compressed_bytes
+        .saturating_mul(MAX_ZSTD_EXPANSION)
+        .clamp(MIN_ZSTD_EXPANDED_BYTES, MAX_TRACE_BYTES)
+}
 
 /// A duration for people: `250ms`, `10s`, `10m`, `7 days`.
 pub fn duration_text(d: Duration) -> String {
@@ -108,6 +125,18 @@ mod tests {
         };
         let expect = [
             ("trace file", bytes_text(MAX_TRACE_BYTES)),
+            (
+                "what a `.zst` trace expands to",
+                format!("{MAX_ZSTD_EXPANSION} times"),
+            ),
+            (
+                "what a `.zst` trace expands to",
+                bytes_text(MIN_ZSTD_EXPANDED_BYTES),
+            ),
+            (
+                "empty lines in a trace",
+                MAX_BLANK_TRACE_LINES.to_string().replace("10000", "10,000"),
+            ),
             (
                 "one trace record (line)",
                 bytes_text(MAX_TRACE_LINE_BYTES as u64),

@@ -508,6 +508,7 @@ impl Trace {
         let mut have_header = false;
         let mut end_line = 0usize;
         let mut row = fast_sample::Row::default();
+        let mut blank_lines = 0usize;
         loop {
             bytes.clear();
             let n = match read_line_capped(&mut reader, &mut bytes, limits::MAX_TRACE_LINE_BYTES) {
@@ -517,6 +518,10 @@ impl Trace {
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && have_header => {
                     trace.truncated = true;
                     break;
+                }
+                // A size limit: the message says which.
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    return Err(GateError::bad_file(path, e.to_string()))
                 }
                 Err(e) => {
                     return Err(GateError::bad_file(
@@ -560,6 +565,16 @@ impl Trace {
             };
             let text = line.trim_end();
             if text.is_empty() {
+                blank_lines += 1;
+                if blank_lines > limits::MAX_BLANK_TRACE_LINES {
+                    return Err(GateError::bad_file(
+                        path,
+                        format!(
+                            "line {lineno}: more than {} empty lines: not a trace as gate writes them (docs/limits.md)",
+                            limits::MAX_BLANK_TRACE_LINES
+                        ),
+                    ));
+                }
                 continue;
             }
             let record: Record = match serde_json::from_str(text) {
@@ -790,11 +805,20 @@ pub fn open_reader(path: &Path) -> Result<Box<dyn BufRead>, GateError> {
         .map(|b| b.starts_with(&ZSTD_MAGIC))
         .unwrap_or(false);
     if compressed {
+        let compressed_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let decoder = zstd::stream::read::Decoder::with_buffer(reader).map_err(|e| {
             GateError::bad_file(path, format!("cannot read zstd-compressed trace: {e}"))
         })?;
-        // The size limit holds for what the trace expands to as well.
-        let expanded = files::Capped::new(decoder, limits::MAX_TRACE_BYTES);
+        // What a few MB of zstd may expand to is bounded by its size
+        // (limits::MAX_ZSTD_EXPANSION), so memory and work stay in
+        // proportion to the file, not to what a bomb would become.
+        let cap = limits::zstd_expanded_cap(compressed_bytes);
+        let expanded = files::Capped::new(decoder, cap).with_message(format!(
+            "expands past {} ({} times its compressed size of {}, docs/limits.md): not a trace as gate writes them; if it is one, decompress it with 'zstd -d' and give the plain file",
+            limits::bytes_text(cap),
+            limits::MAX_ZSTD_EXPANSION,
+            limits::bytes_text(compressed_bytes)
+        ));
         return Ok(Box::new(BufReader::with_capacity(1 << 20, expanded)));
     }
     Ok(Box::new(reader))

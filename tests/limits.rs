@@ -252,3 +252,119 @@ fn a_huge_stdout_line_passes_through_without_costing_its_size() {
         .iter()
         .any(|e| e.kind == gpugate::trace::EventKind::OutputTruncated));
 }
+
+/// `frame` (one zstd frame) written `times` times over after a zstd frame
+/// holding `head`: a file of a few KB that expands to `times` x what
+/// `frame` holds (zstd reads concatenated frames as one stream).
+fn zstd_bomb(path: &Path, head: &[u8], body: &[u8], body_repeats: usize, times: usize) -> u64 {
+    let mut one = Vec::new();
+    {
+        let mut enc = zstd::stream::write::Encoder::new(&mut one, 19).unwrap();
+        for _ in 0..body_repeats {
+            std::io::Write::write_all(&mut enc, body).unwrap();
+        }
+        enc.finish().unwrap();
+    }
+    let mut file = zstd::stream::encode_all(head, 3).unwrap();
+    for _ in 0..times {
+        file.extend_from_slice(&one);
+    }
+    std::fs::write(path, &file).unwrap();
+    (body.len() * body_repeats * times + head.len()) as u64
+}
+
+/// The header and first sample line of a recorded H200 trace.
+fn real_head_and_sample() -> (String, String) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/traces/healthy-1.jsonl"),
+    )
+    .unwrap();
+    let mut lines = text.lines();
+    let head = lines.next().unwrap().to_string();
+    let sample = lines
+        .find(|l| l.starts_with("{\"type\":\"sample\""))
+        .unwrap()
+        .to_string();
+    (head + "\n", sample + "\n")
+}
+
+/// Issue 19, item 5: a 4 MB `.jsonl.zst` expanding to 3 GiB of valid
+/// samples took 2.6 GB of memory. A file of a few KB that would expand to
+/// 1 GiB of valid samples is now refused once it passes 100 times its
+/// size (at least 64 MiB), having held no more than that.
+#[test]
+fn a_zstd_bomb_of_valid_samples_is_refused_within_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.jsonl.zst");
+    let (head, sample) = real_head_and_sample();
+    let expands_to = zstd_bomb(&path, head.as_bytes(), sample.as_bytes(), 40_000, 128);
+    let file_bytes = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        expands_to > 1 << 30 && file_bytes < 1 << 20,
+        "{expands_to} from {file_bytes}"
+    );
+    let out = gate(dir.path())
+        .args(["report", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = output(&out).1;
+    let line = one_error_line(&stderr);
+    assert!(
+        line.contains("bomb.jsonl.zst")
+            && line.contains("expands past 64 MiB (100 times its compressed size")
+            && line.contains("zstd -d"),
+        "{line}"
+    );
+    // SAFETY: getrusage fills the struct it is given.
+    let max_rss_kib = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss
+    };
+    assert!(max_rss_kib < 100 * 1024, "a child used {max_rss_kib} KiB");
+}
+
+/// Issue 19, item 5: 327 kB of compressed newlines took over 100 s of CPU,
+/// one empty line at a time. Empty lines are counted and refused past
+/// 10,000, whether the trace is compressed or not.
+#[test]
+fn a_flood_of_empty_lines_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (head, sample) = real_head_and_sample();
+    let packed = dir.path().join("newlines.jsonl.zst");
+    let body = vec![b'\n'; 1 << 20];
+    let expands_to = zstd_bomb(&packed, format!("{head}{sample}").as_bytes(), &body, 64, 64);
+    assert!(expands_to > 4 << 30, "{expands_to}");
+    let plain = dir.path().join("blank.jsonl");
+    std::fs::write(&plain, format!("{head}{sample}{}", " \n".repeat(20_000))).unwrap();
+    for path in [&packed, &plain] {
+        let started = std::time::Instant::now();
+        let out = gate(dir.path())
+            .args(["report", "--format", "json"])
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", path.display());
+        let stderr = output(&out).1;
+        let line = one_error_line(&stderr);
+        assert!(
+            line.contains("line 10003: more than 10000 empty lines"),
+            "{line}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    // A few empty lines (a hand-edited trace) still read.
+    let few = dir.path().join("few.jsonl");
+    std::fs::write(&few, format!("{head}\n\n{sample}\n")).unwrap();
+    gate(dir.path())
+        .args(["report", "--format", "json"])
+        .arg(&few)
+        .assert()
+        .success();
+}
