@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
-# Speed and memory of `gate check --replay` as traces grow (BENCHMARKS.md,
-# section 2): 8 GPUs at 100 ms for each of HOURS (default "1 6 24"), plus one
-# multi-node run (NODES x 8 GPUs x 1 h).
+# Analysis speed and memory of `gate` as traces grow, side by side with the
+# yardsticks, in one run (BENCHMARKS.md, section 2). Inputs are
+# fixtures/traces/healthy-1.jsonl (real H200 data) tiled by
+# examples/make-big-trace.rs to 8 GPUs at 100 ms for each of HOURS (default
+# "0.25 1 6 24"), written under a temporary directory in /tmp and deleted
+# on exit (a 24 h trace is ~1.8 GB).
 #
-# At each size, in ROUNDS interleaved rounds (the order rotates each round, so
-# a neighbour's compile burst hits every contender alike), it times:
+# At each size, in ROUNDS interleaved rounds (the order rotates each round,
+# so a neighbour's compile burst hits every contender alike), it times:
 #   gate   `gate check --replay` against a baseline captured from the same trace
-#   floor  examples/check-floor.rs: serde straight into f32 columns + gate's statistics
-#   python scripts/naive_check.py: json.loads + numpy percentiles
-#   old    (optional, --old PATH) another gate binary, e.g. the one before a change
-# and prints medians of CPU seconds (user+sys), wall seconds and peak RSS, and
-# the median of the per-round ratios gate/floor, gate/python, gate/old.
+#   floor  examples/check-floor.rs: serde straight into column-major f32
+#          series + gate's statistics for every column (one thread)
+#   python scripts/naive_check.py: json.loads + numpy percentiles (up to
+#          PYTHON_MAX_HOURS, default 1)
+#   old    (optional, --old PATH) another gate binary, e.g. main before a change
+# and prints medians of CPU seconds (user+sys), wall seconds and peak RSS,
+# the median of the per-round ratios gate/floor, gate/old, and the growth
+# exponent of CPU time between the smallest and the largest size
+# (log(cpu ratio) / log(size ratio); 1.00 is linear).
 #
-# Inputs are fixtures/traces/healthy-1.jsonl (real H200 data) tiled to size by
-# examples/make-big-trace.rs, written under a temporary directory in /tmp and
-# deleted on exit (a 24 h trace is ~1.8 GB).
+# Then, once per contender binary (gate, and old when given), with peak RSS:
+#   capture  `gate capture` of 3 runs of the largest size (hard links)
+#   report   `gate report --format json` of the largest size
+#   multi    `check`, `capture` and `report --html` of NODES x 8 GPU x 1 h
+#            (one node file under NODES names; HTML size printed)
 #
-# Usage: scripts/bench-check-speed.sh [--hours "1 6 24"] [--rounds 3] [--nodes 64] [--old PATH]
+# Usage: scripts/bench-check-speed.sh [--hours "0.25 1 6 24"] [--rounds 3]
+#        [--nodes 64] [--old PATH]
 # Needs /usr/bin/time (apt-get install time) and python3 with numpy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-hours="1 6 24"; rounds=3; nodes=64; old=""
+hours="0.25 1 6 24"; rounds=3; nodes=64; old=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hours) hours=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --old) old=$2; shift 2 ;;
-    *) echo "usage: $0 [--hours \"1 6 24\"] [--rounds N] [--nodes N] [--old PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--hours \"0.25 1 6 24\"] [--rounds N] [--nodes N] [--old PATH]" >&2; exit 2 ;;
   esac
 done
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
@@ -55,24 +65,27 @@ time_one() {
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 col() { awk -v c="$2" '{print $c}' "$work/$1.times"; }
+one_line() { # NAME LABEL: "label: cpu s CPU, wall s, RSS MB" from a single run
+  read -r cpu wall rss < "$work/$1.times"
+  echo "| $2 | $cpu | $wall | $((rss / 1024)) |"
+}
 
 echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "gate:    $($gate --version)${old:+; old: $old}"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), no GPU, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gate:    $($gate --version), GATE_THREADS=${GATE_THREADS:-all cores}${old:+; old: $old}"
 echo "input:   $src tiled to 8 GPUs at 100 ms; $rounds interleaved rounds per size"
 echo
 printf '| trace | MB | contender | CPU s (median) | wall s | peak RSS MB | us CPU per GPU-sample |\n|---|---|---|---|---|---|---|\n'
-declare -A ratio_lines
+declare -A ratio_lines cpu_of
+first_h=""; last_h=""
 for h in $hours; do
-  samples=$((h * 36000))
+  samples=$(awk -v h="$h" 'BEGIN {printf "%d", h * 36000}')
   big=$work/big-${h}h.jsonl
   "$mk" --tile "$src" --gpus 8 --samples "$samples" -o "$big" 2>/dev/null
   mb=$(( $(stat -c %s "$big") / 1000000 ))
   "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
   contenders=(gate floor)
-  # PYTHON_MAX_HOURS: skip the (slow, memory-hungry) Python yardstick above
-  # this size; its cost is linear, so the smaller sizes bound it.
-  [[ $h -le ${PYTHON_MAX_HOURS:-24} ]] && contenders+=(python)
+  [[ $(awk -v h="$h" -v m="${PYTHON_MAX_HOURS:-1}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(python)
   [[ -n $old ]] && contenders+=(old)
   rm -f "$work"/*.times
   for r in $(seq "$rounds"); do
@@ -89,16 +102,19 @@ for h in $hours; do
   done
   for c in "${contenders[@]}"; do
     cpu=$(col "$c" 1 | median); wall=$(col "$c" 2 | median); rss=$(col "$c" 3 | median)
+    cpu_of[$h-$c]=$cpu
     per=$(awk -v c="$cpu" -v s="$samples" 'BEGIN {printf "%.2f", c * 1e6 / (s * 8)}')
     printf '| 8 GPU x %s h | %s | %s | %s | %s | %d | %s |\n' "$h" "$mb" "$c" "$cpu" "$wall" $((rss / 1024)) "$per"
   done
-  # Paired ratios: round by round, then the median.
   for c in floor python old; do
     [[ -f $work/$c.times ]] || continue
     ratio_lines[$h-$c]=$(paste -d' ' <(col gate 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
     echo "|   | | paired CPU ratio gate/$c | ${ratio_lines[$h-$c]} | | | |"
   done
-  rm -f "$big"
+  [[ -z $first_h ]] && first_h=$h
+  last_h=$h
+  # Keep the largest trace for the capture and report runs below.
+  [[ $h == "${hours##* }" ]] || rm -f "$big"
 done
 echo
 echo "Paired ratios of CPU time (median over rounds of gate / other, same round):"
@@ -109,6 +125,32 @@ for h in $hours; do
   done
   echo "$line"
 done
+if [[ $first_h != "$last_h" ]]; then
+  echo "Growth of CPU time from $first_h h to $last_h h (exponent; 1.00 = linear):"
+  for c in gate floor old; do
+    [[ -n ${cpu_of[$first_h-$c]:-} && -n ${cpu_of[$last_h-$c]:-} ]] || continue
+    awk -v a="${cpu_of[$first_h-$c]}" -v b="${cpu_of[$last_h-$c]}" -v x="$first_h" -v y="$last_h" -v c="$c" \
+      'BEGIN {printf "  %s: %.3f\n", c, log(b / a) / log(y / x)}'
+  done
+fi
+
+# Capture of 3 runs and report, at the largest size.
+big=$work/big-${last_h}h.jsonl
+ln "$big" "$work/run2.jsonl"; ln "$big" "$work/run3.jsonl"
+bins=(gate); [[ -n $old ]] && bins+=(old)
+echo
+echo "8 GPU x $last_h h, one run each:"
+echo "| command | CPU s | wall s | peak RSS MB |"
+echo "|---|---|---|---|"
+for b in "${bins[@]}"; do
+  bin=$gate; [[ $b == old ]] && bin=$old
+  rm -f "$work"/*.times
+  time_one cap "$bin" capture --baseline three --baseline-dir "$work/b3-$b" --commit bench --replay "$big" "$work/run2.jsonl" "$work/run3.jsonl"
+  one_line cap "$b capture, 3 runs"
+  time_one rep "$bin" report --format json "$big"
+  one_line rep "$b report"
+done
+rm -f "$big" "$work/run2.jsonl" "$work/run3.jsonl"
 
 if [[ $nodes -gt 0 ]]; then
   one=$work/node.jsonl
@@ -118,13 +160,19 @@ if [[ $nodes -gt 0 ]]; then
   # of NODES distinct files; the disk reads come from the page cache.
   args=()
   for i in $(seq 0 $((nodes - 1))); do ln "$one" "$work/node-$i.jsonl"; args+=("$work/node-$i.jsonl"); done
-  rm -f "$work"/*.times
-  time_one multi "$gate" check --baseline node --baseline-dir "$work/bn" --multi-node --format json --replay "${args[@]}"
-  [[ -n $old ]] && time_one multi_old "$old" check --baseline node --baseline-dir "$work/bn" --multi-node --format json --replay "${args[@]}"
   echo
-  for c in multi multi_old; do
-    [[ -f $work/$c.times ]] || continue
-    read -r cpu wall rss < "$work/$c.times"
-    echo "$c: $nodes nodes x 8 GPU x 1 h ($(( $(stat -c %s "$one") * nodes / 1000000 )) MB): ${cpu} s CPU, ${wall} s wall, $((rss / 1024)) MB peak RSS (1 run)"
+  echo "$nodes nodes x 8 GPU x 1 h ($(( $(stat -c %s "$one") * nodes / 1000000 )) MB), one run each:"
+  echo "| command | CPU s | wall s | peak RSS MB |"
+  echo "|---|---|---|---|"
+  for b in "${bins[@]}"; do
+    bin=$gate; [[ $b == old ]] && bin=$old
+    rm -f "$work"/*.times
+    time_one mc "$bin" check --baseline node --baseline-dir "$work/bn" --multi-node --format json --replay "${args[@]}"
+    one_line mc "$b check --multi-node"
+    time_one mcap "$bin" capture --baseline multi --baseline-dir "$work/bm-$b" --commit bench --multi-node --replay "${args[@]}"
+    one_line mcap "$b capture --multi-node"
+    time_one mrep "$bin" report --format json --html "$work/multi-$b.html" "${args[@]}"
+    one_line mrep "$b report --html ($(( $(stat -c %s "$work/multi-$b.html") / 1000 )) kB HTML)"
+    rm -f "$work/multi-$b.html"
   done
 fi

@@ -96,6 +96,15 @@ impl MetricSource for RunSummary {
 }
 
 impl RunSummary {
+    /// The statistics of one column (`statistics` computed them).
+    pub fn column_stats(&self, column: &Column) -> Option<MetricStats> {
+        match *column {
+            Column::Gpu { slot, id } => self.gpus.get(slot)?.metrics.get(id).cloned(),
+            Column::GpuMean { id } => self.gpu_aggregate.get(id).cloned(),
+            Column::Host { id } => self.host.get(id).cloned(),
+        }
+    }
+
     /// Look a metric up: GPU aggregate first, then host, then run-level.
     pub fn metric(&self, id: &str) -> Option<MetricStats> {
         if let Some(s) = self.gpu_aggregate.get(id).or_else(|| self.host.get(id)) {
@@ -231,8 +240,8 @@ fn startup_s(trace: &Trace) -> Option<f64> {
     Some(trace.times_ms[first] / 1000.0)
 }
 
-/// Steady-window series of one column of one trace (NaN = missing, kept so
-/// batch means see the real time structure; `from_series` skips NaN).
+/// One column of one trace: a GPU's series, the per-sample mean over the
+/// GPUs, or a host series.
 pub enum Column<'a> {
     Gpu {
         slot: usize,
@@ -247,21 +256,19 @@ pub enum Column<'a> {
     },
 }
 
-pub fn steady_series(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
-    steady_column(trace, steady, column, |_| true)
+impl Column<'_> {
+    /// The metric's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Column::Gpu { id, .. } | Column::GpuMean { id } | Column::Host { id } => id,
+        }
+    }
 }
 
-/// `steady_series` without the missing values: what statistics read.
+/// The finite values of one column over the `steady` samples, in time
+/// order: what statistics read.
 pub fn steady_finite(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
-    steady_column(trace, steady, column, |v| v.is_finite())
-}
-
-fn steady_column(
-    trace: &Trace,
-    steady: &[usize],
-    column: &Column,
-    keep: fn(&f64) -> bool,
-) -> Vec<f64> {
+    let keep = |v: &f64| v.is_finite();
     match *column {
         Column::Gpu { slot, id } => match trace.gpu_column(id) {
             Some(col) if slot < trace.gpu_count() => {

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
 use crate::stats::MetricStats;
-use crate::summary::{steady_series, Column, RunInput, UserMetricValue};
+use crate::summary::{steady_finite, Column, RunInput, UserMetricValue};
 use crate::trace::Header;
 use std::collections::BTreeMap;
 
@@ -44,15 +44,14 @@ pub fn build(
         },
         config,
     };
+    // Columns are independent: spread over the cores, kept in order.
+    let columns: Vec<Column> = (header.gpu_columns.iter().map(|id| Column::GpuMean { id }))
+        .chain(header.host_columns.iter().map(|id| Column::Host { id }))
+        .collect();
     let mut metrics = BTreeMap::new();
-    for id in &header.gpu_columns {
-        if let Some(m) = runs.sampled(&Column::GpuMean { id }, id) {
-            metrics.insert(id.clone(), m);
-        }
-    }
-    for id in &header.host_columns {
-        if let Some(m) = runs.sampled(&Column::Host { id }, id) {
-            metrics.insert(id.clone(), m);
+    for (column, m) in columns.iter().zip(runs.sampled_all(&columns)) {
+        if let Some(m) = m {
+            metrics.insert(column.id().to_string(), m);
         }
     }
     let wall = crate::metrics::WALL_TIME.id;
@@ -98,23 +97,32 @@ impl Runs<'_, '_> {
         }
     }
 
+    /// `sampled` of every column, on the cores (`parallel`).
+    fn sampled_all(&self, columns: &[Column]) -> Vec<Option<BaselineMetric>> {
+        crate::parallel::map(columns, |c| self.sampled(c, c.id()))
+    }
+
     /// A sampled metric: each run's statistics over its steady samples (a
-    /// multi-node run pools its nodes'), and all runs' samples pooled.
+    /// multi-node run pools its nodes'), and all runs' samples pooled. A
+    /// run of one trace reuses its summary's statistics (the same series,
+    /// the same numbers: capture used to compute them twice), and one run
+    /// alone is its own pool.
     fn sampled(&self, column: &Column, id: &str) -> Option<BaselineMetric> {
         let (unit, direction, statistic, gated) = self.describe(id);
-        let mut pooled = Vec::new();
-        let mut runs = Vec::new();
-        for group in &self.groups {
-            let mut series = Vec::new();
-            for r in group {
-                series.extend(steady_series(r.trace, &r.steady, column));
-            }
-            if let Some(s) = MetricStats::from_series(series.iter().copied()) {
-                runs.push(RunStat::from_stats(&s, statistic));
-            }
-            pooled.extend(series);
-        }
-        let all = MetricStats::from_series(pooled)?;
+        let series = |r: &&RunInput| steady_finite(r.trace, &r.steady, column);
+        let per_run: Vec<Option<MetricStats>> = (self.groups.iter())
+            .map(|group| match group.as_slice() {
+                [one] => one.summary.column_stats(column),
+                nodes => MetricStats::from_finite(nodes.iter().flat_map(series).collect()),
+            })
+            .collect();
+        let all = match per_run.as_slice() {
+            [one] => one.clone()?,
+            _ => MetricStats::from_finite(self.groups.iter().flatten().flat_map(series).collect())?,
+        };
+        let runs = (per_run.iter().flatten())
+            .map(|s| RunStat::from_stats(s, statistic))
+            .collect();
         Some(metric_entry(unit, direction, statistic, gated, &all, runs))
     }
 
@@ -182,10 +190,13 @@ impl Runs<'_, '_> {
             return gpus;
         }
         for (slot, info) in header.fingerprint.gpus.iter().enumerate() {
+            let columns: Vec<Column> = (header.gpu_columns.iter())
+                .map(|id| Column::Gpu { slot, id })
+                .collect();
             let mut metrics = BTreeMap::new();
-            for id in &header.gpu_columns {
-                if let Some(m) = self.sampled(&Column::Gpu { slot, id }, id) {
-                    metrics.insert(id.clone(), m);
+            for (column, m) in columns.iter().zip(self.sampled_all(&columns)) {
+                if let Some(m) = m {
+                    metrics.insert(column.id().to_string(), m);
                 }
             }
             gpus.insert(
