@@ -15,13 +15,22 @@
 #   carry: target/release/gate target/release/examples/nvml-probe
 #   bash scripts/gpu-perf.sh            # writes $OUT/perf-gpu.tar.gz
 # Environment: OUT (default ./perf-out), SECONDS_EACH (20), ROUNDS (40),
-#   WATCH_SECONDS (75), PYTHON (python3; needs torch for the workload).
+#   WATCH_SECONDS (75), PYTHON (python3; needs torch for the workload),
+#   SECTIONS (default "1 2 3"), CONFIGS (names of section 2's settings,
+#   default all: 100ms-default 100ms-nogpm 100ms-lean 10ms-default).
+# `100ms-nogpm` runs when this gate has `record --no-gpm` (its NVML floor
+# when nvml-probe has `floor --no-gpm`; otherwise it says so and skips).
+# The gate-vs-floor check at 100 ms alone, ~3 minutes:
+#   SECTIONS=2 CONFIGS="100ms-default 100ms-nogpm" SECONDS_EACH=30 bash scripts/gpu-perf.sh
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
 ROUNDS="${ROUNDS:-40}"
 WATCH_SECONDS="${WATCH_SECONDS:-75}"
 PYTHON="${PYTHON:-python3}"
+SECTIONS="${SECTIONS:-1 2 3}"
+CONFIGS="${CONFIGS:-100ms-default 100ms-nogpm 100ms-lean 10ms-default}"
+section() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 GATE=target/release/gate
 PROBE=target/release/examples/nvml-probe
 mkdir -p "$OUT"
@@ -50,7 +59,7 @@ pack() {
 trap pack EXIT
 
 # A training loop that runs through every phase below.
-total=$(( ROUNDS * 4 + 6 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
+total=$(( ROUNDS * 4 + 8 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
 "$PYTHON" fixtures/workloads/train.py --mode healthy --seconds "$total" --seed 12 \
     --result-file "$D/workload-result.json" > "$D/workload.stdout" 2> "$D/workload.stderr" &
 WL_PID=$!
@@ -61,16 +70,31 @@ for _ in $(seq 1 120); do
 done
 sleep 2
 
+if section 1; then
 echo "== 1. NVML cost per call"
 "$PROBE" costs --gpu 0 --rounds "$ROUNDS" --spacing 150ms --json "$D/costs.json" | tee "$D/costs.txt"
+fi
 
+if section 2; then
 echo "== 2. overhead, same window as dmon, then the NVML floor"
+# `--no-gpm` (issue 22 item 5) where this gate and probe have it.
+gate_nogpm=no; probe_nogpm=no
+"$GATE" record --help 2>&1 | grep -q -- '--no-gpm' && gate_nogpm=yes
+"$PROBE" 2>&1 | grep -q -- '--no-gpm' && probe_nogpm=yes
+echo "record --no-gpm: $gate_nogpm; nvml-probe floor --no-gpm: $probe_nogpm"
 # name interval extra-flags...
-configs=(
-    "100ms-default 100ms"
-    "100ms-lean 100ms --gpm-interval 1s --process-interval 2s"
-    "10ms-default 10ms"
-)
+configs=()
+for c in $CONFIGS; do
+    case $c in
+        100ms-default) configs+=("100ms-default 100ms") ;;
+        100ms-nogpm)
+            if [ "$gate_nogpm" = yes ]; then configs+=("100ms-nogpm 100ms --no-gpm")
+            else echo "100ms-nogpm: skipped, this gate has no 'record --no-gpm'"; fi ;;
+        100ms-lean) configs+=("100ms-lean 100ms --gpm-interval 1s --process-interval 2s") ;;
+        10ms-default) configs+=("10ms-default 10ms") ;;
+        *) echo "unknown CONFIGS entry '$c'"; exit 2 ;;
+    esac
+done
 for cfg in "${configs[@]}"; do
     set -- $cfg
     name=$1; iv=$2; shift 2
@@ -86,20 +110,31 @@ for cfg in "${configs[@]}"; do
     wait "$g"; wait "$m"
     fl=(--interval "$iv")
     [ "$name" = 100ms-lean ] && fl+=(--gpm-interval 1s --process-interval 2s)
-    "${MEASURE[@]}" --json "$D/floor-$name.json" --stdout "$D/floor-$name.txt" --stderr "$D/floor-$name.stderr" \
-        --timeout $((SECONDS_EACH + 30)) -- \
-        "$PROBE" floor --gpu 0 --seconds "$SECONDS_EACH" "${fl[@]}" --json "$D/floor-$name-self.json"
+    if [ "$name" = 100ms-nogpm ] && [ "$probe_nogpm" = no ]; then
+        echo "$name: NVML floor not measured (nvml-probe has no 'floor --no-gpm')"
+    else
+        [ "$name" = 100ms-nogpm ] && fl+=(--no-gpm)
+        "${MEASURE[@]}" --json "$D/floor-$name.json" --stdout "$D/floor-$name.txt" --stderr "$D/floor-$name.stderr" \
+            --timeout $((SECONDS_EACH + 30)) -- \
+            "$PROBE" floor --gpu 0 --seconds "$SECONDS_EACH" "${fl[@]}" --json "$D/floor-$name-self.json"
+    fi
     "$PYTHON" - "$D" "$name" <<'EOF'
-import json, sys
+import json, os, sys
 d, n = sys.argv[1], sys.argv[2]
-r = {k: json.load(open(f"{d}/{k}-{n}.json")) for k in ("gate", "dmon", "floor")}
+r = {k: json.load(open(f"{d}/{k}-{n}.json")) for k in ("gate", "dmon", "floor")
+     if os.path.exists(f"{d}/{k}-{n}.json")}
 mib = lambda x: x.get("peak_rss_mib", float("nan"))
 for k, v in r.items():
     print(f"{n:14} {k:6} cpu {v['cpu_s']:.3f} s / {v['wall_s']:.1f} s = {v['cpu_pct_of_one_core']:.2f} % of a core, peak RSS {mib(v):.1f} MiB")
-print(f"{n:14} gate/floor CPU ratio {r['gate']['cpu_s'] / max(r['floor']['cpu_s'], 1e-9):.2f}")
+if "floor" in r:
+    print(f"{n:14} gate/floor CPU ratio {r['gate']['cpu_s'] / max(r['floor']['cpu_s'], 1e-9):.2f} (target <= 1.2)")
 EOF
+    # Where gate's own CPU went (GATE_PROFILE sections: NVML calls vs the rest).
+    grep -A14 'GATE_PROFILE' "$D/gate-$name.stderr" | sed "s/^/$name  /"
 done
+fi
 
+if section 3; then
 echo "== 3. gate watch live (rule that fires), then replayed"
 cat > "$D/watch.toml" <<'EOF'
 # Fires on a healthy training loop: the GPU is busy. A real deployment
@@ -123,4 +158,5 @@ if "$GATE" watch --help >/dev/null 2>&1; then
     echo "live alerts: $(wc -l < "$D/watch-alerts.jsonl"), replayed: $(wc -l < "$D/watch-replay-alerts.jsonl" 2>/dev/null)"
 else
     echo "this gate has no 'watch' subcommand: skipped"
+fi
 fi

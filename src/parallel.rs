@@ -53,15 +53,15 @@ pub fn threads() -> usize {
 
 /// `f` of every item, in the items' order, computed on up to `threads()`
 /// threads (each takes the next item not yet taken).
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
     map_with(threads(), items, f)
 }
 
 /// `map` on at most `threads` threads.
-pub fn map_with<T: Sync, R: Send>(
+pub fn map_with<'a, T: Sync, R: Send>(
     threads: usize,
-    items: &[T],
-    f: impl Fn(&T) -> R + Sync,
+    items: &'a [T],
+    f: impl Fn(&'a T) -> R + Sync,
 ) -> Vec<R> {
     let workers = threads.min(items.len());
     if workers <= 1 || IN_WORKER.with(Cell::get) {

@@ -120,7 +120,8 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     .map_err(|e| GateError::usage(e.to_string()))?;
 
     let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
-    let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
+    // Runs are independent: summarised on the cores, kept in order.
+    let inputs: Vec<_> = crate::parallel::map(&traces, |t| RunInput::new(t, &config));
 
     ensure_known_good(&inputs, &config)?;
 

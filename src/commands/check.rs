@@ -239,11 +239,13 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
 
     // Each trace is summarised as it is loaded and its samples freed: the
     // verdict needs only summaries, so 64 nodes cost one node's samples.
-    let mut derived = Vec::new();
-    let mut traces = measure::acquire_each(&args.measure, 1, &args.trace_dir, |t| {
-        derived.push(RunInput::derive(t, &config));
-        true
-    })?;
+    let derive = |t: &crate::trace::Trace| Some(RunInput::derive(t, &config));
+    let (mut traces, mut derived) = unzip_derived(measure::acquire_each(
+        &args.measure,
+        1,
+        &args.trace_dir,
+        derive,
+    )?);
     let judge = |traces: &[crate::trace::Trace], derived: &[crate::summary::RunDerived]| {
         let inputs: Vec<RunInput> = traces
             .iter()
@@ -273,15 +275,14 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
             report.verdict.as_str(),
             args.confirm
         );
-        traces.extend(measure::acquire_each(
+        let (more, more_derived) = unzip_derived(measure::acquire_each(
             &args.measure,
             1,
             &args.trace_dir,
-            |t| {
-                derived.push(RunInput::derive(t, &config));
-                true
-            },
+            derive,
         )?);
+        traces.extend(more);
+        derived.extend(more_derived);
         report = judge(&traces, &derived);
     }
     if reruns > 0 {
@@ -572,4 +573,14 @@ fn github_output(verdict: &str, regressions: usize) {
     if let Err(e) = res {
         crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
     }
+}
+
+/// The traces and what `RunInput::derive` made of each (every trace has it).
+fn unzip_derived(
+    loaded: Vec<(crate::trace::Trace, Option<crate::summary::RunDerived>)>,
+) -> (Vec<crate::trace::Trace>, Vec<crate::summary::RunDerived>) {
+    loaded
+        .into_iter()
+        .filter_map(|(t, d)| d.map(|d| (t, d)))
+        .unzip()
 }

@@ -248,30 +248,38 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// Obtain `runs` traces: replay the given files, or record the live target
 /// `runs` times into `trace_dir`. Returns the loaded traces.
 pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Result<Vec<Trace>> {
-    acquire_each(args, runs, trace_dir, |_| false)
+    let loaded = acquire_each(args, runs, trace_dir, |_| None::<()>)?;
+    Ok(loaded.into_iter().map(|(t, _)| t).collect())
 }
 
+/// Replayed traces loaded at once, at most: each holds its samples until
+/// `each` has derived what it needs, so this bounds memory (64 nodes x 8
+/// GPUs x 1 h are ~2.5 GB of samples in all, ~40 MB each).
+const MAX_LOADS_AT_ONCE: usize = 4;
+
 /// `acquire`, calling `each` on every trace as soon as it is loaded; when
-/// it returns true the trace's samples are dropped before the next one is
-/// loaded, so memory holds one trace's samples at a time, not all of them
-/// (64 nodes x 8 GPUs x 1 h would be ~2.5 GB).
-pub fn acquire_each(
+/// it returns something, the trace's samples are dropped (memory holds a
+/// few traces' samples at a time, not all of them) and it is returned
+/// beside the trace. Replayed files are loaded on several cores
+/// (`parallel`), in order.
+pub fn acquire_each<R: Send>(
     args: &MeasureArgs,
     runs: usize,
     trace_dir: &Path,
-    mut each: impl FnMut(&Trace) -> bool,
-) -> anyhow::Result<Vec<Trace>> {
-    let mut take = |mut t: Trace| {
-        if each(&t) {
+    each: impl Fn(&Trace) -> Option<R> + Sync,
+) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
+    let take = |mut t: Trace| {
+        let derived = each(&t);
+        if derived.is_some() {
             t.drop_samples();
         }
-        t
+        (t, derived)
     };
     if args.is_replay() {
-        return args
-            .replay
-            .iter()
-            .map(|p| Trace::load(p).map(&mut take).map_err(anyhow::Error::from))
+        let threads = crate::parallel::threads().min(MAX_LOADS_AT_ONCE);
+        return crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
+            .into_iter()
+            .map(|r| r.map_err(anyhow::Error::from))
             .collect();
     }
     if !args.is_live() {

@@ -118,13 +118,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let slice_ms = args.slice.as_secs_f64() * 1000.0;
-    let runs: Vec<Run> = traces
-        .iter()
-        .map(|t| Run {
-            report: RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary),
-            trace: t,
-        })
-        .collect();
+    // Runs are independent: explained on the cores, kept in order.
+    let runs: Vec<Run> = crate::parallel::map(&traces, |t| Run {
+        report: RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary),
+        trace: t,
+    });
     let stdout = match args.format {
         ReportFormat::Json => Json.render(&runs),
         ReportFormat::Text => Text {

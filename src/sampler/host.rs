@@ -87,25 +87,75 @@ pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
     Some((total - idle - iowait, iowait, total))
 }
 
-pub fn read_proc(pid: u32) -> Option<ProcCounters> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_ppid, utime, stime, threads, rss) = parse_stat(&stat)?;
-    let (vol, invol) = fs::read_to_string(format!("/proc/{pid}/status"))
-        .map(|s| parse_status_ctx(&s))
-        .unwrap_or((0, 0));
-    let (read_bytes, write_bytes) = fs::read_to_string(format!("/proc/{pid}/io"))
-        .map(|s| parse_io(&s))
-        .unwrap_or((None, None));
-    Some(ProcCounters {
-        utime_ticks: utime,
-        stime_ticks: stime,
-        threads,
-        rss_pages: rss,
-        read_bytes,
-        write_bytes,
-        vol_ctx: vol,
-        invol_ctx: invol,
-    })
+/// A `/proc` file kept open between samples: read again from offset 0
+/// (`pread`) it is one system call, where `fs::read_to_string` makes five
+/// (open, statx, read, read, close). The handle belongs to the process it
+/// was opened for: once that process is gone the read fails (`ESRCH`), even
+/// if its PID has been reused, and the caller opens the new one.
+struct ProcFile(fs::File);
+
+impl ProcFile {
+    fn open(path: &str) -> Option<ProcFile> {
+        fs::File::open(path).ok().map(ProcFile)
+    }
+
+    /// The whole file as text in `buf` (grown until the file fits).
+    fn read<'b>(&self, buf: &'b mut Vec<u8>) -> Option<&'b str> {
+        use std::os::unix::fs::FileExt;
+        if buf.len() < 4096 {
+            buf.resize(4096, 0);
+        }
+        loop {
+            let n = self.0.read_at(buf, 0).ok()?;
+            if n < buf.len() {
+                return std::str::from_utf8(&buf[..n]).ok();
+            }
+            // Filled the buffer: the file may be longer; read it again whole.
+            let more = buf.len() * 2;
+            buf.resize(more, 0);
+        }
+    }
+}
+
+/// `/proc/PID/{stat,status,io}` of one process, open between samples.
+struct ProcFiles {
+    stat: ProcFile,
+    status: Option<ProcFile>,
+    /// None when not readable (another user's process, no permission).
+    io: Option<ProcFile>,
+}
+
+impl ProcFiles {
+    fn open(pid: u32) -> Option<ProcFiles> {
+        Some(ProcFiles {
+            stat: ProcFile::open(&format!("/proc/{pid}/stat"))?,
+            status: ProcFile::open(&format!("/proc/{pid}/status")),
+            io: ProcFile::open(&format!("/proc/{pid}/io")),
+        })
+    }
+
+    /// The counters now; None when the process is gone.
+    fn read(&self, buf: &mut Vec<u8>) -> Option<ProcCounters> {
+        let (_ppid, utime, stime, threads, rss) = parse_stat(self.stat.read(buf)?)?;
+        let (vol, invol) = (self.status.as_ref())
+            .and_then(|f| f.read(buf))
+            .map(parse_status_ctx)
+            .unwrap_or((0, 0));
+        let (read_bytes, write_bytes) = (self.io.as_ref())
+            .and_then(|f| f.read(buf))
+            .map(parse_io)
+            .unwrap_or((None, None));
+        Some(ProcCounters {
+            utime_ticks: utime,
+            stime_ticks: stime,
+            threads,
+            rss_pages: rss,
+            read_bytes,
+            write_bytes,
+            vol_ctx: vol,
+            invol_ctx: invol,
+        })
+    }
 }
 
 /// The process tree rooted at `root`: the root and all its descendants.
@@ -199,6 +249,12 @@ pub struct HostSampler {
     last_at: Option<Instant>,
     /// Latest per-process CPU % (for the processes table).
     pub last_cpu_pct: HashMap<u32, f64>,
+    /// Open `/proc` files of the tree's processes, kept between samples.
+    open: HashMap<u32, ProcFiles>,
+    /// `/proc/stat`, kept open.
+    machine_stat: Option<ProcFile>,
+    /// Read buffer reused by every `/proc` read.
+    buf: Vec<u8>,
 }
 
 impl Default for HostSampler {
@@ -223,6 +279,9 @@ impl HostSampler {
             last_machine: None,
             last_at: None,
             last_cpu_pct: HashMap::new(),
+            open: HashMap::new(),
+            machine_stat: ProcFile::open("/proc/stat"),
+            buf: Vec::new(),
         }
     }
 
@@ -241,9 +300,22 @@ impl HostSampler {
             .last_at
             .map(|t| now.duration_since(t).as_secs_f64())
             .filter(|d| *d > 0.0);
+        // Processes that left the tree (or exited) close their files.
+        self.open.retain(|pid, _| tree.contains(pid));
         let mut current = HashMap::with_capacity(tree.len());
         for &pid in tree {
-            if let Some(c) = read_proc(pid) {
+            let mut counters = self.open.get(&pid).and_then(|f| f.read(&mut self.buf));
+            if counters.is_none() {
+                // New to the tree, or a reused PID: (re)open its files.
+                self.open.remove(&pid);
+                if let Some(files) = ProcFiles::open(pid) {
+                    counters = files.read(&mut self.buf);
+                    if counters.is_some() {
+                        self.open.insert(pid, files);
+                    }
+                }
+            }
+            if let Some(c) = counters {
                 current.insert(pid, c);
             }
         }
@@ -282,9 +354,8 @@ impl HostSampler {
             .map(|c| c.rss_pages as f64 * self.page_mib)
             .sum();
         let threads: u64 = current.values().map(|c| c.threads).sum();
-        let machine = fs::read_to_string("/proc/stat")
-            .ok()
-            .as_deref()
+        let machine = (self.machine_stat.as_ref())
+            .and_then(|f| f.read(&mut self.buf))
             .and_then(parse_proc_stat_cpu);
         let (host_busy, host_iowait) = match (machine, self.last_machine) {
             (Some((b1, w1, t1)), Some((b0, w0, t0))) if t1 > t0 => {
