@@ -14,6 +14,7 @@
 #   python scripts/naive_check.py: json.loads + numpy percentiles (up to
 #          PYTHON_MAX_HOURS, default 1)
 #   old    (optional, --old PATH) another gate binary, e.g. main before a change
+#          (up to OLD_MAX_HOURS, default all sizes; also in the runs below)
 # and prints medians of CPU seconds (user+sys), wall seconds and peak RSS,
 # the median of the per-round ratios gate/floor, gate/old, and the growth
 # exponent of CPU time between the smallest and the largest size
@@ -86,7 +87,7 @@ for h in $hours; do
   "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
   contenders=(gate floor)
   [[ $(awk -v h="$h" -v m="${PYTHON_MAX_HOURS:-1}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(python)
-  [[ -n $old ]] && contenders+=(old)
+  [[ -n $old && $(awk -v h="$h" -v m="${OLD_MAX_HOURS:-1000}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(old)
   rm -f "$work"/*.times
   for r in $(seq "$rounds"); do
     n=${#contenders[@]}
