@@ -7,7 +7,7 @@
 
 use crate::config::{Aggregate, Config, UserSource};
 use crate::stats::{MetricSource, MetricStats};
-use crate::trace::Trace;
+use crate::trace::{gather, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -284,34 +284,6 @@ pub fn steady_finite(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f6
             Some(col) => gather(trace.host_series(col), steady, keep),
             None => Vec::new(),
         },
-    }
-}
-
-/// The values of `series` at the `steady` samples, as f64, those `keep`
-/// accepts. A steady window of consecutive samples (the usual case:
-/// warm-up first, teardown last) is read as one slice.
-pub fn gather<T: Copy + Into<f64>>(
-    series: &[T],
-    steady: &[usize],
-    keep: fn(&f64) -> bool,
-) -> Vec<f64> {
-    let consecutive = match (steady.first(), steady.last()) {
-        (Some(&a), Some(&b)) => b - a + 1 == steady.len(),
-        _ => true,
-    };
-    if consecutive {
-        let range = steady.first().map_or(0..0, |&a| a..a + steady.len());
-        series[range]
-            .iter()
-            .map(|&v| v.into())
-            .filter(keep)
-            .collect()
-    } else {
-        steady
-            .iter()
-            .map(|&i| series[i].into())
-            .filter(keep)
-            .collect()
     }
 }
 

@@ -846,18 +846,50 @@ pub fn parse_sample_row(
 ) -> bool {
     row.t_ms.clear();
     row.warmup.clear();
-    row.gpu.clear();
-    row.host.clear();
-    let mut cols = fast_sample::Columns {
-        ngpu,
-        ncols,
-        nhost,
-        times_ms: &mut row.t_ms,
-        warmup: &mut row.warmup,
-        gpu_values: &mut row.gpu,
-        host_values: &mut row.host,
+    let mut parsed = fast_sample::Row {
+        gpu: std::mem::take(&mut row.gpu),
+        host: std::mem::take(&mut row.host),
+        ..Default::default()
     };
-    fast_sample::parse_into(line.trim_ascii_end(), &mut cols)
+    let ok = fast_sample::parse_into(line.trim_ascii_end(), ngpu, ncols, nhost, &mut parsed);
+    row.gpu = parsed.gpu;
+    row.host = parsed.host;
+    if ok {
+        row.t_ms.push(parsed.t);
+        row.warmup.push(parsed.w);
+    } else {
+        row.gpu.clear();
+        row.host.clear();
+    }
+    ok
+}
+
+/// The values of `series` at the `steady` samples, as f64, those `keep`
+/// accepts. A steady window of consecutive samples (the usual case:
+/// warm-up first, teardown last) is read as one slice.
+pub fn gather<T: Copy + Into<f64>>(
+    series: &[T],
+    steady: &[usize],
+    keep: fn(&f64) -> bool,
+) -> Vec<f64> {
+    let consecutive = match (steady.first(), steady.last()) {
+        (Some(&a), Some(&b)) => b - a + 1 == steady.len(),
+        _ => true,
+    };
+    if consecutive {
+        let range = steady.first().map_or(0..0, |&a| a..a + steady.len());
+        series[range]
+            .iter()
+            .map(|&v| v.into())
+            .filter(keep)
+            .collect()
+    } else {
+        steady
+            .iter()
+            .map(|&i| series[i].into())
+            .filter(keep)
+            .collect()
+    }
 }
 
 /// A record time must be a finite number of ms from 0 to

@@ -499,13 +499,13 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
 pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
-    let v = crate::summary::gather(&trace.gpu_mean_series(col), steady, |_| true);
+    let v = crate::trace::gather(&trace.gpu_mean_series(col), steady, |_| true);
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
 fn host_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.host_column(id)?;
-    let v = crate::summary::gather(trace.host_series(col), steady, |_| true);
+    let v = crate::trace::gather(trace.host_series(col), steady, |_| true);
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
@@ -516,7 +516,7 @@ fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)>
     };
     (0..trace.gpu_count())
         .filter_map(|g| {
-            let v = crate::summary::gather(trace.gpu_series(g, col), steady, |_| true);
+            let v = crate::trace::gather(trace.gpu_series(g, col), steady, |_| true);
             mean_finite(&v).map(|m| (g, m))
         })
         .collect()
