@@ -5,7 +5,7 @@
 //!     every NVML call gate makes (and the alternatives its levers weigh),
 //!     one call per SPACING, median thread CPU time of ROUNDS calls each
 //! nvml-probe floor --interval 100ms [--gpu 0] [--seconds 30] [--gpm-interval 500ms]
-//!                  [--process-interval 1s] [--json FILE]
+//!                  [--process-interval 1s] [--no-gpm] [--json FILE]
 //!     the NVML floor: only gate's NVML calls (its own sampler code, no
 //!     /proc, no trace) at gate's cadences; process CPU over the run
 //! ```
@@ -19,7 +19,7 @@ use std::time::Duration;
 fn usage() -> ! {
     eprintln!(
         "usage: nvml-probe costs [--gpu N] [--rounds N] [--spacing DUR] [--json FILE]\n       \
-         nvml-probe floor --interval DUR [--gpu N] [--seconds S] [--gpm-interval DUR] [--process-interval DUR] [--json FILE]"
+         nvml-probe floor --interval DUR [--gpu N] [--seconds S] [--gpm-interval DUR] [--process-interval DUR] [--no-gpm] [--json FILE]"
     );
     std::process::exit(2)
 }
@@ -55,6 +55,8 @@ fn main() {
             "--seconds" => seconds = val().parse().unwrap_or_else(|_| usage()),
             "--gpm-interval" => cadence.gpm_period = dur(&val()),
             "--process-interval" => cadence.process_period = dur(&val()),
+            // The floor of `gate record --no-gpm`: no GPM calls.
+            "--no-gpm" => cadence.gpm = false,
             "--json" => json = Some(val()),
             _ => usage(),
         }
