@@ -138,7 +138,8 @@ fi
 # Capture of 3 runs and report, at the largest size.
 big=$work/big-${last_h}h.jsonl
 ln "$big" "$work/run2.jsonl"; ln "$big" "$work/run3.jsonl"
-bins=(gate); [[ -n $old ]] && bins+=(old)
+bins=(gate)
+[[ -n $old && $(awk -v h="$last_h" -v m="${OLD_MAX_HOURS:-1000}" 'BEGIN {print (h <= m)}') == 1 ]] && bins+=(old)
 echo
 echo "8 GPU x $last_h h, one run each:"
 echo "| command | CPU s | wall s | peak RSS MB |"
