@@ -14,7 +14,8 @@ use clap::{CommandFactory, Parser, Subcommand};
     version,
     about = "Keep GPU performance from silently regressing",
     long_about = "gate records GPU (NVML + GPM) and host (/proc) counters of a benchmark with zero \
-intrusion, stores p95 baselines as TOML in your repository, compares new runs against them \
+intrusion, stores baselines as TOML in your repository (utilisations on their mean, \
+the benchmark's own numbers first), compares new runs against them \
 with noise-aware thresholds, explains why a run regressed, and fails the pipeline with JUnit \
 XML and a nonzero exit code.\n\nExit codes: 0 pass, 1 regression, 2 usage/config/input error, \
 3 gate or the runner could not measure (no GPU, environment mismatch; retryable), \

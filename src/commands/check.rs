@@ -49,7 +49,8 @@ pub struct CheckArgs {
     pub config: Option<PathBuf>,
 
     /// Default relative tolerance as a fraction (0.10 = 10 %); per-metric settings in
-    /// gate.toml win [default: gate.toml [defaults] threshold, else 0.10]
+    /// gate.toml win [default: gate.toml [defaults] threshold, else 1 % for the benchmark's
+    /// own metrics and 3 % for counters]
     #[arg(long, value_name = "FRACTION")]
     pub threshold: Option<f64>,
 
