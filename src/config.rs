@@ -19,10 +19,10 @@
 //! source = "stdout"           # or "metrics_file"
 //! direction = "higher_is_better"
 //! unit = "1/s"
-//! aggregate = "mean"          # mean | median | last over matching lines
 //! # or another reader (src/metric_sources.rs): format = "json" + pointer,
 //! # "pytest_benchmark" + benchmark (+ stat), "mlperf_summary" (+ field),
 //! # "bmf" + benchmark + measure (+ stat)
+//! aggregate = "mean"          # mean | median over the steady window's lines; last after warm-up
 //!
 //! [rules]                     # handed to diagnose::RuleSet::with_user_rules
 //! ```
@@ -75,6 +75,13 @@ pub struct GateConfig {
     /// (`HistoryConfig` below; `history` uses it).
     #[serde(default)]
     pub history: Option<HistoryConfig>,
+    /// `[verdict]`: what an inconclusive run exits with, and how many
+    /// times a live check may rerun the benchmark to decide.
+    #[serde(default)]
+    pub verdict: VerdictConfig,
+    /// `[compare]`: what must match between a run and its baseline.
+    #[serde(default)]
+    pub compare: CompareConfig,
     /// `[accept]`: whether and how far a change may acknowledge its own
     /// regressions (`accept`); read from the target branch like the rest.
     #[serde(default)]
@@ -813,6 +820,41 @@ pub fn check_pct(v: f64) -> Result<(), String> {
 
 /// Fewest runs a drift window may hold (`history::drift` judges no fewer).
 pub const DRIFT_MIN_RUNS: usize = 5;
+
+/// Reruns a live `check` makes by default when the decisive metric moved
+/// the bad way inside the noise (`--max-reruns`, `[verdict] max_reruns`).
+pub const DEFAULT_MAX_RERUNS: usize = 2;
+
+/// What an inconclusive run (a bad move the noise left open) exits with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InconclusiveExit {
+    /// Exit 4 (`exit_code::INCONCLUSIVE`): not green.
+    #[default]
+    Fail,
+    /// Exit 0, still reported as inconclusive.
+    Pass,
+}
+
+/// Settings of `[verdict]` in gate.toml.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerdictConfig {
+    #[serde(default)]
+    pub inconclusive: InconclusiveExit,
+    /// Reruns of a live check (default `DEFAULT_MAX_RERUNS`).
+    pub max_reruns: Option<usize>,
+}
+
+/// Settings of `[compare]` in gate.toml.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareConfig {
+    /// A run of another command, other arguments or other workload tags
+    /// than the baseline's is only warned about, not refused.
+    #[serde(default)]
+    pub allow_command_change: bool,
+}
 
 /// Settings of `[history]` in gate.toml.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

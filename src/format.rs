@@ -1,9 +1,10 @@
 //! How values print, one rule each, for every report and message.
 //!
 //! Measured values ([`number`], [`value_with_unit`]): 4 significant digits
-//! (the precision baselines are stored with, so a value reads the same in
-//! `gate check`, `gate report`, `gate diff` and the baseline file), but the
-//! integer part is never rounded (20270.4 prints 20270), no exponent,
+//! of the one stored number (baselines keep full precision, so a value
+//! reads the same in `gate capture`, `gate check`, `gate report`, `gate
+//! diff` and `gate history`, and its leading digits in the baseline file),
+//! but the integer part is never rounded (20270.4 prints 20270), no exponent,
 //! trailing zeros dropped (5.0 prints 5), `n/a` when not finite or absent.
 //! So 12.345 prints 12.35 in every report (before this rule, `gate report`
 //! printed it 12.3 and `gate check` 12.35).
@@ -12,16 +13,15 @@
 //! shapes: relative changes ([`percent_change`], one decimal, none from
 //! 100 % up: "+12.3 %"), times within a recording ([`secs`], to the
 //! millisecond, so adjacent slices never print alike), and timestamps
-//! ([`rfc3339_utc`]). Baseline files store floats with exactly
-//! [`SIGNIFICANT_DIGITS`] digits (`baseline` store.rs, a TOML float always
-//! has a decimal point). JSON carries full precision; OpenMetrics values
+//! ([`rfc3339_utc`]). Baseline files store floats at full
+//! round-trip precision (`baseline` store.rs: the noise band is computed
+//! from them; a TOML float always has a decimal point). JSON carries full precision; OpenMetrics values
 //! are [`significant`] (3 digits: GitLab compares them as strings).
 
 use std::time::SystemTime;
 
-/// Significant digits of a measured value, in reports and in baseline
-/// files: enough to gate at 0.1 %, few enough that a re-capture does not
-/// rewrite every line of a baseline.
+/// Significant digits of a measured value in reports: enough to read a
+/// 0.1 % change. Display only: baselines store full precision.
 pub const SIGNIFICANT_DIGITS: usize = 4;
 
 /// A measured value for people: at least [`SIGNIFICANT_DIGITS`]

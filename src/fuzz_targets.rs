@@ -96,6 +96,8 @@ pub fn baseline(data: &[u8]) {
         fail_on_improvement: false,
         rules: builtin_rules(),
         acceptances: None,
+        looks: 1,
+        history_spread: Default::default(),
     });
 }
 

@@ -856,7 +856,7 @@ impl OutputKeeper {
                 writer.write(&Record::Event(event(
                     clock.ms(at),
                     EventKind::Note,
-                    format!("warm-up released by --warmup-until at output line: {line}"),
+                    format!("{}{line}", crate::trace::WARMUP_RELEASED_NOTE),
                 )))?;
             }
             if self.bytes + line.len() > OUTPUT_CAP_BYTES {

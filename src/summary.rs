@@ -297,8 +297,35 @@ pub struct UserMetricValue {
     pub ci95: Option<f64>,
 }
 
-/// Values of each user metric in one trace: every match of its regex,
-/// then the configured aggregate. Unparsable captures are skipped.
+/// The time span (ms since the recording started) of a trace's output
+/// lines that belong to the steady window: from the end of warm-up (the
+/// later of `--warmup` and the `--warmup-until` line) to the first teardown
+/// sample. `None` ends: no teardown was found.
+fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
+    let mut start = 0.0;
+    if trace.warmup.iter().any(|&w| w) {
+        start = trace.header.warmup_ms as f64;
+        let released = trace.events.iter().find(|e| {
+            e.kind == crate::trace::EventKind::Note
+                && e.message.starts_with(crate::trace::WARMUP_RELEASED_NOTE)
+        });
+        match released {
+            Some(e) => start = start.max(e.t),
+            // Older traces lack the note: the first steady sample bounds it.
+            None => {
+                if let Some(i) = trace.warmup.iter().position(|&w| !w) {
+                    start = start.max(trace.times_ms[i] - trace.header.interval_ms as f64);
+                }
+            }
+        }
+    }
+    let n = trace.sample_count();
+    let end =
+        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown]);
+    (start, end)
+}
+
+/// Values of each user metric in one trace (`user_metric_readings`).
 pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, UserMetricValue> {
     user_metric_readings(config, trace).values
 }
@@ -316,22 +343,36 @@ pub struct UserReadings {
 }
 
 /// See `UserReadings`: every user metric of gate.toml read from `trace`
-/// (stdout lines, or the metrics file in its end record).
+/// (stdout lines, or the metrics file in its end record), then the
+/// configured aggregate.
+///
+/// Stdout lines count in the counters' window (`output_window_ms`): a
+/// benchmark that prints per-step numbers is judged on its steady steps,
+/// not on its warm-up. `aggregate = "last"` takes the last line printed
+/// after warm-up, teardown included: a benchmark prints its final summary
+/// as it exits, when the GPU already idles. A benchmark whose every line
+/// falls in teardown (one number printed at exit, aggregate mean or
+/// median) is judged on those lines rather than not at all. A metrics file
+/// has no times: all its values count.
 pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
     let mut out = UserReadings::default();
+    let (start_ms, end_ms) = output_window_ms(trace);
     for (name, reader) in &config.user_sources {
         let def = &config.file.user_metrics[name.as_str()];
-        let mut values = Vec::new();
+        // (value, in teardown) of every reading after warm-up.
+        let mut matched: Vec<(f64, bool)> = Vec::new();
         match def.source {
-            UserSource::Stdout => trace
-                .output
-                .iter()
-                .for_each(|o| values.extend(reader.line_value(&o.line))),
+            UserSource::Stdout => {
+                for o in trace.output.iter().filter(|o| o.t >= start_ms) {
+                    let torn = end_ms.is_some_and(|e| o.t >= e);
+                    matched.extend(reader.line_value(&o.line).into_iter().map(|v| (v, torn)));
+                }
+            }
             UserSource::MetricsFile => {
                 match trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
                     Some(text) => {
                         let r = reader.read_file(text);
-                        values = r.values;
+                        matched = r.values.into_iter().map(|v| (v, false)).collect();
                         if let Some(p) = r.problem {
                             out.problems.push(format!("user metric '{name}': {p}"));
                         }
@@ -345,6 +386,12 @@ pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
                 }
             }
         }
+        let steady: Vec<f64> = matched.iter().filter(|m| !m.1).map(|m| m.0).collect();
+        let values = match def.aggregate {
+            Aggregate::Last => matched.iter().map(|m| m.0).collect(),
+            _ if steady.is_empty() => matched.iter().map(|m| m.0).collect(),
+            _ => steady,
+        };
         if values.is_empty() {
             continue;
         }
@@ -440,4 +487,74 @@ pub struct RunDerived {
     pub user: BTreeMap<String, UserMetricValue>,
     pub user_problems: Vec<String>,
     pub user_invalid: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{EventKind, EventRecord, OutputRecord};
+
+    /// 10 samples at 100 ms; the first 3 warm-up, the last 2 teardown.
+    fn trace(lines: &[(f64, &str)]) -> Trace {
+        let n = 10;
+        Trace {
+            times_ms: (0..n).map(|i| i as f64 * 100.0).collect(),
+            warmup: (0..n).map(|i| i < 3).collect(),
+            teardown: 2,
+            output: lines
+                .iter()
+                .map(|&(t, l)| OutputRecord { t, line: l.into() })
+                .collect(),
+            header: crate::trace::Header {
+                interval_ms: 100,
+                warmup_ms: 250,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn value(aggregate: &str, t: &Trace) -> Option<f64> {
+        let c = Config::parse(
+            &format!("[user_metrics.rate]\nregex = '^rate: ([0-9.]+)'\ndirection = \"higher_is_better\"\naggregate = \"{aggregate}\"\n"),
+            "gate.toml",
+        )
+        .unwrap();
+        user_metric_values(&c, t).get("rate").map(|v| v.value)
+    }
+
+    #[test]
+    fn user_metrics_count_the_steady_window_and_last_keeps_the_final_line() {
+        // Warm-up prints 10 (before 250 ms), steady steps 100, and the
+        // final summary 70 lands in teardown (from 800 ms).
+        let t = trace(&[
+            (50.0, "rate: 10"),
+            (150.0, "rate: 10"),
+            (400.0, "rate: 100"),
+            (600.0, "rate: 100"),
+            (850.0, "rate: 70"),
+        ]);
+        assert_eq!(value("mean", &t), Some(100.0));
+        assert_eq!(value("median", &t), Some(100.0));
+        assert_eq!(value("last", &t), Some(70.0));
+        // One number printed at exit, in teardown: judged, not lost.
+        let once = trace(&[(50.0, "rate: 10"), (850.0, "rate: 70")]);
+        assert_eq!(value("mean", &once), Some(70.0));
+        // Only warm-up lines: nothing measured.
+        assert_eq!(value("mean", &trace(&[(50.0, "rate: 10")])), None);
+    }
+
+    #[test]
+    fn a_warmup_until_line_ends_the_warmup_of_user_metrics() {
+        let mut t = trace(&[(260.0, "rate: 10"), (300.0, "warm"), (400.0, "rate: 100")]);
+        t.events.push(EventRecord {
+            t: 300.0,
+            kind: EventKind::Note,
+            gpu: None,
+            pid: None,
+            code: None,
+            message: format!("{}warm", crate::trace::WARMUP_RELEASED_NOTE),
+        });
+        assert_eq!(value("mean", &t), Some(100.0));
+    }
 }

@@ -204,6 +204,10 @@ pub struct ProcessesRecord {
     pub procs: Vec<ProcessInfo>,
 }
 
+/// How the recorder's `note` event that ends a `--warmup-until` warm-up
+/// begins (the matched line follows): user metrics count from it.
+pub const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
+
 /// One line the target printed on stdout (kept so user metrics can be
 /// parsed from a replayed trace).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -419,7 +419,7 @@ fn environment_mismatch_is_invalid_unless_allowed() {
 }
 
 #[test]
-fn too_few_samples_is_inconclusive() {
+fn too_few_samples_is_unmeasured() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     capture_healthy(d, "train");
@@ -427,7 +427,7 @@ fn too_few_samples_is_inconclusive() {
     let out = check_replay(d, "train", &[], &short);
     let (stdout, _) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("VERDICT: INCONCLUSIVE"), "{stdout}");
+    assert!(stdout.contains("VERDICT: UNMEASURED"), "{stdout}");
     assert!(stdout.contains("only 12 valid steady samples"), "{stdout}");
 }
 
@@ -522,8 +522,31 @@ fn noise_between_baseline_runs_makes_small_moves_inconclusive() {
     let tp = metric(&r, "samples_per_s").clone();
     assert_eq!(tp["verdict"], "inconclusive", "{tp}");
     assert!(tp["noise"].as_f64().unwrap() > 250.0, "{tp}");
+    // Never green on a bad move the noise leaves open (issue 17): exit 4.
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(r["verdict"], "inconclusive");
+    assert!(r["reasons"][0].as_str().unwrap().contains("samples_per_s"));
+    // A team that prefers green says so in gate.toml: exit 0, still
+    // reported as inconclusive, with a warning.
+    std::fs::write(
+        d.join("gate.toml"),
+        format!("{USER_METRIC_CONFIG}relative = 0.05\n\n[verdict]\ninconclusive = \"pass\"\n"),
+    )
+    .unwrap();
+    let out = check_replay(d, "noisy", &["--format", "json"], &t);
+    let r: serde_json::Value = serde_json::from_str(&output(&out).0).unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(r["warnings"][0].as_str().unwrap().contains("samples_per_s"));
+    assert_eq!(r["verdict"], "inconclusive");
+    assert!(r["warnings"]
+        .to_string()
+        .contains("INCONCLUSIVE counted as a pass"));
+    let junit = d.join("j.xml");
+    let out = check_replay(d, "noisy", &["--junit", junit.to_str().unwrap()], &t);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(output(&out).0.contains("VERDICT: INCONCLUSIVE (exit 0)"));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<skipped message=\"inconclusive"));
 }
 
 #[test]

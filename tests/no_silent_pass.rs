@@ -19,7 +19,7 @@ fn repo(p: &str) -> PathBuf {
 /// `train-h200.toml` cut before its first `[metrics.` table: it used to
 /// print `VERDICT: PASS (exit 0): 0 gated metric(s)` for a broken run.
 #[test]
-fn baseline_cut_before_its_metrics_is_inconclusive_not_pass() {
+fn baseline_cut_before_its_metrics_is_unmeasured_not_pass() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let text = std::fs::read_to_string(repo("baselines/train-h200.toml")).unwrap();
@@ -35,7 +35,7 @@ fn baseline_cut_before_its_metrics_is_inconclusive_not_pass() {
     );
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
-    assert!(stdout.contains("INCONCLUSIVE"), "{stdout}");
+    assert!(stdout.contains("UNMEASURED"), "{stdout}");
     assert!(stdout.contains("no gated metric was judged"), "{stdout}");
 }
 
@@ -74,6 +74,8 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
             fail_on_improvement: false,
             rules: &rules,
             acceptances: None,
+            looks: 1,
+            history_spread: Default::default(),
         });
         if report.exit_code == 0 {
             // Passing is only defensible on what was judged, and the gap

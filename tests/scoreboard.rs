@@ -218,9 +218,12 @@ fn scoreboard() -> (String, Vec<String>) {
             assert!(t.exists(), "fixture {} missing", t.display());
             let a = check(plain.path(), "b12", &t);
             let b = check(declared.path(), "b12", &t);
+            // A benign change never fails; the noise may leave it open
+            // (exit 4, issue 17), never green on a real one.
             let expect_exit = if want.is_some() { 1 } else { 0 };
-            let ok = a.exit == expect_exit
-                && b.exit == expect_exit
+            let exit_ok = |e: i32| e == expect_exit || (want.is_none() && e == 4);
+            let ok = exit_ok(a.exit)
+                && exit_ok(b.exit)
                 && match want {
                     Some(rule) => a.top.as_deref() == Some(rule) && b.top.as_deref() == Some(rule),
                     None => a.causes.is_empty() && b.causes.is_empty(),
@@ -285,8 +288,8 @@ const NOGPM_DIFFERS: &[(&str, Option<&str>)] = &[
 
 /// Without GPM these fail on fewer counters: against the two healthy runs
 /// of the noisy bert family their throughput drop (-23 %, -20.5 %) is
-/// inconclusive (exit 0, rerun with --confirm) and the diagnosis names
-/// the cause "if confirmed" (severity low).
+/// inconclusive (exit 4: never green; a live check reruns) and the
+/// diagnosis names the cause "if confirmed" (severity low).
 const NOGPM_INCONCLUSIVE: &[&str] = &["bert-gradlog", "bert-eager-attn"];
 
 /// `fixtures/traces/nogpm/<prefix><name>.jsonl`.
@@ -332,13 +335,17 @@ fn scoreboard_without_gpm() -> (String, Vec<String>, usize, usize) {
                 pathologies += 1;
                 right += usize::from(first == with_gpm);
             }
-            let want_exit = if with_gpm.is_some() && !NOGPM_INCONCLUSIVE.contains(&id.as_str()) {
+            let want_exit = if NOGPM_INCONCLUSIVE.contains(&id.as_str()) {
+                4
+            } else if with_gpm.is_some() {
                 1
             } else {
                 0
             };
+            // A benign change never fails; the noise may leave it open.
+            let exit_ok = |e: i32| e == want_exit || (with_gpm.is_none() && e == 4);
             let plain_wrong = a.exit == 1 && want.is_some() && named(&a).as_deref() != want;
-            if b.exit != want_exit || first != want || plain_wrong {
+            if !exit_ok(b.exit) || first != want || plain_wrong {
                 failures.push(format!(
                     "{id} without GPM: exit {} / {} (want {want_exit}), first {:?} / {first:?} (want {want:?})",
                     a.exit, b.exit, a.top
@@ -388,8 +395,10 @@ fn without_gpm_the_causes_nvml_can_show_are_named_and_the_table_is_documented() 
     );
 }
 
+/// Healthy runs never fail against one-run baselines; a move the noise
+/// leaves open is inconclusive (exit 4), not a pass (issue 17).
 #[test]
-fn every_healthy_pair_passes_against_one_run_baselines() {
+fn every_healthy_pair_never_fails_against_one_run_baselines() {
     for f in FAMILIES {
         for config in [None, Some(THROUGHPUT)] {
             let dir = setup(f, config);
@@ -397,13 +406,14 @@ fn every_healthy_pair_passes_against_one_run_baselines() {
                 for n in (1..=3).filter(|&n| n != b) {
                     let t = fixture(f, &format!("healthy-{n}"));
                     let o = check(dir.path(), &format!("b{b}"), &t);
-                    assert_eq!(
-                        (o.exit, o.causes.clone()),
-                        (0, Vec::<String>::new()),
-                        "{}healthy-{n} against one-run b{b} (throughput declared: {}): regressed {:?}",
+                    assert!(
+                        o.exit != 1 && o.causes.is_empty(),
+                        "{}healthy-{n} against one-run b{b} (throughput declared: {}): exit {}, regressed {:?}, causes {:?}",
                         f.prefix,
                         config.is_some(),
-                        o.regressed
+                        o.exit,
+                        o.regressed,
+                        o.causes
                     );
                 }
             }
@@ -426,11 +436,11 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
             for b in 1..=3 {
                 let o = check(dir.path(), &format!("b{b}"), &fixture(f, name));
                 let id = format!("{}{name}", f.prefix);
-                if want.is_some() && o.exit == 0 {
+                if want.is_some() && o.exit == 4 {
                     inconclusive.push((id.clone(), b));
                 }
                 let want_exit = if ONE_RUN_INCONCLUSIVE.contains(&(id.as_str(), b)) {
-                    0
+                    4
                 } else {
                     1
                 };
@@ -442,11 +452,12 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
                         f.prefix,
                         o.regressed
                     ),
-                    None => assert_eq!(
-                        (o.exit, o.causes.clone()),
-                        (0, Vec::<String>::new()),
-                        "{}{name} against b{b}",
-                        f.prefix
+                    None => assert!(
+                        o.exit != 1 && o.causes.is_empty(),
+                        "{}{name} against b{b}: exit {}, causes {:?}",
+                        f.prefix,
+                        o.exit,
+                        o.causes
                     ),
                 }
             }
@@ -478,7 +489,8 @@ fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
                 capture(dir.path(), "b3", &[h(a), h(b), h(c)]);
                 for other in (1..=5).filter(|i| ![a, b, c].contains(i)) {
                     let o = check(dir.path(), "b3", &h(other));
-                    if o.exit != 0 {
+                    // Exit 4 (left open by the noise) is not an alarm.
+                    if o.exit == 1 {
                         alarms.push(format!(
                             "healthy-{other} against healthy-{a},{b},{c}: exit {}, regressed {:?}",
                             o.exit, o.regressed
@@ -493,9 +505,15 @@ fn noisy_healthy_runs_pass_against_every_three_run_baseline() {
 
 /// One run a side, the hold-outs' healthy runs (run-to-run sd of GPU busy,
 /// SM active and tensor 3.4-4.2 %, twice their within-run error) used to
-/// fail 7 of 40 pairs; the widened one-run band passes all of them.
+/// fail 7 of 40 pairs at 1.96 within-run errors; the old 2x widened band
+/// failed none, the moderated variance's learned prior (worth 2.7 runs,
+/// t = 3.3) fails one: 1 of 40, the nominal one-sided 2.5 % (docs/gating.md,
+/// "Calibration"). Moves the noise leaves open exit 4, not 1.
+const ONE_RUN_HEALTHY_ALARMS: &[&str] = &["vit-healthy-3 against one-run vit-healthy-4"];
+
 #[test]
 fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
+    let mut known = Vec::new();
     for prefix in ["bert-", "vit-"] {
         let dir = project(Some(WALL_TIME_OFF));
         let h = |i: usize| trace(prefix, &format!("healthy-{i}"));
@@ -504,7 +522,11 @@ fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
             capture(dir.path(), &format!("one{b}"), &[h(b)]);
             for n in (1..=5).filter(|&n| n != b) {
                 let o = check(dir.path(), &format!("one{b}"), &h(n));
-                if o.exit != 0 || !o.causes.is_empty() {
+                let pair = format!("{prefix}healthy-{n} against one-run {prefix}healthy-{b}");
+                let alarm = o.exit == 1 || !o.causes.is_empty();
+                if alarm && ONE_RUN_HEALTHY_ALARMS.contains(&pair.as_str()) {
+                    known.push(pair);
+                } else if alarm {
                     alarms.push(format!(
                         "{prefix}healthy-{n} against one-run {prefix}healthy-{b}: exit {}, regressed {:?}, causes {:?}",
                         o.exit, o.regressed, o.causes
@@ -514,6 +536,7 @@ fn noisy_healthy_runs_pass_against_every_one_run_baseline() {
         }
         assert!(alarms.is_empty(), "false alarms:\n{}", alarms.join("\n"));
     }
+    assert_eq!(known, ONE_RUN_HEALTHY_ALARMS, "the documented alarm moved");
 }
 
 /// A project with `gate.toml` = `config` and baseline `b3` captured from
@@ -533,13 +556,11 @@ fn three_run_baseline(
 /// after it (workers count as saturated above 80 % of a core each, not 50:
 /// a per-batch read-back was called input-bound while 3 workers used 61 %).
 /// Its table does not fit the scoreboard's: with the throughput declared,
-/// the read-back's -8.9 % is within three runs' spread (inconclusive, so
-/// the run passes with a warning, and the diagnosis still names the sync),
-/// and a foreign process that did not slow the benchmark passes. With
-/// defaults the read-back passes too: its counters moved within their noise,
-/// and its wall time after warm-up is the workload's fixed loop (it failed
-/// on wall time from the start, +6.2 %, before start-up was left out: that
-/// was start-up jitter, not the read-back).
+/// the read-back's -8.9 % is within three runs' spread (inconclusive), so
+/// the counters stay gated, and GPU busy fails beyond its moderated band
+/// with the sync named first (it passed with a warning before issue 17's
+/// noise model, as it did with defaults); a foreign process that did not
+/// slow the benchmark passes.
 #[test]
 fn the_vit_inference_hold_out() {
     let t = |n: &str| trace("vit-", n);
@@ -562,7 +583,6 @@ fn the_vit_inference_hold_out() {
             let o = check(dir.path(), "b3", &t(name));
             let declared = config.is_some();
             let want_exit = match name {
-                "readback" => 0,
                 "contend-out" if declared => 0,
                 _ => 1,
             };
@@ -597,7 +617,8 @@ fn the_decode_hold_out() {
             ("healthy-4", 0, None),
             ("healthy-5", 0, None),
             ("fp32", 0, None),
-            ("stream", 0, None),
+            // -5.2 %, inside the noise: left open, never green.
+            ("stream", 4, None),
             ("batch4", 1, Some("kernel_fragmentation")),
             ("contend-out", 1, Some("gpu_contention")),
         ] {
@@ -742,8 +763,11 @@ fn repeated_runs_are_judged_and_diagnosed_together() {
     let d = dir.path();
     let live = |n: &str| trace("live-cnn-", n);
     capture(d, "live", &[live("base-1"), live("base-2"), live("base-3")]);
+    // One run: the throughput is inside the noisy baseline's band, and the
+    // counters it leaves gated regress beyond theirs (the moderated
+    // variance); two runs judged together make the throughput decide.
     let one = check(d, "live", &live("sync-1"));
-    assert_eq!(one.exit, 0, "one run: inconclusive, not failed");
+    assert_eq!(one.exit, 1, "one run: {:?}", one.regressed);
     let out = gate(d)
         .args([
             "check",

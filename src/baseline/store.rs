@@ -1,5 +1,5 @@
 //! How a baseline is stored: the review-friendly TOML text (stable key
-//! order, 4 significant digits, header comment saying how to refresh it),
+//! order, floats at full round-trip precision, header comment saying how to refresh it),
 //! loading with `file: line L, column C` errors and a clear message for a
 //! future schema, and the never-lose-data write (lock file, diff on
 //! replace, temp file + fsync + rename).
@@ -12,12 +12,10 @@ use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::format::SIGNIFICANT_DIGITS;
-
 // ---------------------------------------------------------------- rendering
 
 /// The review-friendly TOML text of a baseline: header comment, fields in
-/// schema order, maps sorted, floats at `SIGNIFICANT_DIGITS`, each run's
+/// schema order, maps sorted, floats at full precision, each run's
 /// summary on one line.
 pub fn to_toml(b: &Baseline, refresh_hint: &str) -> String {
     let value = toml::Value::try_from(b).expect("a baseline always serializes to TOML");
@@ -89,11 +87,13 @@ fn key(k: &str) -> String {
     }
 }
 
-/// The storage form of a float: rounded to exactly `SIGNIFICANT_DIGITS`
-/// (also the integer part, unlike `format::number`, so a re-capture only
-/// rewrites lines whose value really moved) and printed as the shortest
-/// text that reads back as that number, always with a decimal point (it is
-/// a TOML float).
+/// The storage form of a float: the shortest text that reads back as
+/// exactly the same number (Rust's round-trip `Display`), always with a
+/// decimal point (it is a TOML float). Full precision, because the noise
+/// band is computed from these numbers: rounding per-run values to 4
+/// digits made a stable throughput's between-run spread a rounding
+/// artefact (`runs = [1202.0, 1202.0]` for 1201.992 and 1202.307, a band
+/// of +-0). Reports round for display (`format::number`).
 pub fn format_float(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
@@ -101,11 +101,8 @@ pub fn format_float(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    let rounded: f64 = format!("{:.*e}", SIGNIFICANT_DIGITS - 1, v)
-        .parse()
-        .unwrap_or(v);
-    let rounded = if rounded == 0.0 { 0.0 } else { rounded }; // no "-0.0"
-    let s = format!("{rounded}");
+    let v = if v == 0.0 { 0.0 } else { v }; // no "-0.0"
+    let s = format!("{v}");
     if s.contains('.') {
         s
     } else {
@@ -521,7 +518,7 @@ pub(crate) mod tests {
         assert!(text.contains("gate capture --baseline demo --replace -- python train.py"));
         assert!(text.contains("\n[metrics.sm_active_pct]\n"), "{text}");
         assert!(
-            text.contains("\"gpu_busy_pct.idle_frac\" = 0.01235"),
+            text.contains("\"gpu_busy_pct.idle_frac\" = 0.012345"),
             "{text}"
         );
         assert!(text.contains("runs = [\n  { value = "), "{text}");
@@ -530,7 +527,7 @@ pub(crate) mod tests {
         assert_eq!(back.tags["model"], "resnet \"50\"");
         let m = &back.metrics["sm_active_pct"];
         assert_eq!(m.runs.len(), 2);
-        assert!((m.mean - b.metrics["sm_active_pct"].mean).abs() < 0.01);
+        assert_eq!(m.mean, b.metrics["sm_active_pct"].mean, "stored exactly");
         // Same input, same text: stable order.
         assert_eq!(
             text,
@@ -539,13 +536,24 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn floats_keep_four_significant_digits() {
-        assert_eq!(format_float(97.12345), "97.12");
-        assert_eq!(format_float(20270.4), "20270.0");
-        assert_eq!(format_float(0.000123456), "0.0001235");
+    fn floats_are_stored_round_trip_exact() {
+        for v in [
+            1201.992,
+            1202.307,
+            345129.28571428574,
+            0.000123456,
+            97.12345,
+            -0.00001,
+            1234567.0,
+            1e-300,
+            f64::MAX,
+        ] {
+            let text = format_float(v);
+            assert!(text.contains('.') || text.contains('e'), "{text}");
+            assert_eq!(text.parse::<f64>().unwrap(), v, "{text}");
+        }
         assert_eq!(format_float(3.0), "3.0");
-        assert_eq!(format_float(-0.00001), "-0.00001");
-        assert_eq!(format_float(1234567.0), "1235000.0");
+        assert_eq!(format_float(-0.0), "0.0");
     }
 
     #[test]

@@ -68,6 +68,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub confirm: usize,
 
+    /// When a live run's gated metric moved the bad way beyond its floor but inside the noise,
+    /// rerun the benchmark up to N times, stopping as soon as the pooled runs decide
+    /// (sequential test, Bonferroni-split level) [default: gate.toml [verdict] max_reruns,
+    /// else 2]; still open after them: INCONCLUSIVE (exit 4)
+    #[arg(long, value_name = "N")]
+    pub max_reruns: Option<usize>,
+
     /// The given traces are the nodes of ONE run: judge each node and their aggregate
     #[arg(long)]
     pub multi_node: bool,
@@ -234,6 +241,12 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
         )
         .into());
     }
+    if args.max_reruns.is_some() && !args.measure.is_live() {
+        return Err(GateError::usage(
+            "--max-reruns reruns the benchmark, so it needs a live run (-- CMD); a replay cannot rerun, and a move the noise leaves open is INCONCLUSIVE (exit 4)",
+        )
+        .into());
+    }
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let rules = config.rule_set()?;
     let acceptances = load_acceptances(args, &config)?;
@@ -247,6 +260,18 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
         &args.trace_dir,
         derive,
     )?);
+    // Reruns this check may make: the sequential test's looks are 1 + that
+    // many, and every look is judged at the Bonferroni-split level
+    // (noise::moderated), so looking again cannot inflate false alarms.
+    let max_reruns = if args.measure.is_live() {
+        args.max_reruns
+            .or(config.file.verdict.max_reruns)
+            .unwrap_or(crate::config::DEFAULT_MAX_RERUNS)
+            .max(args.confirm)
+    } else {
+        0
+    };
+    let history_spread = super::history::healthy_spread(&args.history, &config, &baseline);
     let judge = |traces: &[crate::trace::Trace], derived: &[crate::summary::RunDerived]| {
         let inputs: Vec<RunInput> = traces
             .iter()
@@ -264,17 +289,18 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
             fail_on_improvement: args.fail_on_improvement,
             rules: &rules,
             acceptances: Some(&acceptances),
+            looks: 1 + max_reruns,
+            history_spread: history_spread.clone(),
         })
     };
     let mut report = judge(&traces, &derived);
     let first = report.verdict;
     let mut reruns = 0;
-    while reruns < args.confirm && needs_confirmation(&report) {
+    while reruns < max_reruns && needs_rerun(&report, reruns < args.confirm) {
         reruns += 1;
         crate::gate_eprintln!(
-            "gate: --confirm: the verdict is {} so far; rerun {reruns}/{} to judge the runs together",
+            "gate: the verdict is {} so far; rerun {reruns}/{max_reruns} to judge the runs together",
             report.verdict.as_str(),
-            args.confirm
         );
         let (more, more_derived) = unzip_derived(measure::acquire_each(
             &args.measure,
@@ -288,9 +314,10 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
     }
     if reruns > 0 {
         report.warnings.push(format!(
-            "--confirm: the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise)",
+            "the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise; {} looks at a Bonferroni-split 5 %)",
             first.as_str(),
-            traces.len()
+            traces.len(),
+            1 + max_reruns
         ));
     }
     // History (and drift, which may add findings to the report) before rendering.
@@ -307,18 +334,26 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
     Ok(report)
 }
 
-/// Whether `--confirm` should rerun: the run regressed, or a gated metric
-/// could not be told from noise. A failed benchmark, an environment
-/// mismatch or too few samples are not noise: rerunning does not judge them.
-fn needs_confirmation(r: &CheckReport) -> bool {
+/// Whether a live check should rerun: a gated metric moved the bad way and
+/// the noise left it open (the sequential test goes on), or, within
+/// `--confirm`'s reruns, the run regressed. A failed benchmark, an
+/// environment mismatch or too few samples are not noise: rerunning does
+/// not judge them.
+fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
     use gate::{RunVerdict, Verdict};
-    if matches!(r.verdict, RunVerdict::Error | RunVerdict::Invalid) {
-        return false;
+    match r.verdict {
+        RunVerdict::Error | RunVerdict::Invalid | RunVerdict::Unmeasured => false,
+        RunVerdict::Regression => confirming,
+        RunVerdict::Inconclusive => true,
+        // A gated metric left open that did not decide the run (wall time
+        // beside the benchmark's number): --confirm may still look again.
+        RunVerdict::Pass => {
+            confirming
+                && r.metrics
+                    .iter()
+                    .any(|m| m.gated && m.verdict == Verdict::Inconclusive)
+        }
     }
-    r.verdict == RunVerdict::Regression
-        || r.metrics
-            .iter()
-            .any(|m| m.gated && m.verdict == Verdict::Inconclusive)
 }
 
 /// The report files asked for, with their flags.

@@ -142,6 +142,65 @@ fn resolve(
     Location::parse(&url).map(Some).map_err(to_gate)
 }
 
+/// Healthy checks read back for the noise model's history prior.
+const PRIOR_RUNS: usize = 50;
+
+/// Each aggregate metric's `(variance, n - 1)` over the values of the
+/// checks that passed against this version of the baseline: the history
+/// prior of the verdict's moderated variance (`noise::moderated`). Empty
+/// without a history, or when it cannot be read (it is only a prior: the
+/// check goes on without it, and `after_check` reports the store's error).
+pub fn healthy_spread(
+    args: &HistoryArgs,
+    config: &Config,
+    baseline: &Baseline,
+) -> BTreeMap<String, (f64, f64)> {
+    let mut out = BTreeMap::new();
+    let cfg = config.file.history.as_ref();
+    // Without an explicit flag, only a configured URL (not url_env: its
+    // warning is after_check's to give).
+    let location = match (&args.history, cfg) {
+        _ if args.no_history => None,
+        (Some(flag), _) => Location::parse(flag).ok(),
+        (None, Some(c)) if c.url_env.is_none() => resolve(None, Some(c), false).ok().flatten(),
+        _ => None,
+    };
+    let Some(location) = location else {
+        return out;
+    };
+    let runs = history::open(&location, false).and_then(|mut store| {
+        store.runs(&Query {
+            baseline: Some(baseline.name.clone()),
+            kind: Some(RunKind::Check),
+            baseline_created: Some(baseline.created.clone()),
+            metrics: MetricFilter::All,
+            limit: Some(PRIOR_RUNS),
+            ..Query::default()
+        })
+    });
+    let Ok(runs) = runs else {
+        return out;
+    };
+    let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.verdict == "pass") {
+        for m in &run.metrics {
+            if let Some(v) = m.value.filter(|v| v.is_finite()) {
+                values.entry(m.metric.as_str()).or_default().push(v);
+            }
+        }
+    }
+    for (metric, v) in values {
+        if v.len() < 2 {
+            continue;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        out.insert(metric.to_string(), (var, n - 1.0));
+    }
+    out
+}
+
 fn to_gate(e: HistoryError) -> GateError {
     match e {
         HistoryError::BadLocation(m) => GateError::usage(m),
@@ -342,13 +401,14 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         None if args.html.is_some() => Some(500),
         None => Some(20),
     };
-    // What each output shows: a metric's series loads that metric; the
-    // table names what regressed; JSON and the trend page carry the gated
-    // rows (ten or so per run, not the fifty context metrics).
+    // What each output shows: a metric's series loads that metric; JSON
+    // carries the gated rows; the table (what regressed, and the context
+    // counters that moved) and the trend page (a metric gated in a capture
+    // is context in the checks the benchmark's number decided) read all.
     let metrics = match (&args.metric, args.html.is_some(), args.format) {
         (Some(m), _, _) => MetricFilter::Only(vec![m.clone()]),
-        (None, false, Format::Text) => MetricFilter::Regressed,
-        (None, _, _) => MetricFilter::Gated,
+        (None, false, Format::Json) => MetricFilter::Gated,
+        (None, _, _) => MetricFilter::All,
     };
     let query = Query {
         baseline: args.baseline.clone(),

@@ -21,37 +21,28 @@
 //! Beyond the floor but inside the band is **inconclusive**; beyond both in
 //! the good direction is an **improvement**; anything else **passes**.
 //!
-//! # The noise model (`crate::noise`)
+//! # The noise model (`crate::noise::moderated`)
 //!
-//! One run's value of a statistic varies by `sigma` from run to run. Two
-//! estimates of `sigma`, and the larger wins:
-//! - **run to run**: the pooled standard deviation of the per-run values of
-//!   the baseline's runs and, when they are repeats (`--confirm`, several
-//!   replays), the new runs; `df = (k - 1) + (m - 1)`. It captures what
-//!   changes between two runs of the same code: start-up, clocks, data order,
-//!   the neighbour on the host.
-//! - **within run**: each run's 95 % interval of its mean (batch means, or
-//!   the AR(1) effective sample size for short series: `stats::mean_ci95`),
-//!   as a standard error `ci95 / 1.96`. Samples 100 ms apart are
-//!   autocorrelated, so they are never treated as independent draws.
-//!
-//! `band = q * sqrt(sigma_b^2 / k + sigma_x^2 / m)` with `q` the two-sided
-//! 95 % Student-t quantile for `df` when the run-to-run estimate is used
-//! (k = 3 gives q = 4.30: a three-run baseline is honest about how little
-//! three runs say), else 1.96. The within-run estimate alone misses the
-//! run-to-run component (on the H200 fixtures healthy runs of one workload
-//! differ by up to 1.1 % while their intervals are +-0.05 %); the practical
-//! floor covers that gap, and was chosen above it.
+//! The band is the 95 % half-width of `x - b` from a moderated
+//! (empirical-Bayes) variance in the style of Smyth (2004): the runs'
+//! own spread pooled with a prior learned from the recorded healthy runs
+//! (the within-run interval times a run-to-run inflation, worth `d0`
+//! runs) and, with `--history`, the history store's healthy runs of the
+//! same baseline; Student's t on the pooled degrees of freedom, at a
+//! Bonferroni-split level when a live check may rerun (Jennison & Turnbull
+//! 2000, ch. 2). `crate::noise` has the formulas; docs/gating.md the
+//! calibration.
 //!
 //! **No noise estimate** (a number measured once per run, like wall time,
-//! against a one-run baseline, with no repeated new runs): never a
-//! regression. A change beyond the floor is inconclusive and says how to get
-//! an estimate (`gate capture --runs 3`, `gate check --confirm N`), unless
-//! the user set an explicit threshold for it: then that threshold decides.
+//! against a one-run baseline, with no repeated new runs and no history):
+//! never a regression. A change beyond the floor is inconclusive (exit 4
+//! unless gate.toml maps it to pass) and says how to get an estimate
+//! (`gate capture --runs 3`, live reruns), unless the user set an explicit
+//! threshold for it: then that threshold decides.
 
 use crate::config::Policy;
 use crate::metrics::Direction;
-pub use crate::noise::{noise, Noise, NoiseSource, Observation};
+pub use crate::noise::{moderated, noise, Noise, NoiseSource, Observation, Prior};
 use serde::Serialize;
 
 /// Per-metric verdict.
@@ -141,7 +132,7 @@ impl Judgement {
 }
 
 /// The rule of the module doc, for one metric.
-pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgement {
+pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Prior) -> Judgement {
     let (b, x) = (base.value, new.value);
     let floor = (policy.relative * b.abs()).max(policy.absolute);
     let worse = match policy.direction {
@@ -149,7 +140,7 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation) -> Judgemen
         Direction::LowerIsBetter => x - b,
         Direction::Neutral => 0.0,
     };
-    let noise = noise(base, new);
+    let noise = moderated(base, new, prior);
     let (verdict, why) = if !policy.gated {
         (Verdict::Info, Why::NotGated)
     } else {
@@ -210,12 +201,12 @@ mod tests {
         let p = policy(Direction::HigherIsBetter, 0.01, 0.0);
         // 0.1 % run-to-run noise: 1000 +- 1.
         let quiet = obs(&[999.0, 1000.0, 1001.0], None);
-        let j = judge(&p, &quiet, &obs(&[970.0], None));
+        let j = judge(&p, &quiet, &obs(&[970.0], None), &Prior::default());
         assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
         assert_eq!(j.noise.unwrap().source, NoiseSource::RunToRun);
         // 3 % run-to-run noise: the same 3 % drop is inside the band.
         let noisy = obs(&[970.0, 1000.0, 1030.0], None);
-        let j = judge(&p, &noisy, &obs(&[970.0], None));
+        let j = judge(&p, &noisy, &obs(&[970.0], None), &Prior::default());
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
         assert_eq!(j.why, Why::WithinNoise);
     }
@@ -226,11 +217,21 @@ mod tests {
         // relative and 1 point absolute floors of a counter do not hide it.
         let mut p = policy(Direction::HigherIsBetter, 0.03, 1.0);
         p.first_class = false;
-        let j = judge(&p, &obs(&[14.6], Some(0.25)), &obs(&[9.8], Some(0.25)));
+        let j = judge(
+            &p,
+            &obs(&[14.6], Some(0.25)),
+            &obs(&[9.8], Some(0.25)),
+            &Prior::default(),
+        );
         assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
         assert_eq!(j.noise.unwrap().source, NoiseSource::WithinRun);
         // 0.4 -> 0.2 is -50 % but 0.2 points: not news.
-        let j = judge(&p, &obs(&[0.4], Some(0.01)), &obs(&[0.2], Some(0.01)));
+        let j = judge(
+            &p,
+            &obs(&[0.4], Some(0.01)),
+            &obs(&[0.2], Some(0.01)),
+            &Prior::default(),
+        );
         assert_eq!(j.verdict, Verdict::Pass);
     }
 
@@ -238,18 +239,33 @@ mod tests {
     fn nothing_is_a_regression_without_a_noise_estimate() {
         let p = policy(Direction::LowerIsBetter, 0.01, 0.0);
         // Wall time against a one-run baseline: measured once per run.
-        let j = judge(&p, &obs(&[15.0], None), &obs(&[22.0], None));
+        let j = judge(
+            &p,
+            &obs(&[15.0], None),
+            &obs(&[22.0], None),
+            &Prior::default(),
+        );
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert_eq!(j.why, Why::NoNoiseEstimate);
         assert!(j.z().is_none());
         // Within the floor it simply passes.
-        let j = judge(&p, &obs(&[15.0], None), &obs(&[15.1], None));
+        let j = judge(
+            &p,
+            &obs(&[15.0], None),
+            &obs(&[15.1], None),
+            &Prior::default(),
+        );
         assert_eq!(j.verdict, Verdict::Pass);
         // An explicit user threshold decides on its own.
         let mut explicit = p.clone();
         explicit.explicit = true;
         explicit.relative = 0.05;
-        let j = judge(&explicit, &obs(&[15.0], None), &obs(&[22.0], None));
+        let j = judge(
+            &explicit,
+            &obs(&[15.0], None),
+            &obs(&[22.0], None),
+            &Prior::default(),
+        );
         assert_eq!(j.verdict, Verdict::Regression);
         assert_eq!(j.why, Why::BeyondExplicitThreshold);
     }
@@ -262,9 +278,10 @@ mod tests {
             &p,
             &obs(&[1000.0], None),
             &obs(&[949.0, 950.0, 951.0], None),
+            &Prior::default(),
         );
         assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
-        assert_eq!(j.noise.unwrap().df, Some(2));
+        assert_eq!(j.noise.unwrap().df, Some(2.0));
         // The nodes of one run are not repeats: no estimate from them.
         let nodes = obs(&[949.0, 950.0, 951.0], None).nodes();
         assert!(noise(&obs(&[1000.0], None), &nodes).is_none());
@@ -275,17 +292,17 @@ mod tests {
         let p = policy(Direction::HigherIsBetter, 0.01, 0.0);
         let base = obs(&[100.0, 101.0, 99.0], None);
         assert_eq!(
-            judge(&p, &base, &obs(&[120.0], None)).verdict,
+            judge(&p, &base, &obs(&[120.0], None), &Prior::default()).verdict,
             Verdict::Improvement
         );
         assert_eq!(
-            judge(&p, &base, &obs(&[102.0], None)).verdict,
+            judge(&p, &base, &obs(&[102.0], None), &Prior::default()).verdict,
             Verdict::Pass
         );
         let mut off = p.clone();
         off.gated = false;
         assert_eq!(
-            judge(&off, &base, &obs(&[10.0], None)).verdict,
+            judge(&off, &base, &obs(&[10.0], None), &Prior::default()).verdict,
             Verdict::Info
         );
     }
@@ -300,8 +317,53 @@ mod tests {
         assert_eq!(n.source, NoiseSource::WithinRun);
         assert!(n.band > 3.0, "{n:?}");
         assert_eq!(
-            judge(&p, &base, &obs(&[47.0], Some(4.0))).verdict,
+            judge(&p, &base, &obs(&[47.0], Some(4.0)), &Prior::default()).verdict,
             Verdict::Inconclusive
+        );
+    }
+
+    /// Issue 17: a two-run baseline gave t(1) = 12.7 and a -35 % drop
+    /// passed as "inconclusive". The within-run prior (worth `PRIOR_DF`
+    /// runs) makes it a regression; without any within-run estimate the
+    /// history's healthy runs do.
+    #[test]
+    fn a_large_drop_against_two_baseline_runs_is_a_regression() {
+        let p = policy(Direction::HigherIsBetter, 0.01, 0.0);
+        let base = obs(&[1000.0, 1030.0], Some(20.0));
+        let j = judge(&p, &base, &obs(&[700.0], Some(20.0)), &Prior::default());
+        assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
+        assert_eq!(j.noise.unwrap().source, NoiseSource::Moderated);
+        // Measured once per run (no interval): t(1) leaves it open...
+        let once = obs(&[1000.0, 1030.0], None);
+        let j = judge(&p, &once, &obs(&[700.0], None), &Prior::default());
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
+        // ... until the history's healthy runs say how much it moves.
+        let history = Prior {
+            history: Some((20.0f64.powi(2), 9.0)),
+            looks: 1,
+        };
+        let j = judge(&p, &once, &obs(&[700.0], None), &history);
+        assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
+        assert_eq!(j.noise.unwrap().df, Some(10.0));
+    }
+
+    #[test]
+    fn more_looks_widen_the_band_bonferroni() {
+        let base = obs(&[1000.0, 1010.0, 990.0], None);
+        let new = obs(&[950.0], None);
+        let one = moderated(&base, &new, &Prior::default()).unwrap();
+        let three = moderated(
+            &base,
+            &new,
+            &Prior {
+                history: None,
+                looks: 3,
+            },
+        )
+        .unwrap();
+        assert!(
+            (one.band / three.band - 4.303 / 7.649).abs() < 0.01,
+            "{one:?} {three:?}"
         );
     }
 }

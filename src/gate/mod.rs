@@ -12,10 +12,13 @@
 //!
 //! `error` (benchmark crashed, exited nonzero, trace truncated; exit 3) >
 //! `invalid` (GPU model, GPU count or driver major differ from the
-//! baseline, unless allowed; exit 3) > `regression` (exit 1) >
-//! `inconclusive` (fewer than `MIN_STEADY_SAMPLES` valid samples, or a gated
-//! metric not measured; exit 3) > `pass` (exit 0). A crashed benchmark is
-//! never a pass, whatever its counters say.
+//! baseline, or the command or workload tags do, unless allowed; exit 3) >
+//! `regression` (exit 1) > `unmeasured` (fewer than `MIN_STEADY_SAMPLES`
+//! valid samples, or a gated metric not measured; exit 3) >
+//! `inconclusive` (a gated metric moved the bad way beyond its floor but
+//! inside the noise, or with no noise estimate; exit 4, or 0 with
+//! `[verdict] inconclusive = "pass"`) > `pass` (exit 0). A crashed
+//! benchmark is never a pass, whatever its counters say.
 
 use crate::baseline::{Baseline, BaselineMetric, Environment};
 use crate::config::{Config, Policy};
@@ -28,7 +31,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 pub mod decide;
-pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Verdict, Why};
+pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 
 /// Version of the JSON report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -47,7 +50,10 @@ pub enum RunVerdict {
     /// Every regression was acknowledged by the change (`accept`): exit 0,
     /// loudly.
     Accepted,
+    /// A bad move the noise left open (exit 4).
     Inconclusive,
+    /// Too little was measured to judge (exit 3, retryable).
+    Unmeasured,
     Regression,
     Invalid,
     Error,
@@ -60,6 +66,7 @@ impl RunVerdict {
             RunVerdict::Accepted => "accepted",
             RunVerdict::Regression => "regression",
             RunVerdict::Inconclusive => "inconclusive",
+            RunVerdict::Unmeasured => "unmeasured",
             RunVerdict::Invalid => "invalid",
             RunVerdict::Error => "error",
         }
@@ -69,7 +76,8 @@ impl RunVerdict {
         match self {
             RunVerdict::Pass | RunVerdict::Accepted => exit_code::PASS,
             RunVerdict::Regression => exit_code::REGRESSION,
-            RunVerdict::Inconclusive | RunVerdict::Invalid | RunVerdict::Error => exit_code::INFRA,
+            RunVerdict::Inconclusive => exit_code::INCONCLUSIVE,
+            RunVerdict::Unmeasured | RunVerdict::Invalid | RunVerdict::Error => exit_code::INFRA,
         }
     }
 }
@@ -316,6 +324,12 @@ pub struct CheckInput<'a, 'b> {
     pub rules: &'a RuleSet,
     /// What may acknowledge a regression (`accept`); None: nothing.
     pub acceptances: Option<&'a crate::accept::Acceptances>,
+    /// Looks of the sequential test: 1 + the reruns this check may make
+    /// (1 on replay). The noise band is at the Bonferroni-split level.
+    pub looks: usize,
+    /// From the history store: each metric's (variance, df) over the
+    /// healthy runs judged against this baseline (empty without history).
+    pub history_spread: BTreeMap<String, (f64, f64)>,
 }
 
 /// Why a run cannot count as a successful benchmark run, and whose failure
@@ -593,6 +607,7 @@ fn compare(
     new: Option<Observation>,
     node: Option<usize>,
     gpu: Option<usize>,
+    prior: &Prior,
 ) -> Option<MetricResult> {
     let base_obs = base.and_then(|m| baseline_observation(m, policy.statistic));
     let runs = |o: &Option<Observation>| {
@@ -628,7 +643,7 @@ fn compare(
     match (&base_obs, &new) {
         (None, None) => return None,
         (Some(b), Some(n)) => {
-            let j = judge(policy, b, n);
+            let j = judge(policy, b, n, prior);
             r.change = Some(j.delta);
             r.change_pct = (b.value != 0.0).then(|| j.delta / b.value.abs() * 100.0);
             r.tolerance = Some(j.floor);
@@ -669,6 +684,24 @@ pub fn decides_the_run(id: &str, first_class: bool) -> bool {
     first_class && id != metrics::WALL_TIME.id
 }
 
+/// A number the benchmark printed itself and gate.toml declared
+/// (throughput, latency...), judged over the run (not per node).
+fn is_benchmark_number(m: &MetricResult) -> bool {
+    decides_the_run(&m.id, m.first_class) && m.node.is_none()
+}
+
+/// A declared benchmark number was judged decisively: pass, improvement or
+/// regression. It then decides the run.
+fn decided_by_benchmark(results: &[MetricResult]) -> bool {
+    results.iter().any(|m| {
+        is_benchmark_number(m)
+            && matches!(
+                m.verdict,
+                Verdict::Pass | Verdict::Improvement | Verdict::Regression
+            )
+    })
+}
+
 /// When a benchmark metric declared in gate.toml (throughput, latency...)
 /// was judged decisively (pass, improvement or regression), it decides the
 /// run and the sampled counters become context: they explain a change, they
@@ -676,15 +709,7 @@ pub fn decides_the_run(id: &str, first_class: bool) -> bool {
 /// time does not decide: a fixed-length benchmark takes as long when it does
 /// less work. Returns the counters that had regressed.
 fn let_the_benchmark_decide(results: &mut [MetricResult]) -> Vec<String> {
-    let decided = results.iter().any(|m| {
-        decides_the_run(&m.id, m.first_class)
-            && m.node.is_none()
-            && matches!(
-                m.verdict,
-                Verdict::Pass | Verdict::Improvement | Verdict::Regression
-            )
-    });
-    if !decided {
+    if !decided_by_benchmark(results) {
         return Vec::new();
     }
     let mut outvoted = Vec::new();
@@ -802,6 +827,11 @@ pub fn check(input: &CheckInput) -> CheckReport {
     }
     apply_acceptances(input, &mut results, &mut run);
     let counts = verdict_from_metrics(input, &results, &mut run);
+    if exit_code_of(run.verdict, input.config) != run.verdict.exit_code() {
+        run.warnings.push(
+            "INCONCLUSIVE counted as a pass: gate.toml says [verdict] inconclusive = \"pass\"; the move above is not proven harmless".into(),
+        );
+    }
     let diagnosis = diagnose_change(input, &results);
     CheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -815,7 +845,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
             gpu_model: b.environment.gpu_model.clone(),
             gpu_count: b.environment.gpu_count,
         },
-        exit_code: run.exit_code(),
+        exit_code: run.exit_code(input.config),
         verdict: run.verdict,
         reasons: run.reasons,
         warnings: run.warnings,
@@ -827,6 +857,19 @@ pub fn check(input: &CheckInput) -> CheckReport {
         diagnosis,
         counts,
         trend: None,
+    }
+}
+
+/// The exit code of a run verdict under gate.toml: `[verdict]
+/// inconclusive = "pass"` makes an inconclusive run green (still reported
+/// as inconclusive).
+pub fn exit_code_of(verdict: RunVerdict, config: &Config) -> i32 {
+    if verdict == RunVerdict::Inconclusive
+        && config.file.verdict.inconclusive == crate::config::InconclusiveExit::Pass
+    {
+        exit_code::PASS
+    } else {
+        verdict.exit_code()
     }
 }
 
@@ -843,11 +886,11 @@ struct RunLevel {
 impl RunLevel {
     /// A failed benchmark decides the exit code over every other reason:
     /// retrying it (exit 3) would only fail again.
-    fn exit_code(&self) -> i32 {
+    fn exit_code(&self, config: &Config) -> i32 {
         if self.benchmark_failed {
             exit_code::BENCHMARK_FAILED
         } else {
-            self.verdict.exit_code()
+            exit_code_of(self.verdict, config)
         }
     }
 
@@ -907,7 +950,7 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
             run.warnings.push(format!("{who}: {p}"));
         }
         if valid < MIN_STEADY_SAMPLES {
-            run.raise(RunVerdict::Inconclusive, format!(
+            run.raise(RunVerdict::Unmeasured, format!(
                 "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
             ));
         }
@@ -962,6 +1005,16 @@ fn metric_ids(input: &CheckInput) -> (Vec<String>, Vec<String>) {
     (first_class, sampled)
 }
 
+/// What the noise band of metric `id` knows beyond the runs: the looks of
+/// the sequential test, and the history's healthy runs (kept per
+/// aggregate metric: `""` asks for none, per GPU and per node).
+fn prior_of(input: &CheckInput, id: &str) -> Prior {
+    Prior {
+        history: input.history_spread.get(id).copied(),
+        looks: input.looks.max(1),
+    }
+}
+
 /// Every metric judged: the aggregate (over runs, or over the nodes of one
 /// run), then per GPU when there are several (one straggler fails the run
 /// even when the average hides it), then per node; context (ungated) last.
@@ -985,7 +1038,8 @@ fn judge_metrics(
             p.statistic,
             input.multi_node,
         );
-        if let Some(r) = compare(p, b.metric(id, None), new, None, None) {
+        let prior = prior_of(input, id);
+        if let Some(r) = compare(p, b.metric(id, None), new, None, None, &prior) {
             if r.gated {
                 results.push(r);
             } else {
@@ -1010,7 +1064,8 @@ fn judge_metrics(
                     continue;
                 }
                 let new = observe(runs, d.id, Kind::Sampled, Some(g), p.statistic, false);
-                if let Some(r) = compare(p, b.metric(d.id, Some(g)), new, node, Some(g)) {
+                let prior = prior_of(input, "");
+                if let Some(r) = compare(p, b.metric(d.id, Some(g)), new, node, Some(g), &prior) {
                     out.push(r);
                 }
             }
@@ -1035,7 +1090,8 @@ fn judge_metrics(
                     p.statistic,
                     false,
                 );
-                if let Some(m) = compare(p, b.metric(id, None), new, Some(i), None) {
+                let prior = prior_of(input, "");
+                if let Some(m) = compare(p, b.metric(id, None), new, Some(i), None, &prior) {
                     results.push(m);
                 }
             }
@@ -1150,7 +1206,7 @@ fn verdict_from_metrics(
     }
     let missing_new = labels(&|m| m.verdict == Verdict::Missing && m.new.is_none());
     if !missing_new.is_empty() {
-        run.raise(RunVerdict::Inconclusive, format!(
+        run.raise(RunVerdict::Unmeasured, format!(
             "gated metrics not measured in this run: {}; a gate that measured nothing must not pass",
             missing_new.join(", ")
         ));
@@ -1161,20 +1217,45 @@ fn verdict_from_metrics(
             "{missing_base} gated metric(s) are not in the baseline and were not judged; re-capture it"
         ));
     }
-    let noisy = labels(&|m| m.verdict == Verdict::Inconclusive && m.why == Why::WithinNoise);
+    // A bad move the noise leaves open is not a pass (issue 17): when it is
+    // the decisive metric's, the run is inconclusive (exit 4, unless
+    // gate.toml prefers green). When the benchmark's own declared number
+    // decided, other metrics left open (wall time) are only warned about.
+    let decided = decided_by_benchmark(results);
+    let open = |why: Why| {
+        labels(&|m| {
+            m.verdict == Verdict::Inconclusive
+                && m.why == why
+                && !(decided && !is_benchmark_number(m))
+        })
+    };
+    let warn_only = |why: Why| {
+        labels(&|m| {
+            m.verdict == Verdict::Inconclusive && m.why == why && decided && !is_benchmark_number(m)
+        })
+    };
+    let noisy = open(Why::WithinNoise);
     if !noisy.is_empty() {
-        run.warnings.push(format!(
-            "{} metric(s) moved beyond the floor but within the noise band: {}; rerun with --confirm N, or capture the baseline with more --runs",
+        run.raise(RunVerdict::Inconclusive, format!(
+            "{} metric(s) moved the bad way beyond the floor but within the noise band: {}; a live check reruns the benchmark (--max-reruns), else capture the baseline with more --runs",
             noisy.len(),
             noisy.join(", ")
         ));
     }
-    let unknown = labels(&|m| m.verdict == Verdict::Inconclusive && m.why == Why::NoNoiseEstimate);
+    let unknown = open(Why::NoNoiseEstimate);
     if !unknown.is_empty() {
-        run.warnings.push(format!(
-            "{} metric(s) moved beyond the floor but have no noise estimate (measured once per run, one baseline run): {}; capture the baseline with --runs 3, or check with --confirm N",
+        run.raise(RunVerdict::Inconclusive, format!(
+            "{} metric(s) moved the bad way beyond the floor but have no noise estimate (measured once per run, one baseline run): {}; capture the baseline with --runs 3, or let a live check rerun (--max-reruns)",
             unknown.len(),
             unknown.join(", ")
+        ));
+    }
+    let mut aside = warn_only(Why::WithinNoise);
+    aside.extend(warn_only(Why::NoNoiseEstimate));
+    if !aside.is_empty() {
+        run.warnings.push(format!(
+            "{} moved the bad way beyond the floor, but the noise leaves it open and the benchmark's own number decided: not judged",
+            aside.join(", ")
         ));
     }
     // A gate that judged nothing must not pass: a baseline cut short (no
@@ -1186,7 +1267,7 @@ fn verdict_from_metrics(
         .count();
     if judged == 0 && run.verdict == RunVerdict::Pass {
         run.raise(
-            RunVerdict::Inconclusive,
+            RunVerdict::Unmeasured,
             "no gated metric was judged (none is both in the baseline and measured in this run); re-capture the baseline or check that it is complete".into(),
         );
     }
@@ -1264,9 +1345,11 @@ mod tests {
     fn run_verdict_order_and_exit_codes() {
         assert!(RunVerdict::Error > RunVerdict::Invalid);
         assert!(RunVerdict::Invalid > RunVerdict::Regression);
-        assert!(RunVerdict::Regression > RunVerdict::Inconclusive);
+        assert!(RunVerdict::Regression > RunVerdict::Unmeasured);
+        assert!(RunVerdict::Unmeasured > RunVerdict::Inconclusive);
         assert_eq!(RunVerdict::Regression.exit_code(), 1);
-        assert_eq!(RunVerdict::Inconclusive.exit_code(), 3);
+        assert_eq!(RunVerdict::Unmeasured.exit_code(), 3);
+        assert_eq!(RunVerdict::Inconclusive.exit_code(), 4);
         assert_eq!(RunVerdict::Pass.exit_code(), 0);
     }
 }

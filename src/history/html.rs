@@ -1,5 +1,8 @@
 //! `gate history --html FILE`: one self-contained trend page (inline CSS and
-//! SVG; no script, font, image or network), per baseline and gated metric:
+//! SVG; no script, font, image or network), per baseline and metric gated in
+//! any of its runs (a counter that the benchmark's declared number made
+//! context in the checks is still charted, marked as context, with its
+//! moves: it is never "unchanged" because its rows are ungated):
 //!
 //! - each run's value, one line per branch;
 //! - the baseline's band (baseline value +- the metric's tolerance) as a
@@ -175,13 +178,15 @@ fn charts<'a>(ordered: &[&'a RunRecord]) -> Vec<Chart<'a>> {
     out
 }
 
-/// Every value equal to its baseline and nothing to mark: not worth a chart.
+/// Every run of the baseline has a value, each equal to its baseline, and
+/// nothing to mark: not worth a chart.
 fn is_flat(c: &Chart) -> bool {
-    c.points.iter().all(|(_, r, m)| {
-        m.value == m.baseline_value
-            && m.verdict != "regression"
-            && !r.drift.iter().any(|d| d.metric == m.metric)
-    })
+    c.points.len() == c.runs
+        && c.points.iter().all(|(_, r, m)| {
+            m.value == m.baseline_value
+                && m.verdict != "regression"
+                && !r.drift.iter().any(|d| d.metric == m.metric)
+        })
 }
 
 fn unit_suffix(unit: &str) -> String {
@@ -194,14 +199,23 @@ fn unit_suffix(unit: &str) -> String {
 
 fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
     let unit = unit_suffix(&c.unit);
+    let context = c.points.iter().filter(|(_, _, m)| !m.gated).count();
     let _ = writeln!(
         html,
-        "<h2>{} <span class=\"meta\">({}{}, {}; baseline '{}')</span></h2>",
+        "<h2>{} <span class=\"meta\">({}{}, {}; baseline '{}'){}</span></h2>",
         escape(c.metric),
         escape(&c.statistic),
         escape(&unit),
         escape(&c.direction.replace('_', " ")),
-        escape(c.baseline)
+        escape(c.baseline),
+        if context > 0 {
+            format!(
+                "; context, not gated, in {context} of {} run(s): the benchmark's own number decided",
+                c.points.len()
+            )
+        } else {
+            String::new()
+        }
     );
     let Some(s) = Scale::for_chart(c) else {
         html.push_str("<p class=\"meta\">no values recorded for this metric</p>\n");

@@ -155,7 +155,7 @@ fn metric_table(l: &Listing, metric: &str) -> String {
                 m.and_then(|m| m.change_pct)
                     .map(|p| format!("{p:+.1} %"))
                     .unwrap_or_default(),
-                m.map(|m| m.verdict.clone())
+                m.map(|m| verdict_word(m))
                     .unwrap_or_else(|| "not recorded".into()),
             ]);
             cells
@@ -168,6 +168,21 @@ fn metric_table(l: &Listing, metric: &str) -> String {
     .concat();
     table(&headers, &rows)
 }
+
+/// A metric row's verdict in words: an ungated row is context (the
+/// benchmark's declared number decided, or the metric is not gated), not
+/// a verdict.
+fn verdict_word(m: &super::MetricRow) -> String {
+    if m.gated || m.verdict != "info" {
+        clean(&m.verdict)
+    } else {
+        "context (not gated)".into()
+    }
+}
+
+/// Context metrics of a run that moved at least this much (percent) are
+/// named under the runs table.
+const CONTEXT_MOVE_PCT: f64 = 10.0;
 
 /// The columns that say which run a row is, first in every table.
 const RUN_HEADERS: [&str; 6] = ["id", "recorded", "kind", "baseline", "branch", "commit"];
@@ -232,6 +247,30 @@ fn notes(l: &Listing) -> String {
                 "  run {id}: regressed {}; top cause: {}\n",
                 regressed.join(", "),
                 cause(r)
+            ));
+        }
+        let mut context: Vec<(&str, f64)> = r
+            .metrics
+            .iter()
+            .filter(|m| !m.gated && m.direction != "neutral" && !m.metric.contains('['))
+            .filter_map(|m| Some((m.metric.as_str(), m.change_pct?)))
+            .filter(|(_, p)| p.abs() >= CONTEXT_MOVE_PCT)
+            .collect();
+        if !context.is_empty() && f.metric.is_none() && r.kind == RunKind::Check {
+            context.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then(a.0.cmp(b.0)));
+            let moves: Vec<String> = context
+                .iter()
+                .take(3)
+                .map(|(m, p)| format!("{} {p:+.1} %", clean(m)))
+                .collect();
+            notes.push(format!(
+                "  run {id}: context (not gated) moved {}{}\n",
+                moves.join(", "),
+                if context.len() > 3 {
+                    format!(" and {} more", context.len() - 3)
+                } else {
+                    String::new()
+                }
             ));
         }
         for d in &r.drift {

@@ -39,6 +39,7 @@ impl Reporter for Markdown {
             RunVerdict::Accepted => "ACCEPTED (regressions acknowledged by the change)",
             RunVerdict::Regression => "REGRESSION",
             RunVerdict::Inconclusive => "INCONCLUSIVE",
+            RunVerdict::Unmeasured => "UNMEASURED",
             RunVerdict::Invalid => "INVALID",
             RunVerdict::Error => "ERROR",
         };

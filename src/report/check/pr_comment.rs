@@ -164,6 +164,7 @@ impl Reporter for PrComment {
             RunVerdict::Accepted => (":warning:", "ACCEPTED regression"),
             RunVerdict::Regression => (":x:", "REGRESSION"),
             RunVerdict::Inconclusive => (":grey_question:", "INCONCLUSIVE"),
+            RunVerdict::Unmeasured => (":warning:", "UNMEASURED"),
             RunVerdict::Invalid => (":warning:", "INVALID"),
             RunVerdict::Error => (":warning:", "ERROR"),
         };

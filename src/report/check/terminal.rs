@@ -173,7 +173,7 @@ impl Terminal {
             RunVerdict::Pass => "1;32",
             RunVerdict::Accepted => "1;35",
             RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
-            RunVerdict::Inconclusive => "1;33",
+            RunVerdict::Inconclusive | RunVerdict::Unmeasured => "1;33",
         };
         let headline = format!(
             "VERDICT: {} (exit {})",

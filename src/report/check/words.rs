@@ -44,7 +44,13 @@ pub fn metric_reason(m: &MetricResult) -> String {
                 "from the spread of {} baseline and {} new run(s)",
                 m.baseline_runs, m.new_runs
             ),
-            Some(NoiseSource::WithinRun) => "from each run's own interval".to_string(),
+            Some(NoiseSource::WithinRun) => {
+                "from each run's own interval and the learned run-to-run prior".to_string()
+            }
+            Some(NoiseSource::Moderated) => format!(
+                "from the spread of {} baseline and {} new run(s) pooled with the prior",
+                m.baseline_runs, m.new_runs
+            ),
             None => String::new(),
         };
         format!("the noise band ±{b}{unit} ({from})")
@@ -73,13 +79,13 @@ pub fn metric_reason(m: &MetricResult) -> String {
             format!("{} is worse than {} and {}", moved(), floor(), band())
         }
         (Why::WithinNoise, _) => format!(
-            "{} exceeds {} but not {}; rerun with --confirm N, or capture the baseline with more --runs",
+            "{} exceeds {} but not {}: inconclusive; a live check reruns the benchmark (--max-reruns N), or capture the baseline with more --runs",
             moved(),
             floor(),
             band()
         ),
         (Why::NoNoiseEstimate, _) => format!(
-            "{} exceeds {}, but nothing estimates its noise (one value per run, {} baseline run(s), {} new run(s)), so it is not judged; capture the baseline with --runs 3, or check with --confirm N",
+            "{} exceeds {}, but nothing estimates its noise (one value per run, {} baseline run(s), {} new run(s)), so it is inconclusive; capture the baseline with --runs 3, or let a live check rerun (--max-reruns N)",
             moved(),
             floor(),
             m.baseline_runs,
