@@ -343,6 +343,8 @@ fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
     use gate::{RunVerdict, Verdict};
     match r.verdict {
         RunVerdict::Error | RunVerdict::Invalid | RunVerdict::Unmeasured => false,
+        // Every regression was acknowledged: nothing left to decide.
+        RunVerdict::Accepted => false,
         RunVerdict::Regression => confirming,
         RunVerdict::Inconclusive => true,
         // A gated metric left open that did not decide the run (wall time
