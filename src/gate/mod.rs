@@ -1226,7 +1226,7 @@ fn verdict_from_metrics(
         labels(&|m| {
             m.verdict == Verdict::Inconclusive
                 && m.why == why
-                && !(decided && !is_benchmark_number(m))
+                && (!decided || is_benchmark_number(m))
         })
     };
     let warn_only = |why: Why| {

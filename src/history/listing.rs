@@ -155,8 +155,7 @@ fn metric_table(l: &Listing, metric: &str) -> String {
                 m.and_then(|m| m.change_pct)
                     .map(|p| format!("{p:+.1} %"))
                     .unwrap_or_default(),
-                m.map(|m| verdict_word(m))
-                    .unwrap_or_else(|| "not recorded".into()),
+                m.map(verdict_word).unwrap_or_else(|| "not recorded".into()),
             ]);
             cells
         })
