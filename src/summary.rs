@@ -134,11 +134,7 @@ fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
 /// each column's contiguous series, the columns spread over the cores
 /// (`parallel`; the same numbers on any thread count).
 fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
-    let (ngpu, ncols, nhost) = (
-        trace.gpu_count(),
-        trace.header.gpu_columns.len(),
-        trace.header.host_columns.len(),
-    );
+    let (ngpu, ncols) = (trace.gpu_count(), trace.header.gpu_columns.len());
     let jobs: Vec<Column<'_>> = (0..ngpu)
         .flat_map(|slot| {
             trace
@@ -186,28 +182,16 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
             metrics,
         });
     }
-    let mut gpu_aggregate = BTreeMap::new();
-    for (id, s) in trace
-        .header
-        .gpu_columns
-        .iter()
-        .zip(stats.by_ref().take(ncols))
-    {
-        if let Some(s) = s {
-            gpu_aggregate.insert(id.clone(), s);
-        }
-    }
-    let mut host = BTreeMap::new();
-    for (id, s) in trace
-        .header
-        .host_columns
-        .iter()
-        .zip(stats.by_ref().take(nhost))
-    {
-        if let Some(s) = s {
-            host.insert(id.clone(), s);
-        }
-    }
+    // The aggregate columns, then the host columns, each named by its id;
+    // a column without a statistic is left out.
+    let mut named = |ids: &[String]| -> BTreeMap<_, _> {
+        ids.iter()
+            .zip(stats.by_ref().take(ids.len()))
+            .filter_map(|(id, s)| Some((id.clone(), s?)))
+            .collect()
+    };
+    let gpu_aggregate = named(&trace.header.gpu_columns);
+    let host = named(&trace.header.host_columns);
     let target_wall_s = trace.end.as_ref().and_then(|e| e.target_wall_s);
     let startup_s = startup_s(trace).map(|s| target_wall_s.map_or(s, |w| s.min(w)));
     RunSummary {
