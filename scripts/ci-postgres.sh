@@ -65,9 +65,17 @@ if [ "$(id -u)" = 0 ]; then
 fi
 "${run_as[@]}" "$b/initdb" -D "$data/db" -U gate --auth=trust -E UTF8 >"$data/initdb.log" 2>&1 ||
     skip "initdb failed: $(tail -n 2 "$data/initdb.log" | tr '\n' ' ')"
+# One role that must give its password (scram-sha-256; the first matching
+# pg_hba line wins): the tests check that a wrong one is named as such.
+{ echo "host all gate_pw 127.0.0.1/32 scram-sha-256"; cat "$data/db/pg_hba.conf"; } >"$data/hba.tmp" &&
+    cat "$data/hba.tmp" >"$data/db/pg_hba.conf" && rm -f "$data/hba.tmp"
 "${run_as[@]}" "$b/pg_ctl" -D "$data/db" -l "$data/db/server.log" -w -t 60 \
     -o "-h 127.0.0.1 -p $port -k $data -c fsync=off" start >/dev/null 2>&1 ||
     skip "the server did not start on 127.0.0.1:$port: $(tail -n 2 "$data/db/server.log" 2>/dev/null | tr '\n' ' ')"
 echo "ci-postgres: PostgreSQL $("$b/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data $data)" >&2
 echo "export GATE_TEST_POSTGRES_URL=postgres://gate@127.0.0.1:$port/postgres"
+if "$b/psql" -q -h 127.0.0.1 -p "$port" -U gate -d postgres \
+    -c "CREATE ROLE gate_pw LOGIN PASSWORD 'right-pw'" >/dev/null 2>&1; then
+    echo "export GATE_TEST_POSTGRES_PASSWORD_URL=postgres://gate_pw:right-pw@127.0.0.1:$port/postgres"
+fi
 echo "export GATE_TEST_PG_DATA=$data"

@@ -33,7 +33,9 @@ pub struct Cli {
 
     /// More gate flags as ONE string, split like a shell line by gate itself (quotes
     /// honoured; no variables, globs or substitutions, nothing is run): for CI inputs that
-    /// can only be strings, e.g. --args-string "--duration 5m --warmup-until '^step 20 '"
+    /// can only be strings, e.g. --args-string "--duration 5m --warmup-until '^step 20 '".
+    /// Flags and their values only: '--', a command or other positional word,
+    /// --command-string, --help and --version are refused
     #[arg(long, global = true, value_name = "FLAGS", allow_hyphen_values = true)]
     pub args_string: Option<String>,
 }
@@ -105,9 +107,27 @@ fn forgotten_dashdash(e: clap::Error, argv: &[std::ffi::OsString]) -> clap::Erro
 }
 
 /// `argv` with every `--args-string VALUE` (or `--args-string=VALUE`) before
-/// a `--` replaced by VALUE's shell-like words.
+/// a `--` replaced by VALUE's shell-like words. The words may only be gate
+/// flags and their values: a `--`, a positional word (a command, a trace),
+/// `--command-string`, or a flag that prints and exits (`--help`,
+/// `--version`) is refused, so a CI template's "extra args" input can
+/// neither run a command nor turn the job into an exit 0 without a verdict.
 pub fn expand_args_string(argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::OsString>, String> {
     const FLAG: &str = "--args-string";
+    // Which flags take values, from the subcommand the line names.
+    let mut cli = Cli::command();
+    cli.build();
+    let sub_name = argv
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .take_while(|a| *a != "--")
+        .find(|a| cli.find_subcommand(a).is_some())
+        .map(str::to_string);
+    let scope = match &sub_name {
+        Some(name) => cli.find_subcommand(name).cloned().unwrap_or(cli.clone()),
+        None => cli.clone(),
+    };
     let mut out = Vec::with_capacity(argv.len());
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
@@ -129,15 +149,74 @@ pub fn expand_args_string(argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::O
             }
         };
         let words = crate::shell_words::split(&value, FLAG)?;
-        if words
-            .iter()
-            .any(|w| w == FLAG || w.starts_with("--args-string="))
-        {
-            return Err(format!("{FLAG} '{value}' contains {FLAG} itself"));
-        }
+        only_flags(&words, &scope).map_err(|why| {
+            format!(
+                "{FLAG} '{}' {why}; it may only add gate flags (give the command with --command-string or after '--')",
+                value.escape_debug()
+            )
+        })?;
         out.extend(words.into_iter().map(Into::into));
     }
     Ok(out)
+}
+
+/// Err(why) unless `words` are flags of `scope` (a subcommand, or gate
+/// itself) and the values those flags take.
+fn only_flags(words: &[String], scope: &clap::Command) -> Result<(), String> {
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        i += 1;
+        if w == "--" {
+            return Err("contains '--'".into());
+        }
+        let arg = if let Some(long) = w.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            if matches!(name, "help" | "version" | "args-string" | "command-string") {
+                return Err(format!("contains '--{name}'"));
+            }
+            // An unknown flag is left to clap, which names it.
+            match scope.get_arguments().find(|a| a.get_long() == Some(name)) {
+                Some(a) if !inline => a,
+                _ => continue,
+            }
+        } else if let Some(shorts) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
+            if shorts.starts_with(['h', 'V']) {
+                return Err(format!("contains '{w}'"));
+            }
+            let Some(c) = shorts.chars().next() else {
+                continue;
+            };
+            match scope.get_arguments().find(|a| a.get_short() == Some(c)) {
+                // `-oFILE` carries its value; `-o FILE` takes the next word.
+                Some(a) if shorts.len() == 1 => a,
+                _ => continue,
+            }
+        } else {
+            return Err(format!(
+                "contains the word '{}', which is not a flag",
+                w.escape_debug()
+            ));
+        };
+        let takes = arg.get_num_args().unwrap_or_default();
+        if !takes.takes_values() {
+            continue;
+        }
+        // The values: one word, or (for a flag taking several, like
+        // --replay A B) every following word that is not a flag.
+        let mut taken = 0;
+        while i < words.len() && taken < takes.max_values() {
+            if taken >= takes.min_values().max(1) && words[i].starts_with('-') {
+                break;
+            }
+            i += 1;
+            taken += 1;
+        }
+    }
+    Ok(())
 }
 
 // Parsed once per process: the size difference between variants is irrelevant.

@@ -175,11 +175,79 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// `path` made absolute with every link resolved, also when the file does
+/// not exist yet (its folder is resolved): `./h.sqlite`, `sub/../h.sqlite`
+/// and a link to the folder all give one answer.
+fn canonical(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Some(p);
+    }
+    let name = path.file_name()?;
+    let parent = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(parent).ok().map(|d| d.join(name))
+}
+
+/// Whether `a` and `b` name the same file: the same device and inode when
+/// both exist (hard links), else the same canonical path (a file that does
+/// not exist yet, under any spelling).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (identity(a), identity(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => canonical(a).is_some_and(|ca| canonical(b) == Some(ca)),
+    }
+}
+
+/// The files one command reads (traces, the baseline, gate.toml, the
+/// history database, ...), each with what it is, collected in one place
+/// per command: none of the command's outputs may replace one.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs(Vec<(String, PathBuf)>);
+
+impl Inputs {
+    /// Note `path` as an input; `what` names it in messages ("the baseline").
+    pub fn add(&mut self, what: impl Into<String>, path: impl Into<PathBuf>) {
+        self.0.push((what.into(), path.into()));
+    }
+
+    /// The input `path` is, if any: its name and path.
+    pub fn find(&self, path: &Path) -> Option<(&str, &Path)> {
+        self.0
+            .iter()
+            .find(|(_, input)| same_file(path, input))
+            .map(|(what, input)| (what.as_str(), input.as_path()))
+    }
+
+    /// `check_output` against these inputs.
+    pub fn check_output(&self, path: &Path, what: &str) -> io::Result<()> {
+        check_output_named(path, what, self)
+    }
+
+    /// `write_output` against these inputs.
+    pub fn write_output(&self, path: &Path, what: &str, bytes: &[u8]) -> io::Result<()> {
+        write_output_named(path, what, bytes, self)
+    }
+}
+
 /// May `path` be written as the output `what` ("--json", "trace")?
 /// Refused: an existing path that is not a regular file (a symlink to one
 /// is fine: it is replaced, not followed), and a path that is one of
 /// `inputs` (the same file under any name).
 pub fn check_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<()> {
+    check_output_named(path, what, &unnamed(inputs))
+}
+
+fn unnamed(inputs: &[&Path]) -> Inputs {
+    let mut named = Inputs::default();
+    for p in inputs {
+        named.add("the input", *p);
+    }
+    named
+}
+
+fn check_output_named(path: &Path, what: &str, inputs: &Inputs) -> io::Result<()> {
     let refuse = |why: String| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -204,18 +272,14 @@ pub fn check_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<()>
             )))
         }
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(refuse(e.to_string())),
     }
-    if let Some(id) = identity(path) {
-        for input in inputs {
-            if identity(input) == Some(id) {
-                return Err(refuse(format!(
-                    "it is the input '{}'; write the output somewhere else",
-                    input.display()
-                )));
-            }
-        }
+    if let Some((input_what, input)) = inputs.find(path) {
+        return Err(refuse(format!(
+            "it is {input_what} '{}', which this command reads; write the output somewhere else",
+            input.display()
+        )));
     }
     Ok(())
 }
@@ -362,7 +426,11 @@ fn temp_path_for(path: &Path, attempt: u32) -> PathBuf {
 /// `check_output`, written to an exclusive temporary in the same
 /// directory, flushed, then renamed over `path`.
 pub fn write_output(path: &Path, what: &str, bytes: &[u8], inputs: &[&Path]) -> io::Result<()> {
-    check_output(path, what, inputs)?;
+    write_output_named(path, what, bytes, &unnamed(inputs))
+}
+
+fn write_output_named(path: &Path, what: &str, bytes: &[u8], inputs: &Inputs) -> io::Result<()> {
+    check_output_named(path, what, inputs)?;
     let mut attempt = 0;
     let (tmp, mut file) = loop {
         let tmp = temp_path_for(path, attempt);
@@ -378,7 +446,7 @@ pub fn write_output(path: &Path, what: &str, bytes: &[u8], inputs: &[&Path]) -> 
         .and_then(|()| {
             // Checked again right before the rename: a device node put at
             // `path` meanwhile must not be replaced either.
-            check_output(path, what, inputs)?;
+            check_output_named(path, what, inputs)?;
             std::fs::rename(&tmp, path)
         });
     if written.is_err() {
@@ -459,6 +527,16 @@ mod tests {
         for out in [&input, &alias] {
             let err = write_output(out, "--json", b"x", &[&input]).unwrap_err();
             assert!(err.to_string().contains("is the input"), "{err}");
+        }
+        // Not existing yet, spelled another way: still the input.
+        let fresh = dir.path().join("h.sqlite");
+        let other = dir.path().join("sub/../h.sqlite");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let mut inputs = Inputs::default();
+        inputs.add("the history database", &fresh);
+        for out in [&fresh, &other] {
+            let err = inputs.write_output(out, "--json", b"x").unwrap_err();
+            assert!(err.to_string().contains("is the history database"), "{err}");
         }
         assert_eq!(std::fs::read_to_string(&input).unwrap(), "keep");
 

@@ -55,6 +55,8 @@ pub mod synthetic;
 pub mod target;
 pub mod trace;
 pub mod watch;
+/// Makes a launched tree die with gate, even when gate is killed (SIGKILL).
+pub mod watchdog;
 
 /// The version stamped into traces and baselines.
 pub const GATE_VERSION: &str = env!("CARGO_PKG_VERSION");

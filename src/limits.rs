@@ -67,6 +67,20 @@ pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// beyond it, `relative x baseline` tolerances swallow any change (a
 /// baseline of 1e308 judged a 99.9 % drop a pass).
 pub const MAX_ABS_VALUE: f64 = 1e15;
+/// Default bound on one history step (`--history-timeout`): opening the
+/// database with its reads for drift, or appending the run. PostgreSQL gets
+/// it as `statement_timeout` and `lock_timeout` for the session; a stalled
+/// server or a `runs` table locked by another session held `check` until
+/// the CI killed it, with no verdict written.
+pub const HISTORY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The client gives a step this much longer than `--history-timeout`
+/// before it abandons the server (which then had its chance to report its
+/// own time-out, a clearer message); catches a server that accepts TCP and
+/// never answers, which no server-side setting can.
+pub const HISTORY_CLIENT_GRACE: Duration = Duration::from_secs(2);
+/// Longest wait for the TCP connection to a PostgreSQL history (unless the
+/// URL sets `connect_timeout`; never more than `--history-timeout`).
+pub const HISTORY_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
 
@@ -168,6 +182,19 @@ mod tests {
                 duration_text(DEFAULT_WARMUP_TIMEOUT),
             ),
             ("one recording", duration_text(MAX_RECORDING)),
+            (
+                "history step (`--history-timeout`)",
+                format!(
+                    "{}, plus {} on the client; TCP connect {}",
+                    duration_text(HISTORY_TIMEOUT),
+                    duration_text(HISTORY_CLIENT_GRACE),
+                    duration_text(HISTORY_CONNECT_TIMEOUT)
+                ),
+            ),
+            (
+                "gate killed outright (SIGKILL, OOM)",
+                duration_text(crate::watchdog::POLL),
+            ),
             (
                 "rule condition (`when`, `evidence`)",
                 format!(

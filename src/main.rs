@@ -4,6 +4,11 @@
 use gpugate::{cli, error::exit_code_of};
 
 fn main() {
+    // `gate __watchdog ...`: the helper that makes a launched tree die with
+    // gate (src/watchdog.rs); otherwise this notes that it is available.
+    if let Some(code) = gpugate::watchdog::main_if_requested() {
+        std::process::exit(code);
+    }
     // clap, plus --args-string expanded into real flags (cli::parse_from).
     let args = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let code = match cli::run(args) {

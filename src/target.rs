@@ -16,7 +16,11 @@
 //!   they are stopped the same way (`Target::stop_leftovers`);
 //! - an error or a panic in gate: `Drop` stops the tree;
 //! - gate itself is killed (SIGKILL, OOM): the command gets SIGTERM from
-//!   the kernel (`PR_SET_PDEATHSIG`); its own children are then up to it.
+//!   the kernel (`PR_SET_PDEATHSIG`), and the watchdog (`crate::watchdog`:
+//!   gate is a subreaper, so the tree stays under gate while it lives; a
+//!   helper process holding a pipe to gate kills what is left when the pipe
+//!   ends) takes the rest of the tree, `setsid` and cleared environments
+//!   included.
 //!
 //! An attached process is never signalled.
 //!
@@ -156,6 +160,8 @@ pub struct Launched {
     long_lines: Arc<AtomicU64>,
     /// The tree has been stopped or found empty: nothing left to do on drop.
     done: bool,
+    /// Kills what is left of the tree if gate dies (dropped after `stop`).
+    watchdog: Option<crate::watchdog::Watchdog>,
 }
 
 pub enum Target {
@@ -212,6 +218,9 @@ impl Target {
                 Ok(())
             });
         }
+        // Before the command starts: gate becomes a subreaper, so nothing
+        // the command forks can leave the tree before the watchdog sees it.
+        let mut watchdog = crate::watchdog::Watchdog::start(&token);
         let mut child = command.spawn().map_err(|e| {
             GateError::usage(format!(
                 "cannot start '{program}': {e}; check the command after '--' (it runs without a shell, so PATH lookup only)"
@@ -219,6 +228,9 @@ impl Target {
         })?;
         let started = Instant::now();
         let pid = child.id();
+        if let Some(w) = &mut watchdog {
+            w.watch(pid);
+        }
         let stdout = child.stdout.take().expect("stdout is piped");
         let (output_tx, output_rx) = channel();
         let long_lines = Arc::new(AtomicU64::new(0));
@@ -260,6 +272,7 @@ impl Target {
             seen: HashMap::new(),
             long_lines,
             done: false,
+            watchdog,
         })))
     }
 
@@ -469,6 +482,7 @@ impl Launched {
         let mut members = self.members();
         if self.poll_exit().is_some() && members.is_empty() {
             self.done = true;
+            self.reap_adopted();
             return;
         }
         self.signal_all(sig, &members);
@@ -480,6 +494,7 @@ impl Launched {
             members = self.members();
             if exited && members.is_empty() {
                 self.done = true;
+                self.reap_adopted();
                 return;
             }
             if Instant::now() >= deadline || stop_signals() > signals_before {
@@ -501,6 +516,35 @@ impl Launched {
             }
         }
         self.done = true;
+        self.reap_adopted();
+    }
+
+    /// Orphans of the tree that gate adopted as a subreaper and that have
+    /// ended are gate's zombies: reap them (never the command itself, whose
+    /// status its own thread collects, nor the watchdog).
+    fn reap_adopted(&self) {
+        let me = std::process::id();
+        let watchdog = self.watchdog.as_ref().and_then(|w| w.pid());
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == self.pid || Some(pid) == watchdog {
+                continue;
+            }
+            if read_stat(pid).is_some_and(|st| st.state == 'Z' && st.ppid == me) {
+                let mut status = 0;
+                // SAFETY: waitpid on a zombie child of ours, not blocking.
+                unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+            }
+        }
     }
 }
 
@@ -593,6 +637,7 @@ struct Member {
 /// The fields of /proc/PID/stat gate needs.
 struct Stat {
     state: char,
+    ppid: u32,
     pgrp: u32,
     /// Start time in clock ticks after boot: with the PID, an identity.
     start_ticks: u64,
@@ -606,6 +651,7 @@ fn read_stat(pid: u32) -> Option<Stat> {
     // rest starts at field 3 (state): field N is fields[N - 3].
     Some(Stat {
         state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
     })

@@ -281,7 +281,7 @@ fn a_dead_database_is_a_warning_and_never_changes_the_verdict() {
                 "{stderr}"
             );
             assert!(stderr.contains(expect), "{stderr}");
-            assert!(stderr.contains("verdict is unaffected"), "{stderr}");
+            assert!(stderr.contains("the verdict and reports stand"), "{stderr}");
             assert!(!stderr.contains("secret-pw") && !stdout.contains("secret-pw"));
         }
         // Unless asked: then it is an infrastructure failure (exit 3).
@@ -301,9 +301,10 @@ fn a_dead_database_is_a_warning_and_never_changes_the_verdict() {
         assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
         assert!(stderr.contains("--history-required"), "{stderr}");
         assert!(!stderr.contains("secret-pw"));
+        // The verdict's report is written before the history is tried.
         assert!(std::fs::read_to_string(d.join("j.xml"))
             .unwrap()
-            .contains("error"));
+            .contains("name=\"gate.verdict\" value=\"pass\""));
     }
     // A malformed location is a configuration error, whatever.
     let out = check_replay(d, "train", &["--history", "mysql://x/y"], &t);
@@ -705,4 +706,259 @@ fn hostile_branch_names_never_reach_a_terminal_or_page_raw() {
     // JSON keeps the exact bytes (escaped by JSON itself).
     let j = history_json(d, &db, &[]);
     assert_eq!(j["runs"][0]["branch"], evil);
+}
+
+/// Issue 19.2: `check --history h.sqlite --json h.sqlite` replaced the
+/// whole history with a JSON report. Every report flag, every spelling of
+/// the path (relative, `..`, a symbolic link, a hard link) and a database
+/// that does not exist yet: one line naming both, exit 2, history untouched.
+#[test]
+fn an_output_named_like_the_history_database_is_refused_and_the_history_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("h.sqlite");
+    capture(d, "train", &db);
+    let before = std::fs::read(&db).unwrap();
+    let t = trace(d, "run.jsonl", &healthy(5));
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&db, d.join("link.sqlite")).unwrap();
+    std::fs::hard_link(&db, d.join("hard.sqlite")).unwrap();
+    for flag in [
+        "--json",
+        "--junit",
+        "--markdown",
+        "--openmetrics",
+        "--pr-comment",
+    ] {
+        for (history, out) in [
+            ("h.sqlite", "h.sqlite"),
+            ("h.sqlite", "./h.sqlite"),
+            ("sqlite:h.sqlite", "sub/../h.sqlite"),
+            ("h.sqlite", "link.sqlite"),
+            ("h.sqlite", "hard.sqlite"),
+            ("h.sqlite", "h.sqlite-journal"),
+        ] {
+            let res = check_replay(d, "train", &["--history", history, flag, out], &t);
+            let (stdout, stderr) = output(&res);
+            assert_eq!(res.status.code(), Some(2), "{flag} {out}: {stdout}{stderr}");
+            assert!(
+                stderr.contains(&format!("refusing to write {flag} '{out}'"))
+                    && stderr.contains("the history database"),
+                "{flag} {out}: {stderr}"
+            );
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            assert!(!stderr.contains("recorded run"), "{stderr}");
+            assert_eq!(std::fs::read(&db).unwrap(), before, "{flag} {out}");
+        }
+    }
+    // A history that does not exist yet is an input too.
+    let res = check_replay(
+        d,
+        "train",
+        &["--history", "new.sqlite", "--json", "new.sqlite"],
+        &t,
+    );
+    assert_eq!(res.status.code(), Some(2), "{}", output(&res).1);
+    assert!(!d.join("new.sqlite").exists());
+    // capture: the baseline it writes is never the history.
+    let res = gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "h2",
+            "--history",
+            "baselines/h2.toml",
+            "--replay",
+        ])
+        .arg(&t)
+        .output()
+        .unwrap();
+    let (_, stderr) = output(&res);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the history database"), "{stderr}");
+    assert!(!d.join("baselines/h2.toml").exists());
+}
+
+/// Issue 19.2: `$GITHUB_STEP_SUMMARY` / `$GITHUB_OUTPUT` naming a trace,
+/// the baseline, gate.toml or the history: refused (exit 2), nothing
+/// appended; a report flag naming gate.toml or the baseline too.
+#[test]
+fn ci_files_and_reports_named_like_an_input_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("h.sqlite");
+    capture(d, "train", &db);
+    let t = trace(d, "run.jsonl", &healthy(5));
+    let inputs = ["run.jsonl", "baselines/train.toml", "gate.toml", "h.sqlite"];
+    let snapshot = || -> Vec<Vec<u8>> {
+        inputs
+            .iter()
+            .map(|p| std::fs::read(d.join(p)).unwrap())
+            .collect()
+    };
+    let before = snapshot();
+    for var in ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"] {
+        for input in inputs {
+            let res = gate(d)
+                .env(var, d.join(input))
+                .env("GITHUB_ACTIONS", "true")
+                .args([
+                    "check",
+                    "--baseline",
+                    "train",
+                    "--history",
+                    "h.sqlite",
+                    "--replay",
+                ])
+                .arg(&t)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = output(&res);
+            assert_eq!(
+                res.status.code(),
+                Some(2),
+                "{var}={input}: {stdout}{stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("refusing to write ${var}")),
+                "{var}={input}: {stderr}"
+            );
+            assert_eq!(snapshot(), before, "{var}={input} changed an input");
+        }
+    }
+    for (flag, input) in [
+        ("--json", "gate.toml"),
+        ("--markdown", "baselines/train.toml"),
+        ("--junit", "run.jsonl"),
+    ] {
+        let res = check_replay(d, "train", &[flag, input], &t);
+        let (_, stderr) = output(&res);
+        assert_eq!(res.status.code(), Some(2), "{flag} {input}: {stderr}");
+        assert!(stderr.contains("which this command reads"), "{stderr}");
+        assert_eq!(snapshot(), before);
+    }
+}
+
+/// Issue 19.3: a libpq keyword string was taken for a file name: its
+/// password went to the CI log and became a file in the working directory.
+/// Now it is a PostgreSQL location (here nothing listens: a warning naming
+/// the cause, the verdict stands), and nothing ever prints the password.
+#[test]
+fn a_libpq_keyword_string_is_postgres_and_its_password_never_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("h.sqlite");
+    capture(d, "train", &db);
+    let t = trace(d, "run.jsonl", &healthy(5));
+    let before: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let conn = "host=127.0.0.1 port=9 user=gate password=LEAK7 dbname=gate";
+    let res = check_replay(d, "train", &["--history", conn], &t);
+    let (stdout, stderr) = output(&res);
+    assert_eq!(res.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stderr.contains("password=***"), "{stderr}");
+    assert!(stderr.contains("Connection refused"), "the cause: {stderr}");
+    assert!(
+        !stdout.contains("LEAK7") && !stderr.contains("LEAK7"),
+        "{stderr}"
+    );
+    let after: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), after.len(), "a file appeared: {after:?}");
+    // Neither a path nor a URL nor a keyword string: refused, not echoed.
+    for bad in ["hots=127.0.0.1 password=LEAK7", "gate:LEAK7 at db"] {
+        let res = check_replay(d, "train", &["--history", bad], &t);
+        let (stdout, stderr) = output(&res);
+        assert_eq!(res.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("neither a file path"), "{stderr}");
+        assert!(
+            !stdout.contains("LEAK7") && !stderr.contains("LEAK7"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Issue 19.1: a PostgreSQL server that accepts TCP and never answers held
+/// `check` until the CI killed it, with no verdict and no JUnit. Now the
+/// step gives up after --history-timeout (+ the client's grace), AFTER
+/// the verdict and every report are written; the exit code is the
+/// verdict's, or 3 with --history-required.
+#[test]
+fn a_server_that_never_answers_costs_a_bounded_wait_and_never_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    capture(d, "train", &d.join("h.sqlite"));
+    let healthy_run = trace(d, "run.jsonl", &healthy(5));
+    let slow = trace(d, "slow.jsonl", &throughput(healthy(6), 0.7));
+    // Accepts every connection and keeps it open without a byte.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let url = format!("postgres://gate:pw@127.0.0.1:{port}/gate");
+    for (t, extra, code) in [
+        (&healthy_run, None, 0),
+        (&slow, None, 1),
+        (&healthy_run, Some("--history-required"), 3),
+    ] {
+        let _ = std::fs::remove_file(d.join("j.xml"));
+        let started = std::time::Instant::now();
+        let mut args = vec![
+            "--history",
+            &url,
+            "--history-timeout",
+            "1s",
+            "--junit",
+            "j.xml",
+            "--json",
+            "r.json",
+        ];
+        args.extend(extra);
+        let res = check_replay(d, "train", &args, t);
+        let took = started.elapsed();
+        let (stdout, stderr) = output(&res);
+        assert_eq!(res.status.code(), Some(code), "{stdout}{stderr}");
+        assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
+        assert!(stderr.contains("no answer within 3 s"), "{stderr}");
+        assert!(
+            stdout.contains("PASS") || stdout.contains("REGRESSION"),
+            "{stdout}"
+        );
+        assert_valid_junit(&d.join("j.xml"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+        assert_eq!(json["exit_code"], if code == 1 { 1 } else { 0 });
+        assert!(!stderr.contains(":pw@"), "{stderr}");
+    }
+    // capture: the baseline is written, the record bounded.
+    let started = std::time::Instant::now();
+    let res = gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "b2",
+            "--history",
+            &url,
+            "--history-timeout",
+            "1s",
+            "--replay",
+        ])
+        .arg(&healthy_run)
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(res.status.code(), Some(0), "{}", output(&res).1);
+    assert!(d.join("baselines/b2.toml").exists());
 }

@@ -394,3 +394,42 @@ fn under_nohup_a_hang_up_stays_ignored_for_gate_and_the_benchmark() {
     child.wait().unwrap();
     assert!(running(&["sleep", "4181"]).is_empty());
 }
+
+/// Issue 19.8: `gate record -- sh -c 'sleep 3721 & sleep 3722; wait'`, then
+/// `kill -9` of gate, left both sleeps running (reparented to PID 1); so
+/// did a descendant that cleared its environment and called setsid, and
+/// one orphaned on top of that (double fork). The watchdog takes them all.
+#[test]
+fn gate_killed_with_sigkill_takes_the_whole_tree_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&[&str]]); 2] = [
+        (
+            "sleep 3721 & sleep 3722; wait",
+            &[&["sleep", "3721"], &["sleep", "3722"]],
+        ),
+        (
+            "env -i setsid sleep 3723 & (env -i setsid sleep 3724 &) ; sleep 3725; wait",
+            &[&["sleep", "3723"], &["sleep", "3724"], &["sleep", "3725"]],
+        ),
+    ];
+    for (i, (script, sleeps)) in cases.iter().enumerate() {
+        let mut child = spawn_record(
+            dir.path(),
+            &format!("k{i}.jsonl"),
+            &["--", "sh", "-c", script],
+        );
+        wait_until("the sleeps to start", Duration::from_secs(20), || {
+            sleeps.iter().all(|s| !running(s).is_empty())
+        });
+        // Give the watchdog one look at the grown tree.
+        std::thread::sleep(gpugate::watchdog::POLL * 3);
+        let pids: Vec<u32> = sleeps.iter().flat_map(|s| running(s)).collect();
+        child.kill().unwrap(); // SIGKILL
+        let _ = child.wait();
+        let started = Instant::now();
+        wait_until("the tree to die with gate", Duration::from_secs(5), || {
+            pids.iter().all(|&p| !gpugate::target::process_alive(p))
+        });
+        eprintln!("case {i}: tree gone {:?} after SIGKILL", started.elapsed());
+    }
+}

@@ -103,21 +103,24 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("gate.toml"));
     let config = Config::load(&config_path, args.config.is_some())?;
+    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
     // The baseline path is checked before anything is measured: never a
-    // FIFO, a device or a directory, never one of the traces it is built from.
-    let inputs: Vec<&std::path::Path> = args
-        .measure
-        .replay
-        .iter()
-        .map(|p| p.as_path())
-        .chain(std::iter::once(config_path.as_path()))
-        .collect();
-    crate::files::check_output(
-        &baseline::path_for(&args.baseline_dir, &name),
-        "the baseline",
-        &inputs,
-    )
-    .map_err(|e| GateError::usage(e.to_string()))?;
+    // FIFO, a device or a directory, never a file this command reads (a
+    // trace it is built from, gate.toml, the history database).
+    let mut inputs = crate::files::Inputs::default();
+    for t in &args.measure.replay {
+        inputs.add("the replayed trace", t);
+    }
+    inputs.add("the gate config", &config_path);
+    for file in recorder.iter().flat_map(|r| r.files()) {
+        inputs.add("the history database", file);
+    }
+    inputs
+        .check_output(
+            &baseline::path_for(&args.baseline_dir, &name),
+            "the baseline",
+        )
+        .map_err(|e| GateError::usage(e.to_string()))?;
 
     let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
     // Runs are independent: summarised on the cores, kept in order.
@@ -165,7 +168,9 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
             "gate: warning: one run: numbers measured once per run (wall_time_s, user metrics with aggregate = \"last\") have no noise estimate, so a check can call them inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N"
         );
     }
-    super::history::after_capture(&args.history, &config, &b, &traces)?;
+    if let Some(rec) = &recorder {
+        super::history::after_capture(rec, &args.history, &b, &traces)?;
+    }
     Ok(crate::exit_code::PASS)
 }
 

@@ -8,6 +8,7 @@ use super::Format;
 use crate::baseline::{self, Baseline};
 use crate::config::Config;
 use crate::error::GateError;
+use crate::files::Inputs;
 use crate::gate::{self, CheckReport};
 use crate::report::check::{self as report, Reporter};
 use crate::summary::RunInput;
@@ -137,7 +138,10 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
-    match run_inner(&args) {
+    // What the command reads, filled in as it learns it (the history store
+    // comes with gate.toml): the error path below must not write over it either.
+    let mut inputs = base_inputs(&args);
+    match run_inner(&args, &mut inputs) {
         Ok(code) => Ok(code),
         Err(err) => {
             // CI still gets a well-formed report naming the problem.
@@ -152,23 +156,25 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             } else {
                 "error"
             };
-            if let Some(path) = &args.junit {
+            // Not over an input: that refusal may be the very error.
+            let writable = |p: &&PathBuf| inputs.find(p).is_none();
+            if let Some(path) = args.junit.as_ref().filter(writable) {
                 let xml = report::junit::render_error(args.baseline_name(), kind, &message);
-                if let Err(e) = write_report(&args, "--junit", path, &xml) {
+                if let Err(e) = write_report(&inputs, "--junit", path, &xml) {
                     crate::gate_eprintln!(
                         "gate: warning: {}",
                         crate::escape::terminal(&e.to_string())
                     );
                 }
             }
-            if let Some(path) = &args.pr_comment {
+            if let Some(path) = args.pr_comment.as_ref().filter(writable) {
                 let text = report::pr_comment::render_error(args.baseline_name(), code, &message);
                 let written = path
                     .parent()
                     .filter(|d| !d.as_os_str().is_empty())
                     .map_or(Ok(()), std::fs::create_dir_all)
                     .map_err(|e| GateError::usage(e.to_string()))
-                    .and_then(|_| write_report(&args, "--pr-comment", path, &text));
+                    .and_then(|_| write_report(&inputs, "--pr-comment", path, &text));
                 if let Err(e) = written {
                     crate::gate_eprintln!(
                         "gate: warning: cannot write '{}': {}",
@@ -177,7 +183,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                     );
                 }
             }
-            github_output("error", 0);
+            github_output(&inputs, "error", 0);
             Err(err)
         }
     }
@@ -204,22 +210,40 @@ impl CheckArgs {
     }
 }
 
-fn run_inner(args: &CheckArgs) -> anyhow::Result<i32> {
-    // Outputs first: a path that would be refused must not cost a live run.
-    let inputs = input_paths(args);
-    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
-    for (flag, path) in outputs(args) {
-        crate::files::check_output(path, flag, &inputs)
-            .map_err(|e| GateError::usage(e.to_string()))?;
-    }
-    let report = judge(args)?;
-    emit(args, &report)?;
-    Ok(report.exit_code)
+fn run_inner(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
+    let Judged { report, history } = judge(args, inputs)?;
+    emit(args, inputs, &report)?;
+    Ok(history.finish().unwrap_or(report.exit_code))
 }
 
-/// Measure (or replay) and judge one check, history included; no report
-/// is written (`emit` does, or the suite).
-pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
+/// A judged check whose run is not yet in the history: the reports are
+/// written first (`emit`, or the suite's), then `history.finish()`.
+pub struct Judged {
+    pub report: CheckReport,
+    pub history: HistoryTail,
+}
+
+/// The history's second step of one check (appending the run), if any.
+pub struct HistoryTail(Option<(super::history::Recorder, super::history::PendingCheck)>);
+
+impl HistoryTail {
+    /// Append the run (bounded). None, or the exit code when
+    /// `--history-required` and the store failed (the verdict is out; the
+    /// exit code says the infrastructure failed).
+    pub fn finish(self) -> Option<i32> {
+        let (rec, pending) = self.0?;
+        let e = super::history::finish_check(&rec, pending).err()?;
+        crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
+        Some(crate::error::exit_code_of(&e.into()))
+    }
+}
+
+/// Measure (or replay) and judge one check, the history's reads (drift,
+/// trend) included; no report is written (`emit` does, or the suite) and
+/// the run is not appended (`HistoryTail::finish`). `inputs` gains the
+/// history database; every output of `args` is checked against them
+/// before anything runs.
+pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     baseline::validate_name(args.baseline_name())?;
     if let Some(t) = args.threshold {
         if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
@@ -248,6 +272,24 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
         .into());
     }
     let (config, baseline, baseline_source) = load_inputs(args)?;
+    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
+    for file in recorder.iter().flat_map(|r| r.files()) {
+        inputs.add("the history database", file);
+    }
+    // Outputs before anything runs: a path that would be refused must not
+    // cost a live run, nor replace an input (the history database included).
+    for (flag, path) in outputs(args) {
+        inputs
+            .check_output(path, flag)
+            .map_err(|e| GateError::usage(e.to_string()))?;
+    }
+    for var in GITHUB_FILES {
+        if let Some(path) = std::env::var_os(var) {
+            inputs
+                .check_output(Path::new(&path), &format!("${var}"))
+                .map_err(|e| GateError::usage(e.to_string()))?;
+        }
+    }
     let rules = config.rule_set()?;
     let acceptances = load_acceptances(args, &config)?;
 
@@ -271,7 +313,7 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
     } else {
         0
     };
-    let history_spread = super::history::healthy_spread(&args.history, &config, &baseline);
+    let history_spread = super::history::healthy_spread(recorder.as_ref(), &baseline);
     let judge = |traces: &[crate::trace::Trace], derived: &[crate::summary::RunDerived]| {
         let inputs: Vec<RunInput> = traces
             .iter()
@@ -320,18 +362,28 @@ pub fn judge(args: &CheckArgs) -> anyhow::Result<CheckReport> {
             1 + max_reruns
         ));
     }
-    // History (and drift, which may add findings to the report) before rendering.
+    // History in two bounded steps around the reports: drift (which may add
+    // findings) is read before they are rendered; the run is appended only
+    // after the verdict and every report are out, so nothing the store does
+    // can take them away (commands::history).
     let tags: std::collections::BTreeMap<String, String> =
         args.measure.tags.iter().cloned().collect();
-    super::history::after_check(
-        &args.history,
-        &config,
-        &baseline,
-        &traces,
-        &tags,
-        &mut report,
-    )?;
-    Ok(report)
+    let pending = recorder.map(|rec| {
+        let pending = super::history::before_check_report(
+            &rec,
+            &args.history,
+            &config,
+            &baseline,
+            &traces,
+            &tags,
+            &mut report,
+        );
+        (rec, pending)
+    });
+    Ok(Judged {
+        report,
+        history: HistoryTail(pending),
+    })
 }
 
 /// Whether a live check should rerun: a gated metric moved the bad way and
@@ -412,29 +464,45 @@ fn load_acceptances(
     })
 }
 
-/// Files this check reads, which no output may replace.
-fn input_paths(args: &CheckArgs) -> Vec<PathBuf> {
-    let mut inputs = args.measure.replay.clone();
-    inputs.extend(args.accept.clone());
-    inputs.push(baseline::path_for(&args.baseline_dir, args.baseline_name()));
-    inputs.push(
+/// The files any check reads, which no output may replace; the history
+/// database joins them once gate.toml is read (`run_inner`).
+fn base_inputs(args: &CheckArgs) -> Inputs {
+    let mut inputs = Inputs::default();
+    for t in &args.measure.replay {
+        inputs.add("the replayed trace", t);
+    }
+    inputs.add(
+        "the baseline",
+        baseline::path_for(&args.baseline_dir, args.baseline_name()),
+    );
+    inputs.add(
+        "the gate config",
         args.config
             .clone()
             .unwrap_or_else(|| PathBuf::from("gate.toml")),
     );
+    if let Some(m) = &args.measure.metrics_file {
+        inputs.add("the --metrics-file", m);
+    }
+    if let Some(a) = &args.accept {
+        inputs.add("the accept file", a);
+    }
     inputs
 }
 
+/// The files GitHub Actions asks steps to append to.
+const GITHUB_FILES: [&str; 2] = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"];
+
 /// Write one report file whole (temporary + rename; see `files`).
-fn write_report(args: &CheckArgs, flag: &str, path: &Path, text: &str) -> Result<(), GateError> {
-    let inputs = input_paths(args);
-    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
-    crate::files::write_output(path, flag, text.as_bytes(), &inputs).map_err(|e| {
-        crate::files::output_error(
-            format!("cannot write the {flag} report '{}': {e}", path.display()),
-            &e,
-        )
-    })
+fn write_report(inputs: &Inputs, flag: &str, path: &Path, text: &str) -> Result<(), GateError> {
+    inputs
+        .write_output(path, flag, text.as_bytes())
+        .map_err(|e| {
+            crate::files::output_error(
+                format!("cannot write the {flag} report '{}': {e}", path.display()),
+                &e,
+            )
+        })
 }
 
 /// Config and baseline, from the working tree or `--baseline-ref`.
@@ -527,7 +595,7 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
 }
 
 /// Write every requested output, print stdout, and talk to GitHub.
-fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
+fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()> {
     let markdown = report::markdown::Markdown.render(r);
     if let Some(p) = &args.pr_comment {
         // The CI templates keep the comment in a folder of its own (it is
@@ -550,7 +618,7 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
             "--bmf" => report::bmf::Bmf.render(r),
             _ => report::openmetrics::OpenMetrics.render(r),
         };
-        write_report(args, flag, path, &text)?;
+        write_report(inputs, flag, path, &text)?;
     }
     let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let annotations = if github {
@@ -574,20 +642,21 @@ fn emit(args: &CheckArgs, r: &CheckReport) -> anyhow::Result<()> {
             }
         }
     }
-    if let Err(e) = append_step_summary(&markdown) {
+    if let Err(e) = append_step_summary(inputs, &markdown) {
         crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
     }
-    github_output(r.verdict.as_str(), r.counts.regression);
+    github_output(inputs, r.verdict.as_str(), r.counts.regression);
     Ok(())
 }
 
 /// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under
 /// GitHub's cap (what earlier steps wrote counts).
-fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
+fn append_step_summary(inputs: &Inputs, markdown: &str) -> std::io::Result<bool> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
         return Ok(false);
     };
     let path = Path::new(&path);
+    inputs.check_output(path, "$GITHUB_STEP_SUMMARY")?;
     let existing = std::fs::metadata(path)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
@@ -600,14 +669,17 @@ fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
 }
 
 /// Append `verdict=` and `regressions=` to `$GITHUB_OUTPUT` when set.
-fn github_output(verdict: &str, regressions: usize) {
+fn github_output(inputs: &Inputs, verdict: &str, regressions: usize) {
     let Some(path) = std::env::var_os("GITHUB_OUTPUT") else {
         return;
     };
-    let res = crate::files::open_append(Path::new(&path)).and_then(|mut f| {
-        use std::io::Write;
-        writeln!(f, "verdict={verdict}\nregressions={regressions}")
-    });
+    let res = inputs
+        .check_output(Path::new(&path), "$GITHUB_OUTPUT")
+        .and_then(|()| crate::files::open_append(Path::new(&path)))
+        .and_then(|mut f| {
+            use std::io::Write;
+            writeln!(f, "verdict={verdict}\nregressions={regressions}")
+        });
     if let Err(e) = res {
         crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
     }

@@ -8,10 +8,19 @@
 //! `.gate/history.sqlite` when `[history]` is present without either. With
 //! none of these, `check` and `capture` record nothing.
 //!
-//! A database that cannot be opened, read or written is a warning on stderr
-//! and never changes the verdict or the exit code, unless `--history-required`
-//! or `[history] required = true` (then exit 3, an infrastructure problem).
-//! A malformed location is a configuration error (exit 2) either way.
+//! `check` writes its verdict (stdout) and every report BEFORE it appends
+//! the run, so nothing the store does (a stalled server, a locked table, a
+//! full disk) can take them away. Each history step (open and read for
+//! drift, then append) is bounded: `--history-timeout` (default
+//! `limits::HISTORY_TIMEOUT`) on the server as statement and lock time-out,
+//! and a little later on the client (`history::within`).
+//!
+//! A database that cannot be opened, read or written in time is a warning
+//! on stderr and never changes the verdict or the exit code, unless
+//! `--history-required` or `[history] required = true`: then the verdict
+//! and reports are still written, and the exit code becomes 3 (an
+//! infrastructure problem). A malformed location is a configuration error
+//! (exit 2), found before anything runs.
 
 use super::Format;
 use crate::baseline::{Baseline, Environment};
@@ -20,11 +29,14 @@ use crate::error::GateError;
 use crate::gate::CheckReport;
 use crate::history::listing::{self, Filter, Listing};
 use crate::history::record::{self, Provenance};
-use crate::history::{self, HistoryConfig, HistoryError, Location, MetricFilter, Query, RunKind};
+use crate::history::{
+    self, HistoryConfig, HistoryError, Location, MetricFilter, Query, RunKind, RunRecord,
+};
 use crate::trace::Trace;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// History flags shared by `check` and `capture`.
 #[derive(Debug, Clone, Default, Args)]
@@ -52,6 +64,12 @@ pub struct HistoryArgs {
     /// variables, else git]
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
+
+    /// Longest one history step may take (opening and reading the database, then appending
+    /// the run); PostgreSQL gets it as statement and lock timeout. Past it the run is not
+    /// recorded (a warning; exit 3 with --history-required), the verdict stands
+    #[arg(long, value_name = "DURATION", value_parser = super::measure::parse_duration, default_value = "10s")]
+    pub history_timeout: Duration,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +116,11 @@ pub struct HistoryCmdArgs {
     /// Write a self-contained trend page (HTML with inline SVG) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// Longest wait for the database (PostgreSQL statement and lock timeout, and the client's
+    /// deadline)
+    #[arg(long, value_name = "DURATION", value_parser = super::measure::parse_duration, default_value = "10s")]
+    pub history_timeout: Duration,
 }
 
 /// The database to use, if any; an error only for a malformed setting.
@@ -149,35 +172,26 @@ const PRIOR_RUNS: usize = 50;
 /// checks that passed against this version of the baseline: the history
 /// prior of the verdict's moderated variance (`noise::moderated`). Empty
 /// without a history, or when it cannot be read (it is only a prior: the
-/// check goes on without it, and `after_check` reports the store's error).
+/// check goes on without it, and `finish_check` reports the store's error).
 pub fn healthy_spread(
-    args: &HistoryArgs,
-    config: &Config,
+    recorder: Option<&Recorder>,
     baseline: &Baseline,
 ) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
-    let cfg = config.file.history.as_ref();
-    // Without an explicit flag, only a configured URL (not url_env: its
-    // warning is after_check's to give).
-    let location = match (&args.history, cfg) {
-        _ if args.no_history => None,
-        (Some(flag), _) => Location::parse(flag).ok(),
-        (None, Some(c)) if c.url_env.is_none() => resolve(None, Some(c), false).ok().flatten(),
-        _ => None,
-    };
-    let Some(location) = location else {
+    let Some(rec) = recorder else {
         return out;
     };
-    let runs = history::open(&location, false).and_then(|mut store| {
-        store.runs(&Query {
-            baseline: Some(baseline.name.clone()),
-            kind: Some(RunKind::Check),
-            baseline_created: Some(baseline.created.clone()),
-            metrics: MetricFilter::All,
-            limit: Some(PRIOR_RUNS),
-            ..Query::default()
-        })
-    });
+    let query = Query {
+        baseline: Some(baseline.name.clone()),
+        kind: Some(RunKind::Check),
+        baseline_created: Some(baseline.created.clone()),
+        metrics: MetricFilter::All,
+        limit: Some(PRIOR_RUNS),
+        ..Query::default()
+    };
+    // Bounded like every history step; never creates the database.
+    let (location, timeout) = (rec.location.clone(), rec.timeout);
+    let runs = rec.step(move || history::open_bounded(&location, false, timeout)?.runs(&query));
     let Ok(runs) = runs else {
         return out;
     };
@@ -280,107 +294,209 @@ fn provenance(
     }
 }
 
-/// Report a failed write: a warning, or the command's error when required.
-fn failed(e: HistoryError, required: bool) -> Result<(), GateError> {
-    if required {
-        return Err(GateError::infra(format!(
-            "{e}; the run was not recorded (--history-required)"
-        )));
-    }
-    crate::gate_eprintln!(
-        "gate: warning: {e}; the run was not recorded in the history (the verdict is unaffected; pass --history-required to make this an error)"
-    );
-    Ok(())
+/// Where `check` or `capture` records its run, resolved once before
+/// anything runs (a malformed location is exit 2 at once).
+pub struct Recorder {
+    location: Location,
+    required: bool,
+    timeout: Duration,
 }
 
-/// `check`'s hook: judge drift over the recent runs (which may add findings
-/// to `report`), then append the run. Called after the report is built,
-/// before it is rendered.
-pub fn after_check(
+impl Recorder {
+    /// None: nothing is recorded (no location, or `--no-history`).
+    pub fn resolve(args: &HistoryArgs, config: &Config) -> Result<Option<Recorder>, GateError> {
+        if args.no_history {
+            return Ok(None);
+        }
+        let cfg = config.file.history.as_ref();
+        let required = args.history_required || cfg.is_some_and(|c| c.required);
+        let Some(location) = resolve(args.history.as_deref(), cfg, required)? else {
+            return Ok(None);
+        };
+        Ok(Some(Recorder {
+            location,
+            required,
+            timeout: args.history_timeout,
+        }))
+    }
+
+    /// The files of the store (an SQLite database and its journals): inputs
+    /// of the command, which no output may replace.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.location.files()
+    }
+
+    /// One bounded step against the store (see the module doc).
+    fn step<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+    ) -> Result<T, HistoryError> {
+        history::within(
+            &self.location,
+            history::step_deadline(&self.location, self.timeout),
+            work,
+        )
+    }
+
+    fn open(&self) -> Result<Box<dyn history::HistoryStore>, HistoryError> {
+        let (location, timeout) = (self.location.clone(), self.timeout);
+        self.step(move || history::open_bounded(&location, true, timeout))
+    }
+
+    /// A failed step: a warning, or (required) the error for the caller to
+    /// report after the verdict is out.
+    fn failed(&self, e: HistoryError) -> Result<(), GateError> {
+        if let HistoryError::BadLocation(m) = e {
+            return Err(GateError::usage(m));
+        }
+        if self.required {
+            return Err(GateError::infra(format!(
+                "{e}; the run was not recorded (--history-required)"
+            )));
+        }
+        crate::gate_eprintln!(
+            "gate: warning: {}; the run was NOT recorded in the history (the verdict and reports stand; pass --history-required to make this exit 3)",
+            crate::escape::terminal(&e.to_string())
+        );
+        Ok(())
+    }
+}
+
+/// `check`'s run, between its two history steps: opened and (for drift)
+/// read before the reports are rendered, appended after they are written.
+pub struct PendingCheck {
+    store: Option<Box<dyn history::HistoryStore>>,
+    run: RunRecord,
+    /// The first step failed: what to report once the verdict is out.
+    failure: Option<HistoryError>,
+}
+
+/// `check`'s first step: open the store and judge drift over the recent
+/// runs (which may add findings to `report`). Bounded; a failure is kept
+/// for `finish_check`, never stops the verdict.
+pub fn before_check_report(
+    recorder: &Recorder,
     args: &HistoryArgs,
     config: &Config,
     baseline: &Baseline,
     traces: &[Trace],
     cli_tags: &BTreeMap<String, String>,
     report: &mut CheckReport,
-) -> Result<(), GateError> {
-    if args.no_history {
-        return Ok(());
-    }
+) -> PendingCheck {
     let cfg = config.file.history.as_ref();
-    let required = args.history_required || cfg.is_some_and(|c| c.required);
-    let Some(location) = resolve(args.history.as_deref(), cfg, required)? else {
-        return Ok(());
-    };
     let drift_cfg = cfg.map(|c| c.drift.clone()).unwrap_or_default();
     let prov = provenance(args, traces, cli_tags, super::detect_commit(None));
     let mut run = record::from_check(report, baseline, prov);
-    let outcome = (|| -> Result<i64, HistoryError> {
-        let mut store = history::open(&location, true)?;
-        if drift_cfg.enabled && run.branch.is_some() {
-            let previous = store.runs(&Query {
-                baseline: Some(run.baseline.clone()),
-                branch: run.branch.clone(),
-                kind: Some(RunKind::Check),
-                baseline_created: Some(run.baseline_created.clone()),
-                metrics: MetricFilter::Gated,
-                limit: Some(drift_cfg.window.saturating_sub(1)),
-                ..Query::default()
-            })?;
-            run.drift = record::judge_drift(&run, &previous, &drift_cfg);
-            record::apply_drift(report, &run.drift);
-            run.verdict = report.verdict.as_str().into();
-            run.exit_code = report.exit_code;
+    let mut store = match recorder.open() {
+        Ok(s) => s,
+        Err(e) => {
+            return PendingCheck {
+                store: None,
+                run,
+                failure: Some(e),
+            }
         }
-        // The trend: the last checks of this baseline on the target branch
-        // (a pull request's base), else on this run's branch.
-        let target = target_branch().or_else(|| run.branch.clone());
-        let earlier = store.runs(&Query {
-            baseline: Some(run.baseline.clone()),
-            branch: target.clone(),
-            kind: Some(RunKind::Check),
-            metrics: MetricFilter::Gated,
-            limit: Some(history::trend::TREND_RUNS),
-            ..Query::default()
-        })?;
-        report.trend = Some(history::trend::build(report, &earlier, target, &run.drift));
-        store.append(&run)
-    })();
-    match outcome {
-        Ok(id) => {
-            crate::gate_eprintln!("gate: recorded run {id} in {}", location.display());
-            Ok(())
+    };
+    // Reads, in one bounded step: the recent runs on this branch for drift,
+    // and the trend (the last checks of this baseline on the target branch,
+    // a pull request's base, else on this run's branch).
+    let drift_query = (drift_cfg.enabled && run.branch.is_some()).then(|| Query {
+        baseline: Some(run.baseline.clone()),
+        branch: run.branch.clone(),
+        kind: Some(RunKind::Check),
+        baseline_created: Some(run.baseline_created.clone()),
+        metrics: MetricFilter::Gated,
+        limit: Some(drift_cfg.window.saturating_sub(1)),
+        ..Query::default()
+    });
+    let target = target_branch().or_else(|| run.branch.clone());
+    let trend_query = Query {
+        baseline: Some(run.baseline.clone()),
+        branch: target.clone(),
+        kind: Some(RunKind::Check),
+        metrics: MetricFilter::Gated,
+        limit: Some(history::trend::TREND_RUNS),
+        ..Query::default()
+    };
+    let read = recorder.step(move || {
+        let previous = match &drift_query {
+            Some(q) => Some(store.runs(q)?),
+            None => None,
+        };
+        let earlier = store.runs(&trend_query)?;
+        Ok((store, previous, earlier))
+    });
+    match read {
+        Ok((s, previous, earlier)) => {
+            store = s;
+            if let Some(previous) = previous {
+                run.drift = record::judge_drift(&run, &previous, &drift_cfg);
+                record::apply_drift(report, &run.drift);
+                run.verdict = report.verdict.as_str().into();
+                run.exit_code = report.exit_code;
+            }
+            report.trend = Some(history::trend::build(report, &earlier, target, &run.drift));
         }
-        Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
-        Err(e) => failed(e, required),
+        Err(e) => {
+            return PendingCheck {
+                store: None,
+                run,
+                failure: Some(e),
+            }
+        }
+    }
+    PendingCheck {
+        store: Some(store),
+        run,
+        failure: None,
     }
 }
 
-/// `capture`'s hook: append the new baseline as a `capture` run (trend pages
-/// mark it as a refresh).
+/// `check`'s second step, after the verdict and reports are written:
+/// append the run. Ok, or a warning; an error only with `required`.
+pub fn finish_check(recorder: &Recorder, pending: PendingCheck) -> Result<(), GateError> {
+    let appended = match (pending.failure, pending.store) {
+        (Some(e), _) => Err(e),
+        (None, Some(mut store)) => {
+            let run = pending.run;
+            recorder.step(move || store.append(&run))
+        }
+        (None, None) => return Ok(()),
+    };
+    match appended {
+        Ok(id) => {
+            crate::gate_eprintln!(
+                "gate: recorded run {id} in {}",
+                crate::escape::terminal(&recorder.location.display())
+            );
+            Ok(())
+        }
+        Err(e) => recorder.failed(e),
+    }
+}
+
+/// `capture`'s hook, after the baseline is written: append it as a
+/// `capture` run (trend pages mark it as a refresh). Bounded like `check`.
 pub fn after_capture(
+    recorder: &Recorder,
     args: &HistoryArgs,
-    config: &Config,
     baseline: &Baseline,
     traces: &[Trace],
 ) -> Result<(), GateError> {
-    if args.no_history {
-        return Ok(());
-    }
-    let cfg = config.file.history.as_ref();
-    let required = args.history_required || cfg.is_some_and(|c| c.required);
-    let Some(location) = resolve(args.history.as_deref(), cfg, required)? else {
-        return Ok(());
-    };
     let prov = provenance(args, traces, &baseline.tags, baseline.commit.clone());
     let run = record::from_capture(baseline, prov);
-    match history::open(&location, true).and_then(|mut s| s.append(&run)) {
+    let appended = recorder
+        .open()
+        .and_then(|mut store| recorder.step(move || store.append(&run)));
+    match appended {
         Ok(id) => {
-            crate::gate_eprintln!("gate: recorded capture {id} in {}", location.display());
+            crate::gate_eprintln!(
+                "gate: recorded capture {id} in {}",
+                crate::escape::terminal(&recorder.location.display())
+            );
             Ok(())
         }
-        Err(HistoryError::BadLocation(m)) => Err(GateError::usage(m)),
-        Err(e) => failed(e, required),
+        Err(e) => recorder.failed(e),
     }
 }
 
@@ -431,8 +547,12 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
             Vec::new()
         }
         _ => {
-            let mut store = history::open(&location, false).map_err(to_gate)?;
-            store.runs(&query).map_err(to_gate)?
+            let deadline = history::step_deadline(&location, args.history_timeout);
+            let (loc, timeout) = (location.clone(), args.history_timeout);
+            history::within(&location, deadline, move || {
+                history::open_bounded(&loc, false, timeout)?.runs(&query)
+            })
+            .map_err(to_gate)?
         }
     };
     let filter = Filter {
@@ -459,11 +579,9 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         };
         let page = history::html::render(&runs, &location.display(), &scope);
         // Never over the database itself (`--html .gate/history.sqlite`).
-        let db_path = match &location {
-            Location::Sqlite(p) => vec![p.as_path()],
-            Location::Postgres(_) => Vec::new(),
-        };
-        crate::files::write_output(path, "--html", page.as_bytes(), &db_path).map_err(|e| {
+        let db_files = location.files();
+        let db_files: Vec<&std::path::Path> = db_files.iter().map(|p| p.as_path()).collect();
+        crate::files::write_output(path, "--html", page.as_bytes(), &db_files).map_err(|e| {
             GateError::usage(format!(
                 "cannot write the trend page '{}': {e}",
                 path.display()

@@ -217,22 +217,37 @@ impl Outcome {
 pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
     let config = check::load_config(args)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
-    // Outputs first: a path that would be refused must not cost live runs.
-    let inputs: Vec<PathBuf> = workloads
-        .iter()
-        .flat_map(|w| w.replay.iter().cloned())
-        .chain(args.accept.iter().cloned())
-        .chain(std::iter::once(
-            args.config.clone().unwrap_or_else(|| "gate.toml".into()),
-        ))
-        .collect();
-    let input_refs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    // Outputs first: a path that would be refused must not cost live runs,
+    // nor replace anything the suite reads (the history database included).
+    let mut inputs = crate::files::Inputs::default();
+    for w in &workloads {
+        for t in &w.replay {
+            inputs.add("the replayed trace", t);
+        }
+        inputs.add(
+            "the baseline",
+            crate::baseline::path_for(&args.baseline_dir, &w.baseline),
+        );
+    }
+    if let Some(a) = &args.accept {
+        inputs.add("the accept file", a);
+    }
+    inputs.add(
+        "the gate config",
+        args.config.clone().unwrap_or_else(|| "gate.toml".into()),
+    );
+    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
+    for file in recorder.iter().flat_map(|r| r.files()) {
+        inputs.add("the history database", file);
+    }
     for (flag, path) in check::outputs(args) {
-        crate::files::check_output(path, flag, &input_refs)
+        inputs
+            .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
     let n = workloads.len();
     let mut outcomes = Vec::new();
+    let mut pending = Vec::new();
     for (i, w) in workloads.into_iter().enumerate() {
         crate::gate_eprintln!(
             "gate: suite: workload {}/{n} '{}' against baseline '{}'",
@@ -246,7 +261,8 @@ pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
             measure: measure_for(&args.measure, &w),
             ..args.without_outputs()
         };
-        let result = check::judge(&wargs).map_err(|e| {
+        let mut judged_inputs = inputs.clone();
+        let result = check::judge(&wargs, &mut judged_inputs).map_err(|e| {
             let code = crate::error::exit_code_of(&e);
             let message = e
                 .chain()
@@ -260,14 +276,24 @@ pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
             );
             (code, message)
         });
+        let result = result.map(|j| {
+            pending.push(j.history);
+            j.report
+        });
         outcomes.push(Outcome {
             workload: w,
             result,
         });
     }
     let code = worst_exit_code(outcomes.iter().map(Outcome::exit_code));
-    emit(args, &outcomes, code, &input_refs)?;
-    Ok(code)
+    emit(args, &outcomes, code, &inputs)?;
+    // The history after every report (commands::history): a store that
+    // fails can only raise the exit code with --history-required.
+    let history_codes: Vec<i32> = pending
+        .into_iter()
+        .filter_map(check::HistoryTail::finish)
+        .collect();
+    Ok(worst_exit_code(std::iter::once(code).chain(history_codes)))
 }
 
 /// `gate capture --suite`: every workload's baseline, one after another
@@ -338,9 +364,14 @@ pub fn verdict_word(code: i32) -> &'static str {
     }
 }
 
-fn emit(args: &CheckArgs, outcomes: &[Outcome], code: i32, inputs: &[&Path]) -> anyhow::Result<()> {
+fn emit(
+    args: &CheckArgs,
+    outcomes: &[Outcome],
+    code: i32,
+    inputs: &crate::files::Inputs,
+) -> anyhow::Result<()> {
     let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
-        crate::files::write_output(path, flag, text.as_bytes(), inputs).map_err(|e| {
+        inputs.write_output(path, flag, text.as_bytes()).map_err(|e| {
             crate::files::output_error(
                 format!("cannot write the {flag} report '{}': {e}", path.display()),
                 &e,

@@ -69,8 +69,13 @@ pub enum Location {
 }
 
 impl Location {
-    /// `PATH`, `sqlite:PATH`, `sqlite://PATH` (SQLite) or
-    /// `postgres://...` / `postgresql://...` (PostgreSQL).
+    /// `PATH`, `sqlite:PATH`, `sqlite://PATH` (SQLite), `postgres://...` /
+    /// `postgresql://...` or a libpq keyword string such as `host=db
+    /// user=gate password=... dbname=gate` (PostgreSQL). A bare path that
+    /// holds `=`, white space or a control character is refused rather than
+    /// taken as a file name: it is most likely a mistyped connection string,
+    /// which may carry a password (write `sqlite:PATH` for such a file). No
+    /// message quotes the value unredacted.
     pub fn parse(url: &str) -> Result<Location, HistoryError> {
         let url = url.trim();
         if url.is_empty() {
@@ -86,7 +91,8 @@ impl Location {
             let path = rest.strip_prefix("//").unwrap_or(rest);
             if path.is_empty() {
                 return Err(HistoryError::BadLocation(format!(
-                    "history location '{url}' names no file; write sqlite:.gate/history.sqlite"
+                    "history location '{}' names no file; write sqlite:.gate/history.sqlite",
+                    crate::escape::terminal(url)
                 )));
             }
             return Ok(Location::Sqlite(PathBuf::from(path)));
@@ -94,18 +100,27 @@ impl Location {
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(HistoryError::BadLocation(format!(
                 "history location scheme '{}' is not supported; use a file path, sqlite:PATH or postgres://USER@HOST/DB",
-                crate::escape::html(scheme)
+                crate::escape::terminal(scheme)
             )));
+        }
+        if is_keyword_string(url) {
+            return Ok(Location::Postgres(url.to_string()));
+        }
+        if url.contains('=') || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            // Not echoed: a mistyped connection string may hold a password.
+            return Err(HistoryError::BadLocation(
+                "the history location (not shown: it may hold a password) is neither a file path, sqlite:PATH, a postgres:// URL nor a libpq keyword string (host=HOST user=USER dbname=DB ...); write sqlite:PATH for a file whose name holds '=' or spaces".into(),
+            ));
         }
         Ok(Location::Sqlite(PathBuf::from(url)))
     }
 
-    /// For messages: the SQLite path, or the PostgreSQL URL with its
-    /// password replaced by `***`.
+    /// For messages: the SQLite path, or the PostgreSQL connection string
+    /// with its password replaced by `***` (`redact`).
     pub fn display(&self) -> String {
         match self {
             Location::Sqlite(p) => format!("sqlite:{}", p.display()),
-            Location::Postgres(url) => redact_url(url),
+            Location::Postgres(url) => redact(url),
         }
     }
 
@@ -115,11 +130,68 @@ impl Location {
             Location::Postgres(_) => "postgresql",
         }
     }
+
+    /// The files an SQLite store consists of (the database and the journal
+    /// files SQLite keeps next to it): inputs no output may replace.
+    pub fn files(&self) -> Vec<PathBuf> {
+        match self {
+            Location::Sqlite(p) => {
+                let mut files = vec![p.clone()];
+                for suffix in ["-wal", "-shm", "-journal"] {
+                    let mut name = p.as_os_str().to_owned();
+                    name.push(suffix);
+                    files.push(PathBuf::from(name));
+                }
+                files
+            }
+            Location::Postgres(_) => Vec::new(),
+        }
+    }
 }
 
-/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`; also
-/// hides `password=...` query parameters.
-pub fn redact_url(url: &str) -> String {
+/// The libpq keywords (PostgreSQL docs, 34.1.2 "Parameter Key Words") that
+/// may start a keyword connection string.
+const LIBPQ_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "connect_timeout",
+    "options",
+    "application_name",
+    "sslmode",
+    "target_session_attrs",
+    "keepalives",
+    "keepalives_idle",
+    "service",
+    "channel_binding",
+];
+
+/// `host=db user=gate ...`: a libpq keyword string (the first word is a
+/// known keyword followed by `=`).
+fn is_keyword_string(s: &str) -> bool {
+    let first = s.split_whitespace().next().unwrap_or("");
+    let key = first.split('=').next().unwrap_or("").trim();
+    (first.contains('=') || s[first.len()..].trim_start().starts_with('='))
+        && LIBPQ_KEYWORDS.contains(&key)
+}
+
+/// THE redaction of a connection string, for every message gate prints:
+/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`, a
+/// `password=...` query parameter, and `password=...` in a libpq keyword
+/// string (quoted or not) all become `***`.
+pub fn redact(conn: &str) -> String {
+    if conn.contains("://") {
+        redact_url(conn)
+    } else {
+        redact_keywords(conn)
+    }
+}
+
+fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     if let Some(scheme_end) = out.find("://") {
         let rest_start = scheme_end + 3;
@@ -149,14 +221,62 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// `password = 'it''s \' x'` and `password=x` in a keyword string -> `password=***`.
+fn redact_keywords(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = find_keyword(rest, "password") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "password".len()..];
+        let value = after.trim_start().strip_prefix('=').unwrap_or(after);
+        let value = value.trim_start();
+        let len = value_len(value);
+        out.push_str("password=***");
+        rest = &value[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Start of `key` as a word followed by optional spaces and `=`.
+fn find_keyword(s: &str, key: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = s[from..].find(key) {
+        let at = from + i;
+        let word_start = at == 0 || s[..at].ends_with(char::is_whitespace);
+        let followed = s[at + key.len()..].trim_start().starts_with('=');
+        if word_start && followed {
+            return Some(at);
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// Length of one keyword-string value: `'quoted \' value'` or up to white space.
+fn value_len(v: &str) -> usize {
+    if let Some(inner) = v.strip_prefix('\'') {
+        let mut escaped = false;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '\'' if !escaped => return i + 2,
+                _ => escaped = false,
+            }
+        }
+        return v.len();
+    }
+    v.find(char::is_whitespace).unwrap_or(v.len())
+}
+
 /// A driver's error text with the location's password (if any) removed:
 /// some drivers echo the connection string back.
 fn redact_text(text: &str, location: &Location) -> String {
     let Location::Postgres(url) = location else {
         return text.to_string();
     };
-    let mut out = text.replace(url.as_str(), &redact_url(url));
-    if let Some(pw) = password_of(url) {
+    let mut out = text.replace(url.as_str(), &redact(url));
+    for pw in passwords_of(url) {
         if !pw.is_empty() {
             out = out.replace(&pw, "***");
         }
@@ -164,11 +284,98 @@ fn redact_text(text: &str, location: &Location) -> String {
     out
 }
 
-fn password_of(url: &str) -> Option<String> {
-    let rest = &url[url.find("://")? + 3..];
-    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
-    let userinfo = &authority[..authority.rfind('@')?];
-    Some(userinfo.split_once(':')?.1.to_string())
+/// Every password a connection string carries: as written (URL user info,
+/// `?password=`, `password=` keyword) and as the driver decodes it.
+fn passwords_of(conn: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(scheme_end) = conn.find("://") {
+        let rest = &conn[scheme_end + 3..];
+        let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+        if let Some(at) = authority.rfind('@') {
+            if let Some((_, pw)) = authority[..at].split_once(':') {
+                found.push(pw.to_string());
+            }
+        }
+        if let Some((_, query)) = conn.split_once('?') {
+            for kv in query.split('&') {
+                if let Some((k, v)) = kv.split_once('=') {
+                    if k.eq_ignore_ascii_case("password") {
+                        found.push(v.to_string());
+                    }
+                }
+            }
+        }
+    } else {
+        let mut rest = conn;
+        while let Some(at) = find_keyword(rest, "password") {
+            let after = &rest[at + "password".len()..];
+            let value = after
+                .trim_start()
+                .strip_prefix('=')
+                .unwrap_or(after)
+                .trim_start();
+            let len = value_len(value);
+            let raw = &value[..len];
+            found.push(raw.trim_matches('\'').to_string());
+            rest = &value[len..];
+        }
+    }
+    if let Ok(config) = conn.parse::<::postgres::Config>() {
+        if let Some(p) = config.get_password() {
+            found.push(String::from_utf8_lossy(p).into_owned());
+        }
+    }
+    found.retain(|p| !p.is_empty());
+    found
+}
+
+/// The client-side deadline of one history step whose server-side bound
+/// is `timeout`: a little later, so the server can report its own
+/// time-out first. SQLite is local and bounded by its own busy time-out
+/// (`sqlite::BUSY_TIMEOUT_MS`: concurrent writers queue for the lock), so
+/// its deadline is that one's.
+pub fn step_deadline(location: &Location, timeout: std::time::Duration) -> std::time::Duration {
+    let bound = match location {
+        Location::Sqlite(_) => {
+            std::time::Duration::from_millis(sqlite::BUSY_TIMEOUT_MS).max(timeout)
+        }
+        Location::Postgres(_) => timeout,
+    };
+    bound + crate::limits::HISTORY_CLIENT_GRACE
+}
+
+/// Run `work` (which talks to the store at `location`) with a deadline:
+/// a server that accepts TCP and then never answers must not hold the
+/// command for ever (the driver bounds only the TCP connect). On time-out
+/// the worker thread is abandoned: it holds nothing but its socket, and the
+/// process ends soon after.
+pub fn within<T: Send + 'static>(
+    location: &Location,
+    deadline: std::time::Duration,
+    work: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+) -> Result<T, HistoryError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("gate-history".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        });
+    if let Err(e) = spawned {
+        return Err(HistoryError::unavailable(
+            location,
+            format!("cannot start its thread: {e}"),
+        ));
+    }
+    match rx.recv_timeout(deadline) {
+        Ok(result) => result,
+        Err(_) => Err(HistoryError::unavailable(
+            location,
+            format!(
+                "no answer within {} s (--history-timeout); the server accepts connections but does not respond, or holds a lock",
+                deadline.as_secs_f64()
+            ),
+        )),
+    }
 }
 
 /// Which command recorded a run.
@@ -319,7 +526,7 @@ pub enum MetricFilter {
 /// The one interface both engines implement. Small on purpose: everything
 /// else (drift, listings, the trend page) is computed from what `runs`
 /// returns, so it behaves the same on either engine.
-pub trait HistoryStore {
+pub trait HistoryStore: Send {
     /// Append one run and its metric and drift rows in ONE transaction:
     /// either all of it is stored or none. Safe with concurrent writers.
     /// Returns the new run's id.
@@ -336,9 +543,19 @@ pub trait HistoryStore {
 /// `location`. `create`: make a missing SQLite file (and its folder); a
 /// reader such as `gate history` passes false and gets an error instead.
 pub fn open(location: &Location, create: bool) -> Result<Box<dyn HistoryStore>, HistoryError> {
+    open_bounded(location, create, crate::limits::HISTORY_TIMEOUT)
+}
+
+/// `open` with every PostgreSQL statement and lock wait bounded by
+/// `timeout` on the server (the caller bounds the whole step with `within`).
+pub fn open_bounded(
+    location: &Location,
+    create: bool,
+    timeout: std::time::Duration,
+) -> Result<Box<dyn HistoryStore>, HistoryError> {
     match location {
         Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, create)?)),
-        Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::connect(url)?)),
+        Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::connect(url, timeout)?)),
     }
 }
 
@@ -396,8 +613,44 @@ mod tests {
         assert!(!text.contains("s3cr3t"), "{text}");
         assert!(text.contains("gate:***@db.internal"), "{text}");
         assert_eq!(
-            redact_url("postgres://gate@localhost/h"),
+            redact("postgres://gate@localhost/h"),
             "postgres://gate@localhost/h"
+        );
+    }
+
+    #[test]
+    fn libpq_keyword_strings_are_postgres_and_their_passwords_are_hidden() {
+        let conn = "host=127.0.0.1 user=gate password=LEAK7 dbname=gate";
+        let loc = Location::parse(conn).unwrap();
+        assert_eq!(loc, Location::Postgres(conn.into()));
+        assert_eq!(
+            loc.display(),
+            "host=127.0.0.1 user=gate password=*** dbname=gate"
+        );
+        for (text, want) in [
+            ("password = 'it\\'s a b' host=x", "password=*** host=x"),
+            ("dbname=a password=", "dbname=a password=***"),
+            ("user=password password=p", "user=password password=***"),
+        ] {
+            assert_eq!(redact(text), want, "{text}");
+        }
+        let e = HistoryError::unavailable(&loc, "auth failed for LEAK7");
+        assert!(!e.to_string().contains("LEAK7"), "{e}");
+        // Not a path, not a URL, not a keyword string: refused, and the
+        // message shows no secret.
+        for bad in [
+            "hots=127.0.0.1 user=gate password=LEAK7",
+            "user:LEAK7 somewhere",
+            "a\tb",
+        ] {
+            let err = Location::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("neither a file path"), "{err}");
+            assert!(!err.contains("LEAK7"), "{err}");
+        }
+        // Explicit sqlite: takes any file name.
+        assert_eq!(
+            Location::parse("sqlite:my history=1.db").unwrap(),
+            Location::Sqlite("my history=1.db".into())
         );
     }
 }

@@ -6,8 +6,20 @@
 //! loopback, a CI service container or a private network. A URL asking for
 //! `sslmode=require` fails to connect with the driver's message; put a TLS
 //! proxy (or the service container) next to the runner instead. The
-//! connection waits at most `CONNECT_TIMEOUT_S` unless the URL sets its own
-//! `connect_timeout`: a dead server must not hold up a pipeline.
+//! location is a `postgres://` URL or a libpq keyword string
+//! (`host=... user=... password=... dbname=...`).
+//!
+//! A server that stalls must not hold up a pipeline: the TCP connect waits
+//! at most `CONNECT_TIMEOUT` (or the URL's `connect_timeout`, never more
+//! than the step's time-out), every statement and every lock wait is
+//! bounded on the server (`statement_timeout`, `lock_timeout`, set for the
+//! session at connect time), and the caller bounds the whole step on the
+//! client (`history::within`), for a server that accepts TCP and then never
+//! answers, which no server-side setting can catch.
+//!
+//! Errors say what the server said (`password authentication failed for
+//! user "gate"`, `database "x" does not exist`), not the driver's bare
+//! "db error" (`describe`).
 //!
 //! Atomicity and concurrency: every append is one transaction (run row with
 //! `RETURNING id`, then its metric and drift rows); ids come from a
@@ -22,8 +34,8 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls};
 use std::time::Duration;
 
-/// Default connect timeout in seconds (when the URL sets none).
-pub const CONNECT_TIMEOUT_S: u64 = 5;
+/// Default connect timeout (when the URL sets none).
+pub const CONNECT_TIMEOUT: Duration = crate::limits::HISTORY_CONNECT_TIMEOUT;
 
 /// Key of the advisory lock that serialises migrations ("gatehist" in hex-ish).
 const MIGRATION_LOCK_KEY: i64 = 0x6761_7465_6869_7374;
@@ -34,49 +46,64 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    pub fn connect(url: &str) -> Result<PostgresStore, HistoryError> {
+    pub fn connect(url: &str, timeout: Duration) -> Result<PostgresStore, HistoryError> {
         let location = Location::Postgres(url.to_string());
-        let fail = |e: &dyn std::fmt::Display| HistoryError::unavailable(&location, e);
+        let fail = |e: &postgres::Error| HistoryError::unavailable(&location, describe(e));
         let mut config: postgres::Config = url
             .parse()
-            .map_err(|e| HistoryError::BadLocation(format!(
-                "history URL '{}' is not a valid PostgreSQL URL: {}; write postgres://USER:PASSWORD@HOST:PORT/DB",
+            .map_err(|e: postgres::Error| HistoryError::BadLocation(format!(
+                "history location '{}' is not a valid PostgreSQL URL or keyword string: {}; write postgres://USER:PASSWORD@HOST:PORT/DB or host=HOST user=USER dbname=DB",
                 location.display(),
-                HistoryError::unavailable(&location, e)
+                HistoryError::unavailable(&location, describe(&e))
             )))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_S));
-        }
+        let connect = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT)
+            .min(timeout);
+        config.connect_timeout(connect);
         if config.get_application_name().is_none() {
             config.application_name("gate");
         }
+        // Server-side bounds for this session, sent with the start-up
+        // packet (no extra round trip), after any options of the URL.
+        // The lock wait ends a little earlier than the statement, so a
+        // locked table is reported as such ("lock timeout").
+        let ms = timeout.as_millis().max(2);
+        let lock_ms = ms * 9 / 10;
+        let bounds = format!("-c statement_timeout={ms} -c lock_timeout={lock_ms}");
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} {bounds}"),
+            _ => bounds,
+        };
+        config.options(&options);
         let client = config.connect(NoTls).map_err(|e| fail(&e))?;
         let mut store = PostgresStore { client, location };
         store.migrate()?;
         Ok(store)
     }
 
-    fn fail(&self, e: impl std::fmt::Display) -> HistoryError {
-        HistoryError::unavailable(&self.location, e)
+    fn fail(&self, e: &postgres::Error) -> HistoryError {
+        HistoryError::unavailable(&self.location, describe(e))
     }
 
     fn migrate(&mut self) -> Result<(), HistoryError> {
         loop {
             let loc = self.location.clone();
             let fail = |e: &dyn std::fmt::Display| HistoryError::unavailable(&loc, e);
-            let mut tx = self.client.transaction().map_err(|e| fail(&e))?;
+            let mut tx = self.client.transaction().map_err(|e| fail(&describe(&e)))?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
-                .map_err(|e| fail(&e))?;
+                .map_err(|e| fail(&describe(&e)))?;
             tx.batch_execute(schema::SCHEMA_TABLE_SQL)
-                .map_err(|e| fail(&e))?;
+                .map_err(|e| fail(&describe(&e)))?;
             let row = tx
                 .query_opt("SELECT version FROM gate_schema", &[])
-                .map_err(|e| fail(&e))?;
+                .map_err(|e| fail(&describe(&e)))?;
             let version = match row {
                 Some(r) => r.get::<_, i32>(0).max(0) as u32,
                 None => {
                     tx.execute("INSERT INTO gate_schema (version) VALUES (0)", &[])
-                        .map_err(|e| fail(&e))?;
+                        .map_err(|e| fail(&describe(&e)))?;
                     0
                 }
             };
@@ -84,22 +111,24 @@ impl PostgresStore {
                 return Err(fail(&schema::too_new(version)));
             }
             if version == schema::CURRENT_VERSION {
-                tx.commit().map_err(|e| fail(&e))?;
+                tx.commit().map_err(|e| fail(&describe(&e)))?;
                 return Ok(());
             }
             let m = &MIGRATIONS[version as usize];
             tx.batch_execute(m.postgres).map_err(|e| {
                 fail(&format!(
-                    "migration to schema {} ({}) failed: {e}",
-                    m.version, m.what
+                    "migration to schema {} ({}) failed: {}",
+                    m.version,
+                    m.what,
+                    describe(&e)
                 ))
             })?;
             tx.execute(
                 "UPDATE gate_schema SET version = $1",
                 &[&(m.version as i32)],
             )
-            .map_err(|e| fail(&e))?;
-            tx.commit().map_err(|e| fail(&e))?;
+            .map_err(|e| fail(&describe(&e)))?;
+            tx.commit().map_err(|e| fail(&describe(&e)))?;
         }
     }
 }
@@ -122,7 +151,7 @@ fn refs(ps: &[Box<dyn ToSql + Sync>]) -> Vec<&(dyn ToSql + Sync)> {
 impl HistoryStore for PostgresStore {
     fn append(&mut self, run: &RunRecord) -> Result<i64, HistoryError> {
         let loc = self.location.clone();
-        let fail = |e: postgres::Error| HistoryError::unavailable(&loc, e);
+        let fail = |e: postgres::Error| HistoryError::unavailable(&loc, describe(&e));
         let mut tx = self.client.transaction().map_err(fail)?;
         let tags = serde_json::to_string(&run.tags).unwrap_or_else(|_| "{}".into());
         let env = run.environment.to_string();
@@ -227,30 +256,33 @@ impl HistoryStore for PostgresStore {
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()
-            .map_err(|e| fail(&e))?;
+            .map_err(|e| fail(&describe(&e)))?;
         let run_params = params(&s.runs_params);
         let mut runs = Vec::new();
         for r in tx
             .query(&s.runs, &refs(&run_params))
-            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&describe(&e)))?
         {
             runs.push(read_run(&r).map_err(|e| fail(&e))?);
         }
         let mut metrics = Vec::new();
         if let Some(msql) = &s.metrics {
             let mp = params(&s.metrics_params);
-            for r in tx.query(msql, &refs(&mp)).map_err(|e| fail(&e))? {
+            for r in tx
+                .query(msql, &refs(&mp))
+                .map_err(|e| fail(&describe(&e)))?
+            {
                 metrics.push(read_metric(&r).map_err(|e| fail(&e))?);
             }
         }
         let mut drift = Vec::new();
         for r in tx
             .query(&s.drift, &refs(&run_params))
-            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&describe(&e)))?
         {
             drift.push(read_drift(&r).map_err(|e| fail(&e))?);
         }
-        tx.commit().map_err(|e| fail(&e))?;
+        tx.commit().map_err(|e| fail(&describe(&e)))?;
         sql::attach(&mut runs, metrics, drift);
         Ok(runs)
     }
@@ -259,13 +291,42 @@ impl HistoryStore for PostgresStore {
         let row = self
             .client
             .query_one("SELECT version FROM gate_schema", &[])
-            .map_err(|e| self.fail(e))?;
+            .map_err(|e| self.fail(&e))?;
         Ok(row.get::<_, i32>(0).max(0) as u32)
     }
 
     fn location(&self) -> String {
         self.location.display()
     }
+}
+
+/// What went wrong, in the server's words when the server said something
+/// (the driver's own text for a server error is only "db error"):
+/// `password authentication failed for user "gate" (SQLSTATE 28P01)`,
+/// `canceling statement due to lock timeout (SQLSTATE 55P03)`; else the
+/// driver's text with its causes (`error connecting to server: Connection
+/// refused (os error 111)`).
+pub fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut s = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(d) = db.detail() {
+            s.push_str(&format!("; {d}"));
+        }
+        if let Some(h) = db.hint() {
+            s.push_str(&format!("; hint: {h}"));
+        }
+        return s;
+    }
+    let mut s = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(&format!(": {text}"));
+        }
+        cause = c.source();
+    }
+    s
 }
 
 fn read_run(r: &postgres::Row) -> Result<RunRecord, String> {

@@ -1,0 +1,309 @@
+//! The watchdog: a launched tree dies with gate, even when gate itself is
+//! killed with SIGKILL (a CI runner ending a job that way used to leak the
+//! benchmark's processes, GPU memory included, into the next job).
+//!
+//! Why this design, of the ones available without privileges:
+//! - `PR_SET_PDEATHSIG` reaches only gate's direct child (`target.rs` still
+//!   sets it); that child's own children are reparented to PID 1 and live on.
+//! - The tree's token (`GATE_TARGET_TOKEN`) misses a descendant that clears
+//!   its environment, and the process group misses one that calls `setsid`:
+//!   both are how `target.rs` finds the tree while gate lives, and neither
+//!   helps once gate is dead (nobody is left to look).
+//! - A cgroup v2 per run would catch everything, but needs a delegated,
+//!   writable cgroup, which CI containers rarely give.
+//! - So: gate makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`):
+//!   while gate lives, every orphan of the tree is reparented to gate instead
+//!   of PID 1, so the tree stays ONE tree under gate (parent links), whatever
+//!   it does with its environment, session or process group. A watchdog
+//!   process (gate's own binary run as `gate __watchdog`, in its own session
+//!   so a signal to gate's process group does not reach it) holds the read
+//!   end of a pipe whose only write end is gate's (close-on-exec, so the
+//!   benchmark never holds it). It learns the command's PID through the
+//!   pipe and every `POLL` remembers the tree: the command's descendants,
+//!   and the orphans gate adopted. When the pipe ends (gate exited: SIGKILL,
+//!   OOM, a panic, or simply done), it stops the remembered processes and
+//!   their descendants, and every process still carrying the tree's token:
+//!   SIGSTOP first (no more forks), then SIGKILL, then it exits.
+//!
+//! What remains: a process that leaves the tree and dies-and-forks within
+//! one `POLL` right before gate is killed, and drops the token, can escape;
+//! a cgroup is the only complete answer (docs/limits.md).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// The first argument that makes the `gate` binary run as the watchdog.
+pub const WATCHDOG_ARG: &str = "__watchdog";
+
+/// How often the watchdog looks at the tree while gate lives.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// Whether this binary runs `WATCHDOG_ARG` (set by `gate`'s `main`); a
+/// library user (the unit tests) gets no watchdog rather than a stray
+/// process.
+static AVAILABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called first thing by `gate`'s `main`: runs the watchdog and returns its
+/// exit code when the command line asks for it, else notes that the
+/// watchdog is available and returns None.
+pub fn main_if_requested() -> Option<i32> {
+    let args: Vec<String> = std::env::args().skip(1).take(4).collect();
+    if args.first().map(String::as_str) != Some(WATCHDOG_ARG) {
+        AVAILABLE.store(true, std::sync::atomic::Ordering::SeqCst);
+        return None;
+    }
+    let gate_pid = args.get(1).and_then(|p| p.parse().ok())?;
+    let token = args.get(2).cloned().unwrap_or_default();
+    Some(watch(gate_pid, &token))
+}
+
+/// gate's side: the running watchdog of one launch.
+pub struct Watchdog {
+    pipe: std::fs::File,
+    child: Option<std::process::Child>,
+}
+
+impl Watchdog {
+    /// Make gate a subreaper and start the watchdog for the tree marked
+    /// with `token`. None where the watchdog is not available (library
+    /// use) or could not start (then gate runs as before: the tree is
+    /// still stopped by gate whenever gate can).
+    pub fn start(token: &str) -> Option<Watchdog> {
+        if !AVAILABLE.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        // SAFETY: prctl with integer arguments; affects only this process.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid 2-int array; O_CLOEXEC so no child but the
+        // watchdog (which gets the read end as stdin) inherits either end.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return None;
+        }
+        // SAFETY: both descriptors were just created and are owned here.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let exe = std::env::current_exe().ok()?;
+        let mut command = std::process::Command::new(exe);
+        command
+            .arg(WATCHDOG_ARG)
+            .arg(std::process::id().to_string())
+            .arg(token)
+            .env_remove(crate::target::TOKEN_VAR)
+            .stdin(std::process::Stdio::from(read_end))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit());
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe. Its own session: a signal to
+        // gate's process group (Ctrl-C, a CI runner's SIGKILL to the group)
+        // does not take the watchdog with it.
+        unsafe {
+            command.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = command.spawn().ok()?;
+        Some(Watchdog {
+            pipe: std::fs::File::from(write_end),
+            child: Some(child),
+        })
+    }
+
+    /// Tell the watchdog which PID the command got.
+    pub fn watch(&mut self, command_pid: u32) {
+        let _ = writeln!(self.pipe, "{command_pid}");
+    }
+
+    /// The watchdog's PID (gate must not count it as part of the tree).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+}
+
+impl Drop for Watchdog {
+    /// Closing the pipe ends the watchdog (after it swept what is left);
+    /// it is reaped in the background so no zombie stays behind.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // The pipe closes when `self.pipe` drops, right after this.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
+/// One process as /proc/PID/stat describes it.
+#[derive(Debug, Clone, Copy)]
+struct Proc {
+    ppid: u32,
+    pgrp: u32,
+    start_ticks: u64,
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): field N is f[N - 3].
+    if matches!(f.first(), Some(&"Z") | Some(&"X")) {
+        return None;
+    }
+    Some(Proc {
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start_ticks: f.get(19)?.parse().ok()?,
+    })
+}
+
+fn all_procs() -> BTreeMap<u32, Proc> {
+    let mut out = BTreeMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
+                if let Some(p) = read_proc(pid) {
+                    out.insert(pid, p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `roots` and every live descendant of them in `procs`.
+fn with_descendants(procs: &BTreeMap<u32, Proc>, roots: &BTreeSet<u32>) -> BTreeSet<u32> {
+    let mut set: BTreeSet<u32> = roots
+        .iter()
+        .copied()
+        .filter(|p| procs.contains_key(p))
+        .collect();
+    loop {
+        let before = set.len();
+        for (pid, p) in procs {
+            if set.contains(&p.ppid) {
+                set.insert(*pid);
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+fn is_watchdog(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| c.split(|&b| b == 0).nth(1) == Some(WATCHDOG_ARG.as_bytes()))
+        .unwrap_or(false)
+}
+
+fn carries(pid: u32, needle: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|&b| b == 0).any(|e| e == needle))
+        .unwrap_or(false)
+}
+
+/// The watchdog process: remember the tree while the pipe on stdin is
+/// open, stop it when the pipe ends. Returns its exit code (0).
+fn watch(gate_pid: u32, token: &str) -> i32 {
+    let me = std::process::id();
+    let gate_pgrp = read_proc(gate_pid).map(|p| p.pgrp);
+    let mut stdin = std::io::stdin().lock();
+    let fd = stdin.as_raw_fd();
+    let mut command_pid: Option<u32> = None;
+    // Remembered members: PID -> start time (a reused PID is not a member).
+    let mut members: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut line = Vec::new();
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as libc::c_int) };
+        if ready > 0 {
+            let mut buf = [0u8; 64];
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    line.extend_from_slice(&buf[..n]);
+                    while let Some(i) = line.iter().position(|&b| b == b'\n') {
+                        let text: Vec<u8> = line.drain(..=i).collect();
+                        command_pid = std::str::from_utf8(&text)
+                            .ok()
+                            .and_then(|t| t.trim().parse().ok());
+                    }
+                }
+            }
+        }
+        let Some(cmd) = command_pid else { continue };
+        let procs = all_procs();
+        // The command's descendants, and the orphans gate adopted: its
+        // children outside its own process group (gate's own helpers, such
+        // as git, stay in gate's group), other than watchdogs.
+        let mut roots: BTreeSet<u32> = [cmd].into();
+        for (pid, p) in &procs {
+            if p.ppid == gate_pid && *pid != me && Some(p.pgrp) != gate_pgrp && !is_watchdog(*pid) {
+                roots.insert(*pid);
+            }
+        }
+        roots.extend(members.keys().copied());
+        for pid in with_descendants(&procs, &roots) {
+            if let Some(p) = procs.get(&pid) {
+                members.entry(pid).or_insert(p.start_ticks);
+            }
+        }
+        members.retain(|pid, start| procs.get(pid).is_some_and(|p| p.start_ticks == *start));
+    }
+    sweep(&members, token, me, gate_pid);
+    0
+}
+
+/// Stop what is left of the tree: the remembered members still alive (same
+/// start time), their descendants now, and any process carrying the token.
+fn sweep(members: &BTreeMap<u32, u64>, token: &str, me: u32, gate_pid: u32) {
+    let needle = format!("{}={token}", crate::target::TOKEN_VAR);
+    let mut stopped: BTreeSet<u32> = BTreeSet::new();
+    // Stop, look again (a process may have forked meanwhile), until no new
+    // member appears; then kill them all.
+    for _ in 0..50 {
+        let procs = all_procs();
+        let mut roots: BTreeSet<u32> = members
+            .iter()
+            .filter(|(pid, start)| procs.get(pid).is_some_and(|p| p.start_ticks == **start))
+            .map(|(pid, _)| *pid)
+            .collect();
+        roots.extend(stopped.iter().copied());
+        if !token.is_empty() {
+            roots.extend(
+                procs
+                    .keys()
+                    .copied()
+                    .filter(|&pid| carries(pid, needle.as_bytes())),
+            );
+        }
+        let all = with_descendants(&procs, &roots);
+        let fresh: Vec<u32> = all
+            .iter()
+            .copied()
+            .filter(|p| *p != me && *p != gate_pid && !stopped.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for pid in fresh {
+            // SAFETY: kill(2) on a process identified as a member just now.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+            stopped.insert(pid);
+        }
+    }
+    for pid in &stopped {
+        // SAFETY: as above; SIGKILL ends a stopped process too.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
