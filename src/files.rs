@@ -277,7 +277,7 @@ fn check_output_named(path: &Path, what: &str, inputs: &Inputs) -> io::Result<()
     }
     if let Some((input_what, input)) = inputs.find(path) {
         return Err(refuse(format!(
-            "it is {input_what} '{}', which this command reads; write the output somewhere else",
+            "it is the input '{}' ({input_what}); write the output somewhere else",
             input.display()
         )));
     }
@@ -536,7 +536,7 @@ mod tests {
         inputs.add("the history database", &fresh);
         for out in [&fresh, &other] {
             let err = inputs.write_output(out, "--json", b"x").unwrap_err();
-            assert!(err.to_string().contains("is the history database"), "{err}");
+            assert!(err.to_string().contains("(the history database)"), "{err}");
         }
         assert_eq!(std::fs::read_to_string(&input).unwrap(), "keep");
 

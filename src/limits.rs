@@ -81,6 +81,20 @@ pub const HISTORY_CLIENT_GRACE: Duration = Duration::from_secs(2);
 /// Longest wait for the TCP connection to a PostgreSQL history (unless the
 /// URL sets `connect_timeout`; never more than `--history-timeout`).
 pub const HISTORY_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest free text of one JUnit test case of a metric (its failure
+/// text with the diagnosis): 3,000 regressed metrics each carrying the
+/// whole diagnosis made an 880 MB JUnit file and took 1.86 GB of memory.
+pub const MAX_CASE_TEXT_BYTES: usize = 2 * 1024;
+/// Longest free text of the `run verdict` test case (reasons, diagnosis)
+/// and of one line of the PR comment's head, in the report's own words.
+pub const MAX_RUN_TEXT_BYTES: usize = 64 * 1024;
+/// Longest one-line message (JUnit `message` attributes, the PR comment's
+/// "Top cause" line before escaping).
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+/// Largest PR comment gate writes: GitHub takes 65,536 characters, the
+/// GitHub template cuts at 60,000 bytes; the table is cut first, the
+/// markers by which the comment is found always stay last.
+pub const MAX_PR_COMMENT_BYTES: usize = 60_000;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
 
@@ -192,6 +206,16 @@ mod tests {
                 ),
             ),
             (
+                "report texts",
+                format!(
+                    "{} per metric test case, {} for the run verdict, {} per message",
+                    bytes_text(MAX_CASE_TEXT_BYTES as u64),
+                    bytes_text(MAX_RUN_TEXT_BYTES as u64),
+                    bytes_text(MAX_MESSAGE_BYTES as u64)
+                ),
+            ),
+            ("PR comment", "60,000 bytes".to_string()),
+            (
                 "gate killed outright (SIGKILL, OOM)",
                 duration_text(crate::watchdog::POLL),
             ),
@@ -212,6 +236,7 @@ mod tests {
             );
         }
         assert_eq!(MAX_PANORAMA_SLICES, 100_000);
+        assert_eq!(MAX_PR_COMMENT_BYTES, 60_000);
         assert_eq!(MAX_TRACE_SPAN_MS, 2_592_000_000.0);
     }
 

@@ -220,7 +220,7 @@ impl Target {
         }
         // Before the command starts: gate becomes a subreaper, so nothing
         // the command forks can leave the tree before the watchdog sees it.
-        let mut watchdog = crate::watchdog::Watchdog::start(&token);
+        let mut watchdog = crate::watchdog::Watchdog::start(&format!("{TOKEN_VAR}={token}"));
         let mut child = command.spawn().map_err(|e| {
             GateError::usage(format!(
                 "cannot start '{program}': {e}; check the command after '--' (it runs without a shell, so PATH lookup only)"
@@ -519,12 +519,17 @@ impl Launched {
         self.reap_adopted();
     }
 
-    /// Orphans of the tree that gate adopted as a subreaper and that have
-    /// ended are gate's zombies: reap them (never the command itself, whose
-    /// status its own thread collects, nor the watchdog).
+    /// Orphans of the tree that gate adopted as a subreaper (only with the
+    /// watchdog) and that have ended are gate's zombies: reap them. Only
+    /// members of this tree (its process group, or seen by `track`); never
+    /// the command itself, whose status its own thread collects, nor
+    /// another child of gate's.
     fn reap_adopted(&self) {
         let me = std::process::id();
-        let watchdog = self.watchdog.as_ref().and_then(|w| w.pid());
+        let Some(watchdog) = &self.watchdog else {
+            return;
+        };
+        let watchdog = watchdog.pid();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return;
         };
@@ -539,7 +544,9 @@ impl Launched {
             if pid == self.pid || Some(pid) == watchdog {
                 continue;
             }
-            if read_stat(pid).is_some_and(|st| st.state == 'Z' && st.ppid == me) {
+            let member =
+                |st: &Stat| st.pgrp == self.pid || self.seen.get(&pid) == Some(&st.start_ticks);
+            if read_stat(pid).is_some_and(|st| st.state == 'Z' && st.ppid == me && member(&st)) {
                 let mut status = 0;
                 // SAFETY: waitpid on a zombie child of ours, not blocking.
                 unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };

@@ -55,8 +55,8 @@ pub fn main_if_requested() -> Option<i32> {
         return None;
     }
     let gate_pid = args.get(1).and_then(|p| p.parse().ok())?;
-    let token = args.get(2).cloned().unwrap_or_default();
-    Some(watch(gate_pid, &token))
+    let marker = args.get(2).cloned().unwrap_or_default();
+    Some(watch(gate_pid, &marker))
 }
 
 /// gate's side: the running watchdog of one launch.
@@ -70,7 +70,8 @@ impl Watchdog {
     /// with `token`. None where the watchdog is not available (library
     /// use) or could not start (then gate runs as before: the tree is
     /// still stopped by gate whenever gate can).
-    pub fn start(token: &str) -> Option<Watchdog> {
+    /// `marker` is the tree's environment entry (`GATE_TARGET_TOKEN=...`).
+    pub fn start(marker: &str) -> Option<Watchdog> {
         if !AVAILABLE.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
@@ -92,8 +93,9 @@ impl Watchdog {
         command
             .arg(WATCHDOG_ARG)
             .arg(std::process::id().to_string())
-            .arg(token)
-            .env_remove(crate::target::TOKEN_VAR)
+            .arg(marker)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .stdin(std::process::Stdio::from(read_end))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit());
@@ -209,7 +211,7 @@ fn carries(pid: u32, needle: &[u8]) -> bool {
 
 /// The watchdog process: remember the tree while the pipe on stdin is
 /// open, stop it when the pipe ends. Returns its exit code (0).
-fn watch(gate_pid: u32, token: &str) -> i32 {
+fn watch(gate_pid: u32, marker: &str) -> i32 {
     let me = std::process::id();
     let gate_pgrp = read_proc(gate_pid).map(|p| p.pgrp);
     let mut stdin = std::io::stdin().lock();
@@ -260,14 +262,14 @@ fn watch(gate_pid: u32, token: &str) -> i32 {
         }
         members.retain(|pid, start| procs.get(pid).is_some_and(|p| p.start_ticks == *start));
     }
-    sweep(&members, token, me, gate_pid);
+    sweep(&members, marker, me, gate_pid);
     0
 }
 
 /// Stop what is left of the tree: the remembered members still alive (same
-/// start time), their descendants now, and any process carrying the token.
-fn sweep(members: &BTreeMap<u32, u64>, token: &str, me: u32, gate_pid: u32) {
-    let needle = format!("{}={token}", crate::target::TOKEN_VAR);
+/// start time), their descendants now, and any process whose environment
+/// holds `marker` (the tree's `GATE_TARGET_TOKEN=...`).
+fn sweep(members: &BTreeMap<u32, u64>, marker: &str, me: u32, gate_pid: u32) {
     let mut stopped: BTreeSet<u32> = BTreeSet::new();
     // Stop, look again (a process may have forked meanwhile), until no new
     // member appears; then kill them all.
@@ -279,12 +281,12 @@ fn sweep(members: &BTreeMap<u32, u64>, token: &str, me: u32, gate_pid: u32) {
             .map(|(pid, _)| *pid)
             .collect();
         roots.extend(stopped.iter().copied());
-        if !token.is_empty() {
+        if marker.contains('=') {
             roots.extend(
                 procs
                     .keys()
                     .copied()
-                    .filter(|&pid| carries(pid, needle.as_bytes())),
+                    .filter(|&pid| carries(pid, marker.as_bytes())),
             );
         }
         let all = with_descendants(&procs, &roots);

@@ -836,7 +836,7 @@ fn ci_files_and_reports_named_like_an_input_are_refused() {
         let res = check_replay(d, "train", &[flag, input], &t);
         let (_, stderr) = output(&res);
         assert_eq!(res.status.code(), Some(2), "{flag} {input}: {stderr}");
-        assert!(stderr.contains("which this command reads"), "{stderr}");
+        assert!(stderr.contains("it is the input"), "{stderr}");
         assert_eq!(snapshot(), before);
     }
 }

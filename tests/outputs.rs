@@ -294,3 +294,120 @@ fn a_full_disk_is_an_infrastructure_failure_not_a_usage_error() {
     .unwrap();
     assert_eq!(code, Some(3), "{stderr}");
 }
+
+/// Issue 19.4: 3,000 user metrics, all regressed, took 1.86 GB of memory
+/// and made an 880 MB JUnit file (every test case carried the whole list);
+/// the PR comment was 384 kB and the template's cut removed its marker.
+/// Every output now grows linearly, the PR comment fits GitHub's limit by
+/// construction and keeps its marker last.
+#[test]
+fn three_thousand_regressed_metrics_cost_linear_output_and_bounded_memory() {
+    const N: usize = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut toml = String::new();
+    for i in 0..N {
+        toml.push_str(&format!(
+            "[user_metrics.m{i:04}]\nregex = ' m{i:04}=([0-9.]+)'\ndirection = \"higher_is_better\"\nunit = \"1/s\"\naggregate = \"last\"\n"
+        ));
+    }
+    std::fs::write(d.join("gate.toml"), toml).unwrap();
+    let printing = |seed: u64, value: f64| {
+        let mut s = run(healthy(seed), seed);
+        // One line holding every metric: each regex scans one line, not
+        // 3,000 (the debug build's regex matching would dominate the test).
+        let line: String = (0..N).map(|i| format!(" m{i:04}={value}")).collect();
+        s.extra_output = vec![line];
+        s.with_samples(60)
+    };
+    let base: Vec<_> = [(1, 99.0), (2, 100.0), (3, 101.0)]
+        .iter()
+        .map(|(seed, v)| trace(d, &format!("b{seed}.jsonl"), &printing(*seed, *v)))
+        .collect();
+    let t0 = std::time::Instant::now();
+    gate(d)
+        .args(["capture", "--baseline", "many", "--replay"])
+        .args(&base)
+        .assert()
+        .success();
+    let capture_s = t0.elapsed().as_secs_f64();
+    let slow = trace(d, "slow.jsonl", &printing(4, 50.0));
+    let t0 = std::time::Instant::now();
+    // The child's own peak memory (wait4), not the test process's.
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gate"));
+    cmd.current_dir(d)
+        .args([
+            "check",
+            "--baseline",
+            "many",
+            "--junit",
+            "j.xml",
+            "--json",
+            "r.json",
+        ])
+        .args([
+            "--markdown",
+            "r.md",
+            "--pr-comment",
+            "pr.md",
+            "--openmetrics",
+            "r.om",
+            "--replay",
+        ])
+        .arg(&slow)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", d.join("summary.md"))
+        .stdout(std::fs::File::create(d.join("stdout.txt")).unwrap())
+        .stderr(std::fs::File::create(d.join("stderr.txt")).unwrap());
+    // Reaped by wait4 below (which also gives its rusage), not Child::wait.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; waiting for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t);
+    let code = libc::WEXITSTATUS(status);
+    let check_s = t0.elapsed().as_secs_f64();
+    let stderr = std::fs::read_to_string(d.join("stderr.txt")).unwrap();
+    assert_eq!(code, 1, "{stderr}");
+    let peak_mib = usage.ru_maxrss as f64 / 1024.0;
+    let size = |name: &str| std::fs::metadata(d.join(name)).unwrap().len();
+    let report = format!(
+        "capture {capture_s:.1} s, check {check_s:.1} s (debug build); peak RSS {peak_mib:.0} MiB; junit {} B, json {} B, markdown {} B, pr comment {} B, openmetrics {} B, stdout {} B, step summary {} B",
+        size("j.xml"),
+        size("r.json"),
+        size("r.md"),
+        size("pr.md"),
+        size("r.om"),
+        size("stdout.txt"),
+        size("summary.md")
+    );
+    eprintln!("{N} regressed metrics: {report}");
+    // Bounds: about 2 KiB per metric for JUnit (its failure text is capped),
+    // and every other output below 1 KiB per metric.
+    assert!(peak_mib < 400.0, "{report}");
+    assert!(size("j.xml") < (N as u64) * 2600 + 200_000, "{report}");
+    for f in ["r.json", "r.md", "r.om", "stdout.txt"] {
+        assert!(size(f) < (N as u64) * 1024, "{f}: {report}");
+    }
+    assert_valid_junit(&d.join("j.xml"));
+    // The PR comment: within GitHub's 65,536 characters (and the template's
+    // 60,000-byte cut), its three lines first, the table cut with a line
+    // that says so, the markers last.
+    let pr = std::fs::read_to_string(d.join("pr.md")).unwrap();
+    assert!(pr.len() <= 60_000, "{report}");
+    assert!(pr.starts_with("**gate: :x: REGRESSION**"), "{}", &pr[..200]);
+    assert!(
+        pr.contains("more metrics, see the JUnit/JSON artifact"),
+        "{pr}"
+    );
+    assert!(
+        pr.ends_with("<!-- gate-pr-comment:many -->\n<!-- gate-changed:yes -->\n"),
+        "{}",
+        &pr[pr.len() - 300..]
+    );
+    for line in pr.lines() {
+        assert!(line.len() <= 2_000, "a {} byte line", line.len());
+    }
+}

@@ -15,9 +15,10 @@
 //! classname+name is unique), and one testcase `run verdict` for the run
 //! (crash, environment, too few samples, the overall regression).
 
-use super::{failure_text, Reporter};
+use super::{capped, failure_text, Reporter};
 use crate::escape;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
+use crate::limits::{MAX_MESSAGE_BYTES, MAX_RUN_TEXT_BYTES};
 
 pub struct Junit;
 
@@ -52,7 +53,7 @@ fn outcome(kind: &str, kind_type: &str, message: &str, body: &str) -> String {
     format!(
         "      <{kind} type=\"{}\" message=\"{}\">{}</{kind}>\n",
         escape::xml_attr(kind_type),
-        escape::xml_attr(message),
+        escape::xml_attr(&capped(message, MAX_MESSAGE_BYTES)),
         escape::xml_text(body)
     )
 }
@@ -72,6 +73,7 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
             body.push_str(&format!("- {d}\n"));
         }
     }
+    let body = capped(&body, MAX_RUN_TEXT_BYTES).into_owned();
     let message = format!(
         "{}: {}",
         r.verdict.as_str(),
@@ -116,7 +118,7 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
     }
     case.push_str(&format!(
         "      <system-out>{}</system-out>\n    </testcase>\n",
-        escape::xml_text(&out_text)
+        escape::xml_text(&capped(&out_text, MAX_RUN_TEXT_BYTES))
     ));
     case
 }
@@ -171,7 +173,10 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
             case.push_str(&format!(
                 "      <skipped type=\"{}\" message=\"{}\"/>\n",
                 m.verdict.as_str(),
-                escape::xml_attr(&format!("{short}. {}", super::words::metric_reason(m)))
+                escape::xml_attr(&capped(
+                    &format!("{short}. {}", super::words::metric_reason(m)),
+                    MAX_MESSAGE_BYTES
+                ))
             ));
         }
         _ => {

@@ -62,9 +62,30 @@ pub fn noise_text(m: &crate::gate::MetricResult) -> String {
     }
 }
 
+/// `text` cut to at most `max_bytes` (at a character boundary) with a note
+/// saying how much was cut. Every free text of a report is capped, so each
+/// output grows linearly with the metrics (`limits::MAX_CASE_TEXT_BYTES`).
+pub fn capped(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}… [{} more bytes cut; the JSON report has it all]",
+        &text[..end],
+        text.len() - end
+    ))
+}
+
 /// One line per failing metric or run-level reason, for annotations and
-/// JUnit: what moved, by how much, against which tolerance, and why.
+/// JUnit: what moved, by how much, against which tolerance, and why; then
+/// the diagnosis, all within `limits::MAX_CASE_TEXT_BYTES` (the diagnosis
+/// is the run's, and the `run verdict` test case carries it whole).
 pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> String {
+    const MAX: usize = crate::limits::MAX_CASE_TEXT_BYTES;
     let mut s = format!(
         "{} ({}): baseline {}, new {}, change {}, floor {}, noise band {}. {}",
         m.label(),
@@ -76,14 +97,16 @@ pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> Stri
         noise_text(m),
         words::metric_reason(m)
     );
-    let diag = report.diagnosis_text.clone();
-    if !diag.is_empty() {
+    if !report.diagnosis_text.is_empty() && s.len() < MAX {
         s.push_str("\nDiagnosis:\n");
-        for d in diag {
-            s.push_str(&format!("- {d}\n"));
+        for d in &report.diagnosis_text {
+            if s.len() >= MAX {
+                break;
+            }
+            s.push_str(&format!("- {}\n", capped(d, MAX - s.len())));
         }
     }
-    s
+    capped(&s, MAX + 100).into_owned()
 }
 
 #[cfg(test)]

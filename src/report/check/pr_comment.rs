@@ -6,7 +6,10 @@
 //! 2. the top cause: the first diagnosis, else the run-level reason;
 //! 3. the metrics that moved most, with their change.
 //!
-//! The full gated table follows, folded. Two hidden lines end it: the
+//! The full gated table follows, folded. The comment stays within
+//! `limits::MAX_PR_COMMENT_BYTES` by construction (`fit`: the table is cut
+//! first, with a line that says how many metrics are left out). Two hidden
+//! lines end it, whatever is cut: the
 //! marker `<!-- gate-pr-comment:BASELINE -->` by which the CI templates find
 //! and edit their one comment on each push, and `<!-- gate-changed:yes|no -->`:
 //! a new comment is posted only when something regressed or changed, an
@@ -48,12 +51,13 @@ pub fn marker(baseline: &str) -> String {
 /// baseline, benchmark that could not start): always worth posting, and it
 /// replaces an earlier verdict on the same baseline.
 pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
-    format!(
+    let message = super::capped(message, crate::limits::MAX_MESSAGE_BYTES);
+    fit(format!(
         "**gate: :warning: ERROR** for baseline `{}`: nothing was judged (exit {exit_code})\n\
          Top cause: {}\n\
          {}\n\n{}\n<!-- gate-changed:yes -->\n",
         code(baseline),
-        text(message),
+        text(&message),
         match exit_code {
             crate::exit_code::INFRA =>
                 "Measurement or infrastructure problem: re-running on another runner may help.",
@@ -62,7 +66,89 @@ pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
             _ => "Input or configuration problem: fix it; re-running will not help.",
         },
         marker(baseline)
-    )
+    ))
+}
+
+/// Longest line of the comment (a table row, the "Top cause" line).
+const MAX_LINE_BYTES: usize = 2_000;
+
+/// `line` (already Markdown) cut to `MAX_LINE_BYTES`, never inside an
+/// entity (`&lt;`) or after a lone backslash, code spans closed.
+fn cut_line(line: &str) -> String {
+    if line.len() <= MAX_LINE_BYTES {
+        return line.to_string();
+    }
+    let mut end = MAX_LINE_BYTES - 8;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut head = &line[..end];
+    if let Some(amp) = head.rfind('&') {
+        if !head[amp..].contains(';') {
+            head = &head[..amp];
+        }
+    }
+    let mut out = head.trim_end_matches('\\').to_string();
+    if out.matches('`').count() % 2 == 1 {
+        out.push('`');
+    }
+    out.push_str(" …");
+    out
+}
+
+/// The comment within `limits::MAX_PR_COMMENT_BYTES` by construction
+/// (GitHub takes 65,536 characters; the GitHub template cuts at 60,000
+/// bytes): long lines are cut, then the metric table, with a line saying
+/// how many metrics are left out; the hidden markers by which the CI
+/// templates find and edit the comment always stay, last.
+fn fit(comment: String) -> String {
+    const MAX: usize = crate::limits::MAX_PR_COMMENT_BYTES;
+    if comment.len() <= MAX && comment.lines().all(|l| l.len() <= MAX_LINE_BYTES) {
+        return comment;
+    }
+    let lines: Vec<&str> = comment.lines().collect();
+    let tail_start = lines
+        .iter()
+        .rposition(|l| !l.starts_with("<!-- gate-"))
+        .map_or(0, |i| i + 1);
+    let (body, tail) = lines.split_at(tail_start);
+    let tail: String = tail.iter().map(|l| format!("{l}\n")).collect();
+    // Room for the cut note and a closing </details>.
+    let room = MAX.saturating_sub(tail.len() + 200);
+    let mut out = String::new();
+    let mut open_details = false;
+    for (i, line) in body.iter().enumerate() {
+        let line = cut_line(line);
+        if out.len() + line.len() + 1 > room {
+            let rest = &body[i..];
+            let rows = rest.iter().filter(|l| l.starts_with("| `")).count();
+            if out.lines().last().is_some_and(|l| l.starts_with('|')) {
+                out.push('\n');
+            }
+            if rows > 0 {
+                out.push_str(&format!(
+                    "... {rows} more metrics, see the JUnit/JSON artifact\n"
+                ));
+            } else {
+                out.push_str("... cut to fit the comment limit, see the JUnit/JSON artifact\n");
+            }
+            if open_details {
+                out.push_str("\n</details>\n");
+            }
+            out.push('\n');
+            out.push_str(&tail);
+            return out;
+        }
+        if line.starts_with("<details") {
+            open_details = true;
+        } else if line.starts_with("</details>") {
+            open_details = false;
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str(&tail);
+    out
 }
 
 /// Gated metrics that moved beyond their threshold, worst first:
@@ -199,6 +285,7 @@ impl Reporter for PrComment {
             }
             _ => "No diagnosis rule matched the change.".to_string(),
         };
+        let cause = super::capped(&cause, crate::limits::MAX_MESSAGE_BYTES);
         out.push_str(&format!("Top cause: {}\n", text(&cause)));
         // Line 3: what moved most.
         if moved.is_empty() {
@@ -267,7 +354,7 @@ impl Reporter for PrComment {
         } else {
             "<!-- gate-changed:no -->\n"
         });
-        out
+        fit(out)
     }
 }
 
@@ -290,6 +377,39 @@ mod tests {
         assert_eq!(lines[lines.len() - 2], "<!-- gate-pr-comment:demo -->");
         assert_eq!(lines[lines.len() - 1], "<!-- gate-changed:yes -->");
         assert!(changed(&r));
+    }
+
+    #[test]
+    fn a_huge_comment_is_cut_to_the_host_limit_and_keeps_its_markers() {
+        let mut text = format!("**gate: :x: REGRESSION** x\nTop cause: {}\nMoved: y\n\n<details><summary>Gated metrics</summary>\n\n| metric | stat | change | verdict |\n|---|---|---:|---|\n", "&lt;".repeat(5000));
+        for i in 0..5000 {
+            text.push_str(&format!("| `m{i:04}` | last | -50 % | regression |\n"));
+        }
+        text.push_str("\n</details>\n\n<!-- gate-pr-comment:demo -->\n<!-- gate-changed:yes -->\n");
+        let cut = fit(text);
+        assert!(
+            cut.len() <= crate::limits::MAX_PR_COMMENT_BYTES,
+            "{}",
+            cut.len()
+        );
+        assert!(cut.ends_with(
+            "\n</details>\n\n<!-- gate-pr-comment:demo -->\n<!-- gate-changed:yes -->\n"
+        ));
+        let note = cut.lines().find(|l| l.starts_with("... ")).unwrap();
+        let kept = cut.lines().filter(|l| l.starts_with("| `m")).count();
+        assert_eq!(
+            note,
+            format!(
+                "... {} more metrics, see the JUnit/JSON artifact",
+                5000 - kept
+            )
+        );
+        let cause = cut.lines().nth(1).unwrap();
+        assert!(
+            cause.len() <= MAX_LINE_BYTES && cause.ends_with("&lt; …"),
+            "{}",
+            &cause[cause.len() - 20..]
+        );
     }
 
     #[test]
