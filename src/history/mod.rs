@@ -84,7 +84,7 @@ impl Location {
             ));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Location::Postgres(url.to_string()));
+            return Location::postgres(url);
         }
         if let Some(rest) = url.strip_prefix("sqlite:") {
             // `sqlite:///abs` and `sqlite://rel` as well as `sqlite:rel`.
@@ -104,7 +104,7 @@ impl Location {
             )));
         }
         if is_keyword_string(url) {
-            return Ok(Location::Postgres(url.to_string()));
+            return Location::postgres(url);
         }
         if url.contains('=') || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
             // Not echoed: a mistyped connection string may hold a password.
@@ -113,6 +113,20 @@ impl Location {
             ));
         }
         Ok(Location::Sqlite(PathBuf::from(url)))
+    }
+
+    /// A PostgreSQL location, checked by the driver's own parser now, so a
+    /// malformed one is exit 2 before anything runs (not after the verdict).
+    fn postgres(conn: &str) -> Result<Location, HistoryError> {
+        let location = Location::Postgres(conn.to_string());
+        if let Err(e) = conn.parse::<::postgres::Config>() {
+            return Err(HistoryError::BadLocation(format!(
+                "history location '{}' is not a valid PostgreSQL URL or keyword string: {}; write postgres://USER:PASSWORD@HOST:PORT/DB or host=HOST user=USER dbname=DB",
+                crate::escape::terminal(&location.display()),
+                redact_text(&postgres::describe(&e), &location)
+            )));
+        }
+        Ok(location)
     }
 
     /// For messages: the SQLite path, or the PostgreSQL connection string
@@ -595,6 +609,12 @@ mod tests {
             "{err}"
         );
         assert!(Location::parse("  ").is_err());
+        let err = Location::parse("postgres://u:pw9@h:notaport/db")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
+        assert!(!err.contains("pw9"), "{err}");
+        assert!(Location::parse("host=h port=x").is_err());
         assert!(Location::parse("sqlite:").is_err());
     }
 
