@@ -383,3 +383,53 @@ fn readme_and_help_describe_the_suite() {
         assert!(help.contains(flag), "{flag}: {help}");
     }
 }
+
+/// Issue 19.1 and 19.2 through a suite: the history database is an input
+/// (a report named like it is refused before anything runs, the database
+/// untouched), and each workload's run is appended only after the suite's
+/// reports are written.
+#[test]
+fn a_suite_records_each_workload_after_its_reports_and_never_over_the_history() {
+    let dir = checkout("");
+    let d = dir.path();
+    let replays = [("cnn", "cnn-sync"), ("gpt", "gpt-healthy-3")];
+    let sel = ["--workload", "cnn", "--workload", "gpt"];
+    let with = |extra: &[&str]| {
+        let mut all: Vec<&str> = sel.to_vec();
+        all.extend_from_slice(&["--history", "h.sqlite", "--branch", "main"]);
+        all.extend_from_slice(extra);
+        suite_check(d, &replays, &all)
+    };
+    let out = with(&["--json", "r.json"]);
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("gate: recorded run").count(), 2, "{stderr}");
+    assert!(d.join("r.json").exists());
+    let before = std::fs::read(d.join("h.sqlite")).unwrap();
+    let out = with(&["--json", "h.sqlite"]);
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the history database"), "{stderr}");
+    assert!(!stderr.contains("recorded run"), "{stderr}");
+    assert_eq!(std::fs::read(d.join("h.sqlite")).unwrap(), before);
+    // The database cannot be written (not SQLite): a warning after the
+    // reports, the verdict unchanged; with --history-required a pass becomes
+    // exit 3, the reports still written.
+    std::fs::write(d.join("bad.sqlite"), "not a database\n").unwrap();
+    // A regression outranks the failed record (1 before 3).
+    for (replays, extra, code) in [
+        (&replays[..], &[][..], 1),
+        (&replays[..], &["--history-required"][..], 1),
+        (&replays[1..], &["--history-required"][..], 3),
+    ] {
+        let _ = std::fs::remove_file(d.join("r2.json"));
+        let mut all: Vec<&str> = vec!["--workload", replays[0].0];
+        all.extend_from_slice(&["--history", "bad.sqlite", "--json", "r2.json"]);
+        all.extend_from_slice(extra);
+        let out = suite_check(d, replays, &all);
+        let (_, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stderr}");
+        assert!(d.join("r2.json").exists(), "{extra:?}: reports first");
+        assert!(stderr.contains("bad.sqlite"), "{stderr}");
+    }
+}

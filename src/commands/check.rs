@@ -213,7 +213,10 @@ impl CheckArgs {
 fn run_inner(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     let Judged { report, history } = judge(args, inputs)?;
     emit(args, inputs, &report)?;
-    Ok(history.finish().unwrap_or(report.exit_code))
+    // A failed record (--history-required) ranks like any exit code: it
+    // never hides a regression (1 outranks 3).
+    let codes = std::iter::once(report.exit_code).chain(history.finish());
+    Ok(super::suite::worst_exit_code(codes))
 }
 
 /// A judged check whose run is not yet in the history: the reports are

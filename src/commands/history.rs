@@ -18,9 +18,10 @@
 //! A database that cannot be opened, read or written in time is a warning
 //! on stderr and never changes the verdict or the exit code, unless
 //! `--history-required` or `[history] required = true`: then the verdict
-//! and reports are still written, and the exit code becomes 3 (an
-//! infrastructure problem). A malformed location is a configuration error
-//! (exit 2), found before anything runs.
+//! and reports are still written, and a pass becomes exit 3 (an
+//! infrastructure problem; a regression stays 1, `suite::EXIT_CODE_ORDER`).
+//! A malformed location is a configuration error (exit 2), found before
+//! anything runs.
 
 use super::Format;
 use crate::baseline::{Baseline, Environment};
