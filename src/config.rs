@@ -850,10 +850,28 @@ pub struct VerdictConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompareConfig {
-    /// A run of another command, other arguments or other workload tags
+    /// A run of another benchmark (program, script, or a tag of `tags`)
     /// than the baseline's is only warned about, not refused.
     #[serde(default)]
     pub allow_command_change: bool,
+    /// Tags that name the benchmark: a different value is another
+    /// benchmark (`gate::comparable`).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Other arguments or tags than the baseline's: warn (default) or refuse.
+    #[serde(default)]
+    pub arguments: ArgumentsPolicy,
+}
+
+/// `[compare] arguments`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentsPolicy {
+    /// Judged, with a warning naming the differences (seeds, paths).
+    #[default]
+    Warn,
+    /// Not comparable, like another benchmark.
+    Refuse,
 }
 
 /// Settings of `[history]` in gate.toml.

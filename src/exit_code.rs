@@ -24,3 +24,21 @@ pub const INCONCLUSIVE: i32 = 4;
 /// that gate did not send (an ImportError, a CUDA error, an assertion).
 /// Deterministic in the change under test: pipelines must NOT retry it.
 pub const BENCHMARK_FAILED: i32 = 5;
+
+/// The order in which exit codes win, worst first: a suite's exit code
+/// (docs/suites.md), and a check whose history record failed.
+pub const EXIT_CODE_ORDER: &[i32] = &[
+    USAGE,
+    BENCHMARK_FAILED,
+    REGRESSION,
+    INFRA,
+    INCONCLUSIVE,
+    PASS,
+];
+
+/// The worst of several exit codes (`EXIT_CODE_ORDER`); an unknown code
+/// ranks first. No codes: pass.
+pub fn worst_exit_code(codes: impl IntoIterator<Item = i32>) -> i32 {
+    let rank = |c: i32| EXIT_CODE_ORDER.iter().position(|&x| x == c).unwrap_or(0);
+    codes.into_iter().min_by_key(|&c| rank(c)).unwrap_or(PASS)
+}

@@ -93,6 +93,8 @@ pub fn baseline(data: &[u8]) {
         runs: std::slice::from_ref(reference_run()),
         multi_node: false,
         allow_env_mismatch: true,
+        allow_command_change: true,
+        cli_tags: Default::default(),
         fail_on_improvement: false,
         rules: builtin_rules(),
         acceptances: None,

@@ -71,6 +71,8 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
             runs: &runs,
             multi_node: false,
             allow_env_mismatch: false,
+            allow_command_change: false,
+            cli_tags: Default::default(),
             fail_on_improvement: false,
             rules: &rules,
             acceptances: None,

@@ -59,6 +59,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub allow_env_mismatch: bool,
 
+    /// Judge a run of another benchmark (program, script or [compare] tags differ from the
+    /// baseline's) with a warning instead of refusing it (as [compare] allow_command_change)
+    #[arg(long)]
+    pub allow_command_change: bool,
+
     /// Fail (exit 1) on improvements beyond the threshold too (baseline out of date)
     #[arg(long)]
     pub fail_on_improvement: bool,
@@ -216,7 +221,7 @@ fn run_inner(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     // A failed record (--history-required) ranks like any exit code: it
     // never hides a regression (1 outranks 3).
     let codes = std::iter::once(report.exit_code).chain(history.finish());
-    Ok(super::suite::worst_exit_code(codes))
+    Ok(crate::exit_code::worst_exit_code(codes))
 }
 
 /// A judged check whose run is not yet in the history: the reports are
@@ -331,6 +336,8 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
             runs: &inputs,
             multi_node: args.multi_node,
             allow_env_mismatch: args.allow_env_mismatch,
+            allow_command_change: args.allow_command_change,
+            cli_tags: args.measure.tags.iter().cloned().collect(),
             fail_on_improvement: args.fail_on_improvement,
             rules: &rules,
             acceptances: Some(&acceptances),

@@ -19,7 +19,7 @@
 //! on stderr and never changes the verdict or the exit code, unless
 //! `--history-required` or `[history] required = true`: then the verdict
 //! and reports are still written, and a pass becomes exit 3 (an
-//! infrastructure problem; a regression stays 1, `suite::EXIT_CODE_ORDER`).
+//! infrastructure problem; a regression stays 1, `exit_code::EXIT_CODE_ORDER`).
 //! A malformed location is a configuration error (exit 2), found before
 //! anything runs.
 

@@ -28,25 +28,7 @@ use crate::report::check::{self as report, Reporter};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The order in which exit codes win, worst first (see the module doc).
-pub const EXIT_CODE_ORDER: &[i32] = &[
-    exit_code::USAGE,
-    exit_code::BENCHMARK_FAILED,
-    exit_code::REGRESSION,
-    exit_code::INFRA,
-    exit_code::INCONCLUSIVE,
-    exit_code::PASS,
-];
-
-/// The worst of several exit codes (`EXIT_CODE_ORDER`); an unknown code
-/// ranks first. No codes: pass.
-pub fn worst_exit_code(codes: impl IntoIterator<Item = i32>) -> i32 {
-    let rank = |c: i32| EXIT_CODE_ORDER.iter().position(|&x| x == c).unwrap_or(0);
-    codes
-        .into_iter()
-        .min_by_key(|&c| rank(c))
-        .unwrap_or(exit_code::PASS)
-}
+pub use crate::exit_code::{worst_exit_code, EXIT_CODE_ORDER};
 
 /// One workload, validated.
 #[derive(Debug, Clone)]

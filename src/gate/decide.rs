@@ -18,8 +18,15 @@
 //! - the **noise band**: the 95 % half-width of `x - b` under "nothing
 //!   changed", from the noise model below.
 //!
-//! Beyond the floor but inside the band is **inconclusive**; beyond both in
-//! the good direction is an **improvement**; anything else **passes**.
+//! Beyond the floor but inside the band is **inconclusive** when it is
+//! beyond the **plug-in band** (`plug_in_band`: the same standard error at
+//! the normal quantile, as if the measured spread were the true one): the
+//! move would be a regression if the few runs knew their spread, so the
+//! verdict stays open (Student 1908: the t quantile over the normal one is
+//! exactly the price of estimating the spread). Inside the plug-in band even
+//! the optimistic reading of the spread calls it noise: it **passes**.
+//! Beyond both in the good direction is an **improvement**; anything else
+//! **passes**.
 //!
 //! # The noise model (`crate::noise::moderated`)
 //!
@@ -83,8 +90,12 @@ impl Verdict {
 pub enum Why {
     /// The change is smaller than the practical floor.
     WithinFloor,
-    /// Beyond the floor, but within the noise band.
+    /// Beyond the floor and the measured spread, but within the noise band
+    /// (the spread is too poorly known to decide).
     WithinNoise,
+    /// Beyond the floor, but within the measured spread itself (the
+    /// plug-in band): no evidence of a change.
+    WithinMeasuredNoise,
     /// Beyond the floor and the noise band.
     BeyondFloorAndNoise,
     /// Beyond the floor, and nothing says how noisy the metric is.
@@ -131,6 +142,16 @@ impl Judgement {
     }
 }
 
+/// The band if the measured spread were the true one: the same standard
+/// error at the normal quantile of the same (Bonferroni-split) level,
+/// instead of Student's t on the few degrees of freedom that measured it.
+/// A bad move beyond it but inside `band` is open only because the spread
+/// is poorly known (inconclusive); inside it, even the optimistic reading
+/// of the spread calls it noise (pass).
+pub fn plug_in_band(n: &Noise, looks: usize) -> f64 {
+    n.band_at_normal_quantile() * crate::noise::t_quantile(f64::INFINITY, looks) / 1.96
+}
+
 /// The rule of the module doc, for one metric.
 pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Prior) -> Judgement {
     let (b, x) = (base.value, new.value);
@@ -148,7 +169,10 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Pri
             Some(n) if worse > floor && worse > n.band => {
                 (Verdict::Regression, Why::BeyondFloorAndNoise)
             }
-            Some(_) if worse > floor => (Verdict::Inconclusive, Why::WithinNoise),
+            Some(n) if worse > floor && worse > plug_in_band(&n, prior.looks) => {
+                (Verdict::Inconclusive, Why::WithinNoise)
+            }
+            Some(_) if worse > floor => (Verdict::Pass, Why::WithinMeasuredNoise),
             Some(n) if -worse > floor && -worse > n.band => {
                 (Verdict::Improvement, Why::BeyondFloorAndNoise)
             }
@@ -204,11 +228,21 @@ mod tests {
         let j = judge(&p, &quiet, &obs(&[970.0], None), &Prior::default());
         assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
         assert_eq!(j.noise.unwrap().source, NoiseSource::RunToRun);
-        // 3 % run-to-run noise: the same 3 % drop is inside the band.
+        // 3 % run-to-run noise: the same 3 % drop is inside the measured
+        // spread itself (plug-in band 1.96 * 30 * sqrt(4/3) = 68): a pass.
         let noisy = obs(&[970.0, 1000.0, 1030.0], None);
         let j = judge(&p, &noisy, &obs(&[970.0], None), &Prior::default());
+        assert_eq!(j.verdict, Verdict::Pass, "{j:?}");
+        assert_eq!(j.why, Why::WithinMeasuredNoise);
+        // A 9 % drop clears the plug-in band (68) but not t(2)'s (149):
+        // open only because two degrees of freedom know the spread poorly.
+        let j = judge(&p, &noisy, &obs(&[910.0], None), &Prior::default());
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
         assert_eq!(j.why, Why::WithinNoise);
+        assert!((plug_in_band(&j.noise.unwrap(), 1) - 67.9).abs() < 0.1);
+        // A 20 % drop clears both.
+        let j = judge(&p, &noisy, &obs(&[800.0], None), &Prior::default());
+        assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
     }
 
     #[test]
@@ -316,8 +350,15 @@ mod tests {
         let n = noise(&base, &obs(&[47.0], Some(4.0))).unwrap();
         assert_eq!(n.source, NoiseSource::WithinRun);
         assert!(n.band > 3.0, "{n:?}");
+        // -3 is inside the measured spread itself (plug-in band 4.9): a
+        // pass; -6 is beyond it but inside t(3.7)'s band (7.3): open.
+        let j = judge(&p, &base, &obs(&[47.0], Some(4.0)), &Prior::default());
         assert_eq!(
-            judge(&p, &base, &obs(&[47.0], Some(4.0)), &Prior::default()).verdict,
+            (j.verdict, j.why),
+            (Verdict::Pass, Why::WithinMeasuredNoise)
+        );
+        assert_eq!(
+            judge(&p, &base, &obs(&[44.0], Some(4.0)), &Prior::default()).verdict,
             Verdict::Inconclusive
         );
     }

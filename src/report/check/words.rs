@@ -84,6 +84,13 @@ pub fn metric_reason(m: &MetricResult) -> String {
             floor(),
             band()
         ),
+        (Why::WithinMeasuredNoise, _) => format!(
+            "{} exceeds {} but not the runs' measured spread (the wider {} allows for how little {} baseline run(s) know of it): no evidence of a change",
+            moved(),
+            floor(),
+            band(),
+            m.baseline_runs
+        ),
         (Why::NoNoiseEstimate, _) => format!(
             "{} exceeds {}, but nothing estimates its noise (one value per run, {} baseline run(s), {} new run(s)), so it is inconclusive; capture the baseline with --runs 3, or let a live check rerun (--max-reruns N)",
             moved(),
