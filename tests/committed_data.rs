@@ -1,7 +1,7 @@
 //! The SYNTHETIC traces committed under `tests/data/` (replayed by the CI
-//! template test when the H200 fixtures are absent, used for the docs'
-//! screenshots and for trying `gate` by hand) are exactly what the
-//! generator (`gpugate::synthetic`) writes today.
+//! template test when the H200 fixtures are absent, and for trying `gate`
+//! by hand) are exactly what the generator (`gpugate::synthetic`) writes
+//! today.
 //!
 //! They are refreshed like every snapshot (README, "Tests"):
 //! `INSTA_UPDATE=always cargo test --locked`, then review `git diff`.
