@@ -39,7 +39,7 @@ FAMILIES = {
                "fp32": "tensor_cores_unused", "contend-out": "gpu_contention"},
 }
 
-# Recorded by scripts/record-jax-holdout.sh (four healthy runs, each run
+# Recorded by scripts/record-holdout-twice.sh jax (four healthy runs, each run
 # with and without GPM): `verdicts jax --traces DIR/traces/gpm` and
 # `--traces DIR/traces/nogpm-recorded` judge it; not in `scoreboard`, which
 # needs five healthy runs.

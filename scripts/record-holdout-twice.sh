@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Record the JAX hold-out (fixtures/workloads/jax_train.py) on one GPU, each
-# run twice: with GPM (as every fixture so far) and with `gate record
-# --no-gpm` (what an A100, L4 or T4 records). Four healthy runs (baseline
-# and false-alarm check) and one run of each pathology; the causes a right
-# diagnosis names first are written in jax_train.py before the recording.
+# Record a hold-out family on one GPU, each run twice: with GPM (as every
+# fixture so far) and with `gate record --no-gpm` (what an A100, L4 or T4
+# records): jax (fixtures/workloads/jax_train.py) or gnn (gnn.py). Four
+# healthy runs (baseline and false-alarm check) and one run of each
+# pathology; the causes a right diagnosis names first are written in the
+# workload before the recording. gnn's host-busy mode runs beside CPU hogs
+# started here, outside gate's target tree (two per core).
 # Every run is under `timeout -k`, the whole under a time budget (runs past
 # it are skipped and said so in status.tsv); traces and logs are packed into
-# $OUT/holdout-jax.tgz after every run, so a cut session keeps what it had.
+# $OUT/holdout-FAMILY.tgz after every run, so a cut session keeps what it had.
 #
 # Usage (repository root, after `cargo build --release`; carry target/release/gate):
-#   bash scripts/record-jax-holdout.sh            # everything (fits in 8 minutes)
-#   bash scripts/record-jax-holdout.sh --dry-run  # print every command, run nothing
-#   bash scripts/record-jax-holdout.sh smoke      # jax_train.py --tiny on the CPU, no gate
+#   bash scripts/record-holdout-twice.sh jax            # everything (fits in 8 minutes)
+#   bash scripts/record-holdout-twice.sh gnn --dry-run  # print every command, run nothing
+#   bash scripts/record-holdout-twice.sh gnn smoke      # gnn.py --tiny on the CPU, no gate
 # Environment: OUT (default ./record-out), GATE (default target/release/gate),
 # PYTHON (python3), SECONDS_PER_RUN (measured loop, default 10), BUDGET_S
 # (default 420: no run starts after it, so the last one ends by 465 s),
@@ -24,14 +26,25 @@ SECS="${SECONDS_PER_RUN:-10}"
 BUDGET_S="${BUDGET_S:-420}"
 RUN_TIMEOUT_S="${RUN_TIMEOUT_S:-45}"
 OUT="${OUT:-$PWD/record-out}"
-SCRIPT=fixtures/workloads/jax_train.py
-FAMILY=jax
-PATHOLOGIES="recompile remat hostsync fp32 small-batch"
 # (name mode seed), in recording order: three healthy runs first (a
 # baseline even if the budget cuts the end), one last, so that a drift over
 # the session shows in the healthy runs.
-RUNS="healthy-1:healthy:1 healthy-2:healthy:2 healthy-3:healthy:3 recompile:recompile:1
-hostsync:hostsync:1 fp32:fp32:1 small-batch:small-batch:1 remat:remat:1 healthy-4:healthy:4"
+case "${1:-}" in
+    jax)
+        SCRIPT=fixtures/workloads/jax_train.py
+        PATHOLOGIES="recompile remat hostsync fp32 small-batch"
+        VERSIONS='import jax, jaxlib, optax; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "optax", optax.__version__, jax.devices())' ;;
+    gnn)
+        SCRIPT=fixtures/workloads/gnn.py
+        PATHOLOGIES="cpu-sample sync wide fp32 host-busy"
+        VERSIONS='import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' ;;
+    *) echo "usage: record-holdout-twice.sh jax|gnn [--dry-run | smoke]" >&2; exit 2 ;;
+esac
+FAMILY="$1"
+shift
+RUNS="healthy-1:healthy:1 healthy-2:healthy:2 healthy-3:healthy:3"
+for p in $PATHOLOGIES; do RUNS="$RUNS $p:$p:1"; done
+RUNS="$RUNS healthy-4:healthy:4"
 
 DRY=0
 MODE=record
@@ -39,7 +52,7 @@ case "${1:-}" in
     "") ;;
     --dry-run) DRY=1 ;;
     smoke) MODE=smoke ;;
-    *) echo "usage: record-jax-holdout.sh [--dry-run | smoke]" >&2; exit 2 ;;
+    *) echo "usage: record-holdout-twice.sh jax|gnn [--dry-run | smoke]" >&2; exit 2 ;;
 esac
 
 # run CMD...: execute, or print in a dry run (quoted so it can be pasted).
@@ -60,12 +73,12 @@ if [ "$MODE" = smoke ]; then
     exit 0
 fi
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/gate-jax-holdout.XXXXXX")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gate-$FAMILY-holdout.XXXXXX")"
 mkdir -p "$WORK/traces/gpm" "$WORK/traces/nogpm-recorded" "$WORK/logs" "$OUT"
 pack() {
     [ "$DRY" = 1 ] && return 0
-    tar czf "$OUT/holdout-jax.tgz.tmp" -C "$WORK" traces logs \
-        && mv "$OUT/holdout-jax.tgz.tmp" "$OUT/holdout-jax.tgz"
+    tar czf "$OUT/holdout-$FAMILY.tgz.tmp" -C "$WORK" traces logs \
+        && mv "$OUT/holdout-$FAMILY.tgz.tmp" "$OUT/holdout-$FAMILY.tgz"
 }
 
 if [ "$DRY" = 0 ]; then
@@ -74,7 +87,7 @@ if [ "$DRY" = 0 ]; then
     {
         date -u +%FT%TZ
         nvidia-smi 2>&1
-        "$PYTHON" -c 'import jax, jaxlib, optax; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "optax", optax.__version__, jax.devices())' 2>&1
+        "$PYTHON" -c "$VERSIONS" 2>&1
         "$GATE" --version 2>&1
     } > "$WORK/logs/machine.txt"
 fi
@@ -111,15 +124,34 @@ record() {
     pack
 }
 
+# host-busy: CPU hogs outside gate's target tree, two per core, only
+# around that mode's runs.
+HOGS=()
+start_hogs() {
+    [ "$DRY" = 1 ] && return 0
+    local n=$(( 2 * $(nproc) ))
+    for _ in $(seq 1 "$n"); do
+        "$PYTHON" -c 'while True: pass' & HOGS+=($!)
+    done
+    echo "started $n CPU hogs outside the target tree" >&2
+}
+stop_hogs() {
+    [ "${#HOGS[@]}" -gt 0 ] && kill "${HOGS[@]}" 2>/dev/null && wait "${HOGS[@]}" 2>/dev/null
+    HOGS=()
+}
+trap stop_hogs EXIT
+
 for r in $RUNS; do
     IFS=: read -r name mode seed <<< "$r"
+    [ "$mode" = host-busy ] && start_hogs
     record "$name" "$mode" "$seed" yes
     record "$name" "$mode" "$seed" no
+    [ "$mode" = host-busy ] && stop_hogs
 done
 pack
 if [ "$DRY" = 1 ]; then
     rm -rf "$WORK"
 else
     cat "$WORK/logs/status.tsv" >&2
-    echo "written: $OUT/holdout-jax.tgz ($((SECONDS - START)) s)" >&2
+    echo "written: $OUT/holdout-$FAMILY.tgz ($((SECONDS - START)) s)" >&2
 fi
