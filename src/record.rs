@@ -87,6 +87,10 @@ const HOST_PERIOD: Duration = Duration::from_millis(95);
 /// at 500 ms it was a fifth of gate's `/proc` work on such a tree, and a
 /// new process counts from its second host sample anyway.
 const TREE_REFRESH: Duration = Duration::from_secs(1);
+/// How often the trace is pushed to its file: one write system call a
+/// second, not one a tick (at 100 ms the per-tick flush was most of the
+/// trace write's cost); a crash loses at most this much of the trace.
+pub const TRACE_FLUSH: Duration = Duration::from_secs(1);
 /// Stdout kept in the trace, at most (the rest still passes through).
 const OUTPUT_CAP_BYTES: usize = crate::limits::MAX_KEPT_OUTPUT_BYTES;
 
@@ -403,17 +407,26 @@ struct Ticker {
     live_at: Instant,
     profile: CpuProfile,
     frameworks: FrameworkScan,
+    /// When the trace was last flushed to the file (`TRACE_FLUSH`).
+    flushed_at: Instant,
 }
 
 /// Which frameworks the target's processes have loaded, read from their
 /// /proc/PID/maps (never from the process itself). Libraries load during
-/// start-up, so the maps are read every `FRAMEWORK_SCAN` for the first
-/// `FRAMEWORK_SCAN_FOR` (a torch process maps ~1,000 files: about a
-/// millisecond of CPU per read), then never again.
+/// start-up: the maps are read every `FRAMEWORK_SCAN` until a framework is
+/// found, then at doubling periods (4, 8, 16, 32 s: a second one, vLLM
+/// over torch or TensorRT building its engines, is still seen), and never
+/// after `FRAMEWORK_SCAN_FOR`. A torch process maps ~1,000 files: a read
+/// costs about a millisecond of CPU, and reading every 2 s for 90 s was
+/// 43 us a tick on the H200 at 100 ms (BENCHMARKS.md); found at 2 s, the
+/// maps are now read 6 times in all (0, 2, 6, 14, 30, 62 s) instead of 46.
 struct FrameworkScan {
     started: Instant,
-    at: Option<Instant>,
+    next: Instant,
+    period: Duration,
     found: std::collections::BTreeSet<&'static str>,
+    /// Read buffer reused by every maps read.
+    buf: Vec<u8>,
 }
 
 const FRAMEWORK_SCAN: Duration = Duration::from_secs(2);
@@ -423,24 +436,26 @@ impl FrameworkScan {
     fn new(now: Instant) -> FrameworkScan {
         FrameworkScan {
             started: now,
-            at: None,
+            next: now,
+            period: FRAMEWORK_SCAN,
             found: Default::default(),
+            buf: Vec::new(),
         }
     }
 
     /// Frameworks found for the first time at `now` (each is said once).
     fn scan(&mut self, now: Instant, tree: &HashSet<u32>) -> Vec<&'static str> {
-        let due = self
-            .at
-            .is_none_or(|t| now.duration_since(t) >= FRAMEWORK_SCAN);
-        if !due || now.duration_since(self.started) > FRAMEWORK_SCAN_FOR {
+        if now < self.next || now.duration_since(self.started) > FRAMEWORK_SCAN_FOR {
             return Vec::new();
         }
-        self.at = Some(now);
         let mut new = Vec::new();
         for pid in tree {
+            use std::io::Read;
+            self.buf.clear();
             // A process that exited or is another user's: nothing to read.
-            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            let read = std::fs::File::open(format!("/proc/{pid}/maps"))
+                .and_then(|mut f| f.read_to_end(&mut self.buf));
+            let Ok(maps) = read.map(|_| String::from_utf8_lossy(&self.buf)) else {
                 continue;
             };
             for fw in crate::diagnose::framework::from_maps(&maps) {
@@ -449,6 +464,10 @@ impl FrameworkScan {
                 }
             }
         }
+        if !self.found.is_empty() {
+            self.period *= 2;
+        }
+        self.next = now + self.period;
         new
     }
 }
@@ -469,6 +488,7 @@ impl Ticker {
             live_at: clock.t0,
             profile: CpuProfile::from_env(),
             frameworks: FrameworkScan::new(now),
+            flushed_at: now,
         }
     }
 
@@ -544,6 +564,9 @@ impl Ticker {
             None => (Vec::new(), Default::default()),
         };
         let c = self.profile.start();
+        let found = self.frameworks.scan(now, &self.tree);
+        self.profile.stop("frameworks", c);
+        let c = self.profile.start();
         let warm = self.clock.since(now) < self.warmup || !output.warmup_released();
         if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
             self.live_at = now;
@@ -567,9 +590,6 @@ impl Ticker {
         writer.write(&sample)?;
         let mut keep_going = observe(&sample);
         progress.samples += 1;
-        let fc = self.profile.start();
-        let found = self.frameworks.scan(now, &self.tree);
-        self.profile.stop("frameworks", fc);
         for fw in found {
             let e = Record::Event(event(t_ms, EventKind::Framework, fw));
             writer.write(&e)?;
@@ -594,7 +614,10 @@ impl Ticker {
             keep_going &= observe(&p);
         }
         output.drain(writer, target, self.clock)?;
-        writer.flush()?;
+        if now.duration_since(self.flushed_at) >= TRACE_FLUSH {
+            writer.flush()?;
+            self.flushed_at = now;
+        }
         self.profile.stop("trace_write", c);
         Ok(keep_going)
     }
@@ -949,4 +972,38 @@ fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>
         ));
     }
     console::show_live(&line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framework_scans_back_off_once_found_and_end_after_90_s() {
+        let s = Duration::from_secs;
+        let t0 = Instant::now();
+        let mut scan = FrameworkScan::new(t0);
+        let tree = HashSet::new();
+        // Nothing found: every 2 s, as before.
+        assert!(scan.scan(t0, &tree).is_empty());
+        assert_eq!(scan.next, t0 + s(2));
+        scan.scan(t0 + s(1), &tree);
+        assert_eq!(scan.next, t0 + s(2), "not due: no read");
+        scan.scan(t0 + s(2), &tree);
+        assert_eq!(scan.next, t0 + s(4));
+        // Found: the period doubles at each read (4, 8, 16, 32, 64 s), and
+        // nothing is read after 90 s.
+        scan.found.insert("torch");
+        let mut reads = vec![];
+        let mut t = t0 + s(4);
+        while t <= t0 + s(200) {
+            let before = scan.next;
+            scan.scan(t, &tree);
+            if scan.next != before {
+                reads.push((t - t0).as_secs());
+            }
+            t += Duration::from_millis(100);
+        }
+        assert_eq!(reads, vec![4, 8, 16, 32, 64]);
+    }
 }

@@ -12,9 +12,10 @@
 //! objects, so a 1-hour, 8-GPU trace at 100 ms stays well under 100 MB.
 //! Missing or unsupported values are `null`, never 0.
 //!
-//! The writer flushes after every sampling tick and writes to `PATH.partial`,
+//! The writer flushes at least once a second and writes to `PATH.partial`,
 //! renaming onto `PATH` only when the recording ends: a crash leaves a
-//! readable `.partial` prefix and never replaces a good trace.
+//! readable `.partial` prefix (all but the last second at most) and never
+//! replaces a good trace.
 
 /// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`).
 pub mod nogpm;
@@ -977,12 +978,62 @@ pub fn round_value(v: f64) -> f64 {
     (v * scale).round() / scale
 }
 
-/// Incremental trace writer. Writes `PATH.partial`, flushes on `flush` (once
-/// per sampling tick), and renames onto `PATH` in `finish`.
+/// Incremental trace writer. Writes `PATH.partial`, flushes on `flush` (the
+/// recorder calls it at most once a second), and renames onto `PATH` in
+/// `finish`.
 pub struct TraceWriter {
     out: Sink,
     partial: PathBuf,
     final_path: PathBuf,
+    /// One sample line, built here and reused (`write_sample_line`).
+    line: Vec<u8>,
+}
+
+/// A sample record as one JSON line, byte for byte what `serde_json` writes
+/// for `Record::Sample` (field order, `w` only when true, `null` for a
+/// missing or non-finite value, numbers through serde_json's own float
+/// formatter), into `buf` (cleared first). The recorder writes one per tick:
+/// no serde machinery and no allocation once `buf` has grown.
+/// `tests::sample_lines_match_serde` holds it to serde's bytes.
+pub fn write_sample_line(buf: &mut Vec<u8>, s: &SampleRecord) {
+    fn number(buf: &mut Vec<u8>, v: f64) {
+        use serde_json::ser::{CompactFormatter, Formatter};
+        if v.is_finite() {
+            // Writing into a Vec cannot fail.
+            let _ = CompactFormatter.write_f64(buf, v);
+        } else {
+            buf.extend_from_slice(b"null");
+        }
+    }
+    fn values(buf: &mut Vec<u8>, vs: &[Option<f64>]) {
+        buf.push(b'[');
+        for (i, v) in vs.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            match v {
+                Some(v) => number(buf, *v),
+                None => buf.extend_from_slice(b"null"),
+            }
+        }
+        buf.push(b']');
+    }
+    buf.clear();
+    buf.extend_from_slice(b"{\"type\":\"sample\",\"t\":");
+    number(buf, s.t);
+    if s.w {
+        buf.extend_from_slice(b",\"w\":true");
+    }
+    buf.extend_from_slice(b",\"g\":[");
+    for (i, gpu) in s.g.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        values(buf, gpu);
+    }
+    buf.extend_from_slice(b"],\"h\":");
+    values(buf, &s.h);
+    buf.extend_from_slice(b"}\n");
 }
 
 /// Plain JSON Lines, or zstd-compressed when the path ends in `.zst`.
@@ -1061,6 +1112,7 @@ impl TraceWriter {
             out,
             partial,
             final_path: path.to_path_buf(),
+            line: Vec::new(),
         };
         w.write(&Record::Header(Box::new(header.clone())))?;
         w.flush()?;
@@ -1074,15 +1126,20 @@ impl TraceWriter {
                 self_display(&self.partial)
             ))
         };
+        if let Record::Sample(s) = record {
+            // Nearly every record: the direct writer, same bytes.
+            write_sample_line(&mut self.line, s);
+            return self.out.write_all(&self.line).map_err(io);
+        }
         serde_json::to_writer(&mut self.out, record)
             .map_err(|e| GateError::infra(format!("encoding trace record: {e}")))?;
         self.out.write_all(b"\n").map_err(io)?;
         Ok(())
     }
 
-    /// Push buffered records to the file. The recorder calls this once per
-    /// sampling tick (one write system call per tick, not one per record),
-    /// so a crash loses at most the tick in progress.
+    /// Push buffered records to the file. The recorder calls this at most
+    /// once a second (`record::TRACE_FLUSH`: one write system call per
+    /// second, not one per tick), so a crash loses at most the last second.
     pub fn flush(&mut self) -> Result<(), GateError> {
         self.out.flush().map_err(|e| {
             GateError::infra(format!(
@@ -1202,6 +1259,56 @@ mod tests {
             g: vec![vec![Some(50.0), None]],
             h: vec![Some(99.5)],
         })
+    }
+
+    #[test]
+    fn sample_lines_match_serde() {
+        let odd = [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            0.1,
+            87.34,
+            1e-7,
+            5e-324,
+            1e15,
+            1e16,
+            1e21,
+            123456789.123,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let mut records = vec![SampleRecord {
+            t: 0.0,
+            w: false,
+            g: vec![],
+            h: vec![],
+        }];
+        for (i, &t) in odd.iter().enumerate() {
+            let vals: Vec<Option<f64>> = (0..odd.len())
+                .map(|j| (j % 4 != 3).then(|| odd[(i + j) % odd.len()]))
+                .collect();
+            records.push(SampleRecord {
+                t: if t.is_finite() { t.abs() } else { 103.94 },
+                w: i % 2 == 0,
+                g: vec![vals.clone(); i % 3],
+                h: vals,
+            });
+        }
+        let mut line = Vec::new();
+        for s in records {
+            write_sample_line(&mut line, &s);
+            let mut serde = serde_json::to_vec(&Record::Sample(s)).unwrap();
+            serde.push(b'\n');
+            assert_eq!(
+                String::from_utf8_lossy(&line),
+                String::from_utf8_lossy(&serde)
+            );
+        }
     }
 
     #[test]

@@ -45,11 +45,19 @@ const LIBRARIES: &[(&str, &str)] = &[
 /// Frameworks whose libraries appear in `maps` (the text of /proc/PID/maps).
 pub fn from_maps(maps: &str) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
+    let mut previous = "";
     for line in maps.lines() {
         // The path is the last field; lines without one are anonymous.
         let Some(path) = line.split_whitespace().nth(5) else {
             continue;
         };
+        // A library's segments (code, data, ...) are consecutive lines of
+        // the same path: looked at once (a torch process maps ~250 files
+        // in ~1,000 lines, and the recorder reads every process's maps).
+        if path == previous {
+            continue;
+        }
+        previous = path;
         for (fragment, fw) in LIBRARIES {
             if path.contains(fragment) {
                 out.insert(*fw);

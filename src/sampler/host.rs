@@ -29,29 +29,42 @@ pub struct ProcCounters {
 /// last ')'.
 pub fn parse_stat(text: &str) -> Option<(u32, u64, u64, u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the comm: state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... rss(21)
-    Some((
-        f.get(1)?.parse().ok()?,
-        f.get(11)?.parse().ok()?,
-        f.get(12)?.parse().ok()?,
-        f.get(17)?.parse().ok()?,
-        f.get(21)?.parse().ok()?,
-    ))
+    // After the comm: state(0) ppid(1) ... utime(11) stime(12) ...
+    // num_threads(17) ... rss(21); read in one pass, nothing allocated
+    // (this runs for every process of the tree at every host sample).
+    let mut f = rest.split_ascii_whitespace();
+    let ppid = f.nth(1)?.parse().ok()?;
+    let utime = f.nth(9)?.parse().ok()?;
+    let stime = f.next()?.parse().ok()?;
+    let threads = f.nth(4)?.parse().ok()?;
+    let rss = f.nth(3)?.parse().ok()?;
+    Some((ppid, utime, stime, threads, rss))
+}
+
+/// The value of the last line of `text` that starts with `key` (trimmed),
+/// parsed; None when no line does or it is not a number. The keys wanted
+/// are near the end of /proc/PID/status, so the search starts there.
+fn last_field(text: &str, key: &str) -> Option<u64> {
+    let mut end = text.len();
+    let at = loop {
+        let i = text[..end].rfind(key)?;
+        if i == 0 || text.as_bytes()[i - 1] == b'\n' {
+            break i;
+        }
+        // Inside another key ("nonvoluntary_..." holds "voluntary_...").
+        end = i;
+    };
+    let rest = &text[at + key.len()..];
+    let line = rest.split('\n').next().unwrap_or("");
+    line.trim().parse().ok()
 }
 
 /// (voluntary, nonvoluntary) context switches from /proc/PID/status.
 pub fn parse_status_ctx(text: &str) -> (u64, u64) {
-    let mut vol = 0;
-    let mut invol = 0;
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
-            vol = v.trim().parse().unwrap_or(0);
-        } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
-            invol = v.trim().parse().unwrap_or(0);
-        }
-    }
-    (vol, invol)
+    (
+        last_field(text, "voluntary_ctxt_switches:").unwrap_or(0),
+        last_field(text, "nonvoluntary_ctxt_switches:").unwrap_or(0),
+    )
 }
 
 /// (read_bytes, write_bytes) from /proc/PID/io (storage-layer bytes).
@@ -245,6 +258,8 @@ pub struct HostSampler {
     ticks_per_s: f64,
     page_mib: f64,
     last: HashMap<u32, ProcCounters>,
+    /// The map `last` held before, kept for the next sample to fill.
+    spare: HashMap<u32, ProcCounters>,
     last_machine: Option<(u64, u64, u64)>,
     last_at: Option<Instant>,
     /// Latest per-process CPU % (for the processes table).
@@ -276,6 +291,7 @@ impl HostSampler {
                 4096.0 / 1048576.0
             },
             last: HashMap::new(),
+            spare: HashMap::new(),
             last_machine: None,
             last_at: None,
             last_cpu_pct: HashMap::new(),
@@ -302,7 +318,9 @@ impl HostSampler {
             .filter(|d| *d > 0.0);
         // Processes that left the tree (or exited) close their files.
         self.open.retain(|pid, _| tree.contains(pid));
-        let mut current = HashMap::with_capacity(tree.len());
+        // The map of two samples ago, emptied: no allocation per sample.
+        let mut current = std::mem::take(&mut self.spare);
+        current.clear();
         for &pid in tree {
             let mut counters = self.open.get(&pid).and_then(|f| f.read(&mut self.buf));
             if counters.is_none() {
@@ -370,44 +388,29 @@ impl HostSampler {
         let have_rates = dt_s.is_some() && !current.is_empty();
         let rate = |x: u64, scale: f64| dt_s.filter(|_| have_rates).map(|dt| x as f64 / scale / dt);
         let cpu = |ticks: u64| rate(ticks, self.ticks_per_s / 100.0);
-        let values: Vec<(&str, Option<f64>)> = vec![
-            ("target_cpu_pct", cpu(user + sys)),
-            ("target_cpu_user_pct", cpu(user)),
-            ("target_cpu_sys_pct", cpu(sys)),
-            ("target_rss_mib", (!current.is_empty()).then_some(rss_mib)),
-            (
-                "target_threads",
-                (!current.is_empty()).then_some(threads as f64),
-            ),
-            (
-                "target_processes",
-                (!current.is_empty()).then_some(current.len() as f64),
-            ),
-            (
-                "target_read_mib_s",
-                rate(read, 1048576.0).filter(|_| io_known),
-            ),
-            (
-                "target_write_mib_s",
-                rate(write, 1048576.0).filter(|_| io_known),
-            ),
-            ("target_ctx_switches_per_s", rate(ctx, 1.0)),
-            ("target_vol_ctx_switches_per_s", rate(vol, 1.0)),
-            ("host_cpu_busy_pct", host_busy),
-            ("host_iowait_pct", host_iowait),
-        ];
-        self.last = current;
+        let seen = !current.is_empty();
+        let values = HOST_METRICS
+            .iter()
+            .map(|d| match d.id {
+                "target_cpu_pct" => cpu(user + sys),
+                "target_cpu_user_pct" => cpu(user),
+                "target_cpu_sys_pct" => cpu(sys),
+                "target_rss_mib" => seen.then_some(rss_mib),
+                "target_threads" => seen.then_some(threads as f64),
+                "target_processes" => seen.then_some(current.len() as f64),
+                "target_read_mib_s" => rate(read, 1048576.0).filter(|_| io_known),
+                "target_write_mib_s" => rate(write, 1048576.0).filter(|_| io_known),
+                "target_ctx_switches_per_s" => rate(ctx, 1.0),
+                "target_vol_ctx_switches_per_s" => rate(vol, 1.0),
+                "host_cpu_busy_pct" => host_busy,
+                "host_iowait_pct" => host_iowait,
+                _ => None,
+            })
+            .collect();
+        self.spare = std::mem::replace(&mut self.last, current);
         self.last_machine = machine.or(self.last_machine);
         self.last_at = Some(now);
-        HOST_METRICS
-            .iter()
-            .map(|d| {
-                values
-                    .iter()
-                    .find(|(id, _)| *id == d.id)
-                    .and_then(|(_, v)| *v)
-            })
-            .collect()
+        values
     }
 }
 
@@ -462,6 +465,13 @@ mod tests {
         let status =
             "Name:\tpython\nvoluntary_ctxt_switches:\t150\nnonvoluntary_ctxt_switches:\t7\n";
         assert_eq!(parse_status_ctx(status), (150, 7));
+        // Either key alone, first line or last, without a newline at the end.
+        assert_eq!(parse_status_ctx("nonvoluntary_ctxt_switches:\t9"), (0, 9));
+        assert_eq!(
+            parse_status_ctx("voluntary_ctxt_switches: 4\nName: x\n"),
+            (4, 0)
+        );
+        assert_eq!(parse_status_ctx("Name: x\n"), (0, 0));
         let io =
             "rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
         assert_eq!(parse_io(io), (Some(4096), Some(8192)));
