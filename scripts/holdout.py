@@ -46,6 +46,9 @@ FAMILIES = {
 VERDICTS_ONLY = {
     "jax": {"recompile": "host_bound", "remat": "more_work_per_unit", "hostsync": "sync_stalls",
             "fp32": "tensor_cores_unused", "small-batch": "kernel_fragmentation"},
+    # scripts/record-holdout-twice.sh gnn: fixtures/holdout-gnn/{gpm,nogpm-recorded}.
+    "gnn": {"cpu-sample": "host_bound", "sync": "sync_stalls", "wide": "more_work_per_unit",
+            "fp32": "tensor_cores_unused", "host-busy": "host_contention"},
 }
 
 CONFIGS = {
