@@ -194,3 +194,69 @@ fn history_shows_context_counters_as_context_with_their_moves() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(note.contains("sm_active_pct -18.6 %"), "{note}");
 }
+
+/// Issue 17.1, end to end: the history store's healthy checks of the same
+/// baseline are prior degrees of freedom of the verdict's variance. A
+/// throughput measured once per run (its final line) against a two-run
+/// baseline: -7.5 % is beyond the runs' measured spread but inside t(1)'s
+/// band without history (inconclusive, exit 4), and a regression once five
+/// healthy checks are in the history (t on 1 + 4 degrees of freedom).
+#[test]
+fn healthy_checks_in_the_history_narrow_the_band_of_a_few_run_baseline() {
+    use gpugate::synthetic::Signature;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "gate.toml",
+        &format!("{}\n[metrics.wall_time_s]\nenabled = false\n", common::THROUGHPUT_TOML),
+    );
+    let run = |name: &str, value: f64, seed: u64| {
+        common::trace(
+            d,
+            name,
+            &Signature {
+                extra_output: vec![format!("final_samples_per_s: {value}")],
+                ..common::healthy(seed)
+            },
+        )
+    };
+    let (b1, b2) = (run("b1.jsonl", 1000.0, 1), run("b2.jsonl", 1010.0, 2));
+    common::gate(d)
+        .args(["capture", "--baseline", "b", "--replay"])
+        .arg(&b1)
+        .arg(&b2)
+        .assert()
+        .success();
+    let slow = run("slow.jsonl", 930.0, 9);
+    let check = |history: bool| {
+        let mut c = common::gate(d);
+        c.args(["check", "--baseline", "b", "--format", "json"]);
+        if history {
+            c.args(["--history", "h.sqlite", "--branch", "main"]);
+        }
+        let out = c.arg("--replay").arg(&slow).output().unwrap();
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), json_metric(&r, "samples_per_s").clone())
+    };
+    let (code, m) = check(false);
+    assert_eq!((code, m["verdict"].as_str()), (Some(4), Some("inconclusive")), "{m}");
+    let band_without = m["noise"].as_f64().unwrap();
+
+    for (i, v) in [1005.0, 995.0, 1012.0, 998.0, 1003.0].iter().enumerate() {
+        let t = run(&format!("h{i}.jsonl"), *v, 20 + i as u64);
+        common::gate(d)
+            .args(["check", "--baseline", "b", "--history", "h.sqlite", "--branch", "main"])
+            .arg("--replay")
+            .arg(&t)
+            .assert()
+            .success();
+    }
+    let (code, m) = check(true);
+    assert_eq!((code, m["verdict"].as_str()), (Some(1), Some("regression")), "{m}");
+    let band_with = m["noise"].as_f64().unwrap();
+    assert!(
+        band_with < band_without / 3.0,
+        "history narrows the band: {band_with} vs {band_without}"
+    );
+}
