@@ -85,3 +85,42 @@ fn the_healthy_runs_read_as_healthy() {
         );
     }
 }
+
+/// Issue 21.1: the recording dates fixtures/README.md states are the
+/// traces' own. Every recorded trace's date (its header's `start_time`)
+/// is one the README names, and each hold-out folder's README names its
+/// traces' date.
+#[test]
+fn the_fixture_docs_name_the_traces_recording_dates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("fixtures/README.md")).unwrap();
+    let mut checked = 0;
+    for dir in [
+        "fixtures/traces",
+        "fixtures/holdout-jax/gpm",
+        "fixtures/holdout-gnn/gpm",
+    ] {
+        let local = root.join(dir).parent().unwrap().join("README.md");
+        let local = std::fs::read_to_string(&local).unwrap_or_default();
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                continue;
+            }
+            let first = std::fs::read_to_string(&path).unwrap();
+            let header: serde_json::Value =
+                serde_json::from_str(first.lines().next().unwrap()).unwrap();
+            let Some(start) = header["start_time"].as_str() else {
+                continue;
+            };
+            let date = &start[..10];
+            assert!(
+                readme.contains(date) && (dir == "fixtures/traces" || local.contains(date)),
+                "{}: recorded {date}, a date its README does not name",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 80, "only {checked} traces checked");
+}

@@ -209,7 +209,10 @@ fn healthy_checks_in_the_history_narrow_the_band_of_a_few_run_baseline() {
     write(
         d,
         "gate.toml",
-        &format!("{}\n[metrics.wall_time_s]\nenabled = false\n", common::THROUGHPUT_TOML),
+        &format!(
+            "{}\n[metrics.wall_time_s]\nenabled = false\n",
+            common::THROUGHPUT_TOML
+        ),
     );
     let run = |name: &str, value: f64, seed: u64| {
         common::trace(
@@ -240,20 +243,36 @@ fn healthy_checks_in_the_history_narrow_the_band_of_a_few_run_baseline() {
         (out.status.code(), json_metric(&r, "samples_per_s").clone())
     };
     let (code, m) = check(false);
-    assert_eq!((code, m["verdict"].as_str()), (Some(4), Some("inconclusive")), "{m}");
+    assert_eq!(
+        (code, m["verdict"].as_str()),
+        (Some(4), Some("inconclusive")),
+        "{m}"
+    );
     let band_without = m["noise"].as_f64().unwrap();
 
     for (i, v) in [1005.0, 995.0, 1012.0, 998.0, 1003.0].iter().enumerate() {
         let t = run(&format!("h{i}.jsonl"), *v, 20 + i as u64);
         common::gate(d)
-            .args(["check", "--baseline", "b", "--history", "h.sqlite", "--branch", "main"])
+            .args([
+                "check",
+                "--baseline",
+                "b",
+                "--history",
+                "h.sqlite",
+                "--branch",
+                "main",
+            ])
             .arg("--replay")
             .arg(&t)
             .assert()
             .success();
     }
     let (code, m) = check(true);
-    assert_eq!((code, m["verdict"].as_str()), (Some(1), Some("regression")), "{m}");
+    assert_eq!(
+        (code, m["verdict"].as_str()),
+        (Some(1), Some("regression")),
+        "{m}"
+    );
     let band_with = m["noise"].as_f64().unwrap();
     assert!(
         band_with < band_without / 3.0,
