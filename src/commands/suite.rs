@@ -371,12 +371,14 @@ fn emit(
     inputs: &crate::files::Inputs,
 ) -> anyhow::Result<()> {
     let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
-        inputs.write_output(path, flag, text.as_bytes()).map_err(|e| {
-            crate::files::output_error(
-                format!("cannot write the {flag} report '{}': {e}", path.display()),
-                &e,
-            )
-        })
+        inputs
+            .write_output(path, flag, text.as_bytes())
+            .map_err(|e| {
+                crate::files::output_error(
+                    format!("cannot write the {flag} report '{}': {e}", path.display()),
+                    &e,
+                )
+            })
     };
     let markdown = render_markdown(outcomes, code);
     for (flag, path) in check::outputs(args) {
