@@ -114,16 +114,20 @@ pub fn end_live() {
 /// `$GITHUB_OUTPUT` and the step summary were lost). Every command prints
 /// its results through this (`clippy::print_stdout` is denied elsewhere).
 pub fn out(text: &str) {
+    out_with(|w| w.write_all(text.as_bytes()));
+}
+
+/// `out` of what `write` writes, as it writes it (a document too large to
+/// hold whole: `gate report --format json` of many nodes). The same
+/// handling of a reader that went away.
+pub fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     use std::sync::atomic::{AtomicBool, Ordering};
     static CLOSED: AtomicBool = AtomicBool::new(false);
     if CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    if let Err(e) = write(&mut stdout).and_then(|()| stdout.flush()) {
         CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             drop(stdout);

@@ -60,7 +60,7 @@ pub fn trace(data: &[u8]) {
     let run = RunInput::new(&t, default_config()).summary;
     use crate::report::run::{html, json, markdown, text, Run, RunReporter};
     let report = crate::report::run::RunReport::build_with(&t, builtin_rules(), 1000.0, run);
-    let runs = [Run { report, trace: &t }];
+    let runs = [Run::new(report, &t)];
     let _ = text::Text { color: false }.render(&runs);
     let _ = markdown::Markdown.render(&runs);
     let _ = json::Json.render(&runs);

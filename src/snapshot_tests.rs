@@ -71,10 +71,7 @@ fn run_reporters() {
         .with_warmup_samples(10)
         .with_samples(50);
     let (r, trace) = run_report(&sig, 1);
-    let runs = [Run {
-        report: r,
-        trace: &trace,
-    }];
+    let runs = [Run::new(r, &trace)];
     snap("run_text", &run::text::Text { color: false }.render(&runs));
     snap("run_markdown", &run::markdown::Markdown.render(&runs));
     snap("run_json", &run::json::Json.render(&runs));

@@ -619,8 +619,20 @@ pub fn header(sig: &Signature, ngpu: usize) -> Header {
 /// All records of a synthetic trace (header first, end last; no end record
 /// when `sig.truncated`).
 pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
+    let mut out = Vec::new();
+    each_record(sig, ngpu, &mut |r| out.push(r));
+    out
+}
+
+/// `records`, handed to `emit` one at a time in the same order (a 24-hour
+/// trace of 8 GPUs is 864,000 samples: written as they are made, never all
+/// held at once).
+pub fn each_record(sig: &Signature, ngpu: usize, emit: &mut dyn FnMut(Record)) {
     let mut noise = Noise::new(sig.name, sig.seed);
-    let mut out = vec![Record::Header(Box::new(header(sig, ngpu)))];
+    let mut out = Chunk {
+        records: vec![Record::Header(Box::new(header(sig, ngpu)))],
+        emit,
+    };
     let interval = sig.interval_ms as f64;
     let (total, warm) = sig.sample_counts();
     out.push(Record::Event(EventRecord {
@@ -655,7 +667,8 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
             g,
             h,
         }));
-        sample_events(sig, i, warm, t, glitch, &mut noise, &mut out);
+        sample_events(sig, i, warm, t, glitch, &mut noise, &mut out.records);
+        out.drain();
     }
     let end_t = total as f64 * interval;
     for line in &sig.extra_output {
@@ -665,9 +678,27 @@ pub fn records(sig: &Signature, ngpu: usize) -> Vec<Record> {
         }));
     }
     if !sig.truncated {
-        closing(sig, ngpu, total, end_t, &mut out);
+        closing(sig, ngpu, total, end_t, &mut out.records);
     }
-    out
+    out.drain();
+}
+
+/// Records made but not yet handed on (`each_record`).
+struct Chunk<'a> {
+    records: Vec<Record>,
+    emit: &'a mut dyn FnMut(Record),
+}
+
+impl Chunk<'_> {
+    fn push(&mut self, r: Record) {
+        self.records.push(r);
+    }
+
+    fn drain(&mut self) {
+        for r in self.records.drain(..) {
+            (self.emit)(r);
+        }
+    }
 }
 
 /// The processes on one GPU: the target, and a foreign one when the
@@ -854,20 +885,33 @@ pub fn trace(sig: &Signature, ngpu: usize) -> Trace {
     Trace::read(std::io::Cursor::new(text), Path::new(&path)).expect("synthetic trace reads back")
 }
 
-/// Write a synthetic trace file (for fixtures of tests and docs).
+/// Write a synthetic trace file (for fixtures of tests and docs, and the
+/// benchmarks' long traces: records are written as they are made).
 pub fn write(sig: &Signature, ngpu: usize, path: &Path) -> Result<(), crate::error::GateError> {
-    let recs = records(sig, ngpu);
-    let Record::Header(h) = &recs[0] else {
-        unreachable!("records() starts with the header")
-    };
-    let mut w = TraceWriter::create(path, h)?;
+    let mut w: Option<TraceWriter> = None;
     let mut end = None;
-    for r in &recs[1..] {
-        match r {
-            Record::End(e) => end = Some(e.clone()),
-            other => w.write(other)?,
+    let mut failed = None;
+    each_record(sig, ngpu, &mut |r| {
+        if failed.is_some() {
+            return;
         }
+        let done = match (&mut w, r) {
+            (None, Record::Header(h)) => TraceWriter::create(path, &h).map(|created| {
+                w = Some(created);
+            }),
+            (Some(_), Record::End(e)) => {
+                end = Some(e);
+                Ok(())
+            }
+            (Some(w), other) => w.write(&other),
+            (None, _) => unreachable!("each_record starts with the header"),
+        };
+        failed = done.err();
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    let mut w = w.expect("each_record starts with the header");
     if let Some(end) = end {
         w.finish(end)?;
         return Ok(());

@@ -921,3 +921,53 @@ fn non_utf8_trace_path_still_gives_valid_reports() {
         .unwrap()
         .contains('\u{fffd}'));
 }
+
+/// `gate capture` frees each run's samples once summarised and pools the
+/// steady samples it kept in a scratch file (`baseline::pool`): the
+/// baseline must be the one pooling every trace in memory gives, byte for
+/// byte, for several runs and for the nodes of one run (GPM glitches and a
+/// straggler GPU in the data).
+#[test]
+fn a_capture_that_frees_its_runs_pools_what_memory_would() {
+    use gpugate::baseline::{self, BuildMeta};
+    use gpugate::summary::RunInput;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
+    let config = gpugate::config::Config::load(&d.join("gate.toml"), true).unwrap();
+    let sig = |seed| Signature {
+        glitch_period: Some(37),
+        ..healthy(seed).with_gpu_like(1, &Signature::sync_stall())
+    };
+    let paths: Vec<_> = (1..=3)
+        .map(|s| trace_gpus(d, &format!("r{s}.jsonl"), &sig(s), 3))
+        .collect();
+    for (name, multi_node) in [("runs", false), ("nodes", true)] {
+        let mut cmd = gate(d);
+        cmd.args(["capture", "--baseline", name, "--commit", "abc123"]);
+        if multi_node {
+            cmd.arg("--multi-node");
+        }
+        cmd.arg("--replay").args(&paths).assert().success();
+        let written = std::fs::read_to_string(d.join(format!("baselines/{name}.toml"))).unwrap();
+        // The same traces, loaded and pooled in memory.
+        let traces: Vec<_> = (paths.iter())
+            .map(|p| gpugate::trace::Trace::load(&d.join(p)).unwrap())
+            .collect();
+        let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
+        let created = written
+            .lines()
+            .find_map(|l| l.strip_prefix("created = \""))
+            .unwrap()
+            .trim_end_matches('"')
+            .to_string();
+        let meta = BuildMeta {
+            created,
+            commit: Some("abc123".into()),
+            tags: Default::default(),
+        };
+        let b = baseline::build(name, &inputs, &config, multi_node, &meta).unwrap();
+        let expected = baseline::to_toml(&b, &baseline::refresh_hint(name, &b.capture.command));
+        assert_eq!(written, expected, "{name}");
+    }
+}

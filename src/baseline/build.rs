@@ -22,12 +22,56 @@ pub struct BuildMeta {
     pub tags: BTreeMap<String, String>,
 }
 
+/// Where pooled statistics read a run's steady values of a column: the
+/// run's trace in memory (`InMemory`), or what a capture kept of it while
+/// it read its runs one at a time (`pool::Kept`).
+pub trait SteadyValues: Sync {
+    /// `summary::steady_finite` of input `run`: the finite values of
+    /// `column` over its steady samples, in time order.
+    fn steady_finite(
+        &self,
+        inputs: &[RunInput],
+        run: usize,
+        column: &Column,
+    ) -> Result<Vec<f64>, GateError>;
+}
+
+/// The inputs' traces still hold their samples.
+pub struct InMemory;
+
+impl SteadyValues for InMemory {
+    fn steady_finite(
+        &self,
+        inputs: &[RunInput],
+        run: usize,
+        column: &Column,
+    ) -> Result<Vec<f64>, GateError> {
+        let r = &inputs[run];
+        Ok(steady_finite(r.trace, &r.steady, column))
+    }
+}
+
 /// Build a baseline from runs. Without `multi_node` each input is one run;
 /// with it, all inputs are the nodes of one run (their samples are pooled
-/// into that run's summary).
+/// into that run's summary). The inputs' traces hold their samples.
 pub fn build(
     name: &str,
     inputs: &[RunInput],
+    config: &Config,
+    multi_node: bool,
+    meta: &BuildMeta,
+) -> Result<Baseline, GateError> {
+    build_from(name, inputs, &InMemory, config, multi_node, meta)
+}
+
+/// `build`, the pooled statistics reading the runs' steady values from
+/// `values` (a capture that freed each run's samples once summarised keeps
+/// them in a `pool::SteadyStore`). A baseline of one run reads none: its
+/// statistics are its summary's.
+pub fn build_from(
+    name: &str,
+    inputs: &[RunInput],
+    values: &dyn SteadyValues,
     config: &Config,
     multi_node: bool,
     meta: &BuildMeta,
@@ -38,10 +82,12 @@ pub fn build(
     let header = &first.trace.header;
     let runs = Runs {
         groups: if multi_node {
-            vec![inputs.iter().collect()]
+            vec![(0..inputs.len()).collect()]
         } else {
-            inputs.iter().map(|r| vec![r]).collect()
+            (0..inputs.len()).map(|i| vec![i]).collect()
         },
+        inputs,
+        values,
         config,
     };
     // Columns are independent: spread over the cores, kept in order.
@@ -49,7 +95,7 @@ pub fn build(
         .chain(header.host_columns.iter().map(|id| Column::Host { id }))
         .collect();
     let mut metrics = BTreeMap::new();
-    for (column, m) in columns.iter().zip(runs.sampled_all(&columns)) {
+    for (column, m) in columns.iter().zip(runs.sampled_all(&columns)?) {
         if let Some(m) = m {
             metrics.insert(column.id().to_string(), m);
         }
@@ -76,14 +122,17 @@ pub fn build(
         capture: capture_settings(header, inputs, runs.groups.len(), multi_node),
         features: mean_features(inputs),
         metrics,
-        gpus: runs.per_gpu(header),
+        gpus: runs.per_gpu(header)?,
     })
 }
 
-/// The inputs grouped into runs (one input each, or all the nodes of one
-/// multi-node run), and the policy that describes each metric.
+/// The inputs grouped into runs (indices: one input each, or all the nodes
+/// of one multi-node run), where their steady values come from, and the
+/// policy that describes each metric.
 struct Runs<'a, 't> {
-    groups: Vec<Vec<&'a RunInput<'t>>>,
+    groups: Vec<Vec<usize>>,
+    inputs: &'a [RunInput<'t>],
+    values: &'a dyn SteadyValues,
     config: &'a Config,
 }
 
@@ -98,8 +147,20 @@ impl Runs<'_, '_> {
     }
 
     /// `sampled` of every column, on the cores (`parallel`).
-    fn sampled_all(&self, columns: &[Column]) -> Vec<Option<BaselineMetric>> {
+    fn sampled_all(&self, columns: &[Column]) -> Result<Vec<Option<BaselineMetric>>, GateError> {
         crate::parallel::map(columns, |c| self.sampled(c, c.id()))
+            .into_iter()
+            .collect()
+    }
+
+    /// The steady values of `column` in the inputs `group`, one after
+    /// another (what pooling them in memory concatenates).
+    fn pooled(&self, group: &[usize], column: &Column) -> Result<Vec<f64>, GateError> {
+        let mut all = Vec::new();
+        for &i in group {
+            all.extend(self.values.steady_finite(self.inputs, i, column)?);
+        }
+        Ok(all)
     }
 
     /// A sampled metric: each run's statistics over its steady samples (a
@@ -107,23 +168,30 @@ impl Runs<'_, '_> {
     /// run of one trace reuses its summary's statistics (the same series,
     /// the same numbers: capture used to compute them twice), and one run
     /// alone is its own pool.
-    fn sampled(&self, column: &Column, id: &str) -> Option<BaselineMetric> {
+    fn sampled(&self, column: &Column, id: &str) -> Result<Option<BaselineMetric>, GateError> {
         let (unit, direction, statistic, gated) = self.describe(id);
-        let series = |r: &&RunInput| steady_finite(r.trace, &r.steady, column);
         let per_run: Vec<Option<MetricStats>> = (self.groups.iter())
             .map(|group| match group.as_slice() {
-                [one] => one.summary.column_stats(column),
-                nodes => MetricStats::from_finite(nodes.iter().flat_map(series).collect()),
+                [one] => Ok(self.inputs[*one].summary.column_stats(column)),
+                nodes => Ok(MetricStats::from_finite(self.pooled(nodes, column)?)),
             })
-            .collect();
+            .collect::<Result<_, GateError>>()?;
         let all = match per_run.as_slice() {
-            [one] => one.clone()?,
-            _ => MetricStats::from_finite(self.groups.iter().flatten().flat_map(series).collect())?,
+            [one] => one.clone(),
+            _ => {
+                let every: Vec<usize> = self.groups.iter().flatten().copied().collect();
+                MetricStats::from_finite(self.pooled(&every, column)?)
+            }
+        };
+        let Some(all) = all else {
+            return Ok(None);
         };
         let runs = (per_run.iter().flatten())
             .map(|s| RunStat::from_stats(s, statistic))
             .collect();
-        Some(metric_entry(unit, direction, statistic, gated, &all, runs))
+        Ok(Some(metric_entry(
+            unit, direction, statistic, gated, &all, runs,
+        )))
     }
 
     /// A run-level number (wall time, user metric): one value per run, with
@@ -151,7 +219,7 @@ impl Runs<'_, '_> {
             .iter()
             .filter_map(|g| {
                 g.iter()
-                    .filter_map(|r| r.summary.wall_time_s)
+                    .filter_map(|&i| self.inputs[i].summary.wall_time_s)
                     .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
                     .map(|v| (v, None))
             })
@@ -164,8 +232,10 @@ impl Runs<'_, '_> {
         self.groups
             .iter()
             .filter_map(|g| {
-                let vals: Vec<&UserMetricValue> =
-                    g.iter().filter_map(|r| r.user.get(name)).collect();
+                let vals: Vec<&UserMetricValue> = g
+                    .iter()
+                    .filter_map(|&i| self.inputs[i].user.get(name))
+                    .collect();
                 if vals.is_empty() {
                     return None;
                 }
@@ -184,17 +254,17 @@ impl Runs<'_, '_> {
 
     /// Per-GPU metrics, keyed `gpu<slot>`; only with several GPUs (with
     /// one, the aggregate is that GPU).
-    fn per_gpu(&self, header: &Header) -> BTreeMap<String, GpuBaseline> {
+    fn per_gpu(&self, header: &Header) -> Result<BTreeMap<String, GpuBaseline>, GateError> {
         let mut gpus = BTreeMap::new();
         if header.fingerprint.gpus.len() <= 1 {
-            return gpus;
+            return Ok(gpus);
         }
         for (slot, info) in header.fingerprint.gpus.iter().enumerate() {
             let columns: Vec<Column> = (header.gpu_columns.iter())
                 .map(|id| Column::Gpu { slot, id })
                 .collect();
             let mut metrics = BTreeMap::new();
-            for (column, m) in columns.iter().zip(self.sampled_all(&columns)) {
+            for (column, m) in columns.iter().zip(self.sampled_all(&columns)?) {
                 if let Some(m) = m {
                     metrics.insert(column.id().to_string(), m);
                 }
@@ -208,7 +278,7 @@ impl Runs<'_, '_> {
                 },
             );
         }
-        gpus
+        Ok(gpus)
     }
 }
 

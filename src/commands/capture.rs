@@ -4,6 +4,7 @@
 //! wants `--replace`.
 
 use super::measure::{self, MeasureArgs};
+use crate::baseline::pool::{Kept, SteadyStore};
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
@@ -122,9 +123,32 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         )
         .map_err(|e| GateError::usage(e.to_string()))?;
 
-    let traces = measure::acquire(&args.measure, runs, &args.trace_dir)?;
-    // Runs are independent: summarised on the cores, kept in order.
-    let inputs: Vec<_> = crate::parallel::map(&traces, |t| RunInput::new(t, &config));
+    // Each run is summarised as it is loaded and its samples freed: memory
+    // holds one run's columns at a time, not every run's. Pooled statistics
+    // (several runs, or the nodes of one) need every run's steady values
+    // of a column at once: those are kept in a scratch file (`pool`).
+    let store = if runs > 1 || args.multi_node {
+        Some(SteadyStore::new()?)
+    } else {
+        None
+    };
+    let derive = |t: &crate::trace::Trace| {
+        let d = RunInput::derive(t, &config);
+        let kept = store.as_ref().map(|s| s.keep(t, &d.steady)).transpose();
+        Some((d, kept))
+    };
+    let mut traces = Vec::new();
+    let mut derived = Vec::new();
+    let mut kept = Vec::new();
+    for (t, d) in measure::acquire_each(&args.measure, runs, &args.trace_dir, derive)? {
+        let (d, k) = d.expect("every trace is derived");
+        kept.extend(k?);
+        traces.push(t);
+        derived.push(d);
+    }
+    let inputs: Vec<RunInput> = (traces.iter().zip(derived))
+        .map(|(t, d)| RunInput::from_parts(t, d))
+        .collect();
 
     ensure_known_good(&inputs, &config)?;
 
@@ -133,7 +157,12 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         commit: super::detect_commit(args.commit.as_deref()),
         tags: args.measure.tags.iter().cloned().collect(),
     };
-    let b = baseline::build(&name, &inputs, &config, args.multi_node, &meta)?;
+    let values: &dyn baseline::SteadyValues = match &store {
+        Some(store) => &Kept { store, runs: &kept },
+        // One run: its statistics are its summary's, no values are read.
+        None => &baseline::InMemory,
+    };
+    let b = baseline::build_from(&name, &inputs, values, &config, args.multi_node, &meta)?;
     let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
     let path = baseline::path_for(&args.baseline_dir, &name);
     match baseline::store(&path, &text, args.replace)? {

@@ -256,6 +256,30 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
 /// `each` has derived what it needs, so this bounds memory (64 nodes x 8
 /// GPUs x 1 h are ~2.5 GB of samples in all, ~40 MB each).
 const MAX_LOADS_AT_ONCE: usize = 4;
+/// A replayed trace this large loads alone, its columns then summarised on
+/// every core: in memory its samples take ~0.7x its size on disk (8 GPUs
+/// x 24 h: 1.4 GB of JSON, 0.95 GB of columns), and two at once doubled
+/// the peak of `capture` and `check` of long runs. A `.zst` trace counts
+/// at 8x its size (real traces compress ~7x).
+const LOAD_ALONE_BYTES: u64 = 256 << 20;
+
+/// How many of `paths` `acquire_each` loads at once.
+fn loads_at_once(paths: &[PathBuf]) -> usize {
+    let big = paths.iter().any(|p| {
+        let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let len = if crate::trace::is_compressed_path(p) {
+            len.saturating_mul(8)
+        } else {
+            len
+        };
+        len > LOAD_ALONE_BYTES
+    });
+    if big {
+        1
+    } else {
+        crate::parallel::threads().min(MAX_LOADS_AT_ONCE)
+    }
+}
 
 /// `acquire`, calling `each` on every trace as soon as it is loaded; when
 /// it returns something, the trace's samples are dropped (memory holds a
@@ -276,7 +300,7 @@ pub fn acquire_each<R: Send>(
         (t, derived)
     };
     if args.is_replay() {
-        let threads = crate::parallel::threads().min(MAX_LOADS_AT_ONCE);
+        let threads = loads_at_once(&args.replay);
         return crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))

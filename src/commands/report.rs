@@ -11,7 +11,11 @@ use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::report::run::{
-    html::Html, json::Json, markdown::Markdown, text::Text, Run, RunReport, RunReporter,
+    html::{Html, Plots},
+    json::Json,
+    markdown::Markdown,
+    text::Text,
+    Run, RunReport, RunReporter,
 };
 use crate::summary::RunInput;
 use crate::trace::Trace;
@@ -101,15 +105,29 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     // Rules first: a broken gate.toml fails before any measurement.
     let config = load_config(args.config.as_deref())?;
     let rules = config.rule_set()?;
-    let traces = acquire(&args)?;
-    for t in &traces {
+    let slice_ms = args.slice.as_secs_f64() * 1000.0;
+    // Each run is explained as it is loaded (and the series its HTML plots
+    // draw taken), then its samples are freed: a report of 64 nodes holds
+    // 64 explanations, not 64 traces. A trace without samples is kept as
+    // it is, for the error below.
+    let explain = |t: &Trace| {
+        if t.sample_count() == 0 {
+            return None;
+        }
+        let report = RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary);
+        let plots = args.html.is_some().then(|| Plots::of(&report, t));
+        Some((report, plots))
+    };
+    let (traces, explained): (Vec<Trace>, Vec<_>) = acquire(&args, explain)?.into_iter().unzip();
+    for (t, e) in traces.iter().zip(&explained) {
         if t.truncated {
             crate::gate_eprintln!(
                 "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
                 crate::escape::terminal(&t.path.display().to_string())
             );
         }
-        if t.sample_count() == 0 {
+        // Not explained: it had no samples (the others' are freed by now).
+        if e.is_none() {
             return Err(GateError::bad_file(
                 &t.path,
                 "the trace has no samples; record a run that lasts at least one interval",
@@ -117,18 +135,26 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
-    let slice_ms = args.slice.as_secs_f64() * 1000.0;
-    // Runs are independent: explained on the cores, kept in order.
-    let runs: Vec<Run> = crate::parallel::map(&traces, |t| Run {
-        report: RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary),
-        trace: t,
-    });
-    let stdout = match args.format {
-        ReportFormat::Json => Json.render(&runs),
-        ReportFormat::Text => Text {
-            color: args.color.stdout(),
-        }
-        .render(&runs),
+    let runs: Vec<Run> = (traces.iter().zip(explained))
+        .map(|(trace, e)| {
+            let (report, plots) = e.expect("a trace with samples is explained");
+            Run {
+                report,
+                trace,
+                plots,
+            }
+        })
+        .collect();
+    // The JSON document is streamed to stdout at the end (64 nodes' is
+    // ~460 MB: never held whole); the text is rendered first, as before.
+    let text = match args.format {
+        ReportFormat::Json => None,
+        ReportFormat::Text => Some(
+            Text {
+                color: args.color.stdout(),
+            }
+            .render(&runs),
+        ),
     };
     let files: [(&str, &Option<PathBuf>, &dyn RunReporter); 3] = [
         ("--json", &args.json, &Json),
@@ -140,11 +166,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             write_output(path, flag, &reporter.render(&runs), &input_paths)?;
         }
     }
-    crate::console::out(&stdout);
+    match text {
+        Some(text) => crate::console::out(&text),
+        None => crate::console::out_with(|w| Json.write(&runs, w)),
+    }
     Ok(crate::exit_code::PASS)
 }
 
-fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
+/// The traces to report, each handed to `each` as it is loaded (on the
+/// cores, in order: `measure::acquire_each`).
+fn acquire<R: Send>(
+    args: &ReportArgs,
+    each: impl Fn(&Trace) -> Option<R> + Sync,
+) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
     if !args.traces.is_empty() {
         if args.measure.is_live() {
             return Err(GateError::usage(
@@ -155,7 +189,7 @@ fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
         let mut m = args.measure.clone();
         m.replay = args.traces.clone();
         m.replay.extend(args.measure.replay.iter().cloned());
-        return measure::acquire(&m, 1, &args.trace_dir);
+        return measure::acquire_each(&m, 1, &args.trace_dir, each);
     }
     if !args.measure.is_replay() && !args.measure.is_live() {
         return Err(GateError::usage(
@@ -163,7 +197,7 @@ fn acquire(args: &ReportArgs) -> anyhow::Result<Vec<Trace>> {
         )
         .into());
     }
-    measure::acquire(&args.measure, 1, &args.trace_dir)
+    measure::acquire_each(&args.measure, 1, &args.trace_dir, each)
 }
 
 /// Write a report file; the error names the file and what to do.

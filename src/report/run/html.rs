@@ -202,11 +202,11 @@ fn sev_badge(s: Severity) -> String {
 
 /// One run: provenance, then the answer (suspects), then the evidence to
 /// check it against (plots, panorama, processes, statistics).
-fn run_section(out: &mut String, r: &RunReport, trace: &Trace, idx: usize) {
+fn run_section(out: &mut String, r: &RunReport, plots: &Plots, idx: usize) {
     let _ = write!(out, r#"<section id="run-{idx}">"#);
     provenance(out, r);
     suspects(out, r);
-    time_series(out, r, trace);
+    time_series(out, r, plots);
     panorama_tables(out, r);
     processes(out, r);
     statistics(out, r);
@@ -294,87 +294,106 @@ fn suspects(out: &mut String, r: &RunReport) {
     }
 }
 
+/// What each chart of a GPU plots: (metric, label, colour).
+type Series = [(&'static str, &'static str, &'static str)];
+const UTIL: &Series = &[
+    ("gpu_busy_pct", "GPU busy", C_BUSY),
+    ("sm_active_pct", "SM active", C_SM),
+    ("tensor_pct", "tensor active", C_TENSOR),
+    ("dram_pct", "DRAM bandwidth", C_DRAM),
+];
+const PCIE: &Series = &[
+    ("pcie_rx_mib_s", "PCIe RX (to GPU)", C_RX),
+    ("pcie_tx_mib_s", "PCIe TX (from GPU)", C_TX),
+];
+const POWER: &Series = &[("power_w", "board power", C_POWER)];
+const CLOCK: &Series = &[("sm_clock_mhz", "SM clock", C_CLOCK)];
+const HOST: &Series = &[
+    ("target_cpu_pct", "target CPU (100 = one core)", C_BUSY),
+    ("host_cpu_busy_pct", "machine CPU (100 = all cores)", C_DRAM),
+    ("host_iowait_pct", "machine iowait", C_POWER),
+];
+
+/// The series a run's time-series charts draw, downsampled (`series`):
+/// all the HTML needs of a trace's samples. `gate report` takes them while
+/// each trace is loaded and frees the samples (`Run::plots`), so reports
+/// of many nodes hold their plots, not their traces.
+pub struct Plots {
+    t_end_s: f64,
+    /// Per GPU slot: utilization, PCIe, power and clock lines.
+    gpus: Vec<[Vec<Line>; 4]>,
+    host: Vec<Line>,
+}
+
+impl Plots {
+    pub fn of(r: &RunReport, trace: &Trace) -> Plots {
+        let t_end_s = r
+            .panorama
+            .gpus
+            .first()
+            .and_then(|g| g.slices.last())
+            .map(|s| s.end_ms / 1000.0)
+            .unwrap_or_else(|| trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0)
+            .max(trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0);
+        let gpu_lines = |slot: usize, which: &Series| -> Vec<Line> {
+            (which.iter())
+                .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
+                .collect()
+        };
+        Plots {
+            t_end_s,
+            gpus: (0..r.gpus.len())
+                .map(|slot| [UTIL, PCIE, POWER, CLOCK].map(|which| gpu_lines(slot, which)))
+                .collect(),
+            host: (HOST.iter())
+                .filter_map(|(id, label, c)| host_line(trace, id, label, c, t_end_s))
+                .collect(),
+        }
+    }
+}
+
 /// Plots of the main counters per GPU and of the host CPU, problem
 /// intervals and warm-up shaded.
-fn time_series(out: &mut String, r: &RunReport, trace: &Trace) {
+fn time_series(out: &mut String, r: &RunReport, plots: &Plots) {
     out.push_str("<h2>Time series</h2>");
     out.push_str(&shade_legend());
-    let t_end_s = r
-        .panorama
-        .gpus
-        .first()
-        .and_then(|g| g.slices.last())
-        .map(|s| s.end_ms / 1000.0)
-        .unwrap_or_else(|| trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0)
-        .max(trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0);
-    for (slot, g) in r.gpus.iter().enumerate() {
+    let t_end_s = plots.t_end_s;
+    for (g, [util, pcie, power, clock]) in r.gpus.iter().zip(&plots.gpus) {
         let _ = write!(out, "<h3>GPU {} ({})</h3>", g.index, escape(&g.name));
         let shades = shades_for(r, Some(g.index));
-        let util: Vec<Line> = [
-            ("gpu_busy_pct", "GPU busy", C_BUSY),
-            ("sm_active_pct", "SM active", C_SM),
-            ("tensor_pct", "tensor active", C_TENSOR),
-            ("dram_pct", "DRAM bandwidth", C_DRAM),
-        ]
-        .iter()
-        .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
-        .collect();
         out.push_str(&chart(
             "Utilization",
             "%",
             Some(100.0),
-            &util,
+            util,
             t_end_s,
             &shades,
             WIDTH,
         ));
-        let pcie: Vec<Line> = [
-            ("pcie_rx_mib_s", "PCIe RX (to GPU)", C_RX),
-            ("pcie_tx_mib_s", "PCIe TX (from GPU)", C_TX),
-        ]
-        .iter()
-        .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
-        .collect();
         out.push_str(&chart(
             "PCIe traffic",
             "MiB/s",
             None,
-            &pcie,
+            pcie,
             t_end_s,
             &shades,
             WIDTH,
         ));
-        let power: Vec<Line> = [("power_w", "board power", C_POWER)]
-            .iter()
-            .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
-            .collect();
         // Power and clock side by side: secondary, read together.
         out.push_str(r#"<div class="pair"><div>"#);
-        out.push_str(&chart("Power", "W", None, &power, t_end_s, &shades, HALF));
-        let clock: Vec<Line> = [("sm_clock_mhz", "SM clock", C_CLOCK)]
-            .iter()
-            .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
-            .collect();
+        out.push_str(&chart("Power", "W", None, power, t_end_s, &shades, HALF));
         out.push_str("</div><div>");
         out.push_str(&chart(
-            "SM clock", "MHz", None, &clock, t_end_s, &shades, HALF,
+            "SM clock", "MHz", None, clock, t_end_s, &shades, HALF,
         ));
         out.push_str("</div></div>");
     }
     out.push_str("<h3>Host</h3>");
-    let host: Vec<Line> = [
-        ("target_cpu_pct", "target CPU (100 = one core)", C_BUSY),
-        ("host_cpu_busy_pct", "machine CPU (100 = all cores)", C_DRAM),
-        ("host_iowait_pct", "machine iowait", C_POWER),
-    ]
-    .iter()
-    .filter_map(|(id, label, c)| host_line(trace, id, label, c, t_end_s))
-    .collect();
     out.push_str(&chart(
         "Host CPU",
         "%",
         None,
-        &host,
+        &plots.host,
         t_end_s,
         &shades_for(r, None),
         WIDTH,
@@ -521,16 +540,25 @@ fn statistics(out: &mut String, r: &RunReport) {
 }
 
 /// One self-contained HTML document for all runs (the plots read each
-/// run's trace).
+/// run's `Plots`, or its trace).
 pub struct Html;
 
 impl RunReporter for Html {
     fn render(&self, runs: &[Run]) -> String {
-        render(runs)
+        render(runs, HTML_BUDGET_BYTES)
     }
 }
 
-fn render(runs: &[Run]) -> String {
+/// The size a document of several runs is kept to: a run of 8 GPUs takes
+/// ~4 MB in full (plots of every GPU, the panorama table), so a report of
+/// 64 nodes was 257 MB. Runs are shown in full while they fit; past that
+/// the document opens with one table of every run, the most severe runs
+/// are shown in full in what room is left, and the others by their
+/// suspects (~2 kB each): under 10 MB up to ~4,000 runs.
+const HTML_BUDGET_BYTES: usize = 9 << 20;
+
+/// The whole document; `budget` is `HTML_BUDGET_BYTES` but in tests.
+fn render(runs: &[Run], budget: usize) -> String {
     let mut out = String::with_capacity(256 * 1024);
     let title = runs
         .first()
@@ -542,26 +570,134 @@ fn render(runs: &[Run]) -> String {
         escape(title),
         STYLE
     );
-    if runs.len() > 1 {
-        out.push_str("<p>Runs: ");
-        for (i, r) in runs.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<a href=\"#run-{i}\">{}</a> ",
-                escape(&r.report.source)
-            );
+    // The most severe runs first (then in order); sections past the
+    // budget are never rendered.
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(top_severity(&runs[i].report)), i));
+    let mut full: Vec<Option<String>> = (0..runs.len()).map(|_| None).collect();
+    let mut used = 0usize;
+    let mut all_fit = true;
+    for &i in &order {
+        let section = full_section(&runs[i], i);
+        if used + section.len() > budget && runs.len() > 1 {
+            all_fit = false;
+            break;
         }
-        out.push_str("</p>");
+        used += section.len();
+        full[i] = Some(section);
     }
-    for (i, r) in runs.iter().enumerate() {
-        run_section(&mut out, &r.report, r.trace, i);
-        out.push('\n');
+    if all_fit {
+        if runs.len() > 1 {
+            out.push_str("<p>Runs: ");
+            for (i, r) in runs.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    "<a href=\"#run-{i}\">{}</a> ",
+                    escape(&r.report.source)
+                );
+            }
+            out.push_str("</p>");
+        }
+        for section in full.into_iter().flatten() {
+            out.push_str(&section);
+            out.push('\n');
+        }
+    } else {
+        // Every run by its suspects, then in full the most severe ones the
+        // room left takes (the table's size, all compact, bounds its final
+        // size: "in full" is shorter than "suspects").
+        let compact: Vec<String> = (runs.iter().enumerate())
+            .map(|(i, r)| compact_section(&r.report, i))
+            .collect();
+        let none: Vec<Option<String>> = (0..runs.len()).map(|_| None).collect();
+        let fixed =
+            runs_table(runs, &none).len() + compact.iter().map(|c| c.len() + 1).sum::<usize>();
+        let mut room = budget.saturating_sub(fixed);
+        let mut drawn = std::mem::replace(&mut full, none);
+        for &i in &order {
+            let section = drawn[i].take().unwrap_or_else(|| full_section(&runs[i], i));
+            let extra = section.len().saturating_sub(compact[i].len());
+            if extra > room {
+                break;
+            }
+            room -= extra;
+            full[i] = Some(section);
+        }
+        out.push_str(&runs_table(runs, &full));
+        for (section, compact) in full.into_iter().zip(compact) {
+            out.push_str(&section.unwrap_or(compact));
+            out.push('\n');
+        }
     }
     let _ = write!(
         out,
         "<footer>Generated by gate {} from the recorded trace(s); self-contained, no external resources.</footer>\n</body></html>\n",
         escape(crate::GATE_VERSION)
     );
+    out
+}
+
+/// The highest severity among a run's suspects (None: no suspect).
+fn top_severity(r: &RunReport) -> Option<Severity> {
+    r.suspects.iter().map(|f| f.severity).max()
+}
+
+/// One run in full: its section (`run_section`), plots from its `Plots`
+/// or, when it has none, from its trace.
+fn full_section(run: &Run, idx: usize) -> String {
+    let drawn;
+    let plots = match &run.plots {
+        Some(p) => p,
+        None => {
+            drawn = Plots::of(&run.report, run.trace);
+            &drawn
+        }
+    };
+    let mut out = String::new();
+    run_section(&mut out, &run.report, plots, idx);
+    out
+}
+
+/// The summary of many runs: one row each, linking to its section.
+fn runs_table(runs: &[Run], full: &[Option<String>]) -> String {
+    let mut out = String::new();
+    let shown = full.iter().filter(|s| s.is_some()).count();
+    let _ = write!(
+        out,
+        "<h1>gate report: {} runs</h1><p class=\"meta\">{shown} shown in full (the most severe first); the others by their suspects, so the document stays small. <code>gate report TRACE --html FILE</code> shows any of them in full.</p>",
+        runs.len()
+    );
+    out.push_str("<table><tr><th>#</th><th>trace</th><th>GPUs</th><th>steady samples</th><th>wall time s</th><th>exit</th><th>suspects</th><th>first suspect</th><th>shown</th></tr>");
+    for (i, (r, section)) in runs.iter().zip(full).enumerate() {
+        let r = &r.report;
+        let first = r
+            .suspects
+            .first()
+            .map(|f| format!("{} {}", sev_badge(f.severity), escape(&f.title)))
+            .unwrap_or_else(|| "&ndash;".into());
+        let _ = write!(
+            out,
+            "<tr><td class=\"n\"><a href=\"#run-{i}\">{i}</a></td><td class=\"cmd\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{first}</td><td>{}</td></tr>",
+            escape(&r.source),
+            r.gpus.len(),
+            r.steady_samples,
+            num(r.wall_time_s),
+            r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "&ndash;".into()),
+            r.suspects.len(),
+            if section.is_some() { "in full" } else { "suspects" },
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// A run past the budget: provenance and suspects.
+fn compact_section(r: &RunReport, idx: usize) -> String {
+    let mut out = String::new();
+    let _ = write!(out, r#"<section id="run-{idx}">"#);
+    provenance(&mut out, r);
+    suspects(&mut out, r);
+    out.push_str("<p class=\"meta\">Plots, panorama, processes and statistics left out (see the table of runs above).</p></section>");
     out
 }
 
@@ -574,10 +710,7 @@ mod tests {
     fn html(sig: &Signature, ngpu: usize) -> String {
         let t = synthetic::trace(sig, ngpu);
         let r = RunReport::build(&t, &RuleSet::builtin(), 1000.0);
-        render(&[Run {
-            report: r,
-            trace: &t,
-        }])
+        render(&[Run::new(r, &t)], HTML_BUDGET_BYTES)
     }
 
     #[test]
@@ -615,6 +748,55 @@ mod tests {
         assert!(a.contains(r##"fill="#8c564b" fill-opacity"##));
         assert!(a.contains("sev-high"));
         assert!(a.contains("Other processes share the GPU"));
+    }
+
+    #[test]
+    fn many_runs_keep_to_the_budget_with_one_table_and_plots_can_be_taken_first() {
+        let sigs = [
+            Signature::healthy().with_seed(1),
+            Signature::healthy().with_seed(2),
+            Signature::contention(),
+        ];
+        let traces: Vec<Trace> = sigs.iter().map(|s| synthetic::trace(s, 2)).collect();
+        let rules = RuleSet::builtin();
+        let report = |t: &Trace| RunReport::build(t, &rules, 1000.0);
+        let runs: Vec<Run> = traces.iter().map(|t| Run::new(report(t), t)).collect();
+        // Plots taken before the samples are freed draw the same document.
+        let taken: Vec<Run> = traces
+            .iter()
+            .map(|t| {
+                let r = report(t);
+                Run {
+                    plots: Some(Plots::of(&r, t)),
+                    report: r,
+                    trace: t,
+                }
+            })
+            .collect();
+        let all = render(&runs, HTML_BUDGET_BYTES);
+        assert_eq!(all, render(&taken, HTML_BUDGET_BYTES));
+        assert!(all.contains("<p>Runs: ") && !all.contains("shown in full"));
+        assert_eq!(all.matches("<svg").count(), 3 * (2 * 4 + 1));
+        // Room for one: the contention run (high severity) is the one in
+        // full, the others show their suspects; one table lists all three.
+        let one = full_section(&runs[2], 2).len();
+        let small = render(&runs, one + 16 * 1024);
+        assert!(small.contains("gate report: 3 runs"));
+        assert!(small.contains("1 shown in full"));
+        assert_eq!(small.matches("<svg").count(), 2 * 4 + 1);
+        assert_eq!(small.matches("<section id=\"run-").count(), 3);
+        assert_eq!(small.matches("<td>suspects</td>").count(), 2);
+        assert!(small.contains(&full_section(&runs[2], 2)));
+        assert!(
+            small.len() < all.len() / 2,
+            "{} vs {}",
+            small.len(),
+            all.len()
+        );
+        assert!(small.len() < one + 16 * 1024 + 4096, "{}", small.len());
+        // No room: every run by its suspects, still one table.
+        let tiny = render(&runs, 1);
+        assert!(tiny.contains("0 shown in full") && !tiny.contains("<svg"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::{Run, RunReport, RunReporter, REPORT_SCHEMA_VERSION};
 use serde::Serialize;
+use std::io::Write as _;
 
 /// The JSON document of `gate report --format json` / `--json FILE`: all
 /// runs in one document with `schema_version`.
@@ -15,19 +16,35 @@ impl RunReporter for Json {
     }
 }
 
-fn render(reports: &[&RunReport]) -> String {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        schema_version: u32,
-        gate_version: &'a str,
-        runs: &'a [&'a RunReport],
+impl Json {
+    /// `render`, written to `out` as it is made (the same bytes): a report
+    /// of many nodes is never held whole.
+    pub fn write(&self, runs: &[Run], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        serde_json::to_writer_pretty(&mut out, &doc(&reports))?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
-    let mut s = serde_json::to_string_pretty(&Doc {
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    schema_version: u32,
+    gate_version: &'a str,
+    runs: &'a [&'a RunReport],
+}
+
+fn doc<'a>(reports: &'a [&'a RunReport]) -> Doc<'a> {
+    Doc {
         schema_version: REPORT_SCHEMA_VERSION,
         gate_version: crate::GATE_VERSION,
         runs: reports,
-    })
-    .expect("report serialises");
+    }
+}
+
+fn render(reports: &[&RunReport]) -> String {
+    let mut s = serde_json::to_string_pretty(&doc(reports)).expect("report serialises");
     s.push('\n');
     s
 }
@@ -37,6 +54,16 @@ mod tests {
     use super::*;
     use crate::report::run::tests_support::report;
     use crate::synthetic::Signature;
+
+    #[test]
+    fn the_streamed_document_is_the_rendered_one() {
+        let t = crate::synthetic::trace(&Signature::contention(), 2);
+        let r = RunReport::build(&t, &crate::diagnose::RuleSet::builtin(), 1000.0);
+        let runs = [Run::new(r.clone(), &t), Run::new(r, &t)];
+        let mut streamed = Vec::new();
+        Json.write(&runs, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), Json.render(&runs));
+    }
 
     #[test]
     fn json_is_deterministic_and_missing_is_null() {

@@ -60,11 +60,26 @@ pub struct StatRow {
     pub max: Option<f64>,
 }
 
-/// One run to report: its explanation and the trace it was built from
-/// (the HTML plots read the samples).
+/// One run to report: its explanation and the trace it was built from.
 pub struct Run<'a> {
     pub report: RunReport,
+    /// Its header, events and processes; the samples too, unless `plots`
+    /// was taken from them before they were freed.
     pub trace: &'a Trace,
+    /// What the HTML plots draw (`html::Plots::of`); None: drawn from
+    /// `trace`'s samples when rendered.
+    pub plots: Option<html::Plots>,
+}
+
+impl<'a> Run<'a> {
+    /// A run whose trace still holds its samples.
+    pub fn new(report: RunReport, trace: &'a Trace) -> Run<'a> {
+        Run {
+            report,
+            trace,
+            plots: None,
+        }
+    }
 }
 
 /// One output format of `gate report` (`text`, `markdown`, `json`, `html`):
