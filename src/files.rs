@@ -212,6 +212,18 @@ impl Inputs {
         self.0.push((what.into(), path.into()));
     }
 
+    /// Several inputs of one kind (the files of the history database).
+    pub fn add_all(&mut self, what: &str, paths: impl IntoIterator<Item = PathBuf>) {
+        for p in paths {
+            self.add(what, p);
+        }
+    }
+
+    /// Another command's inputs (a suite's workloads).
+    pub fn extend(&mut self, other: Inputs) {
+        self.0.extend(other.0);
+    }
+
     /// The input `path` is, if any: its name and path.
     pub fn find(&self, path: &Path) -> Option<(&str, &Path)> {
         self.0

@@ -113,9 +113,10 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         inputs.add("the replayed trace", t);
     }
     inputs.add("the gate config", &config_path);
-    for file in recorder.iter().flat_map(|r| r.files()) {
-        inputs.add("the history database", file);
-    }
+    inputs.add_all(
+        "the history database",
+        recorder.iter().flat_map(|r| r.files()),
+    );
     inputs
         .check_output(
             &baseline::path_for(&args.baseline_dir, &name),

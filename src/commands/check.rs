@@ -232,15 +232,14 @@ pub struct Judged {
 }
 
 /// The history's second step of one check (appending the run), if any.
-pub struct HistoryTail(Option<(super::history::Recorder, super::history::PendingCheck)>);
+pub struct HistoryTail(Option<super::history::PendingCheck>);
 
 impl HistoryTail {
     /// Append the run (bounded). None, or the exit code when
     /// `--history-required` and the store failed (the verdict is out; the
     /// exit code says the infrastructure failed).
     pub fn finish(self) -> Option<i32> {
-        let (rec, pending) = self.0?;
-        let e = super::history::finish_check(&rec, pending).err()?;
+        let e = super::history::finish_check(self.0?).err()?;
         crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
         Some(crate::error::exit_code_of(&e.into()))
     }
@@ -281,9 +280,10 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     }
     let (config, baseline, baseline_source) = load_inputs(args)?;
     let recorder = super::history::Recorder::resolve(&args.history, &config)?;
-    for file in recorder.iter().flat_map(|r| r.files()) {
-        inputs.add("the history database", file);
-    }
+    inputs.add_all(
+        "the history database",
+        recorder.iter().flat_map(|r| r.files()),
+    );
     // Outputs before anything runs: a path that would be refused must not
     // cost a live run, nor replace an input (the history database included).
     for (flag, path) in outputs(args) {
@@ -300,6 +300,8 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     }
     let rules = config.rule_set()?;
     let acceptances = load_acceptances(args, &config)?;
+    let cli_tags: std::collections::BTreeMap<String, String> =
+        args.measure.tags.iter().cloned().collect();
 
     // Each trace is summarised as it is loaded and its samples freed: the
     // verdict needs only summaries, so 64 nodes cost one node's samples.
@@ -321,7 +323,13 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     } else {
         0
     };
-    let history_spread = super::history::healthy_spread(recorder.as_ref(), &baseline);
+    // The history store, opened once: its healthy checks are the noise
+    // model's prior; drift and the trend are read from it after the verdict.
+    let mut history = recorder.map(super::history::CheckHistory::open);
+    let history_spread = history
+        .as_mut()
+        .map(|h| h.healthy_spread(&baseline))
+        .unwrap_or_default();
     let judge = |traces: &[crate::trace::Trace], derived: &[crate::summary::RunDerived]| {
         let inputs: Vec<RunInput> = traces
             .iter()
@@ -337,7 +345,7 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
             multi_node: args.multi_node,
             allow_env_mismatch: args.allow_env_mismatch,
             allow_command_change: args.allow_command_change,
-            cli_tags: args.measure.tags.iter().cloned().collect(),
+            cli_tags: cli_tags.clone(),
             fail_on_improvement: args.fail_on_improvement,
             rules: &rules,
             acceptances: Some(&acceptances),
@@ -376,19 +384,16 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     // findings) is read before they are rendered; the run is appended only
     // after the verdict and every report are out, so nothing the store does
     // can take them away (commands::history).
-    let tags: std::collections::BTreeMap<String, String> =
-        args.measure.tags.iter().cloned().collect();
-    let pending = recorder.map(|rec| {
-        let pending = super::history::before_check_report(
-            &rec,
+    let pending = history.map(|h| {
+        super::history::before_check_report(
+            h,
             &args.history,
             &config,
             &baseline,
             &traces,
-            &tags,
+            &cli_tags,
             &mut report,
-        );
-        (rec, pending)
+        )
     });
     Ok(Judged {
         report,
@@ -475,8 +480,8 @@ fn load_acceptances(
 }
 
 /// The files any check reads, which no output may replace; the history
-/// database joins them once gate.toml is read (`run_inner`).
-fn base_inputs(args: &CheckArgs) -> Inputs {
+/// database joins them once gate.toml is read (`judge`).
+pub(super) fn base_inputs(args: &CheckArgs) -> Inputs {
     let mut inputs = Inputs::default();
     for t in &args.measure.replay {
         inputs.add("the replayed trace", t);

@@ -170,32 +170,10 @@ fn resolve(
 const PRIOR_RUNS: usize = 50;
 
 /// Each aggregate metric's `(variance, n - 1)` over the values of the
-/// checks that passed against this version of the baseline: the history
-/// prior of the verdict's moderated variance (`noise::moderated`). Empty
-/// without a history, or when it cannot be read (it is only a prior: the
-/// check goes on without it, and `finish_check` reports the store's error).
-pub fn healthy_spread(
-    recorder: Option<&Recorder>,
-    baseline: &Baseline,
-) -> BTreeMap<String, (f64, f64)> {
+/// checks that passed: the history prior of the verdict's moderated
+/// variance (`noise::moderated`).
+fn healthy_spread(runs: &[RunRecord]) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
-    let Some(rec) = recorder else {
-        return out;
-    };
-    let query = Query {
-        baseline: Some(baseline.name.clone()),
-        kind: Some(RunKind::Check),
-        baseline_created: Some(baseline.created.clone()),
-        metrics: MetricFilter::All,
-        limit: Some(PRIOR_RUNS),
-        ..Query::default()
-    };
-    // Bounded like every history step; never creates the database.
-    let (location, timeout) = (rec.location.clone(), rec.timeout);
-    let runs = rec.step(move || history::open_bounded(&location, false, timeout)?.runs(&query));
-    let Ok(runs) = runs else {
-        return out;
-    };
     let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.verdict == "pass") {
         for m in &run.metrics {
@@ -363,20 +341,82 @@ impl Recorder {
     }
 }
 
-/// `check`'s run, between its two history steps: opened and (for drift)
-/// read before the reports are rendered, appended after they are written.
-pub struct PendingCheck {
+/// One check's history store, opened once (bounded) after the run is
+/// measured: the noise prior, drift and the trend are read from it before
+/// the reports, and the run is appended after them (`finish_check`).
+pub struct CheckHistory {
+    recorder: Recorder,
     store: Option<Box<dyn history::HistoryStore>>,
-    run: RunRecord,
-    /// The first step failed: what to report once the verdict is out.
+    /// The first step that failed: reported once the verdict is out.
     failure: Option<HistoryError>,
 }
 
-/// `check`'s first step: open the store and judge drift over the recent
-/// runs (which may add findings to `report`). Bounded; a failure is kept
+impl CheckHistory {
+    pub fn open(recorder: Recorder) -> CheckHistory {
+        let (store, failure) = match recorder.open() {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
+        CheckHistory {
+            recorder,
+            store,
+            failure,
+        }
+    }
+
+    /// One bounded read; None once a step has failed (the store is then
+    /// given up: a stalled server is not asked again).
+    fn read<T: Send + 'static>(
+        &mut self,
+        work: impl FnOnce(&mut dyn history::HistoryStore) -> Result<T, HistoryError> + Send + 'static,
+    ) -> Option<T> {
+        let mut store = self.store.take()?;
+        match self.recorder.step(move || {
+            let t = work(store.as_mut())?;
+            Ok((store, t))
+        }) {
+            Ok((store, t)) => {
+                self.store = Some(store);
+                Some(t)
+            }
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// The history prior (`healthy_spread`) from the checks of this version
+    /// of the baseline. Empty without them, or when they cannot be read (it
+    /// is only a prior: the check goes on, and `finish_check` reports the
+    /// store's error).
+    pub fn healthy_spread(&mut self, baseline: &Baseline) -> BTreeMap<String, (f64, f64)> {
+        let query = Query {
+            baseline: Some(baseline.name.clone()),
+            kind: Some(RunKind::Check),
+            baseline_created: Some(baseline.created.clone()),
+            metrics: MetricFilter::All,
+            limit: Some(PRIOR_RUNS),
+            ..Query::default()
+        };
+        self.read(move |s| s.runs(&query))
+            .map(|runs| healthy_spread(&runs))
+            .unwrap_or_default()
+    }
+}
+
+/// `check`'s run, between its two history steps: read before the reports
+/// are rendered, appended after they are written.
+pub struct PendingCheck {
+    history: CheckHistory,
+    run: RunRecord,
+}
+
+/// `check`'s first step: judge drift over the recent runs (which may add
+/// findings to `report`) and build the trend. Bounded; a failure is kept
 /// for `finish_check`, never stops the verdict.
 pub fn before_check_report(
-    recorder: &Recorder,
+    mut history: CheckHistory,
     args: &HistoryArgs,
     config: &Config,
     baseline: &Baseline,
@@ -388,16 +428,6 @@ pub fn before_check_report(
     let drift_cfg = cfg.map(|c| c.drift.clone()).unwrap_or_default();
     let prov = provenance(args, traces, cli_tags, super::detect_commit(None));
     let mut run = record::from_check(report, baseline, prov);
-    let mut store = match recorder.open() {
-        Ok(s) => s,
-        Err(e) => {
-            return PendingCheck {
-                store: None,
-                run,
-                failure: Some(e),
-            }
-        }
-    };
     // Reads, in one bounded step: the recent runs on this branch for drift,
     // and the trend (the last checks of this baseline on the target branch,
     // a pull request's base, else on this run's branch).
@@ -419,49 +449,33 @@ pub fn before_check_report(
         limit: Some(history::trend::TREND_RUNS),
         ..Query::default()
     };
-    let read = recorder.step(move || {
+    let read = history.read(move |store| {
         let previous = match &drift_query {
             Some(q) => Some(store.runs(q)?),
             None => None,
         };
-        let earlier = store.runs(&trend_query)?;
-        Ok((store, previous, earlier))
+        Ok((previous, store.runs(&trend_query)?))
     });
-    match read {
-        Ok((s, previous, earlier)) => {
-            store = s;
-            if let Some(previous) = previous {
-                run.drift = record::judge_drift(&run, &previous, &drift_cfg);
-                record::apply_drift(report, &run.drift);
-                run.verdict = report.verdict.as_str().into();
-                run.exit_code = report.exit_code;
-            }
-            report.trend = Some(history::trend::build(report, &earlier, target, &run.drift));
+    if let Some((previous, earlier)) = read {
+        if let Some(previous) = previous {
+            run.drift = record::judge_drift(&run, &previous, &drift_cfg);
+            record::apply_drift(report, &run.drift);
+            run.verdict = report.verdict.as_str().into();
+            run.exit_code = report.exit_code;
         }
-        Err(e) => {
-            return PendingCheck {
-                store: None,
-                run,
-                failure: Some(e),
-            }
-        }
+        report.trend = Some(history::trend::build(report, &earlier, target, &run.drift));
     }
-    PendingCheck {
-        store: Some(store),
-        run,
-        failure: None,
-    }
+    PendingCheck { history, run }
 }
 
 /// `check`'s second step, after the verdict and reports are written:
 /// append the run. Ok, or a warning; an error only with `required`.
-pub fn finish_check(recorder: &Recorder, pending: PendingCheck) -> Result<(), GateError> {
-    let appended = match (pending.failure, pending.store) {
+pub fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
+    let PendingCheck { mut history, run } = pending;
+    let recorder = &history.recorder;
+    let appended = match (history.failure.take(), history.store.take()) {
         (Some(e), _) => Err(e),
-        (None, Some(mut store)) => {
-            let run = pending.run;
-            recorder.step(move || store.append(&run))
-        }
+        (None, Some(mut store)) => recorder.step(move || store.append(&run)),
         (None, None) => return Ok(()),
     };
     match appended {

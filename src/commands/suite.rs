@@ -199,50 +199,46 @@ impl Outcome {
 pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
     let config = check::load_config(args)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
+    // Each workload is one check without report files (the suite writes
+    // one of each).
+    let checks: Vec<(Workload, CheckArgs)> = workloads
+        .into_iter()
+        .map(|w| {
+            let wargs = CheckArgs {
+                baseline: Some(w.baseline.clone()),
+                suite: false,
+                measure: measure_for(&args.measure, &w),
+                ..args.without_outputs()
+            };
+            (w, wargs)
+        })
+        .collect();
     // Outputs first: a path that would be refused must not cost live runs,
     // nor replace anything the suite reads (the history database included).
     let mut inputs = crate::files::Inputs::default();
-    for w in &workloads {
-        for t in &w.replay {
-            inputs.add("the replayed trace", t);
-        }
-        inputs.add(
-            "the baseline",
-            crate::baseline::path_for(&args.baseline_dir, &w.baseline),
-        );
+    for (_, wargs) in &checks {
+        inputs.extend(check::base_inputs(wargs));
     }
-    if let Some(a) = &args.accept {
-        inputs.add("the accept file", a);
-    }
-    inputs.add(
-        "the gate config",
-        args.config.clone().unwrap_or_else(|| "gate.toml".into()),
-    );
     let recorder = super::history::Recorder::resolve(&args.history, &config)?;
-    for file in recorder.iter().flat_map(|r| r.files()) {
-        inputs.add("the history database", file);
-    }
+    inputs.add_all(
+        "the history database",
+        recorder.iter().flat_map(|r| r.files()),
+    );
     for (flag, path) in check::outputs(args) {
         inputs
             .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
-    let n = workloads.len();
+    let n = checks.len();
     let mut outcomes = Vec::new();
     let mut pending = Vec::new();
-    for (i, w) in workloads.into_iter().enumerate() {
+    for (i, (w, wargs)) in checks.into_iter().enumerate() {
         crate::gate_eprintln!(
             "gate: suite: workload {}/{n} '{}' against baseline '{}'",
             i + 1,
             crate::escape::terminal(&w.name),
             crate::escape::terminal(&w.baseline)
         );
-        let wargs = CheckArgs {
-            baseline: Some(w.baseline.clone()),
-            suite: false,
-            measure: measure_for(&args.measure, &w),
-            ..args.without_outputs()
-        };
         let mut judged_inputs = inputs.clone();
         let result = check::judge(&wargs, &mut judged_inputs).map_err(|e| {
             let code = crate::error::exit_code_of(&e);
