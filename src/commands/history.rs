@@ -172,7 +172,7 @@ const PRIOR_RUNS: usize = 50;
 /// Each aggregate metric's `(variance, n - 1)` over the values of the
 /// checks that passed: the history prior of the verdict's moderated
 /// variance (`noise::moderated`).
-fn healthy_spread(runs: &[RunRecord]) -> BTreeMap<String, (f64, f64)> {
+fn spread_of_passes(runs: &[RunRecord]) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.verdict == "pass") {
@@ -386,7 +386,7 @@ impl CheckHistory {
         }
     }
 
-    /// The history prior (`healthy_spread`) from the checks of this version
+    /// The history prior (`spread_of_passes`) from the checks of this version
     /// of the baseline. Empty without them, or when they cannot be read (it
     /// is only a prior: the check goes on, and `finish_check` reports the
     /// store's error).
@@ -400,7 +400,7 @@ impl CheckHistory {
             ..Query::default()
         };
         self.read(move |s| s.runs(&query))
-            .map(|runs| healthy_spread(&runs))
+            .map(|runs| spread_of_passes(&runs))
             .unwrap_or_default()
     }
 }
