@@ -784,6 +784,12 @@ fn hostile_names_still_give_valid_junit() {
         !xml.contains(&0x1b),
         "control characters never reach the XML"
     );
+    // The warning that names the other command, escaped everywhere.
+    let md = std::fs::read(d.join("r.md")).unwrap();
+    assert!(!md.contains(&0x1b), "nor the Markdown");
+    let (stdout, stderr) = output(&out);
+    assert!(stdout.contains("not the baseline's benchmark"), "{stdout}");
+    assert!(!stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'));
 }
 
 #[test]
