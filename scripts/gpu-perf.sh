@@ -14,10 +14,14 @@
 #   cargo build --release --bin gate --example nvml-probe
 #   carry: target/release/gate target/release/examples/nvml-probe
 #   bash scripts/gpu-perf.sh            # writes $OUT/perf-gpu.tar.gz
-# Environment: OUT (default ./perf-out), SECONDS_EACH (20), ROUNDS (40),
+# Environment: OUT (default ./perf-out), GATE and PROBE (the binaries above),
+#   SECONDS_EACH (20), ROUNDS (40),
 #   WATCH_SECONDS (75), PYTHON (python3; needs torch for the workload),
-#   SECTIONS (default "1 2 3"), CONFIGS (names of section 2's settings,
-#   default all: 100ms-default 100ms-nogpm 100ms-lean 10ms-default).
+#   SECTIONS (default "1 2 3"; 4 adds the start-up cost of 1 s recordings),
+#   CONFIGS (names of section 2's settings,
+#   default all: 100ms-default 100ms-nogpm 100ms-lean 10ms-default),
+#   REPEAT (rounds of section 2, order rotated each round; 1), GATE_B (a
+#   second gate, e.g. an older build, measured beside GATE in every round).
 # `100ms-nogpm` runs when this gate has `record --no-gpm` (its NVML floor
 # when nvml-probe has `floor --no-gpm`; otherwise it says so and skips).
 # The gate-vs-floor check at 100 ms alone, ~3 minutes:
@@ -30,9 +34,12 @@ WATCH_SECONDS="${WATCH_SECONDS:-75}"
 PYTHON="${PYTHON:-python3}"
 SECTIONS="${SECTIONS:-1 2 3}"
 CONFIGS="${CONFIGS:-100ms-default 100ms-nogpm 100ms-lean 10ms-default}"
+REPEAT="${REPEAT:-1}"
+GATE_B="${GATE_B:-}"
 section() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-GATE=target/release/gate
-PROBE=target/release/examples/nvml-probe
+# GATE and PROBE name other builds (an older gate measured beside this one).
+GATE="${GATE:-target/release/gate}"
+PROBE="${PROBE:-target/release/examples/nvml-probe}"
 mkdir -p "$OUT"
 D="$(mktemp -d "${TMPDIR:-/tmp}/gate-perf.XXXXXX")"
 exec > >(tee -a "$D/run.log") 2>&1
@@ -40,6 +47,12 @@ for b in "$GATE" "$PROBE"; do
     [ -x "$b" ] || { echo "gpu-perf.sh: $b missing; build it and carry it (see the header)"; exit 2; }
 done
 MEASURE=("$PYTHON" scripts/bench_summary.py measure)
+# One measurement: measure_one KIND NAME -- COMMAND... (KIND: gate, gateb, floor, version).
+measure_one() {
+    local kind=$1 name=$2; shift 3
+    "${MEASURE[@]}" --json "$D/$kind-$name.json" --stdout "$D/$kind-$name.stdout" --stderr "$D/$kind-$name.stderr" \
+        --timeout $((SECONDS_EACH + 60)) -- "$@"
+}
 date -u +%Y-%m-%dT%H:%M:%SZ
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0
 "$GATE" --version
@@ -59,7 +72,7 @@ pack() {
 trap pack EXIT
 
 # A training loop that runs through every phase below.
-total=$(( ROUNDS * 4 + 8 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
+total=$(( ROUNDS * 4 + REPEAT * 12 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
 "$PYTHON" fixtures/workloads/train.py --mode healthy --seconds "$total" --seed 12 \
     --result-file "$D/workload-result.json" > "$D/workload.stdout" 2> "$D/workload.stderr" &
 WL_PID=$!
@@ -79,8 +92,10 @@ if section 2; then
 echo "== 2. overhead, same window as dmon, then the NVML floor"
 # `--no-gpm` (issue 22 item 5) where this gate and probe have it.
 gate_nogpm=no; probe_nogpm=no
-"$GATE" record --help 2>&1 | grep -q -- '--no-gpm' && gate_nogpm=yes
-"$PROBE" 2>&1 | grep -q -- '--no-gpm' && probe_nogpm=yes
+# Help texts captured whole: under pipefail the probe's usage exit (2) failed
+# a `probe | grep -q` pipeline, and the --no-gpm floor was never measured.
+case "$("$GATE" record --help 2>&1)" in *--no-gpm*) gate_nogpm=yes ;; esac
+case "$("$PROBE" 2>&1)" in *--no-gpm*) probe_nogpm=yes ;; esac
 echo "record --no-gpm: $gate_nogpm; nvml-probe floor --no-gpm: $probe_nogpm"
 # name interval extra-flags...
 configs=()
@@ -95,43 +110,98 @@ for c in $CONFIGS; do
         *) echo "unknown CONFIGS entry '$c'"; exit 2 ;;
     esac
 done
+for round in $(seq 1 "$REPEAT"); do
 for cfg in "${configs[@]}"; do
     set -- $cfg
-    name=$1; iv=$2; shift 2
-    "${MEASURE[@]}" --json "$D/gate-$name.json" --stdout "$D/gate-$name.stdout" --stderr "$D/gate-$name.stderr" \
-        --timeout $((SECONDS_EACH + 60)) -- \
-        env GATE_PROFILE=1 "$GATE" record --pid "$WL_PID" --duration "${SECONDS_EACH}s" --interval "$iv" --gpu 0 "$@" \
-        -o "$D/attach-$name.jsonl" &
-    g=$!
-    "${MEASURE[@]}" --json "$D/dmon-$name.json" --stdout "$D/dmon-$name.txt" --stderr "$D/dmon-$name.stderr" \
-        --timeout $((SECONDS_EACH + 30)) -- \
-        nvidia-smi dmon -i 0 -s pucm --gpm-metrics 1,2,3,5,10,20,21 -d 1 -c "$SECONDS_EACH" &
-    m=$!
-    wait "$g"; wait "$m"
+    base=$1; iv=$2; shift 2
+    name=$base; [ "$REPEAT" -gt 1 ] && name="$base-r$round"
+    rec=(record --pid "$WL_PID" --duration "${SECONDS_EACH}s" --interval "$iv" --gpu 0 "$@")
     fl=(--interval "$iv")
-    [ "$name" = 100ms-lean ] && fl+=(--gpm-interval 1s --process-interval 2s)
-    if [ "$name" = 100ms-nogpm ] && [ "$probe_nogpm" = no ]; then
-        echo "$name: NVML floor not measured (nvml-probe has no 'floor --no-gpm')"
-    else
-        [ "$name" = 100ms-nogpm ] && fl+=(--no-gpm)
-        "${MEASURE[@]}" --json "$D/floor-$name.json" --stdout "$D/floor-$name.txt" --stderr "$D/floor-$name.stderr" \
-            --timeout $((SECONDS_EACH + 30)) -- \
-            "$PROBE" floor --gpu 0 --seconds "$SECONDS_EACH" "${fl[@]}" --json "$D/floor-$name-self.json"
+    [ "$base" = 100ms-lean ] && fl+=(--gpm-interval 1s --process-interval 2s)
+    floor_ok=yes
+    if [ "$base" = 100ms-nogpm ]; then
+        if [ "$probe_nogpm" = no ]; then
+            floor_ok=no; echo "$name: NVML floor not measured (nvml-probe has no 'floor --no-gpm')"
+        else fl+=(--no-gpm); fi
     fi
+    # The order rotates each round (gate, floor, GATE_B; then floor, GATE_B, gate; ...).
+    order=(gate floor gateb); for _ in $(seq 2 "$round"); do order=("${order[@]:1}" "${order[0]}"); done
+    for kind in "${order[@]}"; do
+        case $kind in
+            gate)
+                m=""
+                if [ "$round" = 1 ]; then
+                    # nvidia-smi dmon in the same window, round 1 only.
+                    "${MEASURE[@]}" --json "$D/dmon-$name.json" --stdout "$D/dmon-$name.txt" --stderr "$D/dmon-$name.stderr" \
+                        --timeout $((SECONDS_EACH + 30)) -- \
+                        nvidia-smi dmon -i 0 -s pucm --gpm-metrics 1,2,3,5,10,20,21 -d 1 -c "$SECONDS_EACH" &
+                    m=$!
+                fi
+                measure_one gate "$name" -- env GATE_PROFILE=1 "$GATE" "${rec[@]}" -o "$D/attach-$name.jsonl"
+                [ -n "$m" ] && wait "$m" ;;
+            floor)
+                [ "$floor_ok" = yes ] && measure_one floor "$name" -- \
+                    "$PROBE" floor --gpu 0 --seconds "$SECONDS_EACH" "${fl[@]}" --json "$D/floor-$name-self.json" ;;
+            gateb)
+                [ -n "$GATE_B" ] && measure_one gateb "$name" -- \
+                    env GATE_PROFILE=1 "$GATE_B" "${rec[@]}" -o "$D/attach-b-$name.jsonl" ;;
+        esac
+    done
     "$PYTHON" - "$D" "$name" <<'EOF'
 import json, os, sys
 d, n = sys.argv[1], sys.argv[2]
-r = {k: json.load(open(f"{d}/{k}-{n}.json")) for k in ("gate", "dmon", "floor")
+r = {k: json.load(open(f"{d}/{k}-{n}.json")) for k in ("gate", "gateb", "dmon", "floor")
      if os.path.exists(f"{d}/{k}-{n}.json")}
 mib = lambda x: x.get("peak_rss_mib", float("nan"))
 for k, v in r.items():
-    print(f"{n:14} {k:6} cpu {v['cpu_s']:.3f} s / {v['wall_s']:.1f} s = {v['cpu_pct_of_one_core']:.2f} % of a core, peak RSS {mib(v):.1f} MiB")
-if "floor" in r:
-    print(f"{n:14} gate/floor CPU ratio {r['gate']['cpu_s'] / max(r['floor']['cpu_s'], 1e-9):.2f} (target <= 1.2)")
+    print(f"{n:17} {k:6} cpu {v['cpu_s']:.3f} s / {v['wall_s']:.1f} s = {v['cpu_pct_of_one_core']:.2f} % of a core, peak RSS {mib(v):.1f} MiB")
+for k in ("gate", "gateb"):
+    if "floor" in r and k in r:
+        print(f"{n:17} {k}/floor CPU ratio {r[k]['cpu_s'] / max(r['floor']['cpu_s'], 1e-9):.2f} (target <= 1.2)")
 EOF
     # Where gate's own CPU went (GATE_PROFILE sections: NVML calls vs the rest).
-    grep -A14 'GATE_PROFILE' "$D/gate-$name.stderr" | sed "s/^/$name  /"
+    for k in gate gateb; do
+        [ -f "$D/$k-$name.stderr" ] && grep -A14 'GATE_PROFILE' "$D/$k-$name.stderr" | sed "s/^/$name $k  /"
+    done
 done
+done
+# Medians over the rounds, per setting: CPU % of a core and the ratio to the floor.
+"$PYTHON" - "$D" <<'EOF'
+import glob, json, os, re, statistics, sys
+d = sys.argv[1]
+runs = {}
+for f in glob.glob(f"{d}/*.json"):
+    m = re.match(r"(gate|gateb|floor)-(.+?)(-r\d+)?\.json$", os.path.basename(f))
+    if m and not f.endswith("-self.json"):
+        runs.setdefault((m.group(2), m.group(3) or ""), {})[m.group(1)] = json.load(open(f))
+for base in sorted({b for b, _ in runs}):
+    rounds = [v for (b, _), v in runs.items() if b == base]
+    for k in ("gate", "gateb", "floor"):
+        pct = [r[k]["cpu_pct_of_one_core"] for r in rounds if k in r]
+        ratio = [r[k]["cpu_s"] / r["floor"]["cpu_s"] for r in rounds if k in r and "floor" in r and k != "floor"]
+        if pct:
+            line = f"median {base:14} {k:6} {statistics.median(pct):.3f} % of a core over {len(pct)} rounds"
+            if ratio:
+                line += f", {k}/floor {statistics.median(ratio):.2f} (rounds: {' '.join(f'{x:.2f}' for x in ratio)})"
+            print(line)
+EOF
+fi
+
+if section 4; then
+echo "== 4. start-up: 1 s recordings (default setting) beside the NVML floor's 1 s, and gate --version"
+for i in 1 2 3 4 5; do
+    measure_one gate "start-$i" -- env GATE_PROFILE=1 "$GATE" record --pid "$WL_PID" --duration 1s --interval 100ms --gpu 0 -o "$D/start-$i.jsonl"
+    measure_one floor "start-$i" -- "$PROBE" floor --gpu 0 --seconds 1 --interval 100ms --json "$D/floor-start-$i-self.json"
+    measure_one version "start-$i" -- "$GATE" --version
+done
+grep -h -E "open_gpus|trace_finish" "$D"/gate-start-*.stderr | sed 's/^/start-up  /'
+"$PYTHON" - "$D" <<'EOF'
+import json, statistics, sys
+d = sys.argv[1]
+for k in ("gate", "floor", "version"):
+    ms = [json.load(open(f"{d}/{k}-start-{i}.json"))["cpu_s"] * 1000 for i in range(1, 6)]
+    print(f"start-up {k:8} median {statistics.median(ms):.1f} ms CPU (runs: {' '.join(f'{x:.1f}' for x in ms)})")
+EOF
 fi
 
 if section 3; then

@@ -242,7 +242,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/io read_bytes",
+        "/proc/PID/io read_bytes, 1 s rate",
         "Storage reads of the target tree",
     ),
     m(
@@ -253,7 +253,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/io write_bytes",
+        "/proc/PID/io write_bytes, 1 s rate",
         "Storage writes of the target tree",
     ),
     m(
@@ -264,7 +264,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         100.0,
-        "/proc/PID/status ctxt switches",
+        "/proc/PID/status ctxt switches, 1 s rate",
         "Voluntary + involuntary context switches of the target tree",
     ),
     m(
@@ -275,7 +275,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         100.0,
-        "/proc/PID/status voluntary_ctxt_switches",
+        "/proc/PID/status voluntary_ctxt_switches, 1 s rate",
         "Voluntary context switches (blocking waits) of the target tree",
     ),
     m(
@@ -286,7 +286,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/stat",
+        "/proc/stat, 1 s rate",
         "Machine-wide CPU busy (100 = all cores)",
     ),
     m(
@@ -297,7 +297,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         5.0,
-        "/proc/stat",
+        "/proc/stat, 1 s rate",
         "Machine-wide iowait (100 = all cores)",
     ),
 ];

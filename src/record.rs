@@ -128,7 +128,11 @@ pub fn record_observed(
     // catches a second Ctrl-C.
     let _signals = target::InterruptGuard::install();
     let start = Instant::now();
+    // GATE_PROFILE: what a recording costs once, beside the ticks' sections.
+    let mut once = CpuProfile::from_env();
+    let c = once.start();
     let (fingerprint, mut gpu_sampler) = open_gpus(plan, start)?;
+    once.stop("open_gpus", c);
     let header = Header {
         schema_version: SCHEMA_VERSION,
         gate_version: crate::GATE_VERSION.to_string(),
@@ -171,7 +175,10 @@ pub fn record_observed(
         observe,
     ) {
         Ok(end) => {
+            let c = once.start();
             let path = writer.finish(end.clone())?;
+            once.stop("trace_finish", c);
+            once.print();
             Ok(RecordOutcome { path, end })
         }
         Err(e) => Err(close_failed(e, writer, &mut target, &progress)),
@@ -403,6 +410,7 @@ struct Ticker {
     host_sampler: HostSampler,
     host_at: Option<Instant>,
     tree: HashSet<u32>,
+    tree_scanner: host::TreeScanner,
     tree_at: Instant,
     live_at: Instant,
     profile: CpuProfile,
@@ -475,6 +483,7 @@ impl FrameworkScan {
 impl Ticker {
     fn new(plan: &RecordPlan, target: &Target, clock: Clock) -> Ticker {
         let now = Instant::now();
+        let mut tree_scanner = host::TreeScanner::default();
         Ticker {
             interval: plan.interval,
             warmup: plan.warmup,
@@ -483,7 +492,8 @@ impl Ticker {
             next_tick: now,
             host_sampler: HostSampler::new(),
             host_at: None,
-            tree: host::process_tree(target.pid()),
+            tree: tree_scanner.scan(target.pid()),
+            tree_scanner,
             tree_at: now,
             live_at: clock.t0,
             profile: CpuProfile::from_env(),
@@ -536,7 +546,7 @@ impl Ticker {
         let t_ms = self.clock.ms(now);
         let c = self.profile.start();
         if now.duration_since(self.tree_at) >= TREE_REFRESH {
-            let fresh = host::process_tree(target.pid());
+            let fresh = self.tree_scanner.scan(target.pid());
             if !fresh.is_empty() {
                 // Remembered, so they are stopped with the tree even after
                 // they leave its process group.
@@ -549,6 +559,11 @@ impl Ticker {
         // /proc CPU times tick at 10 ms, so host counters sampled faster
         // than HOST_PERIOD would be noise; in between they are missing.
         let c = self.profile.start();
+        // Profiled apart: the samples that also read the once-a-second files.
+        let section = match self.host_sampler.slow_due(now) {
+            true => "host_1s",
+            false => "host",
+        };
         let mut h = if self
             .host_at
             .is_none_or(|t| now.duration_since(t) >= HOST_PERIOD)
@@ -558,7 +573,7 @@ impl Ticker {
         } else {
             vec![None; HOST_METRICS.len()]
         };
-        self.profile.stop("host", c);
+        self.profile.stop(section, c);
         let (mut g, extras) = match gpu_sampler {
             Some(s) => s.sample(now, t_ms, &self.tree),
             None => (Vec::new(), Default::default()),

@@ -31,6 +31,7 @@
 use crate::console::Echo;
 use crate::error::GateError;
 use crate::limits::MAX_OUTPUT_LINE_BYTES;
+use crate::sampler::host::ProcFile;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -166,7 +167,14 @@ pub struct Launched {
 
 pub enum Target {
     Launched(Box<Launched>),
-    Attached { pid: u32, exit: Option<ExitInfo> },
+    Attached {
+        pid: u32,
+        exit: Option<ExitInfo>,
+        /// `/proc/PID/stat`, held open from the attach: each tick's check is
+        /// one `pread`, and it fails once that process is gone even if its
+        /// PID has been reused.
+        stat: Option<ProcFile>,
+    },
 }
 
 /// A unique token per launch: gate's PID, the time, a counter.
@@ -283,7 +291,12 @@ impl Target {
                 "--pid {pid}: no such running process; check the PID (e.g. with 'pgrep -f train.py')"
             )));
         }
-        Ok(Target::Attached { pid, exit: None })
+        let stat = ProcFile::open(&format!("/proc/{pid}/stat"));
+        Ok(Target::Attached {
+            pid,
+            exit: None,
+            stat,
+        })
     }
 
     pub fn pid(&self) -> u32 {
@@ -304,8 +317,15 @@ impl Target {
     pub fn poll_exit(&mut self) -> Option<ExitInfo> {
         match self {
             Target::Launched(l) => l.poll_exit(),
-            Target::Attached { pid, exit } => {
-                if exit.is_none() && !process_alive(*pid) {
+            Target::Attached { pid, exit, stat } => {
+                let alive = || match stat.as_ref() {
+                    Some(file) => {
+                        let mut buf = [0u8; 512];
+                        file.read_into(&mut buf).is_some_and(running_state)
+                    }
+                    None => process_alive(*pid),
+                };
+                if exit.is_none() && !alive() {
                     *exit = Some(ExitInfo {
                         code: None,
                         signal: None,
@@ -677,6 +697,15 @@ pub fn process_alive(pid: u32) -> bool {
     read_stat(pid).is_some_and(|st| st.state != 'Z' && st.state != 'X')
 }
 
+/// Whether the state in a `/proc/PID/stat` text (the field after the
+/// command name's last ')') is neither zombie nor dead.
+fn running_state(text: &str) -> bool {
+    let state = text
+        .rfind(')')
+        .and_then(|i| text[i + 1..].trim_start().chars().next());
+    state.is_some_and(|c| c != 'Z' && c != 'X')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,6 +838,28 @@ mod tests {
         assert!(process_alive(child.id()));
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn an_attached_process_is_seen_to_end_as_a_zombie_and_once_reaped() {
+        let mut child = Command::new("sleep").arg("4093").spawn().unwrap();
+        let mut t = Target::attach(child.id()).unwrap();
+        let mut later = Target::attach(child.id()).unwrap();
+        assert!(t.poll_exit().is_none(), "running");
+        child.kill().unwrap();
+        // Killed, not yet reaped: a zombie has ended.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while t.poll_exit().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(t.poll_exit().is_some(), "a zombie has ended");
+        child.wait().unwrap();
+        // Reaped: the held handle reads nothing (even were the PID reused).
+        assert!(later.poll_exit().is_some(), "a reaped process has ended");
+        let mut me = Target::attach(std::process::id()).unwrap();
+        assert!(me.poll_exit().is_none(), "this test's own process runs");
+        assert!(running_state("1 (a) b) S 1"), "the last ')' ends the name");
+        assert!(!running_state("1 (a) Z 1") && !running_state("garbage"));
     }
 
     #[test]

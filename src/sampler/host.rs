@@ -1,27 +1,56 @@
 //! Host counters from `/proc`: the target's process tree (CPU, RSS, threads,
 //! I/O, context switches) and the machine (CPU busy, iowait).
 //!
-//! Rates are deltas between two consecutive samples. A process that appears
-//! between samples contributes from its second sample on; one that exits
+//! Rates are deltas between two consecutive reads. A process that appears
+//! between reads contributes from its second read on; one that exits
 //! takes its last interval with it (its parent's `cutime` only grows after a
 //! `wait`, which we cannot see). Both are short compared to a window.
+//!
+//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample.
+//! Context switches (`status`), storage I/O (`io`) and the machine's CPU
+//! (`/proc/stat`) are read once a second ([`SLOW_PERIOD`]): they were about
+//! two thirds of gate's `/proc` time a tick on the H200 (BENCHMARKS.md
+//! section 1), and their rules read means over a run. Each sample carries
+//! the rate over the last such second until the next read.
 
 use crate::metrics::HOST_METRICS;
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Raw per-process counters from one read of /proc/PID/{stat,status,io}.
+/// How often context switches, storage I/O and the machine's CPU are read:
+/// a second, less the 5 % by which a 100 ms tick may fire early (ten
+/// ticks, not eleven).
+pub const SLOW_PERIOD: Duration = Duration::from_millis(950);
+
+/// Per-process counters from one read of /proc/PID/stat.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProcCounters {
     pub utime_ticks: u64,
     pub stime_ticks: u64,
     pub threads: u64,
     pub rss_pages: u64,
+}
+
+/// Per-process counters from one read of /proc/PID/{status,io}, once a
+/// [`SLOW_PERIOD`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SlowCounters {
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
     pub vol_ctx: u64,
     pub invol_ctx: u64,
+}
+
+/// The once-a-second rates, held between reads (`None` until two reads).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct SlowRates {
+    read_mib_s: Option<f64>,
+    write_mib_s: Option<f64>,
+    ctx_per_s: Option<f64>,
+    vol_ctx_per_s: Option<f64>,
+    host_busy_pct: Option<f64>,
+    host_iowait_pct: Option<f64>,
 }
 
 /// Fields of /proc/PID/stat we need: (ppid, utime, stime, num_threads, rss).
@@ -105,11 +134,19 @@ pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
 /// (open, statx, read, read, close). The handle belongs to the process it
 /// was opened for: once that process is gone the read fails (`ESRCH`), even
 /// if its PID has been reused, and the caller opens the new one.
-struct ProcFile(fs::File);
+pub struct ProcFile(fs::File);
 
 impl ProcFile {
-    fn open(path: &str) -> Option<ProcFile> {
+    pub fn open(path: &str) -> Option<ProcFile> {
         fs::File::open(path).ok().map(ProcFile)
+    }
+
+    /// The file's start as text in a fixed buffer (cut at its length):
+    /// for short files read at every tick, without allocating.
+    pub fn read_into<'b>(&self, buf: &'b mut [u8]) -> Option<&'b str> {
+        use std::os::unix::fs::FileExt;
+        let n = self.0.read_at(buf, 0).ok()?;
+        std::str::from_utf8(&buf[..n]).ok()
     }
 
     /// The whole file as text in `buf` (grown until the file fits).
@@ -147,9 +184,20 @@ impl ProcFiles {
         })
     }
 
-    /// The counters now; None when the process is gone.
+    /// The `stat` counters now; None when the process is gone.
     fn read(&self, buf: &mut Vec<u8>) -> Option<ProcCounters> {
         let (_ppid, utime, stime, threads, rss) = parse_stat(self.stat.read(buf)?)?;
+        Some(ProcCounters {
+            utime_ticks: utime,
+            stime_ticks: stime,
+            threads,
+            rss_pages: rss,
+        })
+    }
+
+    /// The `status` and `io` counters now (zero switches and unknown I/O
+    /// where a file cannot be read).
+    fn read_slow(&self, buf: &mut Vec<u8>) -> SlowCounters {
         let (vol, invol) = (self.status.as_ref())
             .and_then(|f| f.read(buf))
             .map(parse_status_ctx)
@@ -158,16 +206,12 @@ impl ProcFiles {
             .and_then(|f| f.read(buf))
             .map(parse_io)
             .unwrap_or((None, None));
-        Some(ProcCounters {
-            utime_ticks: utime,
-            stime_ticks: stime,
-            threads,
-            rss_pages: rss,
+        SlowCounters {
             read_bytes,
             write_bytes,
             vol_ctx: vol,
             invol_ctx: invol,
-        })
+        }
     }
 }
 
@@ -175,35 +219,84 @@ impl ProcFiles {
 /// Uses /proc/PID/task/TID/children (cheap); falls back to scanning every
 /// /proc/PID/stat for parent links when the kernel lacks that file.
 pub fn process_tree(root: u32) -> HashSet<u32> {
-    let mut tree = HashSet::new();
-    if !std::path::Path::new(&format!("/proc/{root}")).exists() {
-        return tree;
-    }
-    tree.insert(root);
-    let children_supported =
-        std::path::Path::new(&format!("/proc/{root}/task/{root}/children")).exists();
-    if children_supported {
+    TreeScanner::default().scan(root)
+}
+
+/// Scans a process tree again and again (the recorder's refresh), keeping
+/// each thread's `children` file open between scans: a `pread` instead of
+/// open, statx, two reads and close per thread (a torch process has ~20
+/// threads; the scan was ~21 us a tick on the H200, BENCHMARKS.md).
+#[derive(Default)]
+pub struct TreeScanner {
+    /// `/proc/PID/task/TID/children` by (PID, TID), open between scans.
+    children: HashMap<(u32, u32), ProcFile>,
+    /// Whether the kernel has `children` files (asked once).
+    children_supported: Option<bool>,
+    buf: Vec<u8>,
+}
+
+impl TreeScanner {
+    /// The tree rooted at `root` now (empty when `root` is gone).
+    pub fn scan(&mut self, root: u32) -> HashSet<u32> {
+        let mut tree = HashSet::new();
+        if !std::path::Path::new(&format!("/proc/{root}")).exists() {
+            return tree;
+        }
+        tree.insert(root);
+        let supported = *self.children_supported.get_or_insert_with(|| {
+            std::path::Path::new(&format!("/proc/{root}/task/{root}/children")).exists()
+        });
+        if !supported {
+            return tree_from_parent_links(tree);
+        }
+        let mut listed: HashSet<(u32, u32)> = HashSet::new();
         let mut stack = vec![root];
         while let Some(pid) = stack.pop() {
             let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
                 continue;
             };
             for task in tasks.flatten() {
-                let path = task.path().join("children");
-                if let Ok(text) = fs::read_to_string(path) {
-                    for child in text
-                        .split_whitespace()
-                        .filter_map(|c| c.parse::<u32>().ok())
-                    {
-                        if tree.insert(child) {
-                            stack.push(child);
+                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                    continue;
+                };
+                let key = (pid, tid);
+                listed.insert(key);
+                let held = self.children.get(&key).and_then(|f| f.read(&mut self.buf));
+                let text = match held {
+                    Some(text) => Some(text),
+                    None => {
+                        // New thread, or its handle went stale: open it again.
+                        self.children.remove(&key);
+                        match ProcFile::open(&format!("/proc/{pid}/task/{tid}/children")) {
+                            Some(file) => {
+                                let text = file.read(&mut self.buf);
+                                self.children.insert(key, file);
+                                text
+                            }
+                            None => None,
                         }
+                    }
+                };
+                for child in text
+                    .unwrap_or("")
+                    .split_ascii_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                {
+                    if tree.insert(child) {
+                        stack.push(child);
                     }
                 }
             }
         }
-        return tree;
+        // Threads that ended (or left the tree) close their files.
+        self.children.retain(|key, _| listed.contains(key));
+        tree
     }
+}
+
+/// The tree grown from `tree` (its root) by every process's parent link in
+/// /proc/PID/stat: for kernels without `children` files.
+fn tree_from_parent_links(mut tree: HashSet<u32>) -> HashSet<u32> {
     let mut parent_of: HashMap<u32, u32> = HashMap::new();
     if let Ok(dir) = fs::read_dir("/proc") {
         for entry in dir.flatten() {
@@ -260,8 +353,15 @@ pub struct HostSampler {
     last: HashMap<u32, ProcCounters>,
     /// The map `last` held before, kept for the next sample to fill.
     spare: HashMap<u32, ProcCounters>,
-    last_machine: Option<(u64, u64, u64)>,
     last_at: Option<Instant>,
+    /// The last once-a-second read: per process, the machine, and when.
+    last_slow: HashMap<u32, SlowCounters>,
+    spare_slow: HashMap<u32, SlowCounters>,
+    last_machine: Option<(u64, u64, u64)>,
+    last_slow_at: Option<Instant>,
+    /// The rates of the last once-a-second read, carried by every sample
+    /// until the next.
+    held: SlowRates,
     /// Latest per-process CPU % (for the processes table).
     pub last_cpu_pct: HashMap<u32, f64>,
     /// Open `/proc` files of the tree's processes, kept between samples.
@@ -292,8 +392,12 @@ impl HostSampler {
             },
             last: HashMap::new(),
             spare: HashMap::new(),
-            last_machine: None,
             last_at: None,
+            last_slow: HashMap::new(),
+            spare_slow: HashMap::new(),
+            last_machine: None,
+            last_slow_at: None,
+            held: SlowRates::default(),
             last_cpu_pct: HashMap::new(),
             open: HashMap::new(),
             machine_stat: ProcFile::open("/proc/stat"),
@@ -310,7 +414,8 @@ impl HostSampler {
     }
 
     /// One host sample vector in `HOST_METRICS` order. Rates are None on the
-    /// first call (no previous sample to difference against).
+    /// first call (no previous sample to difference against), and the
+    /// once-a-second ones until their second read.
     pub fn sample(&mut self, tree: &HashSet<u32>, now: Instant) -> Vec<Option<f64>> {
         let dt_s = self
             .last_at
@@ -339,11 +444,6 @@ impl HostSampler {
         }
         let mut user = 0u64;
         let mut sys = 0u64;
-        let mut read = 0u64;
-        let mut write = 0u64;
-        let mut ctx = 0u64;
-        let mut vol = 0u64;
-        let mut io_known = false;
         self.last_cpu_pct.clear();
         for (pid, c) in &current {
             if let Some(p) = self.last.get(pid) {
@@ -351,6 +451,75 @@ impl HostSampler {
                 let ds = c.stime_ticks.saturating_sub(p.stime_ticks);
                 user += du;
                 sys += ds;
+                if let Some(dt) = dt_s {
+                    self.last_cpu_pct
+                        .insert(*pid, (du + ds) as f64 / self.ticks_per_s / dt * 100.0);
+                }
+            }
+        }
+        if self.slow_due(now) {
+            self.read_slow(&current, now);
+        }
+        let rss_mib: f64 = current
+            .values()
+            .map(|c| c.rss_pages as f64 * self.page_mib)
+            .sum();
+        let threads: u64 = current.values().map(|c| c.threads).sum();
+        let have_rates = dt_s.is_some() && !current.is_empty();
+        let cpu = |ticks: u64| {
+            dt_s.filter(|_| have_rates)
+                .map(|dt| ticks as f64 / (self.ticks_per_s / 100.0) / dt)
+        };
+        let seen = !current.is_empty();
+        let held = self.held;
+        let values = HOST_METRICS
+            .iter()
+            .map(|d| match d.id {
+                "target_cpu_pct" => cpu(user + sys),
+                "target_cpu_user_pct" => cpu(user),
+                "target_cpu_sys_pct" => cpu(sys),
+                "target_rss_mib" => seen.then_some(rss_mib),
+                "target_threads" => seen.then_some(threads as f64),
+                "target_processes" => seen.then_some(current.len() as f64),
+                "target_read_mib_s" => held.read_mib_s,
+                "target_write_mib_s" => held.write_mib_s,
+                "target_ctx_switches_per_s" => held.ctx_per_s,
+                "target_vol_ctx_switches_per_s" => held.vol_ctx_per_s,
+                "host_cpu_busy_pct" => held.host_busy_pct,
+                "host_iowait_pct" => held.host_iowait_pct,
+                _ => None,
+            })
+            .collect();
+        self.spare = std::mem::replace(&mut self.last, current);
+        self.last_at = Some(now);
+        values
+    }
+
+    /// Whether a sample at `now` also reads the once-a-second counters.
+    pub fn slow_due(&self, now: Instant) -> bool {
+        self.last_slow_at
+            .is_none_or(|t| now.duration_since(t) >= SLOW_PERIOD)
+    }
+
+    /// The once-a-second read: `status` and `io` of the processes whose
+    /// `stat` was just read, and `/proc/stat`; their rates over the time
+    /// since the previous such read become the held ones.
+    fn read_slow(&mut self, current: &HashMap<u32, ProcCounters>, now: Instant) {
+        let mut slow = std::mem::take(&mut self.spare_slow);
+        slow.clear();
+        for pid in current.keys() {
+            if let Some(files) = self.open.get(pid) {
+                slow.insert(*pid, files.read_slow(&mut self.buf));
+            }
+        }
+        let dt_s = self
+            .last_slow_at
+            .map(|t| now.duration_since(t).as_secs_f64())
+            .filter(|d| *d > 0.0 && !slow.is_empty());
+        let (mut read, mut write, mut ctx, mut vol) = (0u64, 0u64, 0u64, 0u64);
+        let mut io_known = false;
+        for (pid, c) in &slow {
+            if let Some(p) = self.last_slow.get(pid) {
                 if let (Some(r1), Some(r0), Some(w1), Some(w0)) =
                     (c.read_bytes, p.read_bytes, c.write_bytes, p.write_bytes)
                 {
@@ -361,21 +530,13 @@ impl HostSampler {
                 let dv = c.vol_ctx.saturating_sub(p.vol_ctx);
                 vol += dv;
                 ctx += dv + c.invol_ctx.saturating_sub(p.invol_ctx);
-                if let Some(dt) = dt_s {
-                    self.last_cpu_pct
-                        .insert(*pid, (du + ds) as f64 / self.ticks_per_s / dt * 100.0);
-                }
             }
         }
-        let rss_mib: f64 = current
-            .values()
-            .map(|c| c.rss_pages as f64 * self.page_mib)
-            .sum();
-        let threads: u64 = current.values().map(|c| c.threads).sum();
+        let rate = |x: u64, scale: f64| dt_s.map(|dt| x as f64 / scale / dt);
         let machine = (self.machine_stat.as_ref())
             .and_then(|f| f.read(&mut self.buf))
             .and_then(parse_proc_stat_cpu);
-        let (host_busy, host_iowait) = match (machine, self.last_machine) {
+        let (host_busy_pct, host_iowait_pct) = match (machine, self.last_machine) {
             (Some((b1, w1, t1)), Some((b0, w0, t0))) if t1 > t0 => {
                 let dt = (t1 - t0) as f64;
                 (
@@ -385,32 +546,17 @@ impl HostSampler {
             }
             _ => (None, None),
         };
-        let have_rates = dt_s.is_some() && !current.is_empty();
-        let rate = |x: u64, scale: f64| dt_s.filter(|_| have_rates).map(|dt| x as f64 / scale / dt);
-        let cpu = |ticks: u64| rate(ticks, self.ticks_per_s / 100.0);
-        let seen = !current.is_empty();
-        let values = HOST_METRICS
-            .iter()
-            .map(|d| match d.id {
-                "target_cpu_pct" => cpu(user + sys),
-                "target_cpu_user_pct" => cpu(user),
-                "target_cpu_sys_pct" => cpu(sys),
-                "target_rss_mib" => seen.then_some(rss_mib),
-                "target_threads" => seen.then_some(threads as f64),
-                "target_processes" => seen.then_some(current.len() as f64),
-                "target_read_mib_s" => rate(read, 1048576.0).filter(|_| io_known),
-                "target_write_mib_s" => rate(write, 1048576.0).filter(|_| io_known),
-                "target_ctx_switches_per_s" => rate(ctx, 1.0),
-                "target_vol_ctx_switches_per_s" => rate(vol, 1.0),
-                "host_cpu_busy_pct" => host_busy,
-                "host_iowait_pct" => host_iowait,
-                _ => None,
-            })
-            .collect();
-        self.spare = std::mem::replace(&mut self.last, current);
+        self.held = SlowRates {
+            read_mib_s: rate(read, 1048576.0).filter(|_| io_known),
+            write_mib_s: rate(write, 1048576.0).filter(|_| io_known),
+            ctx_per_s: rate(ctx, 1.0),
+            vol_ctx_per_s: rate(vol, 1.0),
+            host_busy_pct,
+            host_iowait_pct,
+        };
+        self.spare_slow = std::mem::replace(&mut self.last_slow, slow);
         self.last_machine = machine.or(self.last_machine);
-        self.last_at = Some(now);
-        values
+        self.last_slow_at = Some(now);
     }
 }
 
@@ -500,6 +646,57 @@ mod tests {
             child.id(),
             tree
         );
+    }
+
+    #[test]
+    fn a_scanner_kept_between_scans_sees_children_come_and_go() {
+        let me = std::process::id();
+        let mut scanner = TreeScanner::default();
+        assert!(scanner.scan(me).contains(&me));
+        // A child started after the first scan (its parent's files are held).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let with_child = scanner.scan(me);
+        let _ = child.kill();
+        let _ = child.wait();
+        let without = scanner.scan(me);
+        assert!(with_child.contains(&child.id()), "{with_child:?}");
+        assert!(!without.contains(&child.id()), "{without:?}");
+        assert!(without.contains(&me));
+        // A PID that does not exist has no tree.
+        assert!(scanner.scan(u32::MAX - 1).is_empty());
+    }
+
+    #[test]
+    fn switches_io_and_machine_cpu_are_read_once_a_second_and_held() {
+        let mut s = HostSampler::new();
+        let tree: HashSet<u32> = [std::process::id()].into_iter().collect();
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        let t0 = Instant::now();
+        let t0_plus = |ms: u64| t0 + Duration::from_millis(ms);
+        let slow = ["target_ctx_switches_per_s", "target_vol_ctx_switches_per_s"];
+        let first = s.sample(&tree, t0_plus(0));
+        let tick = s.sample(&tree, t0_plus(100));
+        for id in slow {
+            assert!(first[idx(id)].is_none() && tick[idx(id)].is_none(), "{id}");
+        }
+        // The fast counter has its rate from the second sample on.
+        assert!(tick[idx("target_cpu_pct")].is_some());
+        // A second read after SLOW_PERIOD (the tick that fires 5 % early
+        // counts): a rate, then held unchanged by the ticks before the next.
+        let read = s.sample(&tree, t0_plus(950));
+        let held = s.sample(&tree, t0_plus(1050));
+        for id in slow
+            .into_iter()
+            .chain(["host_cpu_busy_pct", "host_iowait_pct"])
+        {
+            assert_eq!(read[idx(id)], held[idx(id)], "{id} held between reads");
+        }
+        for id in slow {
+            assert!(read[idx(id)].is_some(), "{id} after two reads");
+        }
     }
 
     #[test]
