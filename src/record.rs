@@ -559,15 +559,15 @@ impl Ticker {
         // /proc CPU times tick at 10 ms, so host counters sampled faster
         // than HOST_PERIOD would be noise; in between they are missing.
         let c = self.profile.start();
-        // Profiled apart: the samples that also read the once-a-second files.
-        let section = match self.host_sampler.slow_due(now) {
-            true => "host_1s",
-            false => "host",
-        };
+        let mut section = "host";
         let mut h = if self
             .host_at
             .is_none_or(|t| now.duration_since(t) >= HOST_PERIOD)
         {
+            // Profiled apart: the samples that also read the once-a-second files.
+            if self.host_sampler.slow_due(now) {
+                section = "host_1s";
+            }
             self.host_at = Some(now);
             self.host_sampler.sample(&self.tree, now)
         } else {

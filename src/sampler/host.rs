@@ -215,17 +215,13 @@ impl ProcFiles {
     }
 }
 
-/// The process tree rooted at `root`: the root and all its descendants.
-/// Uses /proc/PID/task/TID/children (cheap); falls back to scanning every
-/// /proc/PID/stat for parent links when the kernel lacks that file.
-pub fn process_tree(root: u32) -> HashSet<u32> {
-    TreeScanner::default().scan(root)
-}
-
-/// Scans a process tree again and again (the recorder's refresh), keeping
-/// each thread's `children` file open between scans: a `pread` instead of
-/// open, statx, two reads and close per thread (a torch process has ~20
-/// threads; the scan was ~21 us a tick on the H200, BENCHMARKS.md).
+/// Scans the process tree rooted at a PID (the root and all its
+/// descendants) through /proc/PID/task/TID/children, falling back to every
+/// /proc/PID/stat's parent link when the kernel lacks those files. Kept
+/// between scans (the recorder's refresh), it holds each thread's
+/// `children` file open: a `pread` instead of open, statx, two reads and
+/// close per thread (a torch process has ~20 threads; the scan was ~21 us
+/// a tick on the H200, BENCHMARKS.md).
 #[derive(Default)]
 pub struct TreeScanner {
     /// `/proc/PID/task/TID/children` by (PID, TID), open between scans.
@@ -636,7 +632,7 @@ mod tests {
             .arg("5")
             .spawn()
             .unwrap();
-        let tree = process_tree(std::process::id());
+        let tree = TreeScanner::default().scan(std::process::id());
         let _ = child.kill();
         let _ = child.wait();
         assert!(tree.contains(&std::process::id()));
