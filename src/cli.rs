@@ -250,6 +250,7 @@ pub enum Command {
 /// Run the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     crate::parallel::threads_from_env().map_err(crate::error::GateError::usage)?;
+    crate::trace::spill_mb_from_env().map_err(crate::error::GateError::usage)?;
     match cli.command {
         Command::Record(a) => record::run(a),
         Command::Doctor(a) => doctor::run(a),

@@ -158,7 +158,10 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
                 .map(|id| Column::Host { id }),
         )
         .collect();
-    let mut stats = crate::parallel::map(&jobs, |c| {
+    // Each job holds its steady values as f64 and their selection copy;
+    // a GPU mean also its per-sample sums and counts.
+    let job_bytes = steady.len().saturating_mul(28);
+    let mut stats = crate::parallel::map_within(job_bytes, &jobs, |c| {
         MetricStats::from_finite(steady_finite(trace, steady, c))
     })
     .into_iter();

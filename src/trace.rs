@@ -30,7 +30,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// The sample values in columns: in memory, or a scratch file for long traces.
+pub mod columns;
 mod fast_sample;
+pub use columns::{spill_bytes, spill_mb_from_env, Columns, SPILL_ENV};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -254,84 +257,6 @@ pub enum Record {
     End(EndRecord),
 }
 
-/// The sample values of a loaded trace in columns: one contiguous f32
-/// series (NaN = missing) per GPU and metric, and per host metric. Every
-/// statistic reads its metric as one slice; gathering a column out of
-/// sample rows (the earlier `[sample][gpu][column]` layout) was 61 % of a
-/// 24-hour check. f32 keeps an 8-GPU hour at 100 ms at ~40 MB, not ~150 MB.
-#[derive(Debug, Clone, Default)]
-pub struct Columns {
-    ncols: usize,
-    /// `gpu[slot * ncols + col]`: GPU slot `slot`'s series of column `col`.
-    gpu: Vec<Vec<f32>>,
-    /// `host[col]`.
-    host: Vec<Vec<f32>>,
-}
-
-impl Columns {
-    /// Empty columns for `ngpu` GPUs of `ncols` columns and `nhost` host columns.
-    pub fn new(ngpu: usize, ncols: usize, nhost: usize) -> Columns {
-        Columns {
-            ncols,
-            gpu: vec![Vec::new(); ngpu * ncols],
-            host: vec![Vec::new(); nhost],
-        }
-    }
-
-    /// Room for `n` more samples in every series. Grown a sample at a
-    /// time, the ~300 series of an 8-GPU trace were copied and re-copied
-    /// in the heap, which left a 24-hour load at 1.4x its columns' size.
-    pub fn reserve(&mut self, n: usize) {
-        for series in self.gpu.iter_mut().chain(self.host.iter_mut()) {
-            series.reserve(n);
-        }
-    }
-
-    /// Append one sample: `gpu` is `[gpu][column]` flattened, `host` the
-    /// host vector, both in the header's order.
-    pub fn push_row(&mut self, gpu: &[f32], host: &[f32]) {
-        debug_assert_eq!(gpu.len(), self.gpu.len());
-        debug_assert_eq!(host.len(), self.host.len());
-        for (series, &v) in self.gpu.iter_mut().zip(gpu) {
-            series.push(v);
-        }
-        for (series, &v) in self.host.iter_mut().zip(host) {
-            series.push(v);
-        }
-    }
-
-    /// The series of GPU slot `slot`, column `col`.
-    pub fn gpu(&self, slot: usize, col: usize) -> &[f32] {
-        &self.gpu[slot * self.ncols + col]
-    }
-
-    /// Mutable series of GPU slot `slot`, column `col` (tests, synthetic edits).
-    pub fn gpu_mut(&mut self, slot: usize, col: usize) -> &mut Vec<f32> {
-        &mut self.gpu[slot * self.ncols + col]
-    }
-
-    /// The series of host column `col`.
-    pub fn host(&self, col: usize) -> &[f32] {
-        &self.host[col]
-    }
-
-    /// Mutable series of host column `col` (tests, synthetic edits).
-    pub fn host_mut(&mut self, col: usize) -> &mut Vec<f32> {
-        &mut self.host[col]
-    }
-
-    /// Keep only the GPU slots `keep` (ascending), in that order.
-    fn keep_gpus(&mut self, keep: &[usize]) {
-        let ncols = self.ncols;
-        let mut all = std::mem::take(&mut self.gpu);
-        self.gpu = keep
-            .iter()
-            .flat_map(|&s| (0..ncols).map(move |c| s * ncols + c))
-            .map(|i| std::mem::take(&mut all[i]))
-            .collect();
-    }
-}
-
 /// A trace loaded in memory, its samples in `Columns`.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
@@ -440,7 +365,7 @@ impl Trace {
     /// Value of GPU column `col` on GPU slot `gpu` (position in the header's
     /// GPU list) at sample `i`; NaN when missing.
     pub fn gpu_value(&self, i: usize, gpu: usize, col: usize) -> f32 {
-        self.columns.gpu(gpu, col)[i]
+        self.columns.gpu_at(gpu, col, i)
     }
 
     /// The whole series of GPU column `col` on GPU slot `gpu`.
@@ -484,7 +409,7 @@ impl Trace {
     }
 
     pub fn host_value(&self, i: usize, col: usize) -> f32 {
-        self.columns.host(col)[i]
+        self.columns.host_at(col, i)
     }
 
     /// The whole series of host column `col`.
@@ -496,7 +421,7 @@ impl Trace {
     /// other malformed line is an error naming the file and line.
     pub fn load(path: &Path) -> Result<Trace, GateError> {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        Self::read_with(open_reader(path)?, path, true, size)
+        Self::read_with(open_reader(path)?, path, true, size, spill_bytes())
     }
 
     /// Read a trace from `reader`; `path` names it in messages. Beyond the
@@ -504,7 +429,7 @@ impl Trace {
     /// `limits::MAX_TRACE_SPAN_MS`, samples in order, nothing after the end
     /// record): every later stage indexes time slices by them.
     pub fn read<R: BufRead>(reader: R, path: &Path) -> Result<Trace, GateError> {
-        Self::read_with(reader, path, true, 0)
+        Self::read_with(reader, path, true, 0, spill_bytes())
     }
 
     /// `read`, with the sample fast path on or off (off: every line through
@@ -512,12 +437,14 @@ impl Trace {
     /// the file's size when known (else 0): the columns are sized once for
     /// the samples it can hold, estimated from the first sample line (a
     /// guess too large costs address space, not memory: pages never
-    /// written are never resident).
+    /// written are never resident). Columns past `spill_at` bytes go to a
+    /// scratch file (`columns`).
     fn read_with<R: BufRead>(
         mut reader: R,
         path: &Path,
         fast_samples: bool,
         size_bytes: u64,
+        spill_at: usize,
     ) -> Result<Trace, GateError> {
         let mut read_bytes = 0u64;
         let mut sized = size_bytes == 0;
@@ -571,7 +498,7 @@ impl Trace {
             if fast_samples
                 && have_header
                 && end_line == 0
-                && trace.push_sample_line(&bytes, &mut row)
+                && trace.push_sample_line(&bytes, &mut row, spill_at, path)?
             {
                 if !sized {
                     sized = true;
@@ -580,7 +507,10 @@ impl Trace {
                     let more = (size_bytes.saturating_sub(read_bytes) / n as u64) as usize;
                     trace.times_ms.reserve(more);
                     trace.warmup.reserve(more);
-                    trace.columns.reserve(more);
+                    trace
+                        .columns
+                        .reserve(more, spill_at)
+                        .map_err(|e| spill_error(path, e))?;
                 }
                 continue;
             }
@@ -681,7 +611,7 @@ impl Trace {
                             ));
                         }
                     }
-                    trace.push_sample(s, path, lineno)?
+                    trace.push_sample(s, path, lineno, spill_at)?
                 }
                 Record::Event(e) => {
                     check_time(e.t, path, lineno)?;
@@ -748,14 +678,20 @@ impl Trace {
 
     /// The fast path for a sample line in the writer's exact shape (see
     /// `fast_sample`); false when the line needs the general parser.
-    fn push_sample_line(&mut self, line: &[u8], row: &mut fast_sample::Row) -> bool {
+    fn push_sample_line(
+        &mut self,
+        line: &[u8],
+        row: &mut fast_sample::Row,
+        spill_at: usize,
+        path: &Path,
+    ) -> Result<bool, GateError> {
         let (ngpu, ncols, nhost) = (
             self.header.fingerprint.gpus.len(),
             self.header.gpu_columns.len(),
             self.header.host_columns.len(),
         );
         if !fast_sample::parse_into(line.trim_ascii_end(), ngpu, ncols, nhost, row) {
-            return false;
+            return Ok(false);
         }
         // The time checks of the general path: a failing line is re-read
         // there, which names the problem.
@@ -766,9 +702,11 @@ impl Trace {
         if time_ok {
             self.times_ms.push(t);
             self.warmup.push(row.w);
-            self.columns.push_row(&row.gpu, &row.host);
+            self.columns
+                .push_row(&row.gpu, &row.host, spill_at)
+                .map_err(|e| spill_error(path, e))?;
         }
-        time_ok
+        Ok(time_ok)
     }
 
     fn push_sample(
@@ -776,6 +714,7 @@ impl Trace {
         s: SampleRecord,
         path: &Path,
         lineno: usize,
+        spill_at: usize,
     ) -> Result<(), GateError> {
         let ngpu = self.gpu_count();
         let ncols = self.header.gpu_columns.len();
@@ -795,8 +734,9 @@ impl Trace {
         let value = |v: &Option<f64>| v.map(|x| x as f32).unwrap_or(f32::NAN);
         let gpu: Vec<f32> = s.g.iter().flatten().map(value).collect();
         let host: Vec<f32> = s.h.iter().map(value).collect();
-        self.columns.push_row(&gpu, &host);
-        Ok(())
+        self.columns
+            .push_row(&gpu, &host, spill_at)
+            .map_err(|e| spill_error(path, e))
     }
 
     /// Free the sample columns (times, warm-up flags, values), keeping the
@@ -814,6 +754,15 @@ impl Trace {
     pub fn exit_code(&self) -> Option<i32> {
         self.end.as_ref().and_then(|e| e.exit_code)
     }
+}
+
+/// The columns of `path` could not go to a scratch file.
+fn spill_error(path: &Path, e: std::io::Error) -> GateError {
+    GateError::infra(format!(
+        "'{}': a trace this long keeps its columns in a temporary file in '{}' (4 bytes per value: ~1 GB for 8 GPUs x 24 h at 100 ms), and {e}; set TMPDIR to a directory with room",
+        path.display(),
+        std::env::temp_dir().display()
+    ))
 }
 
 /// Open a trace file for reading, as `Trace::load` does (a regular file
@@ -1474,7 +1423,9 @@ mod tests {
     }
 
     /// Every trace that ships (recorded fixtures, test data) loads to the
-    /// same bits with the sample fast path as through serde alone.
+    /// same bits with the sample fast path as through serde alone, and
+    /// with its columns in a scratch file (sized from the file, or moved
+    /// there as rows arrive) as in memory.
     #[test]
     fn fast_path_equals_serde_path() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -1492,8 +1443,8 @@ mod tests {
         for p in files {
             let open = || BufReader::new(File::open(&p).unwrap());
             let (a, b) = match (
-                Trace::read_with(open(), &p, true, 0),
-                Trace::read_with(open(), &p, false, 0),
+                Trace::read_with(open(), &p, true, 0, usize::MAX),
+                Trace::read_with(open(), &p, false, 0, usize::MAX),
             ) {
                 (Ok(a), Ok(b)) => (a, b),
                 (a, b) => {
@@ -1505,6 +1456,18 @@ mod tests {
                 }
             };
             assert!(a.sample_count() > 0, "{}", p.display());
+            let size = std::fs::metadata(&p).unwrap().len();
+            for spilled in [
+                Trace::read_with(open(), &p, true, size, 0).unwrap(),
+                Trace::read_with(open(), &p, false, 0, 0).unwrap(),
+            ] {
+                assert!(spilled.columns.is_spilled(), "{}", p.display());
+                assert!(!a.columns.is_spilled());
+                assert_eq!(a.columns_bits(), spilled.columns_bits(), "{}", p.display());
+                assert_eq!(tbits(&a.times_ms), tbits(&spilled.times_ms));
+                assert_eq!((&a.events, a.teardown), (&spilled.events, spilled.teardown));
+                assert_eq!(a.header, spilled.header);
+            }
             assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{}", p.display());
             assert_eq!(a.warmup, b.warmup);
             assert_eq!(a.columns_bits(), b.columns_bits(), "{}", p.display());

@@ -243,3 +243,22 @@ fn help_states_the_real_defaults() {
         gpugate::metrics::Statistic::Mean
     );
 }
+
+/// The README's numbers on columns kept in a scratch file are the code's.
+#[test]
+fn the_readme_states_the_spill_threshold_and_resident_budget() {
+    use gpugate::trace::columns;
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for fact in [
+        format!("columns pass {} MiB", columns::DEFAULT_SPILL_MB),
+        format!(
+            "holds about {} MiB at a time",
+            columns::RESIDENT_BYTES >> 20
+        ),
+        format!("a number from 0 to {}", columns::MAX_SPILL_MB),
+        "`GATE_SPILL_MB=N`".to_string(),
+    ] {
+        assert!(readme.contains(&fact), "README should say '{fact}'");
+    }
+}

@@ -148,7 +148,11 @@ impl Runs<'_, '_> {
 
     /// `sampled` of every column, on the cores (`parallel`).
     fn sampled_all(&self, columns: &[Column]) -> Result<Vec<Option<BaselineMetric>>, GateError> {
-        crate::parallel::map(columns, |c| self.sampled(c, c.id()))
+        // Each job holds one column of every run pooled, as f32 read back
+        // and as f64 with its selection copy.
+        let samples: usize = self.inputs.iter().map(|i| i.summary.steady_samples).sum();
+        let job_bytes = samples.saturating_mul(20);
+        crate::parallel::map_within(job_bytes, columns, |c| self.sampled(c, c.id()))
             .into_iter()
             .collect()
     }

@@ -1,0 +1,614 @@
+//! The sample values of a loaded trace in columns: one contiguous f32
+//! series (NaN = missing) per GPU and metric, and per host metric.
+//!
+//! Every statistic reads its metric as one slice; gathering a column out
+//! of sample rows (the earlier `[sample][gpu][column]` layout) was 61 % of
+//! a 24-hour check. f32 keeps an 8-GPU hour at 100 ms at ~40 MB.
+//!
+//! A long trace's columns do not fit a small memory budget (8 GPUs x 24 h
+//! at 100 ms: 954 MB), and every statistic is exact, so every value must be
+//! kept somewhere. Columns past `spill_bytes()` (256 MiB unless
+//! `GATE_SPILL_MB` says otherwise) are moved to an unnamed scratch file in
+//! `$TMPDIR`, mapped shared into memory: callers still read plain slices,
+//! the values and their order are the same (so are the statistics, bit
+//! for bit), and every `RESIDENT_BYTES` of values read or written the
+//! mapping's pages are dropped from the process (`MADV_DONTNEED`; shared
+//! file pages lose nothing, a later read finds them in the page cache or
+//! on disk). The process then holds a bounded share of the columns; the
+//! kernel's page cache holds the rest like any file's and can evict it
+//! (on a tmpfs `$TMPDIR` that is memory all the same: point TMPDIR at a
+//! disk for long traces). The file is removed by the kernel when gate
+//! exits, however it exits.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Environment variable: columns larger than this many MiB go to a
+/// scratch file (`0`: every trace's, which the tests use).
+pub const SPILL_ENV: &str = "GATE_SPILL_MB";
+/// Default of `GATE_SPILL_MB`: a 6-hour trace of 8 GPUs (~240 MB of
+/// columns) stays in memory, a 24-hour one (954 MB) goes to disk.
+pub const DEFAULT_SPILL_MB: usize = 256;
+/// Largest `GATE_SPILL_MB` accepted (1 TiB).
+pub const MAX_SPILL_MB: usize = 1 << 20;
+/// Bytes of a scratch file's values read or written between two drops of
+/// its pages from the process: what a spilled trace keeps resident.
+pub const RESIDENT_BYTES: usize = 32 << 20;
+
+/// `GATE_SPILL_MB` parsed: None when unset, an error line when it is not
+/// a number from 0 to `MAX_SPILL_MB`.
+pub fn spill_mb_from_env() -> Result<Option<usize>, String> {
+    let Some(raw) = std::env::var_os(SPILL_ENV) else {
+        return Ok(None);
+    };
+    let text = raw.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_SPILL_MB => Ok(Some(n)),
+        _ => Err(format!(
+            "{SPILL_ENV}='{}' is not a size in MiB; set it to a number from 0 to {MAX_SPILL_MB}, or unset it for {DEFAULT_SPILL_MB}",
+            crate::escape::terminal(&text)
+        )),
+    }
+}
+
+/// Columns larger than this many bytes are kept in a scratch file.
+/// (`main` refuses a bad `GATE_SPILL_MB` before any work starts; here it
+/// counts as unset.)
+pub fn spill_bytes() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        spill_mb_from_env()
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_SPILL_MB)
+            << 20
+    })
+}
+
+/// One series per GPU slot and column and per host column, each of the
+/// same length.
+pub struct Columns {
+    ncols: usize,
+    /// `gpu[slot * ncols + col]`: the series holding GPU slot `slot`'s
+    /// column `col`.
+    gpu: Vec<usize>,
+    /// `host[col]`: the series holding host column `col`.
+    host: Vec<usize>,
+    store: Store,
+}
+
+enum Store {
+    Heap(Vec<Vec<f32>>),
+    Mapped(Mapped),
+}
+
+impl Default for Columns {
+    fn default() -> Columns {
+        Columns::new(0, 0, 0)
+    }
+}
+
+/// A clone holds its columns in memory (tests and synthetic edits clone
+/// small traces).
+impl Clone for Columns {
+    fn clone(&self) -> Columns {
+        let series = match &self.store {
+            Store::Heap(v) => v.clone(),
+            Store::Mapped(m) => (0..m.nseries).map(|s| m.series(s).to_vec()).collect(),
+        };
+        Columns {
+            ncols: self.ncols,
+            gpu: self.gpu.clone(),
+            host: self.host.clone(),
+            store: Store::Heap(series),
+        }
+    }
+}
+
+impl std::fmt::Debug for Columns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Columns")
+            .field("gpu_series", &self.gpu.len())
+            .field("host_series", &self.host.len())
+            .field("samples", &self.len())
+            .field("spilled", &self.is_spilled())
+            .finish()
+    }
+}
+
+impl Columns {
+    /// Empty columns for `ngpu` GPUs of `ncols` columns and `nhost` host columns.
+    pub fn new(ngpu: usize, ncols: usize, nhost: usize) -> Columns {
+        let ngpu_series = ngpu * ncols;
+        Columns {
+            ncols,
+            gpu: (0..ngpu_series).collect(),
+            host: (ngpu_series..ngpu_series + nhost).collect(),
+            store: Store::Heap(vec![Vec::new(); ngpu_series + nhost]),
+        }
+    }
+
+    /// Samples held.
+    pub fn len(&self) -> usize {
+        match &self.store {
+            Store::Heap(v) => v.first().map_or(0, Vec::len),
+            Store::Mapped(m) => m.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the values live in a scratch file.
+    pub fn is_spilled(&self) -> bool {
+        matches!(self.store, Store::Mapped(_))
+    }
+
+    fn nseries(&self) -> usize {
+        match &self.store {
+            Store::Heap(v) => v.len(),
+            Store::Mapped(m) => m.nseries,
+        }
+    }
+
+    /// Room for `n` more samples in every series; columns that would
+    /// outgrow `spill_at` bytes go to a scratch file now. Grown a sample
+    /// at a time, the ~300 series of an 8-GPU trace were copied and
+    /// re-copied in the heap, which left a 24-hour load at 1.4x its
+    /// columns' size.
+    pub fn reserve(&mut self, n: usize, spill_at: usize) -> std::io::Result<()> {
+        let want = self.len().saturating_add(n);
+        if let Store::Heap(series) = &mut self.store {
+            if want.saturating_mul(series.len()).saturating_mul(4) > spill_at {
+                // Room for an eighth more than the estimate: it is taken
+                // from the first sample line, and later lines can be shorter.
+                return self.spill(want.saturating_add(want / 8).saturating_add(1024));
+            }
+            for s in series.iter_mut() {
+                s.reserve(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// Append one sample: `gpu` is `[gpu][column]` flattened, `host` the
+    /// host vector, both in the header's order. Columns held in memory
+    /// move to a scratch file once they pass `spill_at` bytes (a source of
+    /// unknown size: stdin, a compressed trace).
+    pub fn push_row(&mut self, gpu: &[f32], host: &[f32], spill_at: usize) -> std::io::Result<()> {
+        debug_assert_eq!(gpu.len(), self.gpu.len());
+        debug_assert_eq!(host.len(), self.host.len());
+        match &mut self.store {
+            Store::Heap(series) => {
+                for (&s, &v) in self.gpu.iter().zip(gpu).chain(self.host.iter().zip(host)) {
+                    series[s].push(v);
+                }
+                let len = self.len();
+                if len.saturating_mul(self.nseries()).saturating_mul(4) > spill_at {
+                    self.spill(len.saturating_mul(2))?;
+                }
+            }
+            Store::Mapped(m) => {
+                if m.len == m.cap {
+                    m.grow()?;
+                }
+                let (gpu_ids, host_ids) = (&self.gpu, &self.host);
+                m.push(gpu_ids.iter().zip(gpu).chain(host_ids.iter().zip(host)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Move the values to a scratch file with room for `cap` samples.
+    fn spill(&mut self, cap: usize) -> std::io::Result<()> {
+        let Store::Heap(series) = &mut self.store else {
+            return Ok(());
+        };
+        if series.is_empty() {
+            return Ok(());
+        }
+        let mut mapped = Mapped::new(series.len(), cap.max(1))?;
+        for (s, values) in series.iter().enumerate() {
+            let at = s * mapped.cap;
+            // SAFETY: `at + values.len() <= s * cap + cap` (cap >= len), in the mapping.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    mapped.base.as_ptr().add(at),
+                    values.len(),
+                )
+            };
+            mapped.note(values.len() * 4);
+        }
+        mapped.len = series.first().map_or(0, Vec::len);
+        self.store = Store::Mapped(mapped);
+        Ok(())
+    }
+
+    fn series(&self, s: usize) -> &[f32] {
+        match &self.store {
+            Store::Heap(v) => &v[s],
+            Store::Mapped(m) => m.series(s),
+        }
+    }
+
+    fn series_mut(&mut self, s: usize) -> &mut [f32] {
+        match &mut self.store {
+            Store::Heap(v) => &mut v[s],
+            Store::Mapped(m) => m.series_mut(s),
+        }
+    }
+
+    /// The series of GPU slot `slot`, column `col`.
+    pub fn gpu(&self, slot: usize, col: usize) -> &[f32] {
+        self.series(self.gpu[slot * self.ncols + col])
+    }
+
+    /// GPU slot `slot`'s column `col` at sample `i` (one value: counted as
+    /// such against a scratch file's resident bytes).
+    pub fn gpu_at(&self, slot: usize, col: usize, i: usize) -> f32 {
+        self.value(self.gpu[slot * self.ncols + col], i)
+    }
+
+    /// Mutable series of GPU slot `slot`, column `col` (validity rules,
+    /// tests, synthetic edits).
+    pub fn gpu_mut(&mut self, slot: usize, col: usize) -> &mut [f32] {
+        let s = self.gpu[slot * self.ncols + col];
+        self.series_mut(s)
+    }
+
+    /// The series of host column `col`.
+    pub fn host(&self, col: usize) -> &[f32] {
+        self.series(self.host[col])
+    }
+
+    /// Host column `col` at sample `i`.
+    pub fn host_at(&self, col: usize, i: usize) -> f32 {
+        self.value(self.host[col], i)
+    }
+
+    /// Mutable series of host column `col` (tests, synthetic edits).
+    pub fn host_mut(&mut self, col: usize) -> &mut [f32] {
+        let s = self.host[col];
+        self.series_mut(s)
+    }
+
+    fn value(&self, s: usize, i: usize) -> f32 {
+        match &self.store {
+            Store::Heap(v) => v[s][i],
+            Store::Mapped(m) => m.value(s, i),
+        }
+    }
+
+    /// Keep only the GPU slots `keep` (ascending), in that order.
+    pub(super) fn keep_gpus(&mut self, keep: &[usize]) {
+        let ncols = self.ncols;
+        let kept: Vec<usize> = keep
+            .iter()
+            .flat_map(|&s| (0..ncols).map(move |c| s * ncols + c))
+            .map(|i| self.gpu[i])
+            .collect();
+        // Series of the GPUs left out are freed (in memory) or left
+        // unread (in a scratch file).
+        if let Store::Heap(series) = &mut self.store {
+            for &s in &self.gpu {
+                if !kept.contains(&s) {
+                    series[s] = Vec::new();
+                }
+            }
+        }
+        self.gpu = kept;
+    }
+}
+
+/// Series in a shared mapping of an unnamed scratch file: series `s` is
+/// `cap` values from value `s * cap`, of which the first `len` are held.
+struct Mapped {
+    /// Kept open for the mapping's life (the file has no name).
+    _file: File,
+    base: NonNull<f32>,
+    map_bytes: usize,
+    nseries: usize,
+    cap: usize,
+    len: usize,
+    /// Bytes read or written since the pages were last dropped.
+    touched: AtomicUsize,
+    /// `RESIDENT_BYTES` (smaller in tests).
+    resident_bytes: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone (the file has no name,
+// nothing else maps it); values change only through `&mut self`, and
+// dropping pages (`release`) never changes a value.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+fn os_error(what: &str, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+impl Mapped {
+    fn new(nseries: usize, cap: usize) -> std::io::Result<Mapped> {
+        let map_bytes = nseries
+            .checked_mul(cap)
+            .and_then(|v| v.checked_mul(4))
+            .ok_or_else(|| std::io::Error::other("columns too large to address"))?;
+        let file =
+            tempfile::tempfile().map_err(|e| os_error("cannot create the scratch file", e))?;
+        file.set_len(map_bytes as u64)
+            .map_err(|e| os_error("cannot size the scratch file", e))?;
+        // Allocate the blocks now: a write through the mapping into a hole
+        // of a full disk would kill gate with SIGBUS instead of an error.
+        // SAFETY: a plain syscall on an open descriptor.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, map_bytes as libc::off_t) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            // A filesystem without fallocate: the holes stay holes.
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(os_error("cannot allocate the scratch file", e));
+            }
+        }
+        // SAFETY: a fresh shared mapping of the whole file, checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_bytes.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(os_error(
+                "cannot map the scratch file",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(Mapped {
+            _file: file,
+            base: NonNull::new(ptr.cast()).expect("mmap returned null"),
+            map_bytes: map_bytes.max(1),
+            nseries,
+            cap,
+            len: 0,
+            touched: AtomicUsize::new(0),
+            resident_bytes: RESIDENT_BYTES,
+        })
+    }
+
+    /// Count `bytes` as read or written; past `RESIDENT_BYTES`, drop every
+    /// page of the mapping from the process.
+    fn note(&self, bytes: usize) {
+        let total = self.touched.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if total >= self.resident_bytes {
+            self.touched.store(0, Ordering::Relaxed);
+            self.release();
+        }
+    }
+
+    /// Drop every page of the mapping from the process.
+    fn release(&self) {
+        // SAFETY: the range is this mapping; for a shared file mapping
+        // MADV_DONTNEED only unmaps pages, their contents stay in the file,
+        // and a later access maps them again. Slices handed out stay
+        // valid: the mapping itself is untouched.
+        unsafe {
+            libc::madvise(
+                self.base.as_ptr().cast(),
+                self.map_bytes,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+
+    fn series(&self, s: usize) -> &[f32] {
+        assert!(s < self.nseries);
+        self.note(self.len * 4);
+        // SAFETY: `s * cap + len <= nseries * cap`, inside the mapping;
+        // shared borrows of `self` exclude writes.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(s * self.cap), self.len) }
+    }
+
+    fn series_mut(&mut self, s: usize) -> &mut [f32] {
+        assert!(s < self.nseries);
+        self.note(self.len * 4);
+        // SAFETY: as `series`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(s * self.cap), self.len) }
+    }
+
+    fn value(&self, s: usize, i: usize) -> f32 {
+        assert!(s < self.nseries && i < self.len, "value out of range");
+        self.note(4);
+        // SAFETY: in range, checked above.
+        unsafe { *self.base.as_ptr().add(s * self.cap + i) }
+    }
+
+    /// Append one value to each series: `(series, value)` pairs covering
+    /// every series once. The caller made room (`len < cap`).
+    fn push<'a>(&mut self, row: impl Iterator<Item = (&'a usize, &'a f32)>) {
+        assert!(self.len < self.cap);
+        let mut n = 0;
+        for (&s, &v) in row {
+            assert!(s < self.nseries);
+            // SAFETY: `s * cap + len < (s + 1) * cap`, inside the mapping.
+            unsafe { *self.base.as_ptr().add(s * self.cap + self.len) = v };
+            n += 1;
+        }
+        self.len += 1;
+        self.note(n * 4);
+    }
+
+    /// Half as much room again, in a new file (the estimate of the samples
+    /// to come was short).
+    fn grow(&mut self) -> std::io::Result<()> {
+        let cap = self.cap.saturating_add(self.cap / 2).saturating_add(1024);
+        let mut bigger = Mapped::new(self.nseries, cap)?;
+        for s in 0..self.nseries {
+            let values = self.series(s);
+            // SAFETY: `len <= cap` values into series `s` of the new mapping.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    bigger.base.as_ptr().add(s * cap),
+                    values.len(),
+                )
+            };
+            bigger.note(values.len() * 4);
+        }
+        bigger.len = self.len;
+        bigger.resident_bytes = self.resident_bytes;
+        *self = bigger;
+        Ok(())
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of `ngpu` x `ncols` GPU values and `nhost` host values:
+    /// distinct, with a NaN now and then.
+    fn rows(n: usize, ngpu: usize, ncols: usize, nhost: usize) -> Vec<(Vec<f32>, Vec<f32>)> {
+        (0..n)
+            .map(|i| {
+                let v = |k: usize| {
+                    if (i + k).is_multiple_of(97) {
+                        f32::NAN
+                    } else {
+                        (i * 1000 + k) as f32 * 0.37
+                    }
+                };
+                (
+                    (0..ngpu * ncols).map(v).collect(),
+                    (0..nhost).map(|k| v(10_000 + k)).collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn bits(c: &Columns, ngpu: usize, ncols: usize, nhost: usize) -> Vec<Vec<u32>> {
+        let b = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        (0..ngpu)
+            .flat_map(|g| (0..ncols).map(move |k| (g, k)))
+            .map(|(g, k)| b(c.gpu(g, k)))
+            .chain((0..nhost).map(|k| b(c.host(k))))
+            .collect()
+    }
+
+    #[test]
+    fn spilled_columns_hold_what_memory_holds() {
+        let (ngpu, ncols, nhost) = (3, 4, 2);
+        let data = rows(5000, ngpu, ncols, nhost);
+        let mut heap = Columns::new(ngpu, ncols, nhost);
+        // Spilled from the start, with a short estimate: it grows 3 times.
+        let mut early = Columns::new(ngpu, ncols, nhost);
+        early.reserve(100, 0).unwrap();
+        // Spilled when the rows pass the limit (a source of unknown size).
+        let mut late = Columns::new(ngpu, ncols, nhost);
+        for (g, h) in &data {
+            heap.push_row(g, h, usize::MAX).unwrap();
+            early.push_row(g, h, 0).unwrap();
+            late.push_row(g, h, 40_000).unwrap();
+        }
+        assert!(!heap.is_spilled() && early.is_spilled() && late.is_spilled());
+        let want = bits(&heap, ngpu, ncols, nhost);
+        assert_eq!(want[0].len(), 5000);
+        assert_eq!(bits(&early, ngpu, ncols, nhost), want);
+        assert_eq!(bits(&late, ngpu, ncols, nhost), want);
+        assert_eq!(
+            early.gpu_at(2, 3, 4321).to_bits(),
+            heap.gpu_at(2, 3, 4321).to_bits()
+        );
+        assert_eq!(
+            early.host_at(1, 17).to_bits(),
+            heap.host_at(1, 17).to_bits()
+        );
+        // A clone is in memory, with the same values.
+        let copy = early.clone();
+        assert!(!copy.is_spilled());
+        assert_eq!(bits(&copy, ngpu, ncols, nhost), want);
+    }
+
+    #[test]
+    fn edits_and_kept_gpus_survive_dropped_pages() {
+        let (ngpu, ncols, nhost) = (3, 2, 1);
+        let data = rows(3000, ngpu, ncols, nhost);
+        let mut heap = Columns::new(ngpu, ncols, nhost);
+        let mut spilled = Columns::new(ngpu, ncols, nhost);
+        for (g, h) in &data {
+            heap.push_row(g, h, usize::MAX).unwrap();
+            spilled.push_row(g, h, 0).unwrap();
+        }
+        for c in [&mut heap, &mut spilled] {
+            c.gpu_mut(1, 1)[2999] = -1.5;
+            c.host_mut(0)[0] = 7.0;
+            c.keep_gpus(&[0, 2]);
+        }
+        let Store::Mapped(m) = &spilled.store else {
+            panic!("not spilled")
+        };
+        m.release();
+        assert_eq!(
+            bits(&spilled, 2, ncols, nhost),
+            bits(&heap, 2, ncols, nhost)
+        );
+        assert_eq!(spilled.host(0)[0], 7.0);
+        assert_eq!(spilled.gpu(1, 0)[5], data[5].0[2 * ncols]);
+    }
+
+    /// Resident bytes of the mapping at `base`, from /proc/self/smaps.
+    fn resident_kib(base: usize) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let start = line.split('-').next().unwrap_or("");
+            if usize::from_str_radix(start, 16).ok() == Some(base) {
+                for l in lines.by_ref() {
+                    if let Some(kb) = l.strip_prefix("Rss:") {
+                        return kb.trim().trim_end_matches("kB").trim().parse().unwrap();
+                    }
+                }
+            }
+        }
+        panic!("mapping {base:x} not in /proc/self/smaps")
+    }
+
+    #[test]
+    fn a_spilled_store_keeps_its_budget_resident() {
+        let (nseries, n) = (16, 256 * 1024); // 16 MiB of values
+        let mut m = Mapped::new(nseries, n).unwrap();
+        m.resident_bytes = 1 << 20;
+        let ids: Vec<usize> = (0..nseries).collect();
+        let row: Vec<f32> = (0..nseries).map(|s| s as f32).collect();
+        let mut most = 0;
+        for i in 0..n {
+            m.push(ids.iter().zip(&row));
+            if i % 4096 == 0 {
+                most = most.max(resident_kib(m.base.as_ptr() as usize));
+            }
+        }
+        let mut sum = 0.0f64;
+        for s in 0..nseries {
+            sum += m.series(s).iter().map(|&v| v as f64).sum::<f64>();
+            most = most.max(resident_kib(m.base.as_ptr() as usize));
+        }
+        assert_eq!(sum, n as f64 * (0..nseries).sum::<usize>() as f64);
+        // The budget (1 MiB), plus what a series read or a row's pages
+        // (one per series) add before the next drop: far below 16 MiB.
+        assert!(most <= 3 * 1024, "{most} KiB resident of 16 MiB");
+    }
+}
