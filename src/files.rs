@@ -467,6 +467,22 @@ fn write_output_named(path: &Path, what: &str, bytes: &[u8], inputs: &Inputs) ->
     written
 }
 
+/// The bytes of `values` as this process holds them, for scratch files
+/// written and read by the same process (native byte order).
+pub fn f32_bytes(values: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding; u8 has alignment 1; the length covers
+    // exactly the slice's memory, borrowed for the slice's lifetime.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+/// `f32_bytes`, writable: any bit pattern is a valid f32.
+pub fn f32_bytes_mut(values: &mut [f32]) -> &mut [u8] {
+    // SAFETY: as `f32_bytes`, and every byte pattern is a valid f32.
+    unsafe {
+        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -649,6 +649,7 @@ impl Trace {
         if trace.end.is_none() {
             trace.truncated = true;
         }
+        trace.columns.finish().map_err(|e| spill_error(path, e))?;
         trace.keep_target_gpus();
         trace.apply_validity_rules();
         Ok(trace)

@@ -89,7 +89,7 @@ impl SteadyStore {
                     &gathered[..]
                 }
             };
-            let bytes = as_bytes(values);
+            let bytes = crate::files::f32_bytes(values);
             let offset = self.end.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             self.file
                 .write_all_at(bytes, offset)
@@ -114,25 +114,9 @@ impl SteadyStore {
     fn read(&self, seg: Segment) -> Result<Vec<f32>, GateError> {
         let mut values = vec![0f32; seg.len];
         self.file
-            .read_exact_at(as_bytes_mut(&mut values), seg.offset)
+            .read_exact_at(crate::files::f32_bytes_mut(&mut values), seg.offset)
             .map_err(|e| store_error("cannot read back", e))?;
         Ok(values)
-    }
-}
-
-/// The bytes of `values` as this process holds them (the file is written
-/// and read by the same process: native byte order).
-fn as_bytes(values: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding; u8 has alignment 1; the length covers
-    // exactly the slice's memory, borrowed for the slice's lifetime.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
-}
-
-/// `as_bytes`, writable: any bit pattern is a valid f32.
-fn as_bytes_mut(values: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as `as_bytes`, and every byte pattern is a valid f32.
-    unsafe {
-        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
     }
 }
 

@@ -11,10 +11,13 @@
 //! `GATE_SPILL_MB` says otherwise) are moved to an unnamed scratch file in
 //! `$TMPDIR`, mapped shared into memory: callers still read plain slices,
 //! the values and their order are the same (so are the statistics, bit
-//! for bit), and every `RESIDENT_BYTES` of values read or written the
-//! mapping's pages are dropped from the process (`MADV_DONTNEED`; shared
-//! file pages lose nothing, a later read finds them in the page cache or
-//! on disk). The process then holds a bounded share of the columns; the
+//! for bit), and every `RESIDENT_BYTES` of values read the mapping's pages
+//! are dropped from the process (`MADV_DONTNEED`; shared file pages lose
+//! nothing, a later read finds them in the page cache or on disk). Rows
+//! are gathered `WRITE_ROWS` at a time and written a series at a time with
+//! `pwrite`, whole pages: a write through the mapping made the kernel
+//! read each new page before changing it (7 % of a 24-hour check), and a
+//! full disk is an error, not a SIGBUS. The process then holds a bounded share of the columns; the
 //! kernel's page cache holds the rest like any file's and can evict it
 //! (on a tmpfs `$TMPDIR` that is memory all the same: point TMPDIR at a
 //! disk for long traces). The file is removed by the kernel when gate
@@ -22,6 +25,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -193,14 +197,23 @@ impl Columns {
                 }
             }
             Store::Mapped(m) => {
-                if m.len == m.cap {
+                if m.len + m.pending_rows == m.cap {
                     m.grow()?;
                 }
                 let (gpu_ids, host_ids) = (&self.gpu, &self.host);
-                m.push(gpu_ids.iter().zip(gpu).chain(host_ids.iter().zip(host)));
+                m.push(gpu_ids.iter().zip(gpu).chain(host_ids.iter().zip(host)))?;
             }
         }
         Ok(())
+    }
+
+    /// Write the rows still gathered in memory to the scratch file: the
+    /// loader calls it after the last row, before anything reads.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        match &mut self.store {
+            Store::Heap(_) => Ok(()),
+            Store::Mapped(m) => m.flush(),
+        }
     }
 
     /// Move the values to a scratch file with room for `cap` samples.
@@ -211,20 +224,12 @@ impl Columns {
         if series.is_empty() {
             return Ok(());
         }
-        let mut mapped = Mapped::new(series.len(), cap.max(1))?;
+        let len = series.first().map_or(0, Vec::len);
+        let mut mapped = Mapped::new(series.len(), cap.max(len).max(1))?;
         for (s, values) in series.iter().enumerate() {
-            let at = s * mapped.cap;
-            // SAFETY: `at + values.len() <= s * cap + cap` (cap >= len), in the mapping.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    values.as_ptr(),
-                    mapped.base.as_ptr().add(at),
-                    values.len(),
-                )
-            };
-            mapped.note(values.len() * 4);
+            mapped.write(s, 0, values)?;
         }
-        mapped.len = series.first().map_or(0, Vec::len);
+        mapped.len = len;
         self.store = Store::Mapped(mapped);
         Ok(())
     }
@@ -305,16 +310,28 @@ impl Columns {
     }
 }
 
+/// Rows gathered before they are written, a series at a time: 4096
+/// values are 16 KiB, whole pages.
+const WRITE_ROWS: usize = 4096;
+/// A series' room is a multiple of this many values (4 KiB), so that
+/// every series, and every write of `WRITE_ROWS`, starts on a page.
+const PAGE_VALUES: usize = 1024;
+
 /// Series in a shared mapping of an unnamed scratch file: series `s` is
-/// `cap` values from value `s * cap`, of which the first `len` are held.
+/// `cap` values from value `s * cap`, of which the first `len` are
+/// written; `pending_rows` more wait in `pending`.
 struct Mapped {
-    /// Kept open for the mapping's life (the file has no name).
-    _file: File,
+    /// Written with `pwrite`, read through the mapping (no name: nothing
+    /// else opens it).
+    file: File,
     base: NonNull<f32>,
     map_bytes: usize,
     nseries: usize,
     cap: usize,
     len: usize,
+    /// `pending[s * WRITE_ROWS + r]`: row `len + r` of series `s`.
+    pending: Vec<f32>,
+    pending_rows: usize,
     /// Bytes read or written since the pages were last dropped.
     touched: AtomicUsize,
     /// `RESIDENT_BYTES` (smaller in tests).
@@ -333,25 +350,18 @@ fn os_error(what: &str, e: std::io::Error) -> std::io::Error {
 
 impl Mapped {
     fn new(nseries: usize, cap: usize) -> std::io::Result<Mapped> {
+        let cap = cap.div_ceil(PAGE_VALUES).saturating_mul(PAGE_VALUES);
         let map_bytes = nseries
             .checked_mul(cap)
             .and_then(|v| v.checked_mul(4))
             .ok_or_else(|| std::io::Error::other("columns too large to address"))?;
         let file =
             tempfile::tempfile().map_err(|e| os_error("cannot create the scratch file", e))?;
+        // Sparse: room never written costs no disk. Values are written
+        // with `pwrite` (a full disk is an error there) and the mapping
+        // only reads them, or edits values already written.
         file.set_len(map_bytes as u64)
             .map_err(|e| os_error("cannot size the scratch file", e))?;
-        // Allocate the blocks now: a write through the mapping into a hole
-        // of a full disk would kill gate with SIGBUS instead of an error.
-        // SAFETY: a plain syscall on an open descriptor.
-        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, map_bytes as libc::off_t) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            // A filesystem without fallocate: the holes stay holes.
-            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                return Err(os_error("cannot allocate the scratch file", e));
-            }
-        }
         // SAFETY: a fresh shared mapping of the whole file, checked below.
         let ptr = unsafe {
             libc::mmap(
@@ -370,12 +380,14 @@ impl Mapped {
             ));
         }
         Ok(Mapped {
-            _file: file,
+            file,
             base: NonNull::new(ptr.cast()).expect("mmap returned null"),
             map_bytes: map_bytes.max(1),
             nseries,
             cap,
             len: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
             touched: AtomicUsize::new(0),
             resident_bytes: RESIDENT_BYTES,
         })
@@ -406,8 +418,17 @@ impl Mapped {
         }
     }
 
+    /// Every row gathered is written (`Columns::finish`) before a read.
+    fn assert_written(&self) {
+        assert_eq!(
+            self.pending_rows, 0,
+            "columns read before the loader finished them"
+        );
+    }
+
     fn series(&self, s: usize) -> &[f32] {
         assert!(s < self.nseries);
+        self.assert_written();
         self.note(self.len * 4);
         // SAFETY: `s * cap + len <= nseries * cap`, inside the mapping;
         // shared borrows of `self` exclude writes.
@@ -416,6 +437,7 @@ impl Mapped {
 
     fn series_mut(&mut self, s: usize) -> &mut [f32] {
         assert!(s < self.nseries);
+        self.assert_written();
         self.note(self.len * 4);
         // SAFETY: as `series`, and `&mut self` makes the borrow unique.
         unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(s * self.cap), self.len) }
@@ -423,42 +445,65 @@ impl Mapped {
 
     fn value(&self, s: usize, i: usize) -> f32 {
         assert!(s < self.nseries && i < self.len, "value out of range");
+        self.assert_written();
         self.note(4);
         // SAFETY: in range, checked above.
         unsafe { *self.base.as_ptr().add(s * self.cap + i) }
     }
 
     /// Append one value to each series: `(series, value)` pairs covering
-    /// every series once. The caller made room (`len < cap`).
-    fn push<'a>(&mut self, row: impl Iterator<Item = (&'a usize, &'a f32)>) {
-        assert!(self.len < self.cap);
-        let mut n = 0;
-        for (&s, &v) in row {
-            assert!(s < self.nseries);
-            // SAFETY: `s * cap + len < (s + 1) * cap`, inside the mapping.
-            unsafe { *self.base.as_ptr().add(s * self.cap + self.len) = v };
-            n += 1;
+    /// every series once. The caller made room (`len + pending_rows < cap`).
+    fn push<'a>(&mut self, row: impl Iterator<Item = (&'a usize, &'a f32)>) -> std::io::Result<()> {
+        assert!(self.len + self.pending_rows < self.cap);
+        if self.pending.is_empty() {
+            self.pending = vec![0.0; self.nseries * WRITE_ROWS];
         }
-        self.len += 1;
-        self.note(n * 4);
+        for (&s, &v) in row {
+            self.pending[s * WRITE_ROWS + self.pending_rows] = v;
+        }
+        self.pending_rows += 1;
+        if self.pending_rows == WRITE_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the gathered rows, a series at a time.
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rows = self.pending_rows;
+        if rows == 0 {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for s in 0..self.nseries {
+            self.write(s, self.len, &pending[s * WRITE_ROWS..s * WRITE_ROWS + rows])?;
+        }
+        self.pending = pending;
+        self.len += rows;
+        self.pending_rows = 0;
+        Ok(())
+    }
+
+    /// Write `values` into series `s` from row `at` (`at + values.len() <= cap`).
+    fn write(&self, s: usize, at: usize, values: &[f32]) -> std::io::Result<()> {
+        assert!(s < self.nseries && at + values.len() <= self.cap);
+        let offset = ((s * self.cap + at) * 4) as u64;
+        self.file
+            .write_all_at(crate::files::f32_bytes(values), offset)
+            .map_err(|e| os_error("cannot write the scratch file", e))
     }
 
     /// Half as much room again, in a new file (the estimate of the samples
     /// to come was short).
     fn grow(&mut self) -> std::io::Result<()> {
-        let cap = self.cap.saturating_add(self.cap / 2).saturating_add(1024);
+        self.flush()?;
+        let cap = self
+            .cap
+            .saturating_add(self.cap / 2)
+            .saturating_add(PAGE_VALUES);
         let mut bigger = Mapped::new(self.nseries, cap)?;
         for s in 0..self.nseries {
-            let values = self.series(s);
-            // SAFETY: `len <= cap` values into series `s` of the new mapping.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    values.as_ptr(),
-                    bigger.base.as_ptr().add(s * cap),
-                    values.len(),
-                )
-            };
-            bigger.note(values.len() * 4);
+            bigger.write(s, 0, self.series(s))?;
         }
         bigger.len = self.len;
         bigger.resident_bytes = self.resident_bytes;
@@ -524,6 +569,9 @@ mod tests {
             early.push_row(g, h, 0).unwrap();
             late.push_row(g, h, 40_000).unwrap();
         }
+        for c in [&mut heap, &mut early, &mut late] {
+            c.finish().unwrap();
+        }
         assert!(!heap.is_spilled() && early.is_spilled() && late.is_spilled());
         let want = bits(&heap, ngpu, ncols, nhost);
         assert_eq!(want[0].len(), 5000);
@@ -554,6 +602,7 @@ mod tests {
             spilled.push_row(g, h, 0).unwrap();
         }
         for c in [&mut heap, &mut spilled] {
+            c.finish().unwrap();
             c.gpu_mut(1, 1)[2999] = -1.5;
             c.host_mut(0)[0] = 7.0;
             c.keep_gpus(&[0, 2]);
@@ -568,6 +617,15 @@ mod tests {
         );
         assert_eq!(spilled.host(0)[0], 7.0);
         assert_eq!(spilled.gpu(1, 0)[5], data[5].0[2 * ncols]);
+    }
+
+    #[test]
+    #[should_panic(expected = "columns read before the loader finished them")]
+    fn a_read_before_finish_is_refused() {
+        let mut c = Columns::new(1, 1, 0);
+        c.push_row(&[1.0], &[], 0).unwrap();
+        c.push_row(&[2.0], &[], 0).unwrap();
+        let _ = c.gpu(0, 0);
     }
 
     /// Resident bytes of the mapping at `base`, from /proc/self/smaps.
@@ -594,21 +652,21 @@ mod tests {
         m.resident_bytes = 1 << 20;
         let ids: Vec<usize> = (0..nseries).collect();
         let row: Vec<f32> = (0..nseries).map(|s| s as f32).collect();
-        let mut most = 0;
-        for i in 0..n {
-            m.push(ids.iter().zip(&row));
-            if i % 4096 == 0 {
-                most = most.max(resident_kib(m.base.as_ptr() as usize));
-            }
+        for _ in 0..n {
+            m.push(ids.iter().zip(&row)).unwrap();
         }
+        m.flush().unwrap();
+        // Written with pwrite: nothing of it is mapped in yet.
+        let mut most = resident_kib(m.base.as_ptr() as usize);
+        assert!(most < 1024, "{most} KiB resident after writing");
         let mut sum = 0.0f64;
         for s in 0..nseries {
             sum += m.series(s).iter().map(|&v| v as f64).sum::<f64>();
             most = most.max(resident_kib(m.base.as_ptr() as usize));
         }
         assert_eq!(sum, n as f64 * (0..nseries).sum::<usize>() as f64);
-        // The budget (1 MiB), plus what a series read or a row's pages
-        // (one per series) add before the next drop: far below 16 MiB.
+        // The budget (1 MiB), plus what one series read adds before the
+        // next drop: far below 16 MiB.
         assert!(most <= 3 * 1024, "{most} KiB resident of 16 MiB");
     }
 }
