@@ -99,6 +99,7 @@ fn the_fixture_docs_name_the_traces_recording_dates() {
         "fixtures/traces",
         "fixtures/holdout-jax/gpm",
         "fixtures/holdout-gnn/gpm",
+        "fixtures/holdout-gnn/rerecorded/gpm",
     ] {
         let local = root.join(dir).parent().unwrap().join("README.md");
         let local = std::fs::read_to_string(&local).unwrap_or_default();
