@@ -8,20 +8,23 @@
 //! A long trace's columns do not fit a small memory budget (8 GPUs x 24 h
 //! at 100 ms: 954 MB), and every statistic is exact, so every value must be
 //! kept somewhere. Columns past `spill_bytes()` (256 MiB unless
-//! `GATE_SPILL_MB` says otherwise) are moved to an unnamed scratch file in
-//! `$TMPDIR`, mapped shared into memory: callers still read plain slices,
-//! the values and their order are the same (so are the statistics, bit
-//! for bit), and every `RESIDENT_BYTES` of values read the mapping's pages
-//! are dropped from the process (`MADV_DONTNEED`; shared file pages lose
-//! nothing, a later read finds them in the page cache or on disk). Rows
-//! are gathered `WRITE_ROWS` at a time and written a series at a time with
-//! `pwrite`, whole pages: a write through the mapping made the kernel
-//! read each new page before changing it (7 % of a 24-hour check), and a
-//! full disk is an error, not a SIGBUS. The process then holds a bounded share of the columns; the
-//! kernel's page cache holds the rest like any file's and can evict it
-//! (on a tmpfs `$TMPDIR` that is memory all the same: point TMPDIR at a
-//! disk for long traces). The file is removed by the kernel when gate
-//! exits, however it exits.
+//! `GATE_SPILL_MB` says otherwise) move to an unnamed scratch file in
+//! `$TMPDIR`, mapped shared into memory. Callers still read plain slices
+//! of the same values in the same order, so the statistics are the same,
+//! bit for bit.
+//!
+//! - Reads: every `RESIDENT_BYTES` of values read, the mapping's pages are
+//!   dropped from the process (`MADV_DONTNEED`). Shared file pages lose
+//!   nothing: a later read finds them in the page cache or on disk.
+//! - Writes: rows are gathered `WRITE_ROWS` at a time and written a series
+//!   at a time with `pwrite`, whole pages. A write through the mapping made
+//!   the kernel read each new page before changing it (7 % of a 24-hour
+//!   check), and a full disk is then an error, not a SIGBUS.
+//!
+//! The process holds a bounded share of the columns; the kernel's page
+//! cache holds the rest like any file's and can evict it (on a tmpfs
+//! `$TMPDIR` that is memory all the same: point TMPDIR at a disk for long
+//! traces). The kernel removes the file when gate exits, however it exits.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -38,8 +41,8 @@ pub const SPILL_ENV: &str = "GATE_SPILL_MB";
 pub const DEFAULT_SPILL_MB: usize = 256;
 /// Largest `GATE_SPILL_MB` accepted (1 TiB).
 pub const MAX_SPILL_MB: usize = 1 << 20;
-/// Bytes of a scratch file's values read or written between two drops of
-/// its pages from the process: what a spilled trace keeps resident.
+/// Bytes of a scratch file's values read between two drops of its pages
+/// from the process: what a spilled trace keeps resident.
 pub const RESIDENT_BYTES: usize = 32 << 20;
 
 /// `GATE_SPILL_MB` parsed: None when unset, an error line when it is not
@@ -138,7 +141,8 @@ impl Columns {
     /// Samples held.
     pub fn len(&self) -> usize {
         match &self.store {
-            Store::Heap(v) => v.first().map_or(0, Vec::len),
+            // A series still held (`keep_gpus` frees those of GPUs left out).
+            Store::Heap(v) => (self.gpu.iter().chain(&self.host).next()).map_or(0, |&s| v[s].len()),
             Store::Mapped(m) => m.len,
         }
     }
@@ -332,7 +336,7 @@ struct Mapped {
     /// `pending[s * WRITE_ROWS + r]`: row `len + r` of series `s`.
     pending: Vec<f32>,
     pending_rows: usize,
-    /// Bytes read or written since the pages were last dropped.
+    /// Bytes read since the pages were last dropped.
     touched: AtomicUsize,
     /// `RESIDENT_BYTES` (smaller in tests).
     resident_bytes: usize,
@@ -393,8 +397,8 @@ impl Mapped {
         })
     }
 
-    /// Count `bytes` as read or written; past `RESIDENT_BYTES`, drop every
-    /// page of the mapping from the process.
+    /// Count `bytes` as read (or edited in place); past `resident_bytes`,
+    /// drop every page of the mapping from the process.
     fn note(&self, bytes: usize) {
         let total = self.touched.fetch_add(bytes, Ordering::Relaxed) + bytes;
         if total >= self.resident_bytes {
@@ -605,7 +609,8 @@ mod tests {
             c.finish().unwrap();
             c.gpu_mut(1, 1)[2999] = -1.5;
             c.host_mut(0)[0] = 7.0;
-            c.keep_gpus(&[0, 2]);
+            c.keep_gpus(&[1, 2]);
+            assert_eq!(c.len(), 3000);
         }
         let Store::Mapped(m) = &spilled.store else {
             panic!("not spilled")
