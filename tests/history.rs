@@ -962,3 +962,26 @@ fn a_server_that_never_answers_costs_a_bounded_wait_and_never_the_verdict() {
     assert_eq!(res.status.code(), Some(0), "{}", output(&res).1);
     assert!(d.join("baselines/b2.toml").exists());
 }
+
+/// Many connections opening one fresh file at once: each sets WAL and
+/// migrates the schema. SQLite answers "database is locked" at once,
+/// without waiting, to one side of a lock upgrade it would otherwise
+/// deadlock on; opening retries that instead of failing (a CI run of
+/// `concurrent_writers_never_lose_a_row` once lost a worker to it).
+#[test]
+fn many_connections_opening_a_fresh_file_at_once_all_succeed() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = Location::Sqlite(dir.path().join(format!("fresh-{round}.sqlite")));
+        let barrier = std::sync::Barrier::new(12);
+        std::thread::scope(|s| {
+            for _ in 0..12 {
+                let (loc, barrier) = (loc.clone(), &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    history::open(&loc, true).map(|_| ()).expect("open");
+                });
+            }
+        });
+    }
+}

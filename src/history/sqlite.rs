@@ -57,11 +57,10 @@ impl SqliteStore {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| fail(&e))?;
         conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
             .map_err(|e| fail(&e))?;
-        // journal_mode needs the lock briefly; busy_timeout covers a writer
-        // that holds it. The mode persists in the file.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| fail(&format!("not an SQLite database, or unreadable: {e}")))?;
+        // journal_mode needs the lock briefly. The mode persists in the file.
+        let mode: String =
+            retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))
+                .map_err(|e| fail(&format!("not an SQLite database, or unreadable: {e}")))?;
         if !mode.eq_ignore_ascii_case("wal") {
             // E.g. a file system without shared memory: still correct (the
             // rollback journal is atomic too), only readers wait on writers.
@@ -111,6 +110,31 @@ impl SqliteStore {
             )
             .map_err(|e| fail(&e))?;
             tx.commit().map_err(|e| fail(&e))?;
+        }
+    }
+}
+
+/// `op`, again while SQLite says the database is busy or locked, for up to
+/// `BUSY_TIMEOUT_MS`. `busy_timeout` waits for a lock held by another
+/// writer, but where waiting could deadlock (two connections of a fresh
+/// file switching it to WAL at once) SQLite answers "database is locked"
+/// at once, without waiting: 1 of 12 connections opening one fresh file
+/// together failed so (tests/history.rs).
+fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause_ms = 1u64;
+    loop {
+        match op() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < Duration::from_millis(BUSY_TIMEOUT_MS) =>
+            {
+                std::thread::sleep(Duration::from_millis(pause_ms));
+                pause_ms = (pause_ms * 2).min(50);
+            }
+            other => return other,
         }
     }
 }
