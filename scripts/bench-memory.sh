@@ -23,7 +23,7 @@
 # steady samples in a scratch file under TMPDIR (about as large as the
 # columns of the runs it pools: ~2.9 GB for 3 x 24 h), and a trace whose
 # columns pass GATE_SPILL_MB (256) keeps them in another while it is read
-# (~1.2 GB for 24 h). OLD may be a wrapper that sets GATE_SPILL_MB=1048576:
+# (~1 GB for 24 h). OLD may be a wrapper that sets GATE_SPILL_MB=1048576:
 # the same binary with every trace's columns in memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
