@@ -149,12 +149,13 @@ fn columns_in_a_scratch_file_give_the_same_bytes_as_in_memory() {
     assert_same(&[("GATE_SPILL_MB", "0")], &[]);
 }
 
-#[test]
-fn a_bad_spill_size_is_refused_in_one_line() {
+/// Each of `bads` as `var` is refused before any work: exit 2, one line
+/// saying `VAR='bad' <what>`.
+fn assert_bad_env_refused(var: &str, bads: &[&str], what: &str) {
     let dir = tempfile::tempdir().unwrap();
-    for bad in ["-1", "lots", "1048577"] {
+    for bad in bads {
         let out = gate(dir.path())
-            .env("GATE_SPILL_MB", bad)
+            .env(var, bad)
             .args(["report", "--format", "json"])
             .arg(fixture("healthy-1.jsonl"))
             .output()
@@ -162,11 +163,20 @@ fn a_bad_spill_size_is_refused_in_one_line() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains(&format!("GATE_SPILL_MB='{bad}' is not a size in MiB")),
+            err.contains(&format!("{var}='{bad}' {what}")),
             "{bad}: {err}"
         );
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
+}
+
+#[test]
+fn a_bad_spill_size_is_refused_in_one_line() {
+    assert_bad_env_refused(
+        "GATE_SPILL_MB",
+        &["-1", "lots", "1048577"],
+        "is not a size in MiB",
+    );
 }
 
 /// No room for the scratch file: one line naming the trace and TMPDIR,
@@ -193,20 +203,9 @@ fn no_scratch_room_is_an_error_naming_tmpdir() {
 
 #[test]
 fn a_bad_thread_count_is_refused_in_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    for bad in ["0", "many", "-3", "100000"] {
-        let out = gate(dir.path())
-            .env("GATE_THREADS", bad)
-            .args(["report", "--format", "json"])
-            .arg(fixture("healthy-1.jsonl"))
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bad}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains(&format!("GATE_THREADS='{bad}' is not a thread count")),
-            "{bad}: {err}"
-        );
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    }
+    assert_bad_env_refused(
+        "GATE_THREADS",
+        &["0", "many", "-3", "100000"],
+        "is not a thread count",
+    );
 }
