@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Record a hold-out family on one GPU, each run twice: with GPM (as every
 # fixture so far) and with `gate record --no-gpm` (what an A100, L4 or T4
-# records): jax (fixtures/workloads/jax_train.py) or gnn (gnn.py). Four
+# records): jax (fixtures/workloads/jax_train.py), gnn (gnn.py), timm
+# (pytest-benchmark timing a timm ViT: test_timm_bench.py, its JSON files
+# kept beside the traces) or lightning (lightning_fit.py, loader workers). Four
 # healthy runs (baseline and false-alarm check) and one run of each
 # pathology; the causes a right diagnosis names first are written in the
 # workload before the recording. gnn's host-busy mode runs beside CPU hogs
@@ -14,6 +16,7 @@
 #   bash scripts/record-holdout-twice.sh jax            # everything (fits in 8 minutes)
 #   bash scripts/record-holdout-twice.sh gnn --dry-run  # print every command, run nothing
 #   bash scripts/record-holdout-twice.sh gnn smoke      # gnn.py --tiny on the CPU, no gate
+#   bash scripts/record-holdout-twice.sh timm smoke     # one tiny pytest-benchmark run per mode
 # Environment: OUT (default ./record-out), GATE (default target/release/gate),
 # PYTHON (python3), SECONDS_PER_RUN (measured loop, default 10), BUDGET_S
 # (default 420: no run starts after it, so the last one ends by 465 s),
@@ -38,7 +41,15 @@ case "${1:-}" in
         SCRIPT=fixtures/workloads/gnn.py
         PATHOLOGIES="cpu-sample sync wide fp32 host-busy"
         VERSIONS='import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' ;;
-    *) echo "usage: record-holdout-twice.sh jax|gnn [--dry-run | smoke]" >&2; exit 2 ;;
+    timm)
+        SCRIPT=fixtures/workloads/test_timm_bench.py
+        PATHOLOGIES="fp32 cpu-preprocess unfused-attn d2h-copy"
+        VERSIONS='import torch, timm, pytest_benchmark; print("torch", torch.__version__, "timm", timm.__version__, "pytest-benchmark", pytest_benchmark.__version__, torch.cuda.get_device_name(0))' ;;
+    lightning)
+        SCRIPT=fixtures/workloads/lightning_fit.py
+        PATHOLOGIES="ema-cpu slow-loader d2h-metrics fp32"
+        VERSIONS='import torch, lightning, torchvision; print("torch", torch.__version__, "lightning", lightning.__version__, "torchvision", torchvision.__version__, torch.cuda.get_device_name(0))' ;;
+    *) echo "usage: record-holdout-twice.sh jax|gnn|timm|lightning [--dry-run | smoke]" >&2; exit 2 ;;
 esac
 FAMILY="$1"
 shift
@@ -52,8 +63,21 @@ case "${1:-}" in
     "") ;;
     --dry-run) DRY=1 ;;
     smoke) MODE=smoke ;;
-    *) echo "usage: record-holdout-twice.sh jax|gnn [--dry-run | smoke]" >&2; exit 2 ;;
+    *) echo "usage: record-holdout-twice.sh jax|gnn|timm|lightning [--dry-run | smoke]" >&2; exit 2 ;;
 esac
+
+# workload_cmd MODE SEED SECONDS [JSON]: the benchmark's argv into WL (an
+# array). timm is a pytest-benchmark run: the mode travels in the
+# environment (pytest owns argv) and JSON is its --benchmark-json file.
+workload_cmd() {
+    local mode="$1" seed="$2" secs="$3" json="${4:-/dev/null}"
+    case "$FAMILY" in
+        timm) WL=(env "GATE_WL_MODE=$mode" "GATE_WL_SEED=$seed" "$PYTHON" -m pytest "$SCRIPT"
+                  -s -q -p no:cacheprovider --benchmark-json "$json" --benchmark-max-time "$secs") ;;
+        lightning) WL=("$PYTHON" "$SCRIPT" --mode "$mode" --seed "$seed" --seconds "$secs" --warm-steps 15) ;;
+        *) WL=("$PYTHON" "$SCRIPT" --mode "$mode" --seed "$seed" --seconds "$secs") ;;
+    esac
+}
 
 # run CMD...: execute, or print in a dry run (quoted so it can be pasted).
 run() {
@@ -67,17 +91,20 @@ run() {
 
 if [ "$MODE" = smoke ]; then
     for m in healthy $PATHOLOGIES; do
-        run "$PYTHON" "$SCRIPT" --tiny --device cpu --mode "$m" --seconds 2 --warm-steps 2
+        case "$FAMILY" in
+            timm) workload_cmd "$m" 0 0.3; run env GATE_WL_TINY=1 "${WL[@]}" ;;
+            *) run "$PYTHON" "$SCRIPT" --tiny --device cpu --mode "$m" --seconds 2 --warm-steps 2 ;;
+        esac
         echo "smoke $m: exit $?" >&2
     done
     exit 0
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gate-$FAMILY-holdout.XXXXXX")"
-mkdir -p "$WORK/traces/gpm" "$WORK/traces/nogpm-recorded" "$WORK/logs" "$OUT"
+mkdir -p "$WORK/traces/gpm" "$WORK/traces/nogpm-recorded" "$WORK/logs" "$WORK/harness" "$OUT"
 pack() {
     [ "$DRY" = 1 ] && return 0
-    tar czf "$OUT/holdout-$FAMILY.tgz.tmp" -C "$WORK" traces logs \
+    tar czf "$OUT/holdout-$FAMILY.tgz.tmp" -C "$WORK" traces logs harness \
         && mv "$OUT/holdout-$FAMILY.tgz.tmp" "$OUT/holdout-$FAMILY.tgz"
 }
 
@@ -104,14 +131,22 @@ record() {
         echo "fixture $id (GPM $gpm): skipped, past the $BUDGET_S s budget" >&2
         return 0
     fi
-    local note="hold-out: recorded with gate record${flags:+ ${flags[*]}} on ${GPU_NAME:-an NVIDIA GPU} (driver ${DRIVER:-?}), device machine nvidia-h200, $(date -u +%F); workload $SCRIPT --mode $mode --seed $seed --seconds $SECS"
+    local json="$WORK/harness/$id-gpm-$gpm.json" extra=(--duration "$((SECS + 4))s")
+    workload_cmd "$mode" "$seed" "$SECS" "$json"
+    case "$FAMILY" in
+        # pytest-benchmark ends by itself: its teardown stays in the trace,
+        # and its JSON is the trace's metrics file.
+        timm) extra=(--metrics-file "$json") ;;
+        # Lightning's teardown and the final checkpoint stay in the trace.
+        lightning) extra=(--duration "$((SECS + 30))s") ;;
+    esac
+    local note="hold-out: recorded with gate record${flags:+ ${flags[*]}} on ${GPU_NAME:-an NVIDIA GPU} (driver ${DRIVER:-?}), device machine nvidia-h200, $(date -u +%F); workload ${WL[*]}"
     local t0=$SECONDS rc
     local cmd=(timeout -k 5 "$RUN_TIMEOUT_S" "$GATE" record "${flags[@]}"
         -o "$WORK/traces/$dir/$id.jsonl" --warmup-until '^gate: warm' --warmup-timeout 35s
-        --duration "$((SECS + 4))s" --interval 100ms
+        "${extra[@]}" --interval 100ms
         --tag "workload=$FAMILY" --tag "mode=$mode" --tag "fixture=$id" --tag "gpm=$gpm"
-        --note "$note" --
-        "$PYTHON" "$SCRIPT" --mode "$mode" --seed "$seed" --seconds "$SECS")
+        --note "$note" -- "${WL[@]}")
     if [ "$DRY" = 1 ]; then
         run "${cmd[@]}"
         rc=0
