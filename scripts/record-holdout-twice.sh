@@ -20,7 +20,8 @@
 # Environment: OUT (default ./record-out), GATE (default target/release/gate),
 # PYTHON (python3), SECONDS_PER_RUN (measured loop, default 10), BUDGET_S
 # (default 420: no run starts after it, so the last one ends by 465 s),
-# RUN_TIMEOUT_S (default 45).
+# RUN_TIMEOUT_S (default 45), ONLY (run names to record, e.g. "d2h-copy
+# healthy-4": the rest of a family a time budget cut).
 set -u -o pipefail
 
 GATE="${GATE:-target/release/gate}"
@@ -178,6 +179,7 @@ trap stop_hogs EXIT
 
 for r in $RUNS; do
     IFS=: read -r name mode seed <<< "$r"
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
     [ "$mode" = host-busy ] && start_hogs
     record "$name" "$mode" "$seed" yes
     record "$name" "$mode" "$seed" no
