@@ -113,6 +113,8 @@ pub struct WorkloadDef {
     pub warmup: Option<String>,
     pub duration: Option<String>,
     pub warmup_until: Option<String>,
+    /// The workload's end-of-timed-section marker (`--until`).
+    pub until: Option<String>,
     pub metrics_file: Option<String>,
 }
 

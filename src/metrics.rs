@@ -381,6 +381,17 @@ pub fn label(id: &str) -> &str {
     }
 }
 
+/// The range a metric's values lie in, when bounded: GPU percentages
+/// (shares of time, of bandwidth, of SMs) and the machine's CPU shares lie
+/// in 0..100. A percentage of one core (a process tree's CPU) is not
+/// bounded. Noise bands never exceed it (`noise::Noise::within_range`).
+pub fn range(id: &str) -> Option<f64> {
+    let d = find(id)?;
+    let bounded = (d.scope == Scope::Gpu && d.unit == "%")
+        || matches!(d.id, "host_cpu_busy_pct" | "host_iowait_pct");
+    bounded.then_some(100.0)
+}
+
 pub fn find(id: &str) -> Option<&'static MetricDef> {
     GPU_METRICS
         .iter()

@@ -176,44 +176,29 @@ impl Noise {
     }
 }
 
-/// The noise model of the module doc; None when nothing estimates it.
+/// The diagnosis's noise of `new - base`: the verdict's moderated band
+/// (`moderated`, no history, one look), so that `z()` in rules and the
+/// verdict read one noise. With two or more runs the spread between runs
+/// is the noise of a mean, moderated by the within-run intervals where
+/// they are known; a within-run interval from too few effective samples is
+/// unknown (`stats::ar1_ci95`), never huge. None when nothing estimates it.
 pub fn noise(base: &Observation, new: &Observation) -> Option<Noise> {
-    let (ss_b, df_b) = base.run_ss();
-    let (ss_n, df_n) = new.run_ss();
-    let df = df_b + df_n;
-    let runs_var = (df > 0).then(|| (ss_b + ss_n) / df as f64);
-    let (wb, wn) = (base.within_var(), new.within_var());
-    let (k, m) = (base.k() as f64, new.k() as f64);
-    match runs_var {
-        Some(s2) => {
-            let vb = wb.map_or(s2, |w| w.max(s2));
-            let vn = wn.map_or(s2, |w| w.max(s2));
-            let from_runs = s2 >= wb.unwrap_or(0.0).max(wn.unwrap_or(0.0));
-            let q = if from_runs {
-                crate::stats::student_t_975(df)
-            } else {
-                1.96
-            };
-            Some(Noise {
-                band: q * (vb / k + vn / m).sqrt(),
-                source: if from_runs {
-                    NoiseSource::RunToRun
-                } else {
-                    NoiseSource::WithinRun
-                },
-                df: from_runs.then_some(df as f64),
-                widening: q / 1.96,
-            })
+    moderated(base, new, &Prior::default())
+}
+
+impl Noise {
+    /// The band of a metric bounded to `range` (a percentage of time lies
+    /// in 0..100, so two means of it differ by at most 100 points): an
+    /// interval wider than the metric can move claims more than the data
+    /// allow, and is cut to the range.
+    pub fn within_range(mut self, range: Option<f64>) -> Noise {
+        if let Some(r) = range.filter(|r| *r > 0.0) {
+            if self.band > r {
+                self.widening *= r / self.band;
+                self.band = r;
+            }
         }
-        None => {
-            let (vb, vn) = (wb?, wn?);
-            Some(Noise {
-                band: WITHIN_RUN_UNDERSTATES * 1.96 * (vb / k + vn / m).sqrt(),
-                source: NoiseSource::WithinRun,
-                df: None,
-                widening: WITHIN_RUN_UNDERSTATES,
-            })
-        }
+        self
     }
 }
 

@@ -51,6 +51,9 @@ pub struct RecordPlan {
     pub warmup: Duration,
     /// Warm-up also lasts until a stdout line matches (launch mode only).
     pub warmup_until: Option<regex::Regex>,
+    /// The measured window closes at the first stdout line after warm-up
+    /// that matches (launch mode only): a note event marks it.
+    pub until: Option<regex::Regex>,
     /// Length of the measured window after warm-up; None: until the target exits.
     pub duration: Option<Duration>,
     /// Longest wait for `warmup_until`: past it the recording stops
@@ -330,7 +333,7 @@ fn run(
         t0: target.started().unwrap_or(start),
     };
     write_start(plan, writer, target)?;
-    let mut output = OutputKeeper::new(plan.warmup_until.clone());
+    let mut output = OutputKeeper::new(plan.warmup_until.clone(), plan.until.clone());
     let mut ticker = Ticker::new(plan, target, clock);
     let reason = loop {
         let now = ticker.wait(writer, progress)?;
@@ -860,15 +863,18 @@ struct OutputKeeper {
     warmup_until: Option<regex::Regex>,
     /// When the first line matching `warmup_until` arrived.
     warmup_matched: Option<Instant>,
+    /// `--until`, until its line has been seen (then None).
+    until: Option<regex::Regex>,
 }
 
 impl OutputKeeper {
-    fn new(warmup_until: Option<regex::Regex>) -> OutputKeeper {
+    fn new(warmup_until: Option<regex::Regex>, until: Option<regex::Regex>) -> OutputKeeper {
         OutputKeeper {
             bytes: 0,
             capped: false,
             warmup_until,
             warmup_matched: None,
+            until,
         }
     }
 
@@ -895,6 +901,18 @@ impl OutputKeeper {
                     clock.ms(at),
                     EventKind::Note,
                     format!("{}{line}", crate::trace::WARMUP_RELEASED_NOTE),
+                )))?;
+            }
+            // The window closes at the first --until line after warm-up
+            // (a line that released the warm-up does not also close it).
+            else if self.warmup_released()
+                && self.until.as_ref().is_some_and(|re| re.is_match(&line))
+            {
+                self.until = None;
+                writer.write(&Record::Event(event(
+                    clock.ms(at),
+                    EventKind::Note,
+                    format!("{}{line}", crate::trace::WINDOW_CLOSED_NOTE),
                 )))?;
             }
             if self.bytes + line.len() > OUTPUT_CAP_BYTES {

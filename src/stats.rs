@@ -191,6 +191,15 @@ const MIN_AR1_LEN: usize = 8;
 /// Lag-1 autocorrelation is clamped to this: closer to 1 the effective
 /// sample size of a short series is not estimable.
 const MAX_AR1_RHO: f64 = 0.9;
+/// Fewer effective samples than this give no AR(1) interval: the series
+/// does not say how much its mean varies. With ~15 GPM readings of a
+/// harness's short timed section and r near 0.9 the effective size is
+/// below 1; the interval used to be taken at 2 (t(1) = 12.7), ~146 points
+/// wide on a series living between 0 and 33 %, so no change could clear
+/// it. Wilks (section 5.2.4) warns that the variance-inflation estimate is
+/// itself unreliable for short, strongly correlated series; an unknown
+/// within-run interval leaves the noise to the spread between runs.
+const MIN_AR1_EFFECTIVE: f64 = 4.0;
 
 /// 95 % half-width of the mean of an autocorrelated series: batch means
 /// when the series is long enough for at least four batches of ten, else
@@ -208,7 +217,7 @@ pub fn mean_ci95(series: &[f64]) -> Option<f64> {
 /// Atmospheric Sciences*, 3rd ed., section 5.2.4; Bretherton et al. 1999).
 /// `r` is clamped to [0, 0.9]: a negative estimate from few values is noise,
 /// and near 1 the series says nothing about its own mean. None for fewer
-/// than 8 values.
+/// than 8 values or fewer than `MIN_AR1_EFFECTIVE` effective ones.
 pub fn ar1_ci95(series: &[f64]) -> Option<f64> {
     let n = series.len();
     if n < MIN_AR1_LEN {
@@ -224,7 +233,10 @@ pub fn ar1_ci95(series: &[f64]) -> Option<f64> {
         .map(|w| (w[0] - mean) * (w[1] - mean))
         .sum();
     let r = (lag1 / ss).clamp(0.0, MAX_AR1_RHO);
-    let n_eff = (n as f64 * (1.0 - r) / (1.0 + r)).max(2.0);
+    let n_eff = n as f64 * (1.0 - r) / (1.0 + r);
+    if n_eff < MIN_AR1_EFFECTIVE {
+        return None;
+    }
     let var = ss / (n - 1) as f64;
     Some(student_t_975(n_eff.floor() as usize - 1) * (var / n_eff).sqrt())
 }

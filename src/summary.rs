@@ -54,6 +54,15 @@ pub struct RunSummary {
     /// sample not marked warm-up); None when nothing was marked warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// Seconds from the end of the measured window to the target's exit,
+    /// not judged: the idle tail after the target's GPU work (a harness's
+    /// statistics and report, a checkpoint, CUDA teardown) or everything
+    /// after an `--until` line. None when nothing was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown_s: Option<f64>,
+    /// The window was closed by an `--until` line (not found idle).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed_by_until: bool,
     pub exit_code: Option<i32>,
     pub truncated: bool,
     /// Benchmark-reported numbers (parsed from its output per gate.toml).
@@ -197,6 +206,7 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
     let host = named(&trace.header.host_columns);
     let target_wall_s = trace.end.as_ref().and_then(|e| e.target_wall_s);
     let startup_s = startup_s(trace).map(|s| target_wall_s.map_or(s, |w| s.min(w)));
+    let teardown_s = trace.teardown_s();
     RunSummary {
         source: trace.path.display().to_string(),
         steady_start_ms: steady.first().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
@@ -206,8 +216,11 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
         gpus,
         gpu_aggregate,
         host,
-        wall_time_s: target_wall_s.map(|w| w - startup_s.unwrap_or(0.0)),
+        wall_time_s: target_wall_s
+            .map(|w| (w - startup_s.unwrap_or(0.0) - teardown_s.unwrap_or(0.0)).max(0.0)),
         startup_s,
+        teardown_s,
+        closed_by_until: trace.closed_at_ms.is_some(),
         exit_code: trace.exit_code(),
         truncated: trace.truncated,
         user_metrics: BTreeMap::new(),
@@ -307,8 +320,9 @@ fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
         }
     }
     let n = trace.sample_count();
-    let end =
-        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown]);
+    let end = trace.closed_at_ms.or_else(|| {
+        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown])
+    });
     (start, end)
 }
 

@@ -212,6 +212,11 @@ pub struct ProcessesRecord {
 /// begins (the matched line follows): user metrics count from it.
 pub const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
 
+/// How the recorder's `note` event that closes the measured window at an
+/// `--until` line begins (the matched line follows): every statistic and
+/// user metric ends there.
+pub const WINDOW_CLOSED_NOTE: &str = "window closed by --until at output line: ";
+
 /// One line the target printed on stdout (kept so user metrics can be
 /// parsed from a replayed trace).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -273,8 +278,12 @@ pub struct Trace {
     /// The file ended without an `end` record, or with a cut-off last line.
     pub truncated: bool,
     /// Trailing samples that are process teardown, not steady state
-    /// (`validity::teardown_len`); excluded like warm-up.
+    /// (`validity::teardown_len`, or everything from an `--until` line on);
+    /// excluded like warm-up.
     pub teardown: usize,
+    /// When an `--until` line closed the window (ms since the recording
+    /// started): at recording (`WINDOW_CLOSED_NOTE`) or at `check --until`.
+    pub closed_at_ms: Option<f64>,
 }
 
 impl Trace {
@@ -346,14 +355,74 @@ impl Trace {
                 }
             }
         }
-        if self.end.is_some() && ngpu > 0 {
-            let mean = self.gpu_mean_series(busy_col);
-            let (times, busy): (Vec<f64>, Vec<f64>) = (0..n)
-                .filter(|&i| !self.warmup[i])
-                .map(|i| (self.times_ms[i], mean[i]))
-                .unzip();
-            self.teardown = validity::teardown_len(&times, &busy);
+        self.teardown = self.idle_tail(busy_col);
+    }
+
+    /// The idle tail after the target's GPU work (`validity::teardown_len`):
+    /// only when the target exited by itself (a run stopped at `--duration`
+    /// was still working when it was stopped).
+    fn idle_tail(&self, busy_col: usize) -> usize {
+        let exited = self
+            .end
+            .as_ref()
+            .is_some_and(|e| e.reason == "target_exited");
+        if !exited || self.gpu_count() == 0 {
+            return 0;
         }
+        let mean = self.gpu_mean_series(busy_col);
+        let (times, busy): (Vec<f64>, Vec<f64>) = (0..self.sample_count())
+            .filter(|&i| !self.warmup[i])
+            .map(|i| (self.times_ms[i], mean[i]))
+            .unzip();
+        validity::teardown_len(&times, &busy)
+    }
+
+    /// Close the measured window at `t_ms` (an `--until` line): every
+    /// sample from then on is teardown. A window already closed earlier
+    /// stays as it is.
+    pub fn close_window_at(&mut self, t_ms: f64) {
+        if self.closed_at_ms.is_some_and(|c| c <= t_ms) {
+            return;
+        }
+        let n = self.sample_count();
+        let first = self.times_ms.partition_point(|&t| t < t_ms);
+        self.teardown = n - first;
+        self.closed_at_ms = Some(t_ms);
+    }
+
+    /// Close the window at the first output line after warm-up that
+    /// matches `until` (`check --until` on a replayed trace); false when no
+    /// line matches.
+    pub fn close_window_at_line(&mut self, until: &regex::Regex) -> bool {
+        let released = self
+            .events
+            .iter()
+            .find(|e| e.kind == EventKind::Note && e.message.starts_with(WARMUP_RELEASED_NOTE))
+            .map_or(0.0, |e| e.t);
+        let hit = self
+            .output
+            .iter()
+            .find(|o| o.t >= released && until.is_match(&o.line))
+            .map(|o| o.t);
+        if let Some(t) = hit {
+            self.close_window_at(t);
+        }
+        hit.is_some()
+    }
+
+    /// Seconds from the end of the measured window to the target's exit:
+    /// what the teardown cut (None when nothing was cut or the exit is not
+    /// known).
+    pub fn teardown_s(&self) -> Option<f64> {
+        let n = self.sample_count();
+        if self.teardown == 0 || self.teardown > n {
+            return None;
+        }
+        let start_ms = self
+            .closed_at_ms
+            .unwrap_or(self.times_ms[n - self.teardown]);
+        let wall = self.end.as_ref()?.target_wall_s?;
+        Some((wall - start_ms / 1000.0).max(0.0))
     }
 
     /// Whether sample `i` belongs to the steady window: after warm-up and
@@ -652,6 +721,14 @@ impl Trace {
         trace.columns.finish().map_err(|e| spill_error(path, e))?;
         trace.keep_target_gpus();
         trace.apply_validity_rules();
+        let closed = trace
+            .events
+            .iter()
+            .find(|e| e.kind == EventKind::Note && e.message.starts_with(WINDOW_CLOSED_NOTE))
+            .map(|e| e.t);
+        if let Some(t) = closed {
+            trace.close_window_at(t);
+        }
         Ok(trace)
     }
 
@@ -749,6 +826,7 @@ impl Trace {
         self.warmup = Vec::new();
         self.columns = Columns::default();
         self.teardown = 0;
+        self.closed_at_ms = None;
     }
 
     /// Exit code of the launched command, if it ran to completion.

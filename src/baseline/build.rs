@@ -331,6 +331,7 @@ fn capture_settings(
                 total_samples: r.summary.total_samples,
                 wall_time_s: r.summary.wall_time_s,
                 startup_s: r.summary.startup_s,
+                teardown_s: r.summary.teardown_s,
             })
             .collect(),
     }

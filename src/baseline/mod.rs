@@ -170,6 +170,9 @@ pub struct SourceRun {
     /// baselines written before gate measured wall time after warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// What the window left out after it (`RunSummary::teardown_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

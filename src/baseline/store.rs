@@ -501,6 +501,7 @@ pub(crate) mod tests {
                     total_samples: 120,
                     wall_time_s: Some(10.5),
                     startup_s: Some(2.0),
+                    teardown_s: None,
                 }],
                 ..Default::default()
             },

@@ -36,6 +36,13 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "REGEX")]
     pub warmup_until: Option<String>,
 
+    /// The measured window closes at the first stdout line after warm-up matching this
+    /// regex (the benchmark's end-of-timed-section marker); what follows (its statistics,
+    /// reports, teardown) is reported as teardown_s, not judged. With --replay it reads the
+    /// trace's kept output. Without it, an idle tail after the GPU work ends is cut
+    #[arg(long, value_name = "REGEX")]
+    pub until: Option<String>,
+
     /// Longest wait for --warmup-until to match; past it the benchmark is stopped and the run
     /// fails (exit 3) rather than never reaching its --duration
     #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
@@ -118,6 +125,11 @@ impl MeasureArgs {
                 "--warmup-until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --warmup DURATION",
             ));
         }
+        if self.pid.is_some() && self.until.is_some() {
+            return Err(GateError::usage(
+                "--until reads the benchmark's stdout, which gate only sees when it launches the command; with --pid use --duration DURATION",
+            ));
+        }
         // Checked whatever parsed them: a huge value must be one clear line
         // here, not a clock overflow once the benchmark runs.
         let max = crate::limits::MAX_WINDOW;
@@ -151,7 +163,9 @@ impl MeasureArgs {
                 })
             })
             .transpose()?;
+        let until = self.until_regex()?;
         Ok(RecordPlan {
+            until,
             command: self.command.clone(),
             pid: self.pid,
             interval: self.interval,
@@ -169,6 +183,20 @@ impl MeasureArgs {
             note: self.note.clone(),
             live_status: std::io::stderr().is_terminal(),
         })
+    }
+
+    /// `--until` compiled; a bad pattern is a usage error (exit 2).
+    pub fn until_regex(&self) -> Result<Option<regex::Regex>, GateError> {
+        self.until
+            .as_deref()
+            .map(|p| {
+                regex::Regex::new(p).map_err(|e| {
+                    GateError::usage(format!(
+                        "--until '{p}' is not a valid regex ({e}); e.g. --until '^timed section done'"
+                    ))
+                })
+            })
+            .transpose()
     }
 
     /// Turn `--command-string LINE` into the argv after `--` (done once, at
@@ -292,7 +320,11 @@ pub fn acquire_each<R: Send>(
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
+    let until = args.until_regex()?;
     let take = |mut t: Trace| {
+        if let Some(re) = &until {
+            close_window(&mut t, re);
+        }
         let derived = each(&t);
         if derived.is_some() {
             t.drop_samples();
@@ -335,6 +367,21 @@ pub fn acquire_each<R: Send>(
         traces.push(take(Trace::load(&outcome.path)?));
     }
     Ok(traces)
+}
+
+/// Apply `--until` to a loaded trace: a live recording closed its window
+/// already (the recorder's note); a replayed one is closed at its first
+/// kept output line after warm-up that matches, and one with no such line
+/// says so once (its window then ends at the idle tail, as without it).
+fn close_window(trace: &mut Trace, until: &regex::Regex) {
+    if trace.closed_at_ms.is_some() || trace.close_window_at_line(until) {
+        return;
+    }
+    crate::gate_eprintln!(
+        "warning: --until '{}' matched no output line of '{}' after its warm-up; its window ends where its GPU work ends",
+        crate::escape::terminal(until.as_str()),
+        crate::escape::terminal(&trace.path.display().to_string())
+    );
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub struct Workload {
     pub warmup: Option<Duration>,
     pub duration: Option<Duration>,
     pub warmup_until: Option<String>,
+    pub until: Option<String>,
     pub metrics_file: Option<PathBuf>,
     /// `--suite-replay NAME=TRACE` traces (replay mode).
     pub replay: Vec<PathBuf>,
@@ -128,6 +129,7 @@ pub fn workloads(
                 .map(|v| at("duration", v))
                 .transpose()?,
             warmup_until: d.warmup_until.clone(),
+            until: d.until.clone(),
             metrics_file: d.metrics_file.as_ref().map(PathBuf::from),
             replay,
         });
@@ -165,6 +167,9 @@ pub fn measure_for(
     }
     if w.warmup_until.is_some() {
         m.warmup_until = w.warmup_until.clone();
+    }
+    if w.until.is_some() {
+        m.until = w.until.clone();
     }
     if w.metrics_file.is_some() {
         m.metrics_file = w.metrics_file.clone();

@@ -356,6 +356,7 @@ fn segment_plan(args: &WatchArgs, pid: u32, segment: usize) -> RecordPlan {
         process_interval: args.process_interval,
         warmup: Duration::ZERO,
         warmup_until: None,
+        until: None,
         warmup_timeout: Duration::ZERO,
         duration: Some(args.rotate.max(Duration::from_secs(10))),
         gpu: args.gpu.clone(),

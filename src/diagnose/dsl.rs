@@ -1014,7 +1014,9 @@ fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Op
     let gpu = per_gpu(metric).then_some(gpu).flatten();
     let base = Observation::from_runs(&src.baseline()?.runs(metric, stat, gpu)?)?;
     let new = Observation::from_runs(&src.runs(metric, stat, gpu)?)?;
-    let band = noise(&base, &new)?.band_at_normal_quantile();
+    let band = noise(&base, &new)?
+        .within_range(crate::metrics::range(metric))
+        .band_at_normal_quantile();
     Some(crate::noise::in_bands(new.value - base.value, band))
 }
 

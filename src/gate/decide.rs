@@ -161,7 +161,8 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Pri
         Direction::LowerIsBetter => x - b,
         Direction::Neutral => 0.0,
     };
-    let noise = moderated(base, new, prior);
+    let noise =
+        moderated(base, new, prior).map(|n| n.within_range(crate::metrics::range(&policy.id)));
     let (verdict, why) = if !policy.gated {
         (Verdict::Info, Why::NotGated)
     } else {

@@ -197,6 +197,12 @@ pub struct RunInfo {
     /// Start-up before it, when the run marked a warm-up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// What the window left out after it, not judged (`RunSummary::teardown_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown_s: Option<f64>,
+    /// The window was closed by the benchmark's `--until` line.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub closed_by_until: bool,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub truncated: bool,
@@ -1021,6 +1027,8 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
             total_samples: r.summary.total_samples,
             wall_time_s: r.summary.wall_time_s,
             startup_s: r.summary.startup_s,
+            teardown_s: r.summary.teardown_s,
+            closed_by_until: r.summary.closed_by_until,
             exit_code: t.exit_code(),
             signal: t.end.as_ref().and_then(|e| e.signal),
             truncated: t.truncated,

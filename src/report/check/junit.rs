@@ -226,7 +226,10 @@ impl Reporter for Junit {
         let run_time: f64 = r
             .runs
             .iter()
-            .filter_map(|x| x.wall_time_s.map(|w| w + x.startup_s.unwrap_or(0.0)))
+            .filter_map(|x| {
+                x.wall_time_s
+                    .map(|w| w + x.startup_s.unwrap_or(0.0) + x.teardown_s.unwrap_or(0.0))
+            })
             .sum();
         let mut tally = Tally::default();
         let mut cases = vec![run_case(r, &suite, run_time, &mut tally)];

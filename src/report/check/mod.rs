@@ -23,15 +23,27 @@ pub trait Reporter {
 }
 
 /// `+12.3 %` (relative) or the absolute change when the baseline is 0.
-/// A run's wall time as people read it: "10.8 s (after 7.2 s start-up)".
+/// A run's wall time as people read it: "10.8 s (after 7.2 s start-up,
+/// before 6.1 s idle teardown)": what the measured window left out on
+/// either side, not judged.
 pub fn wall_text(run: &crate::gate::RunInfo) -> String {
-    match run.startup_s {
-        Some(s) => format!(
-            "{} (after {} start-up)",
-            value_with_unit(run.wall_time_s, "s"),
-            value_with_unit(Some(s), "s")
-        ),
-        None => value_with_unit(run.wall_time_s, "s"),
+    let mut cut = Vec::new();
+    if let Some(s) = run.startup_s {
+        cut.push(format!("after {} start-up", value_with_unit(Some(s), "s")));
+    }
+    if let Some(s) = run.teardown_s {
+        let what = if run.closed_by_until {
+            "after the --until line"
+        } else {
+            "idle teardown"
+        };
+        cut.push(format!("before {} {what}", value_with_unit(Some(s), "s")));
+    }
+    let wall = value_with_unit(run.wall_time_s, "s");
+    if cut.is_empty() {
+        wall
+    } else {
+        format!("{wall} ({})", cut.join(", "))
     }
 }
 

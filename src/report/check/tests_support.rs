@@ -88,6 +88,8 @@ pub fn sample_report() -> CheckReport {
             total_samples: 620,
             wall_time_s: Some(62.0),
             startup_s: Some(3.0),
+            teardown_s: None,
+            closed_by_until: false,
             exit_code: Some(0),
             signal: None,
             truncated: false,

@@ -107,6 +107,9 @@ pub struct RunReport {
     pub wall_time_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// What the window left out after it, not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown_s: Option<f64>,
     pub panorama: Panorama,
     pub suspects: Vec<Finding>,
     pub processes: Vec<ProcessRow>,
@@ -151,6 +154,7 @@ impl RunReport {
             exit_code: run.exit_code,
             wall_time_s: run.wall_time_s,
             startup_s: run.startup_s,
+            teardown_s: run.teardown_s,
             panorama: panorama::build(trace, slice_ms),
             suspects,
             processes: processes(trace),
