@@ -118,6 +118,10 @@ pub enum Func {
     /// (`noise::noise`): beyond +-1 it clears the noise. Signed: positive
     /// when the value rose.
     Z,
+    /// The share of the slowdown (0..1) that a fraction of time accounts
+    /// for (`share((100 - gpu_busy_pct.mean) / 100)`: the GPU's idle time);
+    /// a change only (`slowdown_share` says how).
+    Share,
 }
 
 impl Func {
@@ -136,6 +140,7 @@ impl Func {
             "delta" => Func::Delta,
             "ratio" => Func::Ratio,
             "z" => Func::Z,
+            "share" => Func::Share,
             _ => return None,
         })
     }
@@ -155,6 +160,7 @@ impl Func {
             Func::Delta => "delta",
             Func::Ratio => "ratio",
             Func::Z => "z",
+            Func::Share => "share",
         }
     }
 
@@ -999,12 +1005,54 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
             Expr::Ident(Ident::Stat { metric, stat }) => z(metric, stat, src, gpu),
             _ => None,
         },
+        Func::Share => slowdown_share(&args[0], src, gpu),
         Func::Abs => eval_num(&args[0], src, gpu).map(f64::abs),
         Func::Min => Some(eval_num(&args[0], src, gpu)?.min(eval_num(&args[1], src, gpu)?)),
         Func::Max => Some(eval_num(&args[0], src, gpu)?.max(eval_num(&args[1], src, gpu)?)),
         Func::Coalesce => eval_num(&args[0], src, gpu).or_else(|| eval_num(&args[1], src, gpu)),
         _ => None,
     }
+}
+
+/// The new run's speed over the baseline's: the benchmark's declared rate
+/// of work (`benchmark.work_rate`), else its wall time (a fixed amount of
+/// work). None when neither side knows it.
+pub fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
+    let base = src.baseline()?;
+    let rate = crate::diagnose::features::WORK_RATE;
+    match (src.feature(rate), base.feature(rate)) {
+        (Some(n), Some(b)) if n > 0.0 && b > 0.0 => Some(n / b),
+        _ => {
+            let (n, b) = (
+                src.stat("wall_time_s", "mean", None)?,
+                base.stat("wall_time_s", "mean", None)?,
+            );
+            (n > 0.0 && b > 0.0).then_some(b / n)
+        }
+    }
+}
+
+/// Below this loss of speed there is no slowdown to share out.
+const MIN_SLOWDOWN: f64 = 0.03;
+
+/// `share(x)`: the part of the lost time that `x`, a fraction of each
+/// run's time (0..1: the GPU idle, busy, copying, the main thread on the
+/// CPU), accounts for. Per unit of work the new run takes `T_n`, the
+/// baseline `T_b`, and `r = T_b / T_n` (the speed ratio); the time spent
+/// in `x` grew from `x_b T_b` to `x_n T_n`, so of the extra `T_n - T_b`
+/// it explains `(x_n - x_b r) / (1 - r)`, clamped to 0..1. The shares of
+/// complementary fractions (idle and busy) add up to one: the decomposition
+/// of a difference of products (Kitagawa 1955, "Components of a difference
+/// between two rates", JASA 50:1168; Oaxaca 1973 for the regression form).
+/// None when the run is not at least 3 % slower or a side is unknown.
+fn slowdown_share(e: &Expr, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
+    let r = speed_ratio(src)?;
+    if 1.0 - r < MIN_SLOWDOWN {
+        return None;
+    }
+    let x_new = eval_num(e, src, gpu)?;
+    let x_base = eval_num(e, src.baseline()?, gpu)?;
+    Some(((x_new - x_base * r) / (1.0 - r)).clamp(0.0, 1.0))
 }
 
 /// The change of `metric.stat` from the baseline in noise bands (at the

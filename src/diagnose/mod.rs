@@ -13,12 +13,18 @@
 //! (time-window features of a trace). Synthetic traces of each bottleneck,
 //! for tests and docs, are in `crate::synthetic`.
 //!
-//! Ranking: findings are ordered by severity, then by the rule's reading
-//! order (DOMAIN.md: is the GPU fed, do SM active and DRAM agree with busy,
-//! do the tensor cores work, then transfers; fragmentation before bandwidth,
-//! which stays hidden while SMs are starved), then by how far past its
-//! threshold the condition is. `score` encodes exactly that order:
-//! `100 * severity + 10 * (9 - order) + 9 * margin`, margin in 0..1.
+//! Ranking: findings of a change are ordered by the share of the slowdown
+//! each cause can account for (`explains_pct`, from the rule's `explains`
+//! expression: docs/rules.md gives each estimate): a cause that accounts
+//! for 2 % of the lost time is not the first explanation of a 50 % loss.
+//! Ties, and findings without a share (one run's diagnosis, a run not
+//! slower, a rule without an estimate), are ordered by severity, then by
+//! the rule's reading order (is the GPU fed, do SM active and DRAM agree
+//! with busy, do the tensor cores work, then transfers; fragmentation
+//! before bandwidth, which stays hidden while SMs are starved: docs/rules.md),
+//! then by how far past its threshold the condition is. `score` encodes
+//! that order: `100 * severity + 10 * (9 - order) + 9 * margin`, margin in
+//! 0..1.
 
 pub mod audit;
 pub mod dsl;
@@ -66,6 +72,10 @@ pub struct Finding {
     /// The evidence table: known values only, human names.
     #[serde(default)]
     pub rows: Vec<EvidenceRow>,
+    /// The share of the slowdown (percent) this cause can account for, on
+    /// a change whose run is slower and whose rule estimates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explains_pct: Option<f64>,
 }
 
 /// One row of a finding's evidence table.
@@ -101,6 +111,31 @@ impl EvidenceRow {
             Some(b) => format!("{b} -> {}", self.value_text()),
             None => self.value_text(),
         }
+    }
+}
+
+impl Finding {
+    /// Record the share (0..1) of the slowdown this cause accounts for: in
+    /// the explanation, as a row of the evidence table, and for ranking.
+    fn set_share(&mut self, share: f64) {
+        let pct = (share * 1000.0).round() / 10.0;
+        self.explains_pct = Some(pct);
+        let text = rules::value_text(pct, Some("%"));
+        let sep = if self.explanation.is_empty() { "" } else { " " };
+        self.explanation = format!(
+            "{}{sep}This explains about {text} of the slowdown.",
+            self.explanation
+        );
+        self.rows.insert(
+            0,
+            EvidenceRow {
+                label: "share of the slowdown explained".to_string(),
+                expr: "explains".to_string(),
+                baseline: None,
+                value: pct,
+                unit: Some("%".to_string()),
+            },
+        );
     }
 }
 
@@ -419,10 +454,17 @@ impl RuleSet {
                 let rows = evidence_rows(&shown, &r.evidence, Some(baseline), &change);
                 let mut f = finding(r, evidence, explanation, rows, margin);
                 f.next_steps = next_steps_for(r, new);
+                let share = r
+                    .explains
+                    .as_ref()
+                    .and_then(|(_, e)| dsl::eval_num(e, &change, None));
+                if let Some(s) = share {
+                    f.set_share(s);
+                }
                 Some(f)
             })
             .collect();
-        rank(&mut out);
+        rank_by_share(&mut out);
         out
     }
 }
@@ -493,6 +535,7 @@ pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) ->
         },
         score: 0.0,
         rows,
+        explains_pct: None,
     }
 }
 
@@ -650,7 +693,24 @@ fn finding(
         // Rounded so that reports stay byte-for-byte stable across platforms.
         score: (score * 1000.0).round() / 1000.0,
         rows,
+        explains_pct: None,
     }
+}
+
+/// Findings of a change: the larger share of the slowdown first; those
+/// without one after, in `rank` order.
+pub fn rank_by_share(findings: &mut [Finding]) {
+    use std::cmp::Ordering;
+    findings.sort_by(|a, b| {
+        match (a.explains_pct, b.explains_pct) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        }
+        .then_with(|| b.score.total_cmp(&a.score))
+        .then_with(|| a.rule.cmp(&b.rule))
+    });
 }
 
 fn rank(findings: &mut [Finding]) {

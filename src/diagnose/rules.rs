@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 pub const FIELDS: &[&str] = &[
     "when",
     "change_when",
+    "explains",
     "for",
     "severity",
     "order",
@@ -61,6 +62,9 @@ pub struct Rule {
     /// the rule explains a change; without it the rule explains a change
     /// when `when` holds in the new run and not in the baseline.
     pub change_when: Option<(String, Expr)>,
+    /// The share of a slowdown (0..1) the cause can account for, read on a
+    /// change (`share()`); findings of a change are ranked by it.
+    pub explains: Option<(String, Expr)>,
     /// (source text, parsed) of each evidence expression.
     pub evidence: Vec<(String, Expr)>,
     pub explanation: Template,
@@ -519,6 +523,13 @@ pub fn from_table(
         )),
         None => base.and_then(|b| b.change_when.clone()),
     };
+    let explains = match string("explains")? {
+        Some(s) => Some((
+            s.clone(),
+            dsl::parse(&s, Type::Num, vocab).map_err(|e| at("explains", &s, e))?,
+        )),
+        None => base.and_then(|b| b.explains.clone()),
+    };
     let change = match string("change")? {
         Some(s) => Some(Template::parse(&s, vocab).map_err(|e| at("change", &s, e))?),
         None => base.and_then(|b| b.change.clone()),
@@ -592,6 +603,7 @@ pub fn from_table(
         when,
         cond,
         change_when,
+        explains,
         evidence,
         explanation,
         change,

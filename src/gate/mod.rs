@@ -1373,7 +1373,7 @@ fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
             }
         }
     }
-    diagnosis.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+    crate::diagnose::rank_by_share(&mut diagnosis);
     // Only moves the noise left open: the causes are what to look at if a
     // rerun (--confirm) confirms them, not findings (severity low at most).
     // Healthy runs of a noisy benchmark move that much too.

@@ -36,7 +36,8 @@ const IDLE_MEAN_OF_LEVEL: f64 = 0.25;
 /// A run whose working level is below this has no teardown to cut: it
 /// never kept the GPU busy, and its low samples are its behaviour.
 const WORKING_MIN_BUSY_PCT: f64 = 10.0;
-/// At least this many samples of work stay in the window.
+/// At least this many samples of work stay in the window, and this many
+/// working samples in a row end the tail.
 const MIN_WORKING_SAMPLES: usize = 5;
 
 /// GPU busy at or above which an all-zero GPM reading cannot be real.
@@ -93,7 +94,7 @@ pub fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
         return 0; // a nearly idle run has no teardown to cut
     }
     let last = times_ms.len() - 1;
-    let (mut sum, mut n, mut start) = (0.0, 0usize, None);
+    let (mut sum, mut n, mut start, mut working) = (0.0, 0usize, None, 0usize);
     for k in (1..=last).rev() {
         let b = if busy_pct[k].is_finite() {
             busy_pct[k]
@@ -102,8 +103,18 @@ pub fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
         };
         sum += b;
         n += 1;
-        if b < IDLE_START_OF_LEVEL * level && sum / (n as f64) < IDLE_MEAN_OF_LEVEL * level {
-            start = Some(k);
+        if b < IDLE_START_OF_LEVEL * level {
+            working = 0;
+            if sum / (n as f64) < IDLE_MEAN_OF_LEVEL * level {
+                start = Some(k);
+            }
+        } else {
+            // A flash of one rank is part of the tail; a stretch of work
+            // is where the tail ends.
+            working += 1;
+            if working >= MIN_WORKING_SAMPLES {
+                break;
+            }
         }
     }
     match start {
@@ -149,11 +160,17 @@ mod teardown_tests {
         // report and checkpoint after a short timed section): teardown too.
         let half: Vec<f64> = (0..200).map(|i| if i < 100 { 99.0 } else { 0.0 }).collect();
         assert_eq!(teardown_len(&times, &half), 100);
-        // Idle except a short burst: the work is kept, however short.
+        // Busy 3 s of 20 (a short timed section), idle after: the work
+        // is kept, the 15 s after it cut.
         let burst: Vec<f64> = (0..200)
+            .map(|i| if (20..50).contains(&i) { 99.0 } else { 0.0 })
+            .collect();
+        assert_eq!(teardown_len(&times, &burst), 150);
+        // Busy in 3 % of the samples only: never working, nothing to cut.
+        let flash: Vec<f64> = (0..200)
             .map(|i| if (20..26).contains(&i) { 99.0 } else { 0.0 })
             .collect();
-        assert_eq!(teardown_len(&times, &burst), 174);
+        assert_eq!(teardown_len(&times, &flash), 0);
         // A run busy a third of the time all along (sync stalls) keeps its
         // low samples: only the trailing ones after its last work go.
         let sync: Vec<f64> = (0..200)

@@ -138,6 +138,7 @@ pub fn sample_report() -> CheckReport {
                 value: 45.0,
                 unit: Some("%".into()),
             }],
+            explains_pct: None,
         }],
         counts: Counts {
             pass: 1,
