@@ -569,7 +569,12 @@ impl Ticker {
                 section = "host_1s";
             }
             self.host_at = Some(now);
-            self.host_sampler.sample(&self.tree, now)
+            let gpu_pids = gpu_sampler
+                .as_deref()
+                .into_iter()
+                .flat_map(|s| s.gpu_pids());
+            let main = host::main_processes(&self.tree, gpu_pids, target.pid());
+            self.host_sampler.sample(&self.tree, &main, now)
         } else {
             vec![None; HOST_METRICS.len()]
         };
