@@ -16,16 +16,24 @@
 //! takes its last interval with it (its parent's `cutime` only grows after a
 //! `wait`, which we cannot see). Both are short compared to a window.
 //!
-//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample.
+//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample on
+//! the per-process path. For a launched target in a cgroup of gate's own
+//! (`sampler::cgroup`), the tree's CPU comes from the cgroup's `cpu.stat`
+//! at every sample instead, and the per-process reads (roles, RSS,
+//! threads, the processes table) happen once a second ([`SLOW_PERIOD`]):
+//! a sample then costs the same for a tree of one process or of a
+//! hundred.
 //! Context switches (`status`), storage I/O (`io`) and the machine's CPU
 //! (`/proc/stat`) are read once a second ([`SLOW_PERIOD`]): they were about
 //! two thirds of gate's `/proc` time a tick on the H200 (BENCHMARKS.md
 //! section 1), and their rules read means over a run. Each sample carries
 //! the rate over the last such second until the next read.
 
+use super::cgroup::{CpuUsec, TreeCgroup};
 use crate::metrics::HOST_METRICS;
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often context switches, storage I/O and the machine's CPU are read:
@@ -254,14 +262,15 @@ impl ProcFiles {
         })
     }
 
-    /// The `status` and `io` counters now (zero switches and unknown I/O
-    /// where a file cannot be read).
-    fn read_slow(&self, buf: &mut Vec<u8>) -> SlowCounters {
+    /// The `status` and, when `io`, `io` counters now (zero switches and
+    /// unknown I/O where a file cannot be read).
+    fn read_slow(&self, buf: &mut Vec<u8>, io: bool) -> SlowCounters {
         let (vol, invol) = (self.status.as_ref())
             .and_then(|f| f.read(buf))
             .map(parse_status_ctx)
             .unwrap_or((0, 0));
         let (read_bytes, write_bytes) = (self.io.as_ref())
+            .filter(|_| io)
             .and_then(|f| f.read(buf))
             .map(parse_io)
             .unwrap_or((None, None));
@@ -434,6 +443,13 @@ pub struct HostSampler {
     machine_stat: Option<ProcFile>,
     /// Read buffer reused by every `/proc` read.
     buf: Vec<u8>,
+    /// The launched target's cgroup: the tree's CPU at every sample, I/O
+    /// once a second where it has the io controller.
+    cgroup: Option<Arc<TreeCgroup>>,
+    /// `cgroup.procs` as last read (the tree changes when it does).
+    cgroup_procs: Vec<u8>,
+    last_cgroup_cpu: Option<CpuUsec>,
+    last_cgroup_io: Option<(u64, u64)>,
 }
 
 impl Default for HostSampler {
@@ -470,6 +486,48 @@ impl HostSampler {
             open: HashMap::new(),
             machine_stat: ProcFile::open("/proc/stat"),
             buf: Vec::new(),
+            cgroup: None,
+            cgroup_procs: Vec::new(),
+            last_cgroup_cpu: None,
+            last_cgroup_io: None,
+        }
+    }
+
+    /// A sampler that reads the tree's CPU from `cgroup` (the per-process
+    /// path without one).
+    pub fn with_cgroup(cgroup: Option<Arc<TreeCgroup>>) -> HostSampler {
+        HostSampler {
+            cgroup,
+            ..HostSampler::new()
+        }
+    }
+
+    /// Whether the tree's CPU comes from a cgroup.
+    pub fn has_cgroup(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
+    /// The processes in the target's cgroup, when they changed since the
+    /// last call: the tree, from one read, cheap enough for every tick
+    /// (None when unchanged, and on the per-process path).
+    pub fn cgroup_members(&mut self) -> Option<HashSet<u32>> {
+        (self.cgroup.as_ref()?).members_if_changed(&mut self.buf, &mut self.cgroup_procs)
+    }
+
+    /// Between the once-a-second reads of the cgroup path: the first
+    /// `stat` of processes new to the tree, so that the next read has
+    /// their CPU since now (else their first second would be lost).
+    fn read_new_processes(&mut self, tree: &HashSet<u32>) {
+        for &pid in tree {
+            if self.last.contains_key(&pid) {
+                continue;
+            }
+            if let Some(files) = ProcFiles::open(pid) {
+                if let Some(c) = files.read(&mut self.buf) {
+                    self.last.insert(pid, c);
+                    self.open.insert(pid, files);
+                }
+            }
         }
     }
 
@@ -496,17 +554,40 @@ impl HostSampler {
             .last_at
             .map(|t| now.duration_since(t).as_secs_f64())
             .filter(|d| *d > 0.0);
-        let (user, sys) = self.read_processes(tree, main, now);
-        let have_rates = dt_s.is_some() && self.procs.processes.is_some();
-        if have_rates {
-            self.tree_cpu_s += (user + sys) as f64 / self.ticks_per_s;
+        let slow = self.slow_due(now);
+        let (user, sys) = if self.cgroup.is_none() || slow {
+            self.read_processes(tree, main, now)
+        } else {
+            self.read_new_processes(tree);
+            (0, 0)
+        };
+        // The tree's CPU seconds since the previous sample: (all, user, system).
+        let tree_cpu = match &self.cgroup {
+            Some(cg) => {
+                let read = cg.cpu(&mut self.buf);
+                let prev = std::mem::replace(&mut self.last_cgroup_cpu, read);
+                let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e6;
+                read.zip(prev).map(|(c, p)| {
+                    (
+                        s(c.usage, p.usage),
+                        s(c.user, p.user),
+                        s(c.system, p.system),
+                    )
+                })
+            }
+            None => (dt_s.is_some() && self.procs.processes.is_some()).then(|| {
+                let s = |ticks: u64| ticks as f64 / self.ticks_per_s;
+                (s(user + sys), s(user), s(sys))
+            }),
+        };
+        if let Some((all, _, _)) = tree_cpu {
+            self.tree_cpu_s += all;
         }
-        if self.slow_due(now) {
+        if slow {
             self.read_slow(main, now);
         }
-        let cpu = |ticks: u64| {
-            dt_s.filter(|_| have_rates)
-                .map(|dt| ticks as f64 / (self.ticks_per_s / 100.0) / dt)
+        let cpu = |part: fn((f64, f64, f64)) -> f64| {
+            dt_s.zip(tree_cpu).map(|(dt, c)| part(c) / dt * 100.0)
         };
         let p = self.procs;
         let seen = p.processes.is_some();
@@ -514,9 +595,9 @@ impl HostSampler {
         let values = HOST_METRICS
             .iter()
             .map(|d| match d.id {
-                "target_cpu_pct" => cpu(user + sys),
-                "target_cpu_user_pct" => cpu(user),
-                "target_cpu_sys_pct" => cpu(sys),
+                "target_cpu_pct" => cpu(|c| c.0),
+                "target_cpu_user_pct" => cpu(|c| c.1),
+                "target_cpu_sys_pct" => cpu(|c| c.2),
                 "target_rss_mib" => seen.then_some(p.rss_mib),
                 "target_threads" => seen.then_some(p.threads as f64),
                 "target_processes" => p.processes.map(|n| n as f64),
@@ -629,9 +710,14 @@ impl HostSampler {
     fn read_slow(&mut self, main: &HashSet<u32>, now: Instant) {
         let mut slow = std::mem::take(&mut self.spare_slow);
         slow.clear();
+        // The tree's storage bytes from the cgroup where it has them (the
+        // processes that exited count too): no per-process `io` reads.
+        let cgroup_io = (self.cgroup.as_ref())
+            .filter(|c| c.has_io())
+            .and_then(|c| c.io_bytes(&mut self.buf));
         for pid in self.last.keys() {
             if let Some(files) = self.open.get(pid) {
-                slow.insert(*pid, files.read_slow(&mut self.buf));
+                slow.insert(*pid, files.read_slow(&mut self.buf, cgroup_io.is_none()));
             }
         }
         let wall_s = self
@@ -683,9 +769,22 @@ impl HostSampler {
                 outside_cpu_pct = Some((outside / wall * 100.0).max(0.0));
             }
         }
+        let (read_mib_s, write_mib_s) = match (cgroup_io, self.last_cgroup_io) {
+            (Some((r1, w1)), Some((r0, w0))) => {
+                let mib_s =
+                    |a: u64, b: u64| wall_s.map(|dt| a.saturating_sub(b) as f64 / 1048576.0 / dt);
+                (mib_s(r1, r0), mib_s(w1, w0))
+            }
+            (Some(_), None) => (None, None),
+            (None, _) => (
+                rate(read, 1048576.0).filter(|_| io_known),
+                rate(write, 1048576.0).filter(|_| io_known),
+            ),
+        };
+        self.last_cgroup_io = cgroup_io;
         self.held = SlowRates {
-            read_mib_s: rate(read, 1048576.0).filter(|_| io_known),
-            write_mib_s: rate(write, 1048576.0).filter(|_| io_known),
+            read_mib_s,
+            write_mib_s,
             ctx_per_s: rate(ctx, 1.0),
             vol_ctx_per_s: rate(vol, 1.0),
             host_busy_pct,
