@@ -19,6 +19,7 @@
 use crate::console::{self, Echo};
 use crate::error::GateError;
 use crate::metrics::{GPU_METRICS, HOST_METRICS};
+use crate::sampler::cgroup::{self, TreeCgroup};
 use crate::sampler::host::{self, HostSampler};
 use crate::sampler::nvml::{GpuSampler, NvmlContext};
 use crate::sampler::CpuProfile;
@@ -29,6 +30,7 @@ use crate::trace::{
 };
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// What to record, already validated: `commands::measure` builds it from
@@ -127,6 +129,8 @@ pub fn record_observed(
             ))
         })?;
     }
+    // A bad GATE_CGROUP is the user's to fix, before anything starts.
+    cgroup::enabled_by_env().map_err(GateError::usage)?;
     // Dropped last: the tree is stopped (target's Drop) while gate still
     // catches a second Ctrl-C.
     let _signals = target::InterruptGuard::install();
@@ -155,9 +159,19 @@ pub fn record_observed(
     // before the target starts: a bad flag or a refused output path neither
     // launches the benchmark nor leaves a trace behind.
     let mut writer = TraceWriter::create(path, &header)?;
+    // Declared before the target, so dropped after it: the directory goes
+    // once the tree is stopped, on every way out of this function.
+    let tree_cgroup = match plan.pid {
+        Some(_) => Err("attached to a running process, which stays in its own cgroup".to_string()),
+        None => TreeCgroup::create(),
+    };
     let target = match plan.pid {
         Some(pid) => Target::attach(pid),
-        None => Target::launch(&plan.command, echo),
+        None => Target::launch_in(
+            &plan.command,
+            echo,
+            tree_cgroup.as_ref().ok().map(TreeCgroup::join_fd),
+        ),
     };
     let mut target = match target {
         Ok(t) => t,
@@ -166,6 +180,7 @@ pub fn record_observed(
             return Err(e);
         }
     };
+    let tree_cgroup = confirm_cgroup(tree_cgroup, target.pid()).map(Arc::new);
     let mut progress = Progress::default();
     match run(
         plan,
@@ -173,6 +188,7 @@ pub fn record_observed(
         &mut gpu_sampler,
         &mut writer,
         &mut target,
+        &tree_cgroup,
         start,
         &mut progress,
         observe,
@@ -186,6 +202,21 @@ pub fn record_observed(
         }
         Err(e) => Err(close_failed(e, writer, &mut target, &progress)),
     }
+}
+
+/// The launched command's cgroup, if the command is in it (it moved
+/// itself between fork and exec; a refused move leaves it outside, and
+/// the recording falls back to `/proc`). A command already gone cannot be
+/// checked and keeps the cgroup: its descendants are in there.
+fn confirm_cgroup(cgroup: Result<TreeCgroup, String>, pid: u32) -> Result<TreeCgroup, String> {
+    let cgroup = cgroup?;
+    if cgroup.members(&mut Vec::new()).contains(&pid) || !target::process_alive(pid) {
+        return Ok(cgroup);
+    }
+    Err(format!(
+        "the command could not be moved into {}",
+        cgroup.dir().display()
+    ))
 }
 
 /// NVML opened on the selected GPUs: the fingerprint the header carries
@@ -324,6 +355,7 @@ fn run(
     gpu_sampler: &mut Option<GpuSampler>,
     writer: &mut TraceWriter,
     target: &mut Target,
+    tree_cgroup: &Result<Arc<TreeCgroup>, String>,
     start: Instant,
     progress: &mut Progress,
     observe: &mut dyn FnMut(&Record) -> bool,
@@ -333,8 +365,19 @@ fn run(
         t0: target.started().unwrap_or(start),
     };
     write_start(plan, writer, target)?;
+    // Which path the host counters take (`gate doctor` says the same).
+    let e = Record::Event(event(
+        0.0,
+        EventKind::Note,
+        format!(
+            "host counters: {}",
+            cgroup::describe(tree_cgroup.as_ref().map(|c| c.as_ref()))
+        ),
+    ));
+    writer.write(&e)?;
+    observe(&e);
     let mut output = OutputKeeper::new(plan.warmup_until.clone(), plan.until.clone());
-    let mut ticker = Ticker::new(plan, target, clock);
+    let mut ticker = Ticker::new(plan, target, clock, tree_cgroup.as_ref().ok().cloned());
     let reason = loop {
         let now = ticker.wait(writer, progress)?;
         let keep_going = ticker.tick(
@@ -484,18 +527,29 @@ impl FrameworkScan {
 }
 
 impl Ticker {
-    fn new(plan: &RecordPlan, target: &Target, clock: Clock) -> Ticker {
+    fn new(
+        plan: &RecordPlan,
+        target: &Target,
+        clock: Clock,
+        tree_cgroup: Option<Arc<TreeCgroup>>,
+    ) -> Ticker {
         let now = Instant::now();
         let mut tree_scanner = host::TreeScanner::default();
+        let mut host_sampler = HostSampler::with_cgroup(tree_cgroup);
+        let tree = (host_sampler.cgroup_members())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| tree_scanner.scan(target.pid()));
+        // (The cgroup's list is read again at every tick; the scan is
+        // repeated every TREE_REFRESH.)
         Ticker {
             interval: plan.interval,
             warmup: plan.warmup,
             live: plan.live_status,
             clock,
             next_tick: now,
-            host_sampler: HostSampler::new(),
+            host_sampler,
             host_at: None,
-            tree: tree_scanner.scan(target.pid()),
+            tree,
             tree_scanner,
             tree_at: now,
             live_at: clock.t0,
@@ -548,15 +602,21 @@ impl Ticker {
     ) -> Result<bool, GateError> {
         let t_ms = self.clock.ms(now);
         let c = self.profile.start();
-        if now.duration_since(self.tree_at) >= TREE_REFRESH {
-            let fresh = self.tree_scanner.scan(target.pid());
-            if !fresh.is_empty() {
-                // Remembered, so they are stopped with the tree even after
-                // they leave its process group.
-                target.track(fresh.iter().copied());
-                self.tree = fresh;
-            }
+        // In a cgroup the tree is its member list, one read at every tick;
+        // else the scan of every thread's `children` file, once a second.
+        let fresh = if self.host_sampler.has_cgroup() {
+            self.host_sampler.cgroup_members()
+        } else if now.duration_since(self.tree_at) >= TREE_REFRESH {
             self.tree_at = now;
+            Some(self.tree_scanner.scan(target.pid()))
+        } else {
+            None
+        };
+        if let Some(fresh) = fresh.filter(|f| !f.is_empty()) {
+            // Remembered, so they are stopped with the tree even after
+            // they leave its process group.
+            target.track(fresh.iter().copied());
+            self.tree = fresh;
         }
         self.profile.stop("tree", c);
         // /proc CPU times tick at 10 ms, so host counters sampled faster
@@ -572,7 +632,12 @@ impl Ticker {
                 section = "host_1s";
             }
             self.host_at = Some(now);
-            self.host_sampler.sample(&self.tree, now)
+            let gpu_pids = gpu_sampler
+                .as_deref()
+                .into_iter()
+                .flat_map(|s| s.gpu_pids());
+            let main = host::main_processes(&self.tree, gpu_pids, target.pid());
+            self.host_sampler.sample(&self.tree, &main, now)
         } else {
             vec![None; HOST_METRICS.len()]
         };

@@ -786,7 +786,13 @@ fn host_row(sig: &Signature, noise: &mut Noise) -> Vec<Option<f64>> {
     HOST_METRICS
         .iter()
         .map(|d| {
-            let mut v = sig.host.get(d.id).copied().unwrap_or(0.0);
+            // A role column the signature does not set is missing, as in a
+            // trace recorded before roles existed (not a worker-less 0).
+            let set = sig.host.get(d.id).copied();
+            if set.is_none() && crate::metrics::ROLE_METRIC_IDS.contains(&d.id) {
+                return None;
+            }
+            let mut v = set.unwrap_or(0.0);
             if !matches!(d.id, "target_threads" | "target_processes") {
                 v *= 1.0 + sig.jitter * noise.next();
             }

@@ -196,6 +196,18 @@ impl Target {
     /// passed on to `echo`: gate's stderr when gate's stdout carries a
     /// report), stderr and stdin inherited.
     pub fn launch(argv: &[String], echo: Echo) -> Result<Target, GateError> {
+        Target::launch_in(argv, echo, None)
+    }
+
+    /// `launch`, the command moving itself into a cgroup between fork and
+    /// exec: `cgroup_procs` is that cgroup's `cgroup.procs`, open for
+    /// writing (`sampler::cgroup`). A refused move is not an error here:
+    /// the caller checks where the command ended up.
+    pub fn launch_in(
+        argv: &[String],
+        echo: Echo,
+        cgroup_procs: Option<std::os::fd::RawFd>,
+    ) -> Result<Target, GateError> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| GateError::usage("no command given after '--'"))?;
@@ -209,8 +221,8 @@ impl Target {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .process_group(0);
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between
-        // fork and exec.
+        // SAFETY: only async-signal-safe calls (prctl, getppid, write)
+        // between fork and exec.
         unsafe {
             command.pre_exec(move || {
                 // If gate dies without stopping the tree (SIGKILL, OOM), the
@@ -222,6 +234,11 @@ impl Target {
                 // gate died between fork and prctl: do not run orphaned.
                 if libc::getppid() != parent {
                     return Err(std::io::Error::other("gate exited during launch"));
+                }
+                // "0": the writing process. Before exec, so every process
+                // the command starts is born in the cgroup.
+                if let Some(fd) = cgroup_procs {
+                    let _ = libc::write(fd, b"0".as_ptr().cast(), 1);
                 }
                 Ok(())
             });

@@ -55,6 +55,9 @@ struct Report {
     nvml_version: Option<String>,
     cuda_driver_version: Option<String>,
     device_files: Vec<String>,
+    /// Where a launched target's host counters come from (a cgroup of
+    /// gate's own, or per process from /proc, and why).
+    host_counters: String,
     container_hints: Vec<String>,
     problems: Vec<String>,
     gpus: Vec<GpuCheck>,
@@ -68,6 +71,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         nvml_version: None,
         cuda_driver_version: None,
         device_files: device_files(),
+        host_counters: crate::sampler::cgroup::describe(
+            crate::sampler::cgroup::TreeCgroup::create().as_ref(),
+        ),
         container_hints: container_hints(),
         problems: Vec::new(),
         gpus: Vec::new(),
@@ -283,6 +289,7 @@ fn print_text(r: &Report) {
             r.device_files.join(" ")
         }
     );
+    let _ = writeln!(o, "host counters:    {}", r.host_counters);
     for g in &r.gpus {
         let _ = writeln!(o);
         let _ = writeln!(o, "GPU {} {} ({})", g.index, g.name, g.uuid);

@@ -1,21 +1,39 @@
 //! Host counters from `/proc`: the target's process tree (CPU, RSS, threads,
-//! I/O, context switches) and the machine (CPU busy, iowait).
+//! I/O, context switches), the same per role, and the machine (CPU busy,
+//! iowait).
+//!
+//! Roles ([`main_processes`]): MAIN is the tree's processes that hold a GPU
+//! context on a target GPU (the NVML running-process list), or the tree's
+//! root while none is known (before the CUDA context exists, `--no-gpu`);
+//! WORKERS is every other process of the tree (DataLoader, compile and
+//! tokenizer workers); OUTSIDE is the machine's busy CPU less the tree's
+//! and gate's own. A loop that waits on its loader shows saturated workers
+//! (`workers_busy_pct` near 100) beside an idle main process; work moved
+//! into the training process shows as `main_cpu_pct` rising alone.
 //!
 //! Rates are deltas between two consecutive reads. A process that appears
 //! between reads contributes from its second read on; one that exits
 //! takes its last interval with it (its parent's `cutime` only grows after a
 //! `wait`, which we cannot see). Both are short compared to a window.
 //!
-//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample.
+//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample on
+//! the per-process path. For a launched target in a cgroup of gate's own
+//! (`sampler::cgroup`), the tree's CPU comes from the cgroup's `cpu.stat`
+//! at every sample instead, and the per-process reads (roles, RSS,
+//! threads, the processes table) happen once a second ([`SLOW_PERIOD`]):
+//! a sample then costs the same for a tree of one process or of a
+//! hundred.
 //! Context switches (`status`), storage I/O (`io`) and the machine's CPU
 //! (`/proc/stat`) are read once a second ([`SLOW_PERIOD`]): they were about
 //! two thirds of gate's `/proc` time a tick on the H200 (BENCHMARKS.md
 //! section 1), and their rules read means over a run. Each sample carries
 //! the rate over the last such second until the next read.
 
+use super::cgroup::{CpuUsec, TreeCgroup};
 use crate::metrics::HOST_METRICS;
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often context switches, storage I/O and the machine's CPU are read:
@@ -51,6 +69,55 @@ struct SlowRates {
     vol_ctx_per_s: Option<f64>,
     host_busy_pct: Option<f64>,
     host_iowait_pct: Option<f64>,
+    /// Voluntary switches of the main processes' main threads.
+    main_vol_ctx_per_s: Option<f64>,
+    /// All switches of the workers' main threads.
+    workers_ctx_per_s: Option<f64>,
+    /// Machine busy CPU less the tree's and gate's, % of one core.
+    outside_cpu_pct: Option<f64>,
+}
+
+/// What the last read of every process's `stat` said, held until the next
+/// (every sample on the `/proc` path).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct ProcHeld {
+    /// Processes read (None before the first read, or when none could be).
+    processes: Option<u64>,
+    rss_mib: f64,
+    threads: u64,
+    /// Of `processes`, the ones that are not main.
+    workers: u64,
+    /// CPU % of one core over the interval since the previous read.
+    main_cpu_pct: Option<f64>,
+    workers_cpu_pct: Option<f64>,
+}
+
+/// The tree's processes that hold a GPU context (`gpu_pids`: the NVML
+/// running-process lists of the target GPUs); the root alone when none
+/// does (no context yet, `--no-gpu`, another PID namespace).
+pub fn main_processes(
+    tree: &HashSet<u32>,
+    gpu_pids: impl IntoIterator<Item = u32>,
+    root: u32,
+) -> HashSet<u32> {
+    let mut main: HashSet<u32> = gpu_pids.into_iter().filter(|p| tree.contains(p)).collect();
+    if main.is_empty() {
+        main.insert(root);
+    }
+    main
+}
+
+/// CPU time gate itself has used (all its threads), in seconds: OUTSIDE
+/// leaves it out, since it is the measurement, not contention.
+fn own_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Fields of /proc/PID/stat we need: (ppid, utime, stime, num_threads, rss).
@@ -150,7 +217,7 @@ impl ProcFile {
     }
 
     /// The whole file as text in `buf` (grown until the file fits).
-    fn read<'b>(&self, buf: &'b mut Vec<u8>) -> Option<&'b str> {
+    pub fn read<'b>(&self, buf: &'b mut Vec<u8>) -> Option<&'b str> {
         use std::os::unix::fs::FileExt;
         if buf.len() < 4096 {
             buf.resize(4096, 0);
@@ -195,14 +262,15 @@ impl ProcFiles {
         })
     }
 
-    /// The `status` and `io` counters now (zero switches and unknown I/O
-    /// where a file cannot be read).
-    fn read_slow(&self, buf: &mut Vec<u8>) -> SlowCounters {
+    /// The `status` and, when `io`, `io` counters now (zero switches and
+    /// unknown I/O where a file cannot be read).
+    fn read_slow(&self, buf: &mut Vec<u8>, io: bool) -> SlowCounters {
         let (vol, invol) = (self.status.as_ref())
             .and_then(|f| f.read(buf))
             .map(parse_status_ctx)
             .unwrap_or((0, 0));
         let (read_bytes, write_bytes) = (self.io.as_ref())
+            .filter(|_| io)
             .and_then(|f| f.read(buf))
             .map(parse_io)
             .unwrap_or((None, None));
@@ -346,10 +414,19 @@ pub fn process_name(pid: u32) -> (String, String) {
 pub struct HostSampler {
     ticks_per_s: f64,
     page_mib: f64,
+    /// Each process's `stat` counters at the last per-process read.
     last: HashMap<u32, ProcCounters>,
-    /// The map `last` held before, kept for the next sample to fill.
+    /// The map `last` held before, kept for the next read to fill.
     spare: HashMap<u32, ProcCounters>,
     last_at: Option<Instant>,
+    /// When `last` was read.
+    last_proc_at: Option<Instant>,
+    /// What the last per-process read said.
+    procs: ProcHeld,
+    /// The tree's CPU seconds since the last once-a-second read (what
+    /// OUTSIDE leaves out), and gate's own CPU seconds at that read.
+    tree_cpu_s: f64,
+    own_cpu_at_slow: Option<f64>,
     /// The last once-a-second read: per process, the machine, and when.
     last_slow: HashMap<u32, SlowCounters>,
     spare_slow: HashMap<u32, SlowCounters>,
@@ -366,6 +443,13 @@ pub struct HostSampler {
     machine_stat: Option<ProcFile>,
     /// Read buffer reused by every `/proc` read.
     buf: Vec<u8>,
+    /// The launched target's cgroup: the tree's CPU at every sample, I/O
+    /// once a second where it has the io controller.
+    cgroup: Option<Arc<TreeCgroup>>,
+    /// `cgroup.procs` as last read (the tree changes when it does).
+    cgroup_procs: Vec<u8>,
+    last_cgroup_cpu: Option<CpuUsec>,
+    last_cgroup_io: Option<(u64, u64)>,
 }
 
 impl Default for HostSampler {
@@ -389,6 +473,10 @@ impl HostSampler {
             last: HashMap::new(),
             spare: HashMap::new(),
             last_at: None,
+            last_proc_at: None,
+            procs: ProcHeld::default(),
+            tree_cpu_s: 0.0,
+            own_cpu_at_slow: None,
             last_slow: HashMap::new(),
             spare_slow: HashMap::new(),
             last_machine: None,
@@ -398,6 +486,48 @@ impl HostSampler {
             open: HashMap::new(),
             machine_stat: ProcFile::open("/proc/stat"),
             buf: Vec::new(),
+            cgroup: None,
+            cgroup_procs: Vec::new(),
+            last_cgroup_cpu: None,
+            last_cgroup_io: None,
+        }
+    }
+
+    /// A sampler that reads the tree's CPU from `cgroup` (the per-process
+    /// path without one).
+    pub fn with_cgroup(cgroup: Option<Arc<TreeCgroup>>) -> HostSampler {
+        HostSampler {
+            cgroup,
+            ..HostSampler::new()
+        }
+    }
+
+    /// Whether the tree's CPU comes from a cgroup.
+    pub fn has_cgroup(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
+    /// The processes in the target's cgroup, when they changed since the
+    /// last call: the tree, from one read, cheap enough for every tick
+    /// (None when unchanged, and on the per-process path).
+    pub fn cgroup_members(&mut self) -> Option<HashSet<u32>> {
+        (self.cgroup.as_ref()?).members_if_changed(&mut self.buf, &mut self.cgroup_procs)
+    }
+
+    /// Between the once-a-second reads of the cgroup path: the first
+    /// `stat` of processes new to the tree, so that the next read has
+    /// their CPU since now (else their first second would be lost).
+    fn read_new_processes(&mut self, tree: &HashSet<u32>) {
+        for &pid in tree {
+            if self.last.contains_key(&pid) {
+                continue;
+            }
+            if let Some(files) = ProcFiles::open(pid) {
+                if let Some(c) = files.read(&mut self.buf) {
+                    self.last.insert(pid, c);
+                    self.open.insert(pid, files);
+                }
+            }
         }
     }
 
@@ -409,17 +539,107 @@ impl HostSampler {
         Some(rss_pages as f64 * self.page_mib)
     }
 
-    /// One host sample vector in `HOST_METRICS` order. Rates are None on the
-    /// first call (no previous sample to difference against), and the
-    /// once-a-second ones until their second read.
-    pub fn sample(&mut self, tree: &HashSet<u32>, now: Instant) -> Vec<Option<f64>> {
+    /// One host sample vector in `HOST_METRICS` order. `main` is the
+    /// tree's main processes ([`main_processes`]); the rest of `tree` are
+    /// its workers. Rates are None on the first call (no previous sample
+    /// to difference against), and the once-a-second ones until their
+    /// second read.
+    pub fn sample(
+        &mut self,
+        tree: &HashSet<u32>,
+        main: &HashSet<u32>,
+        now: Instant,
+    ) -> Vec<Option<f64>> {
         let dt_s = self
             .last_at
             .map(|t| now.duration_since(t).as_secs_f64())
             .filter(|d| *d > 0.0);
+        let slow = self.slow_due(now);
+        let (user, sys) = if self.cgroup.is_none() || slow {
+            self.read_processes(tree, main, now)
+        } else {
+            self.read_new_processes(tree);
+            (0, 0)
+        };
+        // The tree's CPU seconds since the previous sample: (all, user, system).
+        let tree_cpu = match &self.cgroup {
+            Some(cg) => {
+                let read = cg.cpu(&mut self.buf);
+                let prev = std::mem::replace(&mut self.last_cgroup_cpu, read);
+                let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e6;
+                read.zip(prev).map(|(c, p)| {
+                    (
+                        s(c.usage, p.usage),
+                        s(c.user, p.user),
+                        s(c.system, p.system),
+                    )
+                })
+            }
+            None => (dt_s.is_some() && self.procs.processes.is_some()).then(|| {
+                let s = |ticks: u64| ticks as f64 / self.ticks_per_s;
+                (s(user + sys), s(user), s(sys))
+            }),
+        };
+        if let Some((all, _, _)) = tree_cpu {
+            self.tree_cpu_s += all;
+        }
+        if slow {
+            self.read_slow(main, now);
+        }
+        let cpu = |part: fn((f64, f64, f64)) -> f64| {
+            dt_s.zip(tree_cpu).map(|(dt, c)| part(c) / dt * 100.0)
+        };
+        let p = self.procs;
+        let seen = p.processes.is_some();
+        let held = self.held;
+        let values = HOST_METRICS
+            .iter()
+            .map(|d| match d.id {
+                "target_cpu_pct" => cpu(|c| c.0),
+                "target_cpu_user_pct" => cpu(|c| c.1),
+                "target_cpu_sys_pct" => cpu(|c| c.2),
+                "target_rss_mib" => seen.then_some(p.rss_mib),
+                "target_threads" => seen.then_some(p.threads as f64),
+                "target_processes" => p.processes.map(|n| n as f64),
+                "target_read_mib_s" => held.read_mib_s,
+                "target_write_mib_s" => held.write_mib_s,
+                "target_ctx_switches_per_s" => held.ctx_per_s,
+                "target_vol_ctx_switches_per_s" => held.vol_ctx_per_s,
+                "host_cpu_busy_pct" => held.host_busy_pct,
+                "host_iowait_pct" => held.host_iowait_pct,
+                "main_cpu_pct" => p.main_cpu_pct,
+                "main_vol_ctx_switches_per_s" => held.main_vol_ctx_per_s,
+                "workers" => seen.then_some(p.workers as f64),
+                "workers_cpu_pct" => p.workers_cpu_pct,
+                "workers_busy_pct" => p
+                    .workers_cpu_pct
+                    .filter(|_| p.workers > 0)
+                    .map(|c| c / p.workers as f64),
+                "workers_ctx_switches_per_s" => held.workers_ctx_per_s,
+                "outside_cpu_pct" => held.outside_cpu_pct,
+                _ => None,
+            })
+            .collect();
+        self.last_at = Some(now);
+        values
+    }
+
+    /// Reads every tree process's `stat` and holds what they say (RSS,
+    /// threads, CPU per role over the time since the previous read).
+    /// Returns the tree's user and system ticks over that time.
+    fn read_processes(
+        &mut self,
+        tree: &HashSet<u32>,
+        main: &HashSet<u32>,
+        now: Instant,
+    ) -> (u64, u64) {
+        let dt_s = self
+            .last_proc_at
+            .map(|t| now.duration_since(t).as_secs_f64())
+            .filter(|d| *d > 0.0);
         // Processes that left the tree (or exited) close their files.
         self.open.retain(|pid, _| tree.contains(pid));
-        // The map of two samples ago, emptied: no allocation per sample.
+        // The map of two reads ago, emptied: no allocation per read.
         let mut current = std::mem::take(&mut self.spare);
         current.clear();
         for &pid in tree {
@@ -438,8 +658,7 @@ impl HostSampler {
                 current.insert(pid, c);
             }
         }
-        let mut user = 0u64;
-        let mut sys = 0u64;
+        let (mut user, mut sys, mut main_ticks, mut worker_ticks) = (0u64, 0u64, 0u64, 0u64);
         self.last_cpu_pct.clear();
         for (pid, c) in &current {
             if let Some(p) = self.last.get(pid) {
@@ -447,48 +666,36 @@ impl HostSampler {
                 let ds = c.stime_ticks.saturating_sub(p.stime_ticks);
                 user += du;
                 sys += ds;
+                if main.contains(pid) {
+                    main_ticks += du + ds;
+                } else {
+                    worker_ticks += du + ds;
+                }
                 if let Some(dt) = dt_s {
                     self.last_cpu_pct
                         .insert(*pid, (du + ds) as f64 / self.ticks_per_s / dt * 100.0);
                 }
             }
         }
-        if self.slow_due(now) {
-            self.read_slow(&current, now);
-        }
-        let rss_mib: f64 = current
-            .values()
-            .map(|c| c.rss_pages as f64 * self.page_mib)
-            .sum();
-        let threads: u64 = current.values().map(|c| c.threads).sum();
-        let have_rates = dt_s.is_some() && !current.is_empty();
-        let cpu = |ticks: u64| {
-            dt_s.filter(|_| have_rates)
-                .map(|dt| ticks as f64 / (self.ticks_per_s / 100.0) / dt)
-        };
         let seen = !current.is_empty();
-        let held = self.held;
-        let values = HOST_METRICS
-            .iter()
-            .map(|d| match d.id {
-                "target_cpu_pct" => cpu(user + sys),
-                "target_cpu_user_pct" => cpu(user),
-                "target_cpu_sys_pct" => cpu(sys),
-                "target_rss_mib" => seen.then_some(rss_mib),
-                "target_threads" => seen.then_some(threads as f64),
-                "target_processes" => seen.then_some(current.len() as f64),
-                "target_read_mib_s" => held.read_mib_s,
-                "target_write_mib_s" => held.write_mib_s,
-                "target_ctx_switches_per_s" => held.ctx_per_s,
-                "target_vol_ctx_switches_per_s" => held.vol_ctx_per_s,
-                "host_cpu_busy_pct" => held.host_busy_pct,
-                "host_iowait_pct" => held.host_iowait_pct,
-                _ => None,
-            })
-            .collect();
+        let pct = |ticks: u64| {
+            dt_s.filter(|_| seen)
+                .map(|dt| ticks as f64 / self.ticks_per_s / dt * 100.0)
+        };
+        self.procs = ProcHeld {
+            processes: seen.then_some(current.len() as u64),
+            rss_mib: current
+                .values()
+                .map(|c| c.rss_pages as f64 * self.page_mib)
+                .sum(),
+            threads: current.values().map(|c| c.threads).sum(),
+            workers: current.keys().filter(|p| !main.contains(p)).count() as u64,
+            main_cpu_pct: pct(main_ticks),
+            workers_cpu_pct: pct(worker_ticks),
+        };
         self.spare = std::mem::replace(&mut self.last, current);
-        self.last_at = Some(now);
-        values
+        self.last_proc_at = Some(now);
+        (user, sys)
     }
 
     /// Whether a sample at `now` also reads the once-a-second counters.
@@ -500,19 +707,26 @@ impl HostSampler {
     /// The once-a-second read: `status` and `io` of the processes whose
     /// `stat` was just read, and `/proc/stat`; their rates over the time
     /// since the previous such read become the held ones.
-    fn read_slow(&mut self, current: &HashMap<u32, ProcCounters>, now: Instant) {
+    fn read_slow(&mut self, main: &HashSet<u32>, now: Instant) {
         let mut slow = std::mem::take(&mut self.spare_slow);
         slow.clear();
-        for pid in current.keys() {
+        // The tree's storage bytes from the cgroup where it has them (the
+        // processes that exited count too): no per-process `io` reads.
+        let cgroup_io = (self.cgroup.as_ref())
+            .filter(|c| c.has_io())
+            .and_then(|c| c.io_bytes(&mut self.buf));
+        for pid in self.last.keys() {
             if let Some(files) = self.open.get(pid) {
-                slow.insert(*pid, files.read_slow(&mut self.buf));
+                slow.insert(*pid, files.read_slow(&mut self.buf, cgroup_io.is_none()));
             }
         }
-        let dt_s = self
+        let wall_s = self
             .last_slow_at
             .map(|t| now.duration_since(t).as_secs_f64())
-            .filter(|d| *d > 0.0 && !slow.is_empty());
+            .filter(|d| *d > 0.0);
+        let dt_s = wall_s.filter(|_| !slow.is_empty());
         let (mut read, mut write, mut ctx, mut vol) = (0u64, 0u64, 0u64, 0u64);
+        let (mut main_vol, mut workers_ctx) = (0u64, 0u64);
         let mut io_known = false;
         for (pid, c) in &slow {
             if let Some(p) = self.last_slow.get(pid) {
@@ -524,34 +738,65 @@ impl HostSampler {
                     io_known = true;
                 }
                 let dv = c.vol_ctx.saturating_sub(p.vol_ctx);
+                let all = dv + c.invol_ctx.saturating_sub(p.invol_ctx);
                 vol += dv;
-                ctx += dv + c.invol_ctx.saturating_sub(p.invol_ctx);
+                ctx += all;
+                if main.contains(pid) {
+                    main_vol += dv;
+                } else {
+                    workers_ctx += all;
+                }
             }
         }
         let rate = |x: u64, scale: f64| dt_s.map(|dt| x as f64 / scale / dt);
         let machine = (self.machine_stat.as_ref())
             .and_then(|f| f.read(&mut self.buf))
             .and_then(parse_proc_stat_cpu);
-        let (host_busy_pct, host_iowait_pct) = match (machine, self.last_machine) {
-            (Some((b1, w1, t1)), Some((b0, w0, t0))) if t1 > t0 => {
+        let own = own_cpu_s();
+        let (mut host_busy_pct, mut host_iowait_pct, mut outside_cpu_pct) = (None, None, None);
+        if let (Some((b1, w1, t1)), Some((b0, w0, t0))) = (machine, self.last_machine) {
+            if t1 > t0 {
                 let dt = (t1 - t0) as f64;
-                (
-                    Some((b1.saturating_sub(b0)) as f64 / dt * 100.0),
-                    Some((w1.saturating_sub(w0)) as f64 / dt * 100.0),
-                )
+                host_busy_pct = Some(b1.saturating_sub(b0) as f64 / dt * 100.0);
+                host_iowait_pct = Some(w1.saturating_sub(w0) as f64 / dt * 100.0);
             }
-            _ => (None, None),
+            // % of one core: busy ticks over the wall time, less what the
+            // tree and gate used in it (never below 0: /proc counts in
+            // 10 ms ticks).
+            if let (Some(wall), Some(own0)) = (wall_s, self.own_cpu_at_slow) {
+                let busy_s = b1.saturating_sub(b0) as f64 / self.ticks_per_s;
+                let outside = busy_s - self.tree_cpu_s - (own - own0).max(0.0);
+                outside_cpu_pct = Some((outside / wall * 100.0).max(0.0));
+            }
+        }
+        let (read_mib_s, write_mib_s) = match (cgroup_io, self.last_cgroup_io) {
+            (Some((r1, w1)), Some((r0, w0))) => {
+                let mib_s =
+                    |a: u64, b: u64| wall_s.map(|dt| a.saturating_sub(b) as f64 / 1048576.0 / dt);
+                (mib_s(r1, r0), mib_s(w1, w0))
+            }
+            (Some(_), None) => (None, None),
+            (None, _) => (
+                rate(read, 1048576.0).filter(|_| io_known),
+                rate(write, 1048576.0).filter(|_| io_known),
+            ),
         };
+        self.last_cgroup_io = cgroup_io;
         self.held = SlowRates {
-            read_mib_s: rate(read, 1048576.0).filter(|_| io_known),
-            write_mib_s: rate(write, 1048576.0).filter(|_| io_known),
+            read_mib_s,
+            write_mib_s,
             ctx_per_s: rate(ctx, 1.0),
             vol_ctx_per_s: rate(vol, 1.0),
             host_busy_pct,
             host_iowait_pct,
+            main_vol_ctx_per_s: rate(main_vol, 1.0),
+            workers_ctx_per_s: rate(workers_ctx, 1.0),
+            outside_cpu_pct,
         };
         self.spare_slow = std::mem::replace(&mut self.last_slow, slow);
         self.last_machine = machine.or(self.last_machine);
+        self.own_cpu_at_slow = Some(own);
+        self.tree_cpu_s = 0.0;
         self.last_slow_at = Some(now);
     }
 }
@@ -673,8 +918,8 @@ mod tests {
         let t0 = Instant::now();
         let t0_plus = |ms: u64| t0 + Duration::from_millis(ms);
         let slow = ["target_ctx_switches_per_s", "target_vol_ctx_switches_per_s"];
-        let first = s.sample(&tree, t0_plus(0));
-        let tick = s.sample(&tree, t0_plus(100));
+        let first = s.sample(&tree, &tree, t0_plus(0));
+        let tick = s.sample(&tree, &tree, t0_plus(100));
         for id in slow {
             assert!(first[idx(id)].is_none() && tick[idx(id)].is_none(), "{id}");
         }
@@ -682,8 +927,8 @@ mod tests {
         assert!(tick[idx("target_cpu_pct")].is_some());
         // A second read after SLOW_PERIOD (the tick that fires 5 % early
         // counts): a rate, then held unchanged by the ticks before the next.
-        let read = s.sample(&tree, t0_plus(950));
-        let held = s.sample(&tree, t0_plus(1050));
+        let read = s.sample(&tree, &tree, t0_plus(950));
+        let held = s.sample(&tree, &tree, t0_plus(1050));
         for id in slow
             .into_iter()
             .chain(["host_cpu_busy_pct", "host_iowait_pct"])
@@ -695,11 +940,143 @@ mod tests {
         }
     }
 
+    /// A child that spins for `secs` seconds: the interpreter itself, not
+    /// a launcher such as pyenv's shim (whose start-up, on a loaded
+    /// machine, can outlast a one-second measurement), and spinning
+    /// already when this returns.
+    fn busy_child(secs: f64) -> std::process::Child {
+        let python = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 runs");
+        let python = String::from_utf8(python.stdout).unwrap();
+        let mut child = std::process::Command::new(python.trim())
+            .args([
+                "-c",
+                &format!("import time\nprint(1, flush=True)\nt=time.time()\nwhile time.time()-t<{secs}: pass"),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = [0u8; 2];
+        use std::io::Read;
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut line)
+            .unwrap();
+        child
+    }
+
+    /// utime+stime of one process, in seconds.
+    fn cpu_s_of(pid: u32) -> f64 {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let (_, u, s, _, _) = parse_stat(&stat).unwrap();
+        // SAFETY: sysconf only reads configuration values.
+        (u + s) as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+
+    #[test]
+    fn main_is_the_trees_gpu_processes_or_else_its_root() {
+        let tree: HashSet<u32> = [10, 11, 12].into_iter().collect();
+        // NVML lists 11 and a process outside the tree (99).
+        assert_eq!(main_processes(&tree, [11, 99], 10), [11].into());
+        // None of the tree on a GPU (no context yet, --no-gpu): the root.
+        assert_eq!(main_processes(&tree, [99], 10), [10].into());
+        assert_eq!(main_processes(&tree, [], 10), [10].into());
+    }
+
+    #[test]
+    fn a_busy_child_and_an_idle_one_show_their_cpu_under_their_roles() {
+        let mut busy = busy_child(30.0);
+        let mut idle = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let tree: HashSet<u32> = [busy.id(), idle.id()].into_iter().collect();
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        let measure = |main: u32| {
+            let main: HashSet<u32> = [main].into_iter().collect();
+            let mut s = HostSampler::new();
+            s.sample(&tree, &main, Instant::now());
+            std::thread::sleep(Duration::from_millis(1000));
+            s.sample(&tree, &main, Instant::now())
+        };
+        // The busy one is main (it would hold the GPU context).
+        let v = measure(busy.id());
+        let (main_cpu, workers_cpu) = (v[idx("main_cpu_pct")], v[idx("workers_cpu_pct")]);
+        // The idle one holds the role: the busy one is its worker.
+        let w = measure(idle.id());
+        let _ = (busy.kill(), idle.kill());
+        let _ = (busy.wait(), idle.wait());
+        // A spinning process gets what a loaded 2-core machine leaves it,
+        // at least a tenth of a core; `sleep` uses no CPU tick at all.
+        let main_cpu = main_cpu.unwrap();
+        assert!(main_cpu > 10.0, "busy main {main_cpu}");
+        assert!(workers_cpu.unwrap() < 2.0, "idle worker {workers_cpu:?}");
+        assert_eq!(v[idx("workers")], Some(1.0));
+        let worker_cpu = w[idx("workers_cpu_pct")].unwrap();
+        assert!(worker_cpu > 10.0, "busy worker {worker_cpu}");
+        assert!(w[idx("main_cpu_pct")].unwrap() < 2.0, "{w:?}");
+        // One worker: its mean share is the workers' CPU.
+        assert_eq!(w[idx("workers_busy_pct")], Some(worker_cpu));
+        // The tree's total is the two roles' sum.
+        let total = w[idx("target_cpu_pct")].unwrap();
+        assert!((total - worker_cpu).abs() < 1.0, "{total} vs {worker_cpu}");
+    }
+
+    #[test]
+    fn workers_busy_is_missing_without_workers() {
+        let me = std::process::id();
+        let tree: HashSet<u32> = [me].into_iter().collect();
+        let mut s = HostSampler::new();
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        s.sample(&tree, &tree, Instant::now());
+        std::thread::sleep(Duration::from_millis(50));
+        let v = s.sample(&tree, &tree, Instant::now());
+        assert_eq!(v[idx("workers")], Some(0.0));
+        assert_eq!(v[idx("workers_cpu_pct")], Some(0.0));
+        assert_eq!(v[idx("workers_busy_pct")], None);
+        assert!(v[idx("main_cpu_pct")].is_some());
+    }
+
+    #[test]
+    fn a_busy_process_outside_the_tree_counts_as_outside() {
+        let mut busy = busy_child(30.0);
+        // The tree is an idle process; the busy child is outside it. (Not
+        // this test's own process: that is "gate", left out as well.)
+        let mut idle = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let tree: HashSet<u32> = [idle.id()].into_iter().collect();
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        let mut s = HostSampler::new();
+        s.sample(&tree, &tree, Instant::now());
+        let c0 = cpu_s_of(busy.id());
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(1500));
+        let v = s.sample(&tree, &tree, Instant::now());
+        let child_pct = (cpu_s_of(busy.id()) - c0) / t0.elapsed().as_secs_f64() * 100.0;
+        let _ = (busy.kill(), idle.kill());
+        let _ = (busy.wait(), idle.wait());
+        let outside = v[idx("outside_cpu_pct")].expect("two once-a-second reads");
+        // At least the child's CPU (less 10 ms ticks of slack at either
+        // end), whatever else the machine runs beside it.
+        assert!(
+            outside >= child_pct - 5.0,
+            "outside {outside} % but the child alone used {child_pct:.1} %"
+        );
+        assert!(v[idx("main_vol_ctx_switches_per_s")].is_some());
+        assert!(v[idx("workers_ctx_switches_per_s")].is_some());
+    }
+
     #[test]
     fn sampling_own_process_gives_rss_and_later_rates() {
         let mut s = HostSampler::new();
         let tree: HashSet<u32> = [std::process::id()].into_iter().collect();
-        let first = s.sample(&tree, Instant::now());
+        let first = s.sample(&tree, &tree, Instant::now());
         let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
         assert!(
             first[idx("target_cpu_pct")].is_none(),
@@ -727,7 +1104,7 @@ mod tests {
             }
         }
         std::hint::black_box(x);
-        let second = s.sample(&tree, Instant::now());
+        let second = s.sample(&tree, &tree, Instant::now());
         let expected = 0.2 / t0.elapsed().as_secs_f64() * 100.0;
         let cpu = second[idx("target_cpu_pct")].unwrap();
         // Half of it at least: /proc counts CPU time in 10 ms ticks, and

@@ -1,7 +1,9 @@
 //! Samplers: where counters come from. `nvml` (GPU, the only NVML user),
-//! `host` (/proc). The deterministic twin of both is a recorded trace
+//! `host` (/proc), `cgroup` (a cgroup v2 of gate's own for a launched
+//! target: the tree's CPU from one file). The deterministic twin of both is a recorded trace
 //! (`--replay`), loaded by `trace::Trace::load`.
 
+pub mod cgroup;
 pub mod host;
 pub mod nvml;
 

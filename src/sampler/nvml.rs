@@ -485,6 +485,12 @@ impl GpuSampler {
             .collect()
     }
 
+    /// PIDs NVML listed on the sampled GPUs at its last process refresh
+    /// (the host sampler's main processes are the tree's among them).
+    pub fn gpu_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        (self.gpus.iter()).flat_map(|g| g.proc_cols.mem_by_pid.keys().copied())
+    }
+
     /// Take one sample of every GPU. `tree` is the target's process tree.
     pub fn sample(
         &mut self,
