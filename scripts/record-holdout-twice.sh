@@ -21,7 +21,8 @@
 # PYTHON (python3), SECONDS_PER_RUN (measured loop, default 10), BUDGET_S
 # (default 420: no run starts after it, so the last one ends by 465 s),
 # RUN_TIMEOUT_S (default 45), ONLY (run names to record, e.g. "d2h-copy
-# healthy-4": the rest of a family a time budget cut).
+# healthy-4": the rest of a family a time budget cut), GPM_MODES ("yes no",
+# the default; "yes" records with GPM only).
 set -u -o pipefail
 
 GATE="${GATE:-target/release/gate}"
@@ -181,8 +182,7 @@ for r in $RUNS; do
     IFS=: read -r name mode seed <<< "$r"
     if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
     [ "$mode" = host-busy ] && start_hogs
-    record "$name" "$mode" "$seed" yes
-    record "$name" "$mode" "$seed" no
+    for g in ${GPM_MODES:-yes no}; do record "$name" "$mode" "$seed" "$g"; done
     [ "$mode" = host-busy ] && stop_hogs
 done
 pack

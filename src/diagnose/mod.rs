@@ -697,13 +697,21 @@ fn finding(
     }
 }
 
-/// Findings of a change: the larger share of the slowdown first; those
-/// without one after, in `rank` order.
+/// How finely shares of the slowdown are compared (points): they are
+/// estimates from mean fractions of time, and a specific cause's fraction
+/// (DRAM busy, SMs active outside the tensor pipes) is part of the GPU's
+/// busy time that a generic one (more work per unit) counts whole; within
+/// one band the rule's severity and reading order decide.
+pub const SHARE_RESOLUTION_PCT: f64 = 20.0;
+
+/// Findings of a change: the larger share of the slowdown first (in bands
+/// of `SHARE_RESOLUTION_PCT`); those without one after, in `rank` order.
 pub fn rank_by_share(findings: &mut [Finding]) {
     use std::cmp::Ordering;
+    let band = |p: f64| (p.min(99.9) / SHARE_RESOLUTION_PCT).floor();
     findings.sort_by(|a, b| {
         match (a.explains_pct, b.explains_pct) {
-            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(x), Some(y)) => band(y).total_cmp(&band(x)),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
