@@ -19,7 +19,7 @@
 //! source = "stdout"           # or "metrics_file"
 //! direction = "higher_is_better"
 //! unit = "1/s"
-//! # or another reader (src/metric_sources.rs): format = "json" + pointer,
+//! # or another reader (src/metric_sources/): format = "json" + pointer,
 //! # "pytest_benchmark" + benchmark (+ stat), "mlperf_summary" (+ field),
 //! # "bmf" + benchmark + measure (+ stat), "google_benchmark" + benchmark
 //! # (+ stat), "nvbench" + benchmark (+ stat); benchmark = "*" (a glob)

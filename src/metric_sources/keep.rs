@@ -323,3 +323,71 @@ impl<'de> Visitor<'de> for Element<'_> {
         Prune(self.0).visit_map(map)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn long_ago() -> SystemTime {
+        SystemTime::UNIX_EPOCH
+    }
+
+    #[test]
+    fn a_large_json_file_is_kept_without_its_long_number_arrays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        let data: Vec<String> = (0..200_000).map(|i| format!("{}.5e-6", i % 97)).collect();
+        let text = format!(
+            "{{\"benchmarks\": [{{\"name\": \"t\", \"stats\": {{\"mean\": 1.5, \"data\": [{}]}}}}], \"version\": \"5.1.0\"}}",
+            data.join(", ")
+        );
+        assert!(text.len() as u64 > MAX_METRICS_FILE_BYTES);
+        std::fs::write(&path, &text).unwrap();
+        let kept = keep_metrics_file(&path, long_ago()).unwrap();
+        assert!(kept.len() < 4096, "{} bytes kept", kept.len());
+        let doc: Value = serde_json::from_str(&kept).unwrap();
+        assert_eq!(doc["benchmarks"][0]["stats"]["mean"], 1.5);
+        assert_eq!(
+            doc["benchmarks"][0]["stats"]["data"].as_array().unwrap().len(),
+            KEPT_ARRAY_NUMBERS
+        );
+        assert_eq!(doc["version"], "5.1.0");
+    }
+
+    #[test]
+    fn past_the_kept_limit_or_not_json_is_too_large_naming_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        // 2 MiB of names: nothing to drop.
+        let names: Vec<String> = (0..40_000).map(|i| format!("\"{i:048}\"")).collect();
+        std::fs::write(&path, format!("{{\"names\": [{}]}}", names.join(","))).unwrap();
+        let p = keep_metrics_file(&path, long_ago()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::TooLarge);
+        assert!(p.message.contains("1 MiB"), "{}", p.message);
+        std::fs::write(&path, "x=1\n".repeat(400_000)).unwrap();
+        let p = keep_metrics_file(&path, long_ago()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::TooLarge);
+        assert!(p.message.contains("not JSON"), "{}", p.message);
+        assert!(!p.kind.not_produced(), "an input error, exit 2");
+    }
+
+    #[test]
+    fn absent_stale_and_broken_files_are_not_this_runs_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let p = keep_metrics_file(&path, long_ago()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::Absent);
+        std::fs::write(&path, "{\"a\": 1}").unwrap();
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let p = keep_metrics_file(&path, later).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::Stale);
+        assert!(p.message.contains("did not produce its number"), "{}", p.message);
+        assert!(p.message.contains("last written at 20"), "{}", p.message);
+        assert!(p.kind.not_produced());
+        assert_eq!(keep_metrics_file(&path, long_ago()).unwrap(), "{\"a\": 1}");
+        let broken = format!("{{\"a\": [{}", "1,".repeat(600_000));
+        std::fs::write(&path, broken).unwrap();
+        let p = keep_metrics_file(&path, long_ago()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::Malformed, "{}", p.message);
+    }
+}

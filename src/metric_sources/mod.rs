@@ -484,3 +484,337 @@ fn read_mlperf(text: &str, field: &str) -> FileReading {
         ..FileReading::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(name: &str) -> String {
+        std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+    }
+
+    #[test]
+    fn json_pointer_reads_stdout_lines_and_files() {
+        let r = Reader::Json {
+            pointer: "/train/samples_per_s".into(),
+        };
+        assert_eq!(
+            r.line_value(r#"{"step": 10, "train": {"samples_per_s": 2750.5}}"#),
+            Some(2750.5)
+        );
+        assert_eq!(r.line_value("step 10 loss 2.3"), None, "not JSON");
+        assert_eq!(r.line_value(r#"{"train": {}}"#), None, "pointer absent");
+        assert_eq!(
+            r.read_file("{\"train\": {\"samples_per_s\": 1}}\n").values,
+            vec![1.0]
+        );
+        // JSON lines: every line that has the number.
+        let lines =
+            "{\"train\":{\"samples_per_s\":1}}\n{\"x\":2}\n{\"train\":{\"samples_per_s\":3}}\n";
+        assert_eq!(r.read_file(lines).values, vec![1.0, 3.0]);
+        let bad = r.read_file("{\"y\": 1}");
+        assert!(bad.values.is_empty());
+        assert!(bad.problem.unwrap().text.contains("/train/samples_per_s"));
+    }
+
+    #[test]
+    fn pytest_benchmark_json_by_name_or_fullname() {
+        let text = data("pytest-benchmark.json");
+        let read = |b: &str, s: &str| {
+            Reader::PytestBenchmark {
+                benchmark: b.into(),
+                stat: s.into(),
+            }
+            .read_file(&text)
+        };
+        assert_eq!(
+            read("test_resnet50_forward", "mean").values,
+            vec![0.0312478]
+        );
+        assert_eq!(
+            read("tests/bench_models.py::test_resnet50_forward", "ops").values,
+            vec![32.00225]
+        );
+        assert_eq!(
+            read("test_gpt_decode_step", "median").values,
+            vec![0.0081913]
+        );
+        let missing = read("test_nope", "mean");
+        let p = missing.problem.unwrap();
+        assert_eq!(p.fault, Fault::Config, "a name not in the file is gate.toml's mistake");
+        assert!(
+            p.text.contains("test_resnet50_forward, test_gpt_decode_step"),
+            "{p}"
+        );
+        assert!(read("test_resnet50_forward", "p99").problem.is_some());
+    }
+
+    #[test]
+    fn mlperf_summary_value_and_validity() {
+        let valid = Reader::MlperfSummary {
+            field: MLPERF_DEFAULT_FIELD.into(),
+        }
+        .read_file(&data("mlperf_log_summary-offline.txt"));
+        assert_eq!(valid.values, vec![91845.2]);
+        assert_eq!(valid.invalid, None);
+        let server = data("mlperf_log_summary-server-invalid.txt");
+        let invalid = Reader::MlperfSummary {
+            field: "Completed samples per second".into(),
+        }
+        .read_file(&server);
+        assert_eq!(invalid.values, vec![1499.76]);
+        let why = invalid.invalid.unwrap();
+        assert!(why.contains("INVALID"), "{why}");
+        assert!(
+            why.contains("Performance constraints satisfied: NO")
+                && why.contains("Early stopping satisfied: NO"),
+            "{why}"
+        );
+        // A field of the test parameters, and one that is not there.
+        let qps = Reader::MlperfSummary {
+            field: "target_qps".into(),
+        }
+        .read_file(&server);
+        assert_eq!(qps.values, vec![1500.0]);
+        assert!(Reader::MlperfSummary {
+            field: "Samples per second".into()
+        }
+        .read_file(&server)
+        .problem
+        .is_some());
+    }
+
+    #[test]
+    fn bmf_value_and_bounds() {
+        let text = data("bencher-bmf.json");
+        let read = |b: &str, m: &str, s: &str| {
+            Reader::Bmf {
+                benchmark: b.into(),
+                measure: m.into(),
+                stat: s.into(),
+            }
+            .read_file(&text)
+        };
+        assert_eq!(
+            read("resnet50_train", "throughput", "value").values,
+            vec![2750.3]
+        );
+        assert_eq!(
+            read("resnet50_train", "throughput", "lower_value").values,
+            vec![2741.0]
+        );
+        assert_eq!(
+            read("gpt_decode", "latency", "value").values,
+            vec![8191300.0]
+        );
+        assert!(read("vit", "throughput", "value")
+            .problem
+            .unwrap()
+            .text
+            .contains("resnet50_train, gpt_decode"));
+        // A misspelt measure is gate.toml's mistake (exit 2), not the runner's.
+        assert_eq!(
+            read("resnet50_train", "thruput", "value").problem.unwrap().fault,
+            Fault::Config
+        );
+        // The bounds are the value's interval.
+        let v = read("resnet50_train", "throughput", "value");
+        assert_eq!(v.ci95, Some((2760.1 - 2741.0) / 2.0), "{v:?}");
+    }
+
+    fn zst(name: &str) -> String {
+        let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+        String::from_utf8(zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn real_pytest_benchmark_mean_ops_and_median_carry_the_harness_interval() {
+        let text = data("pytest-benchmark-real.json");
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let stats = &doc["benchmarks"][0]["stats"];
+        let (mean, sd, n) = (
+            stats["mean"].as_f64().unwrap(),
+            stats["stddev"].as_f64().unwrap(),
+            stats["rounds"].as_f64().unwrap(),
+        );
+        let name = doc["benchmarks"][0]["name"].as_str().unwrap();
+        let read = |stat: &str| {
+            Reader::PytestBenchmark {
+                benchmark: name.into(),
+                stat: stat.into(),
+            }
+            .read_file(&text)
+        };
+        let m = read("mean");
+        assert_eq!(m.values, vec![mean]);
+        let ci = m.ci95.unwrap();
+        let t = crate::stats::student_t_975(n as usize - 1);
+        assert!((ci - t * sd / n.sqrt()).abs() < 1e-15, "{ci}");
+        // ops = 1/mean: the same relative interval (delta method).
+        let o = read("ops");
+        let rel_ops = o.ci95.unwrap() / o.values[0];
+        assert!((rel_ops - ci / mean).abs() / (ci / mean) < 1e-3, "{rel_ops} vs {}", ci / mean);
+        // median: McGill et al.'s 1.57 IQR / sqrt(n).
+        let med = read("median");
+        let iqr = stats["iqr"].as_f64().unwrap();
+        assert!((med.ci95.unwrap() - 1.57 * iqr / n.sqrt()).abs() < 1e-15);
+        assert_eq!(read("min").ci95, None, "no interval for an extreme");
+    }
+
+    #[test]
+    fn glob_reads_every_benchmark_of_a_real_222_test_file() {
+        let text = zst("pytest-benchmark-bulk.json.zst");
+        let r = Reader::PytestBenchmark {
+            benchmark: "*".into(),
+            stat: "mean".into(),
+        }
+        .read_file(&text);
+        assert_eq!(r.problem, None);
+        assert_eq!(r.each.len(), 222);
+        assert!(r.each.iter().all(|(_, n)| n.ci95.is_some()));
+        let some = Reader::PytestBenchmark {
+            benchmark: "test_sum[1?]".into(),
+            stat: "mean".into(),
+        }
+        .read_file(&text);
+        assert_eq!(some.each.len(), 10, "test_sum[10] .. test_sum[19]");
+        let none = Reader::PytestBenchmark {
+            benchmark: "test_nope*".into(),
+            stat: "mean".into(),
+        }
+        .read_file(&text);
+        assert_eq!(none.problem.unwrap().fault, Fault::Config);
+    }
+
+    #[test]
+    fn bulk_ids_are_metric_ids_and_stay_distinct() {
+        assert_eq!(bulk_id("py", "test_sleep"), "py.test_sleep");
+        let a = bulk_id("py", "test_x[a/b]");
+        let b = bulk_id("py", "test_x[a_b]");
+        assert_ne!(a, b);
+        assert!(a.starts_with("py.test_x_a_b_"), "{a}");
+        for id in [&a, &b, &bulk_id("nv", "copy/Device=0 T=I8")] {
+            assert!(crate::config::valid_name(id), "{id}");
+        }
+        assert!(bulk_id("t", &"x".repeat(500)).len() < 140);
+    }
+
+    #[test]
+    fn google_benchmark_real_file_mean_aggregate_and_stddev_interval() {
+        let text = data("google-benchmark.json");
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let row = |name: &str| {
+            doc["benchmarks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["name"] == name)
+                .unwrap()
+                .clone()
+        };
+        let mean = row("BM_Sort/4096_mean");
+        let sd = row("BM_Sort/4096_stddev");
+        let r = Reader::GoogleBenchmark {
+            benchmark: "BM_Sort/4096".into(),
+            stat: GOOGLE_DEFAULT_STAT.into(),
+        }
+        .read_file(&text);
+        let want = mean["real_time"].as_f64().unwrap() * 1e-9;
+        assert!((r.values[0] - want).abs() < 1e-18, "{r:?}");
+        let ci = sd["real_time"].as_f64().unwrap() * 1e-9 * crate::stats::student_t_975(2) / 3f64.sqrt();
+        assert!((r.ci95.unwrap() - ci).abs() < 1e-18, "{r:?}");
+        // A counter, not a time: read as written.
+        let items = Reader::GoogleBenchmark {
+            benchmark: "BM_VectorSum/1024".into(),
+            stat: "items_per_second".into(),
+        }
+        .read_file(&text);
+        assert_eq!(
+            items.values,
+            vec![row("BM_VectorSum/1024_mean")["items_per_second"].as_f64().unwrap()]
+        );
+        let all = Reader::GoogleBenchmark {
+            benchmark: "*".into(),
+            stat: "cpu_time".into(),
+        }
+        .read_file(&text);
+        let names: Vec<&str> = all.each.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["BM_VectorSum/1024", "BM_VectorSum/65536", "BM_Sort/4096", "BM_StringConcat"]
+        );
+        let typo = Reader::GoogleBenchmark {
+            benchmark: "BM_Sotr/4096".into(),
+            stat: "real_time".into(),
+        }
+        .read_file(&text)
+        .problem
+        .unwrap();
+        assert_eq!(typo.fault, Fault::Config);
+        assert!(typo.text.contains("did you mean 'BM_Sort/4096'"), "{typo}");
+        let stat = Reader::GoogleBenchmark {
+            benchmark: "BM_Sort/4096".into(),
+            stat: "thruput".into(),
+        }
+        .read_file(&text)
+        .problem
+        .unwrap();
+        assert!(stat.text.contains("bytes_per_second"), "{stat}");
+    }
+
+    #[test]
+    fn nvbench_real_file_gpu_mean_and_its_noise() {
+        let text = zst("nvbench-axes-test_ref.json.zst");
+        let r = Reader::Nvbench {
+            benchmark: "simple/Device=0".into(),
+            stat: NVBENCH_DEFAULT_STAT.into(),
+        }
+        .read_file(&text);
+        assert_eq!(r.problem, None);
+        assert!(r.values[0] > 0.0 && r.values[0] < 1.0, "{r:?}");
+        let one = Reader::Nvbench {
+            benchmark: "single_float64_axis/Device=0 Duration=0".into(),
+            stat: NVBENCH_DEFAULT_STAT.into(),
+        }
+        .read_file(&text);
+        assert_eq!(one.values, vec![3.9224058844425625e-06]);
+        let rel = 0.14064817853323436;
+        let want = crate::stats::student_t_975(127487) * rel * 3.9224058844425625e-06 / 127488f64.sqrt();
+        assert!((one.ci95.unwrap() - want).abs() < 1e-15, "{one:?}");
+        let all = Reader::Nvbench {
+            benchmark: "*".into(),
+            stat: NVBENCH_DEFAULT_STAT.into(),
+        }
+        .read_file(&text);
+        // 126 states, 38 of them skipped by nvbench (type conversions).
+        assert_eq!(all.each.len(), 88);
+        // Two devices, two states: the bare name is not enough.
+        let many = Reader::Nvbench {
+            benchmark: "simple".into(),
+            stat: NVBENCH_DEFAULT_STAT.into(),
+        }
+        .read_file(&text)
+        .problem
+        .unwrap();
+        assert!(many.text.contains("simple/Device=1"), "{many}");
+    }
+
+    #[test]
+    fn loadgen_misnamed_field_is_a_config_mistake() {
+        let p = Reader::MlperfSummary {
+            field: "Samples per sec".into(),
+        }
+        .read_file(&data("mlperf_log_summary-offline.txt"))
+        .problem
+        .unwrap();
+        assert_eq!(p.fault, Fault::Config);
+        let gone = Reader::MlperfSummary {
+            field: MLPERF_DEFAULT_FIELD.into(),
+        }
+        .read_file("not a summary\n")
+        .problem
+        .unwrap();
+        assert_eq!(gone.fault, Fault::NotProduced);
+    }
+}
