@@ -140,7 +140,7 @@ pub fn check_baselines(
 ) -> Result<(), GateError> {
     let available = crate::baseline::store::available(dir);
     for (i, e) in file.accept.iter().enumerate() {
-        if available.iter().any(|a| *a == e.baseline) {
+        if available.contains(&e.baseline) {
             continue;
         }
         let close = available

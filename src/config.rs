@@ -789,7 +789,10 @@ fn user_reader(
         },
         Format::Nvbench => Reader::Nvbench {
             benchmark: Pattern::new(&need("benchmark", &u.benchmark, "copy/Device=0")?),
-            stat: u.stat.clone().unwrap_or_else(|| NVBENCH_DEFAULT_STAT.into()),
+            stat: u
+                .stat
+                .clone()
+                .unwrap_or_else(|| NVBENCH_DEFAULT_STAT.into()),
         },
     })
 }

@@ -183,7 +183,8 @@ fn beyond_the_maximum_expired_or_for_another_baseline_stays_a_regression() {
     let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("gate-accept.toml: line 2: [[accept]] entry 1: baseline 'gpt-h20' is not in")
+        stderr
+            .contains("gate-accept.toml: line 2: [[accept]] entry 1: baseline 'gpt-h20' is not in")
             && stderr.contains("did you mean 'gpt-h200'?"),
         "{stderr}"
     );
@@ -202,7 +203,9 @@ fn accept_dates_are_days_of_the_calendar() {
         let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
         assert_eq!(code, Some(2), "{bad}: {stderr}");
         assert!(
-            stderr.contains(&format!("line 1: [[accept]] entry 1: expires \"{bad}\" is not a date of the calendar")),
+            stderr.contains(&format!(
+                "line 1: [[accept]] entry 1: expires \"{bad}\" is not a date of the calendar"
+            )),
             "{stderr}"
         );
     }

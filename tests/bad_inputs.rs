@@ -225,7 +225,10 @@ fn bad_flags_and_names() {
     let out = check_replay(d, "train", &["--threshold", "15"], &t3);
     assert_eq!(out.status.code(), Some(2));
     let err = output(&out).1;
-    assert!(err.contains("--threshold") && err.contains("'15' is ambiguous"), "{err}");
+    assert!(
+        err.contains("--threshold") && err.contains("'15' is ambiguous"),
+        "{err}"
+    );
     // `--threshold 5` meant 500 % and let a -61.9 % regression pass: a bare
     // number above 1 is refused with both spellings of what was meant.
     let out = check_replay(d, "train", &["--threshold", "5"], &t3);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rebuilds the real pytest-benchmark files of tests/data with the real
-# harness (pip install pytest pytest-benchmark; 5.x was used) running
+# harness (pip install pytest pytest-benchmark; 5.3.1 was used) running
 # scripts/harness/pytest_suite:
 #   pytest-benchmark-real.json       5 tests, every round kept (stats.data)
 #   pytest-benchmark-sleep-{a,b}.json    test_sleep alone (200 us), twice

@@ -1061,8 +1061,9 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
 fn user_problems(r: &RunInput, who: &str, run: &mut RunLevel) {
     for p in &r.user_problems {
         if p.optional {
-            run.warnings
-                .push(format!("{who}: {p} (optional in gate.toml: judged without it)"));
+            run.warnings.push(format!(
+                "{who}: {p} (optional in gate.toml: judged without it)"
+            ));
             continue;
         }
         match p.fault {

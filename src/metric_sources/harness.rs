@@ -43,7 +43,9 @@ fn parse(text: &str, what: &str) -> Result<Value, Problem> {
 }
 
 fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
-    let hit = |e: &Entry| pattern.matches(&e.name) || e.alias.as_deref().is_some_and(|a| pattern.matches(a));
+    let hit = |e: &Entry| {
+        pattern.matches(&e.name) || e.alias.as_deref().is_some_and(|a| pattern.matches(a))
+    };
     if pattern.is_glob() {
         let mut out = FileReading::default();
         let mut skipped = Vec::new();
@@ -55,7 +57,10 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
         }
         if out.each.is_empty() {
             let text = match skipped.first() {
-                Some(why) => format!("no benchmark matching '{}' in the {what} file has a number ({why})", pattern.text()),
+                Some(why) => format!(
+                    "no benchmark matching '{}' in the {what} file has a number ({why})",
+                    pattern.text()
+                ),
                 None => format!(
                     "no benchmark in the {what} file matches '{}' (it has: {})",
                     pattern.text(),
@@ -84,7 +89,12 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
         None => {
             let close = entries
                 .iter()
-                .map(|e| (crate::diagnose::dsl::levenshtein(pattern.text(), &e.name), &e.name))
+                .map(|e| {
+                    (
+                        crate::diagnose::dsl::levenshtein(pattern.text(), &e.name),
+                        &e.name,
+                    )
+                })
                 .min()
                 .filter(|(d, _)| *d <= pattern.text().len() / 3 + 2)
                 .map(|(_, n)| format!("did you mean '{n}'? "))
@@ -99,7 +109,11 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
 }
 
 fn listing(entries: &[Entry]) -> String {
-    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).take(NAMES_SHOWN).collect();
+    let mut names: Vec<&str> = entries
+        .iter()
+        .map(|e| e.name.as_str())
+        .take(NAMES_SHOWN)
+        .collect();
     if entries.len() > NAMES_SHOWN {
         names.push("...");
     }
@@ -333,7 +347,11 @@ fn nvbench(text: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
     let mut out = Vec::new();
     for b in list {
         let bench = b.get("name").and_then(Value::as_str).unwrap_or_default();
-        let states = b.get("states").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let states = b
+            .get("states")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         for s in states {
             let state = s.get("name").and_then(Value::as_str).unwrap_or_default();
             out.push(Entry {

@@ -90,9 +90,12 @@ pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, M
             ))
         }
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| problem(ProblemKind::Unreadable, format!("--metrics-file '{shown}': {e}")))?;
+    let meta = file.metadata().map_err(|e| {
+        problem(
+            ProblemKind::Unreadable,
+            format!("--metrics-file '{shown}': {e}"),
+        )
+    })?;
     if let Ok(written) = meta.modified() {
         if written + MTIME_SLACK < run_start {
             return Err(problem(
@@ -110,7 +113,12 @@ pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, M
         let mut bytes = Vec::new();
         BufReader::new(capped)
             .read_to_end(&mut bytes)
-            .map_err(|e| problem(ProblemKind::Unreadable, format!("--metrics-file '{shown}': {e}")))?;
+            .map_err(|e| {
+                problem(
+                    ProblemKind::Unreadable,
+                    format!("--metrics-file '{shown}': {e}"),
+                )
+            })?;
         // Small files are kept verbatim: a regex reads the text as written.
         if bytes.len() as u64 <= MAX_METRICS_FILE_BYTES {
             return Ok(String::from_utf8_lossy(&bytes).into_owned());
@@ -122,7 +130,10 @@ pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, M
 
 /// A large file: JSON (one document or JSON lines) without its long number
 /// arrays, one compact document per line.
-fn reduce_json(shown: &str, mut input: impl std::io::BufRead) -> Result<String, MetricsFileProblem> {
+fn reduce_json(
+    shown: &str,
+    mut input: impl std::io::BufRead,
+) -> Result<String, MetricsFileProblem> {
     let too_large = |what: String| {
         problem(
             ProblemKind::TooLarge,
@@ -133,9 +144,12 @@ fn reduce_json(shown: &str, mut input: impl std::io::BufRead) -> Result<String, 
         )
     };
     let first = loop {
-        let buf = input
-            .fill_buf()
-            .map_err(|e| problem(ProblemKind::Unreadable, format!("--metrics-file '{shown}': {e}")))?;
+        let buf = input.fill_buf().map_err(|e| {
+            problem(
+                ProblemKind::Unreadable,
+                format!("--metrics-file '{shown}': {e}"),
+            )
+        })?;
         match buf.iter().position(|b| !b.is_ascii_whitespace()) {
             Some(i) => break Some(buf[i]),
             None if buf.is_empty() => break None,
@@ -348,7 +362,10 @@ mod tests {
         let doc: Value = serde_json::from_str(&kept).unwrap();
         assert_eq!(doc["benchmarks"][0]["stats"]["mean"], 1.5);
         assert_eq!(
-            doc["benchmarks"][0]["stats"]["data"].as_array().unwrap().len(),
+            doc["benchmarks"][0]["stats"]["data"]
+                .as_array()
+                .unwrap()
+                .len(),
             KEPT_ARRAY_NUMBERS
         );
         assert_eq!(doc["version"], "5.1.0");
@@ -381,7 +398,11 @@ mod tests {
         let later = SystemTime::now() + Duration::from_secs(60);
         let p = keep_metrics_file(&path, later).unwrap_err();
         assert_eq!(p.kind, ProblemKind::Stale);
-        assert!(p.message.contains("did not produce its number"), "{}", p.message);
+        assert!(
+            p.message.contains("did not produce its number"),
+            "{}",
+            p.message
+        );
         assert!(p.message.contains("last written at 20"), "{}", p.message);
         assert!(p.kind.not_produced());
         assert_eq!(keep_metrics_file(&path, long_ago()).unwrap(), "{\"a\": 1}");

@@ -542,9 +542,14 @@ mod tests {
         );
         let missing = read("test_nope", "mean");
         let p = missing.problem.unwrap();
-        assert_eq!(p.fault, Fault::Config, "a name not in the file is gate.toml's mistake");
+        assert_eq!(
+            p.fault,
+            Fault::Config,
+            "a name not in the file is gate.toml's mistake"
+        );
         assert!(
-            p.text.contains("test_resnet50_forward, test_gpt_decode_step"),
+            p.text
+                .contains("test_resnet50_forward, test_gpt_decode_step"),
             "{p}"
         );
         assert!(read("test_resnet50_forward", "p99").problem.is_some());
@@ -615,7 +620,10 @@ mod tests {
             .contains("resnet50_train, gpt_decode"));
         // A misspelt measure is gate.toml's mistake (exit 2), not the runner's.
         assert_eq!(
-            read("resnet50_train", "thruput", "value").problem.unwrap().fault,
+            read("resnet50_train", "thruput", "value")
+                .problem
+                .unwrap()
+                .fault,
             Fault::Config
         );
         // The bounds are the value's interval.
@@ -654,7 +662,11 @@ mod tests {
         // ops = 1/mean: the same relative interval (delta method).
         let o = read("ops");
         let rel_ops = o.ci95.unwrap() / o.values[0];
-        assert!((rel_ops - ci / mean).abs() / (ci / mean) < 1e-3, "{rel_ops} vs {}", ci / mean);
+        assert!(
+            (rel_ops - ci / mean).abs() / (ci / mean) < 1e-3,
+            "{rel_ops} vs {}",
+            ci / mean
+        );
         // median: McGill et al.'s 1.57 IQR / sqrt(n).
         let med = read("median");
         let iqr = stats["iqr"].as_f64().unwrap();
@@ -690,6 +702,8 @@ mod tests {
     #[test]
     fn bulk_ids_are_metric_ids_and_stay_distinct() {
         assert_eq!(bulk_id("py", "test_sleep"), "py.test_sleep");
+        // docs/gating.md's example.
+        assert_eq!(bulk_id("py", "test_sum[0]"), "py.test_sum_0_888b45");
         let a = bulk_id("py", "test_x[a/b]");
         let b = bulk_id("py", "test_x[a_b]");
         assert_ne!(a, b);
@@ -722,7 +736,8 @@ mod tests {
         .read_file(&text);
         let want = mean["real_time"].as_f64().unwrap() * 1e-9;
         assert!((r.values[0] - want).abs() < 1e-18, "{r:?}");
-        let ci = sd["real_time"].as_f64().unwrap() * 1e-9 * crate::stats::student_t_975(2) / 3f64.sqrt();
+        let ci =
+            sd["real_time"].as_f64().unwrap() * 1e-9 * crate::stats::student_t_975(2) / 3f64.sqrt();
         assert!((r.ci95.unwrap() - ci).abs() < 1e-18, "{r:?}");
         // A counter, not a time: read as written.
         let items = Reader::GoogleBenchmark {
@@ -732,7 +747,9 @@ mod tests {
         .read_file(&text);
         assert_eq!(
             items.values,
-            vec![row("BM_VectorSum/1024_mean")["items_per_second"].as_f64().unwrap()]
+            vec![row("BM_VectorSum/1024_mean")["items_per_second"]
+                .as_f64()
+                .unwrap()]
         );
         let all = Reader::GoogleBenchmark {
             benchmark: "*".into(),
@@ -742,7 +759,12 @@ mod tests {
         let names: Vec<&str> = all.each.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
-            ["BM_VectorSum/1024", "BM_VectorSum/65536", "BM_Sort/4096", "BM_StringConcat"]
+            [
+                "BM_VectorSum/1024",
+                "BM_VectorSum/65536",
+                "BM_Sort/4096",
+                "BM_StringConcat"
+            ]
         );
         let typo = Reader::GoogleBenchmark {
             benchmark: "BM_Sotr/4096".into(),
@@ -780,7 +802,8 @@ mod tests {
         .read_file(&text);
         assert_eq!(one.values, vec![3.9224058844425625e-06]);
         let rel = 0.14064817853323436;
-        let want = crate::stats::student_t_975(127487) * rel * 3.9224058844425625e-06 / 127488f64.sqrt();
+        let want =
+            crate::stats::student_t_975(127487) * rel * 3.9224058844425625e-06 / 127488f64.sqrt();
         assert!((one.ci95.unwrap() - want).abs() < 1e-15, "{one:?}");
         let all = Reader::Nvbench {
             benchmark: "*".into(),
