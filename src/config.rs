@@ -577,6 +577,20 @@ impl Config {
             .map(|_| table)
     }
 
+    /// Where the table of user metric `id` is: `FILE: line L: [user_metrics.T]`,
+    /// for messages about a reader that asked for what a file lacks.
+    pub fn user_table_at(&self, id: &str) -> String {
+        let table = self.user_table(id).unwrap_or(id);
+        let origin = self.origin.as_deref().unwrap_or("gate.toml");
+        match self.file.user_metrics.get_key_value(table) {
+            Some((k, _)) => format!(
+                "{origin}: line {}: [user_metrics.{table}]",
+                line_col(&self.source_text, k.span().start).0
+            ),
+            None => format!("{origin}: [user_metrics.{table}]"),
+        }
+    }
+
     /// Whether `id` is one of this file's user metrics (a bulk id too).
     pub fn is_user_metric(&self, id: &str) -> bool {
         self.user_table(id).is_some()

@@ -669,6 +669,20 @@ fn capture_refuses_a_baseline_without_its_declared_number_or_gating_nothing() {
         err.contains("did you mean 'test_resnet50_forward'?"),
         "{err}"
     );
+    assert!(
+        err.contains("fix gate.toml: line 1: [user_metrics.fwd]"),
+        "{err}"
+    );
+    // A misspelt BMF measure (`thruput`): exit 2 naming what the file has,
+    // not the retryable 3.
+    let bmf: Vec<PathBuf> = (1..=2)
+        .map(|i| run_with_file(d, &format!("m{i}.jsonl"), i, &data("bencher-bmf.json")))
+        .collect();
+    toml(d, "[user_metrics.rn50]\nsource = \"metrics_file\"\nformat = \"bmf\"\nbenchmark = \"resnet50_train\"\nmeasure = \"thruput\"\ndirection = \"higher_is_better\"\n");
+    let out = capture(d, "m", &bmf);
+    let (_, err) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(its measures: throughput)"), "{err}");
 
     // Nothing gated: no GPU, wall time disabled, no number declared.
     toml(d, "[metrics.wall_time_s]\nenabled = false\n");

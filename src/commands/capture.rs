@@ -236,7 +236,7 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
                 r.trace.path.display()
             )));
         }
-        unread_user_metrics(i, r)?;
+        unread_user_metrics(i, r, config)?;
         let valid = gate::valid_samples(r, config);
         if valid < gate::MIN_STEADY_SAMPLES && !gate::harness_number_decides(r, config) {
             return Err(GateError::infra(format!(
@@ -264,12 +264,25 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
 /// gate wall time or nothing where the team declared its number decisive.
 /// The reader's mistake is exit 2, the benchmark's ("did not produce its
 /// number") 5; `optional = true` metrics may be absent.
-fn unread_user_metrics(i: usize, r: &RunInput) -> Result<(), GateError> {
+fn unread_user_metrics(i: usize, r: &RunInput, config: &Config) -> Result<(), GateError> {
+    for p in r.user_problems.iter().filter(|p| p.optional) {
+        crate::gate_eprintln!(
+            "gate: warning: run {}: {} (optional in gate.toml: the baseline is written without it)",
+            i + 1,
+            crate::escape::terminal(&p.to_string())
+        );
+    }
     let Some(p) = r.user_problems.iter().find(|p| !p.optional) else {
         return Ok(());
     };
+    let fix = match p.fault {
+        crate::metric_sources::Fault::Config => format!("fix {}", config.user_table_at(&p.metric)),
+        crate::metric_sources::Fault::NotProduced => {
+            "set optional = true in gate.toml if the number may be absent".to_string()
+        }
+    };
     let msg = format!(
-        "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else (set optional = true in gate.toml if the number may be absent)",
+        "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else ({fix})",
         i + 1,
         r.trace.path.display()
     );

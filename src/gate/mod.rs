@@ -1013,7 +1013,7 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
                 format!("{who}: {invalid}; the benchmark's own result check failed"),
             );
         }
-        user_problems(r, &who, run);
+        user_problems(r, input.config, &who, run);
         if valid < MIN_STEADY_SAMPLES {
             if harness_number_decides(r, input.config) {
                 run.counters_unmeasured = true;
@@ -1058,7 +1058,7 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
 /// A declared number the run did not give fails it: the reader's mistake
 /// (exit 2) or the benchmark's (exit 5, "did not produce its number").
 /// An `optional = true` metric is only warned about.
-fn user_problems(r: &RunInput, who: &str, run: &mut RunLevel) {
+fn user_problems(r: &RunInput, config: &Config, who: &str, run: &mut RunLevel) {
     for p in &r.user_problems {
         if p.optional {
             run.warnings.push(format!(
@@ -1071,7 +1071,7 @@ fn user_problems(r: &RunInput, who: &str, run: &mut RunLevel) {
                 run.input_error = true;
                 run.raise(
                     RunVerdict::Error,
-                    format!("{who}: {p}; fix the [user_metrics] table in gate.toml"),
+                    format!("{who}: {p}; fix {}", config.user_table_at(&p.metric)),
                 );
             }
             crate::metric_sources::Fault::NotProduced => {

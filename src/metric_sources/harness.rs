@@ -194,7 +194,12 @@ fn bmf(text: &str, measure: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
                         _ => None,
                     },
                 }),
-                None => Err(format!("no number {name}.{measure}.{stat}")),
+                None => Err(format!(
+                    "no number {name}.{measure}.{stat} (its measures: {}); set measure and stat to what the file has",
+                    b.as_object()
+                        .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
+                )),
             };
             Entry {
                 name: name.clone(),
