@@ -127,6 +127,7 @@ fn main() {
             target_wall_s: Some(end_t / 1000.0),
             reason: "target_exited".into(),
             metrics_file: t.end.as_ref().and_then(|e| e.metrics_file.clone()),
+            metrics_file_problem: None,
             target_gpus: None,
         }),
     );

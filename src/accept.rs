@@ -64,8 +64,12 @@ pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
         )
     })?;
     for (i, e) in file.accept.iter().enumerate() {
-        let bad =
-            |m: String| GateError::bad_file(origin, format!("[[accept]] entry {}: {m}", i + 1));
+        let line = entry_line(text, i)
+            .map(|l| format!("line {l}: "))
+            .unwrap_or_default();
+        let bad = |m: String| {
+            GateError::bad_file(origin, format!("{line}[[accept]] entry {}: {m}", i + 1))
+        };
         if e.reason.trim().is_empty() {
             return Err(bad(
                 "reason is empty; say why the slowdown is intended (it is shown in every report)"
@@ -87,7 +91,7 @@ pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
         if let Some(d) = &e.expires {
             if !is_date(d) {
                 return Err(bad(format!(
-                    "expires {d:?} is not a date; write YYYY-MM-DD"
+                    "expires {d:?} is not a date of the calendar; write YYYY-MM-DD, e.g. \"2026-12-31\""
                 )));
             }
         }
@@ -102,6 +106,9 @@ pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
     Ok(file)
 }
 
+/// `YYYY-MM-DD` naming a day that exists ("2026-13-45" and "2026-02-30"
+/// do not): humantime's RFC 3339 parser checks month lengths and leap
+/// years.
 fn is_date(d: &str) -> bool {
     let b = d.as_bytes();
     d.len() == 10
@@ -110,6 +117,54 @@ fn is_date(d: &str) -> bool {
         && d.chars()
             .enumerate()
             .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && humantime::parse_rfc3339(&format!("{d}T00:00:00Z")).is_ok()
+}
+
+/// The 1-based line of the `i`-th `[[accept]]` header of `text`.
+fn entry_line(text: &str, i: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[accept]]"))
+        .nth(i)
+        .map(|(n, _)| n + 1)
+}
+
+/// Every entry names a baseline that exists in `dir` (a misspelt one would
+/// be silently ignored): exit 2 naming the entry, its line and the closest
+/// baseline there is.
+pub fn check_baselines(
+    file: &AcceptFile,
+    text: &str,
+    origin: &str,
+    dir: &std::path::Path,
+) -> Result<(), GateError> {
+    let available = crate::baseline::store::available(dir);
+    for (i, e) in file.accept.iter().enumerate() {
+        if available.contains(&e.baseline) {
+            continue;
+        }
+        let close = available
+            .iter()
+            .map(|a| (crate::diagnose::dsl::levenshtein(&e.baseline, a), a))
+            .filter(|(d, _)| *d <= (e.baseline.chars().count() / 4).max(2))
+            .min()
+            .map(|(_, a)| format!("did you mean '{a}'? "))
+            .unwrap_or_default();
+        let line = entry_line(text, i)
+            .map(|l| format!("line {l}: "))
+            .unwrap_or_default();
+        return Err(GateError::bad_file(
+            origin,
+            format!(
+                "{line}[[accept]] entry {}: baseline '{}' is not in '{}/' (available: {}); {close}an entry for a baseline that does not exist accepts nothing",
+                i + 1,
+                e.baseline,
+                dir.display(),
+                if available.is_empty() { "none".to_string() } else { available.join(", ") }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Everything that can acknowledge a regression in one check.

@@ -19,9 +19,12 @@
 //! source = "stdout"           # or "metrics_file"
 //! direction = "higher_is_better"
 //! unit = "1/s"
-//! # or another reader (src/metric_sources.rs): format = "json" + pointer,
+//! # or another reader (src/metric_sources/): format = "json" + pointer,
 //! # "pytest_benchmark" + benchmark (+ stat), "mlperf_summary" (+ field),
-//! # "bmf" + benchmark + measure (+ stat)
+//! # "bmf" + benchmark + measure (+ stat), "google_benchmark" + benchmark
+//! # (+ stat), "nvbench" + benchmark (+ stat); benchmark = "*" (a glob)
+//! # reads every benchmark of the file, each as metric NAME.BENCHMARK
+//! optional = false            # true: a run without this number is judged without it
 //! aggregate = "mean"          # mean | median over the steady window's lines; last after warm-up
 //!
 //! [rules]                     # handed to diagnose::RuleSet::with_user_rules
@@ -116,6 +119,9 @@ pub struct WorkloadDef {
     /// The workload's end-of-timed-section marker (`--until`).
     pub until: Option<String>,
     pub metrics_file: Option<String>,
+    /// The `[user_metrics]` tables this workload produces; None: those no
+    /// other workload names (`Config::for_workload`).
+    pub metrics: Option<Vec<Spanned<String>>>,
 }
 
 impl SuiteConfig {
@@ -232,6 +238,10 @@ pub struct UserMetricDef {
     #[serde(default)]
     pub aggregate: Aggregate,
     pub enabled: Option<bool>,
+    /// A run may lack this number (it is then judged without it); by
+    /// default a declared number that was not read fails the run.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// The effective gating policy of one metric after all overrides.
@@ -361,7 +371,8 @@ impl Config {
                     name.get_ref()
                 )));
             }
-            if !valid_name(name.get_ref()) {
+            // No '.': a glob table's metrics are named TABLE.BENCHMARK.
+            if !valid_name(name.get_ref()) || name.get_ref().contains('.') {
                 return Err(bad(format!(
                     "{}: user metric name '{}' may only use letters, digits and '_'",
                     at(name.span()),
@@ -400,6 +411,7 @@ impl Config {
             }
             user_sources.insert(name.get_ref().clone(), reader);
         }
+        check_workload_metrics(&file, &at).map_err(bad)?;
         Ok(Config {
             file,
             origin: Some(origin.to_string()),
@@ -482,7 +494,7 @@ impl Config {
                 explicit: user_default || rel.is_some() || abs.is_some(),
             });
         }
-        let u = self.file.user_metrics.get(id)?;
+        let u = self.file.user_metrics.get(self.user_table(id)?)?;
         Some(Policy {
             id: id.to_string(),
             unit: u.unit.clone(),
@@ -527,10 +539,147 @@ impl Config {
             })
     }
 
-    /// Names of the user metrics, in file (sorted) order.
+    /// Names of the user metrics that are one metric each (not globs), in
+    /// file (sorted) order.
     pub fn user_metric_names(&self) -> Vec<String> {
-        self.user_sources.keys().cloned().collect()
+        self.user_sources
+            .iter()
+            .filter(|(_, r)| !r.is_bulk())
+            .map(|(k, _)| k.clone())
+            .collect()
     }
+
+    /// `user_metric_names` and the ids among `seen` (a run's or a
+    /// baseline's metrics) that a glob table of this file reads
+    /// (`TABLE.BENCHMARK`), sorted and without repeats.
+    pub fn user_metric_ids<'a>(&self, seen: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+        let mut ids = self.user_metric_names();
+        let mut bulk: Vec<String> = seen
+            .into_iter()
+            .filter(|id| !self.user_sources.contains_key(id.as_str()))
+            .filter(|id| self.user_table(id).is_some())
+            .cloned()
+            .collect();
+        bulk.sort();
+        bulk.dedup();
+        ids.extend(bulk);
+        ids
+    }
+
+    /// The `[user_metrics]` table that defines metric `id`: its own, or the
+    /// glob table `TABLE` of a bulk id `TABLE.BENCHMARK`.
+    pub fn user_table<'a>(&'a self, id: &'a str) -> Option<&'a str> {
+        if self.user_sources.contains_key(id) {
+            return Some(id);
+        }
+        let (table, _) = id.split_once('.')?;
+        self.user_sources
+            .get(table)
+            .filter(|r| r.is_bulk())
+            .map(|_| table)
+    }
+
+    /// Where the table of user metric `id` is: `FILE: line L: [user_metrics.T]`,
+    /// for messages about a reader that asked for what a file lacks.
+    pub fn user_table_at(&self, id: &str) -> String {
+        let table = self.user_table(id).unwrap_or(id);
+        let origin = self.origin.as_deref().unwrap_or("gate.toml");
+        match self.file.user_metrics.get_key_value(table) {
+            Some((k, _)) => format!(
+                "{origin}: line {}: [user_metrics.{table}]",
+                line_col(&self.source_text, k.span().start).0
+            ),
+            None => format!("{origin}: [user_metrics.{table}]"),
+        }
+    }
+
+    /// Whether `id` is one of this file's user metrics (a bulk id too).
+    pub fn is_user_metric(&self, id: &str) -> bool {
+        self.user_table(id).is_some()
+    }
+
+    /// A user metric that a run may lack (`optional = true`).
+    pub fn is_optional(&self, id: &str) -> bool {
+        self.user_table(id)
+            .and_then(|t| self.file.user_metrics.get(t))
+            .is_some_and(|u| u.optional)
+    }
+
+    /// This policy as one suite workload sees it: only the user metrics it
+    /// names in `metrics = [...]`, or, when it names none, those that no
+    /// other workload of the suite names. A workload is never judged or
+    /// warned on another's number.
+    pub fn for_workload(&self, name: &str) -> Config {
+        let Some(suite) = &self.file.suite else {
+            return self.clone();
+        };
+        let names = |w: &WorkloadDef| -> Vec<String> {
+            w.metrics
+                .iter()
+                .flatten()
+                .map(|m| m.get_ref().clone())
+                .collect()
+        };
+        let keep: Box<dyn Fn(&str) -> bool> = match suite.workload.iter().find(|w| w.name == name) {
+            Some(w) if w.metrics.is_some() => {
+                let own = names(w);
+                Box::new(move |m| own.iter().any(|o| o == m))
+            }
+            _ => {
+                let others: Vec<String> = suite
+                    .workload
+                    .iter()
+                    .filter(|w| w.name != name)
+                    .flat_map(names)
+                    .collect();
+                Box::new(move |m| !others.iter().any(|o| o == m))
+            }
+        };
+        let mut c = self.clone();
+        c.file.user_metrics.retain(|k, _| keep(k.get_ref()));
+        c.user_sources.retain(|k, _| keep(k));
+        c
+    }
+}
+
+/// Each `metrics = [...]` of a `[[suite.workload]]` names a
+/// `[user_metrics]` table, at most once in the suite.
+fn check_workload_metrics(
+    file: &GateConfig,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<(), String> {
+    let Some(suite) = &file.suite else {
+        return Ok(());
+    };
+    let tables: Vec<&String> = file.user_metrics.keys().map(|k| k.get_ref()).collect();
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    for w in &suite.workload {
+        for m in w.metrics.iter().flatten() {
+            let name = m.get_ref().as_str();
+            if !tables.iter().any(|t| *t == name) {
+                let close = tables
+                    .iter()
+                    .map(|t| (crate::diagnose::dsl::levenshtein(name, t), *t))
+                    .min()
+                    .filter(|(d, _)| *d <= name.len() / 3 + 2)
+                    .map(|(_, t)| format!("did you mean '{t}'? "))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{}: [[suite.workload]] '{}' metrics names '{name}', which is not a [user_metrics] table; {close}declare [user_metrics.{name}] or remove it",
+                    at(m.span()),
+                    w.name
+                ));
+            }
+            if let Some(other) = owner.insert(name, &w.name) {
+                return Err(format!(
+                    "{}: user metric '{name}' is named by workloads '{other}' and '{}'; each number belongs to one workload (declare one table per workload)",
+                    at(m.span()),
+                    w.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validate one `[user_metrics.NAME]` table into its reader: the keys its
@@ -541,33 +690,26 @@ fn user_reader(
     name_at: &str,
     at: &dyn Fn(std::ops::Range<usize>) -> String,
 ) -> Result<crate::metric_sources::Reader, String> {
-    use crate::metric_sources::{Format, Reader, BMF_STATS, MLPERF_DEFAULT_FIELD, PYTEST_STATS};
+    use crate::metric_sources::{
+        Format, Pattern, Reader, BMF_STATS, GOOGLE_DEFAULT_STAT, MLPERF_DEFAULT_FIELD,
+        NVBENCH_DEFAULT_STAT, PYTEST_STATS,
+    };
     let format = u.format;
     // Messages about the table point at its name; the regex's at the regex.
     let table = format!("{name_at}: [user_metrics.{name}]");
     // Keys another format reads: set here they would be ignored.
+    // `benchmark` and `stat` belong to every harness format.
+    let harness = if format.has_benchmarks() {
+        format
+    } else {
+        Format::PytestBenchmark
+    };
     let given = [
         ("regex", u.regex.is_some(), Format::Regex),
         ("pointer", u.pointer.is_some(), Format::Json),
-        (
-            "benchmark",
-            u.benchmark.is_some(),
-            if format == Format::Bmf {
-                Format::Bmf
-            } else {
-                Format::PytestBenchmark
-            },
-        ),
+        ("benchmark", u.benchmark.is_some(), harness),
         ("measure", u.measure.is_some(), Format::Bmf),
-        (
-            "stat",
-            u.stat.is_some(),
-            if format == Format::Bmf {
-                Format::Bmf
-            } else {
-                Format::PytestBenchmark
-            },
-        ),
+        ("stat", u.stat.is_some(), harness),
         ("field", u.field.is_some(), Format::MlperfSummary),
     ];
     for (key, set, owner) in given {
@@ -607,7 +749,7 @@ fn user_reader(
         Format::Regex => {
             let Some(regex) = &u.regex else {
                 return Err(format!(
-                    "{table}: needs regex = '...' with one capture group around the number (or another format: json, pytest_benchmark, mlperf_summary, bmf)"
+                    "{table}: needs regex = '...' with one capture group around the number (or another format: json, pytest_benchmark, mlperf_summary, bmf, google_benchmark, nvbench)"
                 ));
             };
             let re = regex::Regex::new(regex.get_ref()).map_err(|e| {
@@ -635,7 +777,7 @@ fn user_reader(
             Reader::Json { pointer }
         }
         Format::PytestBenchmark => Reader::PytestBenchmark {
-            benchmark: need("benchmark", &u.benchmark, "test_forward")?,
+            benchmark: Pattern::new(&need("benchmark", &u.benchmark, "test_forward")?),
             stat: one_of(
                 "stat",
                 u.stat.clone().unwrap_or_else(|| "mean".into()),
@@ -649,13 +791,24 @@ fn user_reader(
                 .unwrap_or_else(|| MLPERF_DEFAULT_FIELD.into()),
         },
         Format::Bmf => Reader::Bmf {
-            benchmark: need("benchmark", &u.benchmark, "resnet50_train")?,
+            benchmark: Pattern::new(&need("benchmark", &u.benchmark, "resnet50_train")?),
             measure: need("measure", &u.measure, "throughput")?,
             stat: one_of(
                 "stat",
                 u.stat.clone().unwrap_or_else(|| "value".into()),
                 BMF_STATS,
             )?,
+        },
+        Format::GoogleBenchmark => Reader::GoogleBenchmark {
+            benchmark: Pattern::new(&need("benchmark", &u.benchmark, "BM_Sort/4096")?),
+            stat: u.stat.clone().unwrap_or_else(|| GOOGLE_DEFAULT_STAT.into()),
+        },
+        Format::Nvbench => Reader::Nvbench {
+            benchmark: Pattern::new(&need("benchmark", &u.benchmark, "copy/Device=0")?),
+            stat: u
+                .stat
+                .clone()
+                .unwrap_or_else(|| NVBENCH_DEFAULT_STAT.into()),
         },
     })
 }

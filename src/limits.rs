@@ -42,8 +42,13 @@ pub const MAX_TRACE_SPAN_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 pub const MAX_BASELINE_BYTES: u64 = 16 * MIB;
 /// Largest `gate.toml`.
 pub const MAX_CONFIG_BYTES: u64 = MIB;
-/// Largest `--metrics-file` embedded in a trace (larger: a note, not embedded).
+/// Most of a `--metrics-file` kept in a trace: a larger file is kept whole
+/// up to this size, a larger JSON file without its per-round samples
+/// (`metric_sources::keep`); more to keep fails the run (exit 2).
 pub const MAX_METRICS_FILE_BYTES: u64 = MIB;
+/// Largest `--metrics-file` read (a pytest-benchmark file keeping every
+/// round of hundreds of tests is a few hundred MiB).
+pub const MAX_METRICS_FILE_READ_BYTES: u64 = 1024 * MIB;
 /// Benchmark stdout kept in the trace, in all (the rest still passes through).
 pub const MAX_KEPT_OUTPUT_BYTES: usize = 4 * MIB as usize;
 /// Longest benchmark stdout line kept (and matched by `--warmup-until` and
@@ -178,7 +183,11 @@ mod tests {
             ("baseline statistics", format!("{MAX_ABS_VALUE:e}")),
             ("`gate.toml`", bytes_text(MAX_CONFIG_BYTES)),
             ("tolerances in `gate.toml`", format!("{MAX_ABS_VALUE:e}")),
-            ("`--metrics-file`", bytes_text(MAX_METRICS_FILE_BYTES)),
+            ("`--metrics-file` kept", bytes_text(MAX_METRICS_FILE_BYTES)),
+            (
+                "`--metrics-file` read",
+                bytes_text(MAX_METRICS_FILE_READ_BYTES),
+            ),
             (
                 "benchmark stdout kept in the trace",
                 bytes_text(MAX_KEPT_OUTPUT_BYTES as u64),

@@ -295,6 +295,7 @@ fn close_failed(
         target_wall_s: None,
         reason: "error".into(),
         metrics_file: None,
+        metrics_file_problem: None,
         target_gpus: None,
     });
     let kept = format!("what was recorded is in '{}'", partial.display());
@@ -848,9 +849,11 @@ fn finish(
     if let Some(s) = gpu_sampler {
         write_gpu_notes(s, header, writer, clock)?;
     }
-    let metrics_file = match &plan.metrics_file {
-        Some(p) => read_metrics_file(p, writer, clock.now_ms())?,
-        None => None,
+    // The file must be this run's: written after the target started.
+    let run_start = SystemTime::now() - clock.t0.elapsed();
+    let (metrics_file, metrics_file_problem) = match &plan.metrics_file {
+        Some(p) => read_metrics_file(p, run_start, writer, clock.now_ms())?,
+        None => (None, None),
     };
     Ok(EndRecord {
         t: clock.now_ms(),
@@ -864,6 +867,7 @@ fn finish(
         },
         reason: reason.to_string(),
         metrics_file,
+        metrics_file_problem,
         target_gpus: match (gpu_sampler, &plan.gpu) {
             (Some(s), None) if !s.target_gpus.is_empty() => {
                 Some(s.target_gpus.iter().copied().collect())
@@ -1003,34 +1007,30 @@ impl OutputKeeper {
     }
 }
 
+/// What of `--metrics-file` the trace keeps (`metric_sources::keep`), or
+/// why nothing: a note says it too, for `gate report` and people reading
+/// the trace.
 fn read_metrics_file(
     path: &Path,
+    run_start: SystemTime,
     writer: &mut TraceWriter,
     t_ms: f64,
-) -> Result<Option<String>, GateError> {
-    let note = |writer: &mut TraceWriter, message: String| {
-        writer.write(&Record::Event(event(t_ms, EventKind::Note, message)))
-    };
-    // A regular file of at most 1 MiB: the benchmark could leave a FIFO
-    // or a link to /dev/zero there.
-    match crate::files::read_input(path, crate::limits::MAX_METRICS_FILE_BYTES) {
-        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            note(
-                writer,
-                format!("--metrics-file '{}' {e}; not embedded", path.display()),
-            )?;
-            Ok(None)
-        }
-        Err(e) => {
-            note(
-                writer,
-                format!(
-                    "--metrics-file '{}' was not written by the benchmark: {e}",
-                    path.display()
-                ),
-            )?;
-            Ok(None)
+) -> Result<
+    (
+        Option<String>,
+        Option<crate::metric_sources::MetricsFileProblem>,
+    ),
+    GateError,
+> {
+    match crate::metric_sources::keep_metrics_file(path, run_start) {
+        Ok(text) => Ok((Some(text), None)),
+        Err(p) => {
+            writer.write(&Record::Event(event(
+                t_ms,
+                EventKind::Note,
+                p.message.clone(),
+            )))?;
+            Ok((None, Some(p)))
         }
     }
 }

@@ -336,11 +336,29 @@ pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, Us
 #[derive(Debug, Clone, Default)]
 pub struct UserReadings {
     pub values: BTreeMap<String, UserMetricValue>,
-    /// One line per metric whose source gave no number, naming it and why.
-    pub problems: Vec<String>,
+    /// One per metric whose source gave no number, naming it and why.
+    pub problems: Vec<UserProblem>,
     /// One line per source that says the run is invalid (MLPerf LoadGen's
     /// `Result is : INVALID`): the run fails (`gate::check`).
     pub invalid: Vec<String>,
+}
+
+/// A declared user metric that a run did not give: its name, why, and
+/// whose fault (`metric_sources::Fault`; exit 2 for the reader's mistake, 5
+/// when the benchmark did not produce it). An `optional` metric's problem
+/// is only a warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserProblem {
+    pub metric: String,
+    pub fault: crate::metric_sources::Fault,
+    pub optional: bool,
+    pub text: String,
+}
+
+impl std::fmt::Display for UserProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "user metric '{}': {}", self.metric, self.text)
+    }
 }
 
 /// See `UserReadings`: every user metric of gate.toml read from `trace`
@@ -356,70 +374,120 @@ pub struct UserReadings {
 /// median) is judged on those lines rather than not at all. A metrics file
 /// has no times: all its values count.
 pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
+    use crate::metric_sources::{Fault, Problem};
     let mut out = UserReadings::default();
     let (start_ms, end_ms) = output_window_ms(trace);
+    let end = trace.end.as_ref();
     for (name, reader) in &config.user_sources {
         let def = &config.file.user_metrics[name.as_str()];
+        let mut problem = |p: Problem| {
+            out.problems.push(UserProblem {
+                metric: name.clone(),
+                fault: p.fault,
+                optional: def.optional,
+                text: p.text,
+            })
+        };
         // (value, in teardown) of every reading after warm-up.
         let mut matched: Vec<(f64, bool)> = Vec::new();
+        // The harness's own interval of a file's single value.
+        let mut file_ci95 = None;
         match def.source {
             UserSource::Stdout => {
                 for o in trace.output.iter().filter(|o| o.t >= start_ms) {
                     let torn = end_ms.is_some_and(|e| o.t >= e);
                     matched.extend(reader.line_value(&o.line).into_iter().map(|v| (v, torn)));
                 }
-            }
-            UserSource::MetricsFile => {
-                match trace.end.as_ref().and_then(|e| e.metrics_file.as_ref()) {
-                    Some(text) => {
-                        let r = reader.read_file(text);
-                        matched = r.values.into_iter().map(|v| (v, false)).collect();
-                        if let Some(p) = r.problem {
-                            out.problems.push(format!("user metric '{name}': {p}"));
-                        }
-                        if let Some(i) = r.invalid {
-                            out.invalid.push(format!("user metric '{name}': {i}"));
-                        }
-                    }
-                    None => out.problems.push(format!(
-                        "user metric '{name}': the trace carries no metrics file; run the benchmark with --metrics-file FILE"
-                    )),
+                if matched.is_empty() && !trace.truncated {
+                    problem(Problem::not_produced(
+                        "no stdout line after warm-up carried it (the benchmark did not print its number)".into(),
+                    ));
                 }
             }
-        }
-        let steady: Vec<f64> = matched.iter().filter(|m| !m.1).map(|m| m.0).collect();
-        let values = match def.aggregate {
-            Aggregate::Last => matched.iter().map(|m| m.0).collect(),
-            _ if steady.is_empty() => matched.iter().map(|m| m.0).collect(),
-            _ => steady,
-        };
-        if values.is_empty() {
-            continue;
-        }
-        let value = match def.aggregate {
-            Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
-            Aggregate::Median => {
-                let mut s = values.clone();
-                s.sort_by(|a, b| a.total_cmp(b));
-                crate::stats::percentile_sorted(&s, 50.0)
-            }
-            Aggregate::Last => *values.last().unwrap_or(&f64::NAN),
-        };
-        // Lines within a run are autocorrelated like samples: batch means.
-        let ci95 = match def.aggregate {
-            Aggregate::Last => None,
-            _ => crate::stats::mean_ci95(&values),
-        };
-        out.values.insert(
-            name.clone(),
-            UserMetricValue {
-                value,
-                lines: values.len(),
-                ci95,
+            UserSource::MetricsFile => match (
+                end.and_then(|e| e.metrics_file.as_ref()),
+                end.and_then(|e| e.metrics_file_problem.as_ref()),
+            ) {
+                (Some(text), _) => {
+                    let r = reader.read_file(text);
+                    matched = r.values.into_iter().map(|v| (v, false)).collect();
+                    file_ci95 = r.ci95;
+                    for (bench, n) in r.each {
+                        out.values.insert(
+                            crate::metric_sources::bulk_id(name, &bench),
+                            UserMetricValue {
+                                value: n.value,
+                                lines: 1,
+                                ci95: n.ci95,
+                            },
+                        );
+                    }
+                    if let Some(p) = r.problem {
+                        problem(p);
+                    }
+                    // Once per run, not once per metric reading the file.
+                    if let Some(i) = r.invalid {
+                        if !out.invalid.contains(&i) {
+                            out.invalid.push(i);
+                        }
+                    }
+                }
+                (None, Some(p)) => problem(Problem {
+                    fault: if p.kind.not_produced() {
+                        Fault::NotProduced
+                    } else {
+                        Fault::Config
+                    },
+                    text: p.message.clone(),
+                }),
+                // A truncated trace has no end record: its failure says why.
+                (None, None) if end.is_none() => {}
+                (None, None) => problem(Problem::config(
+                    "the run was recorded without --metrics-file; pass --metrics-file FILE (or metrics_file in the suite workload)".into(),
+                )),
             },
-        );
+        }
+        if let Some(v) = aggregate(def.aggregate, &matched) {
+            out.values.insert(
+                name.clone(),
+                UserMetricValue {
+                    ci95: file_ci95.or(v.ci95),
+                    ..v
+                },
+            );
+        }
     }
     out
+}
+
+/// One value of the readings `(value, in teardown)` of a run, by `how`.
+fn aggregate(how: Aggregate, matched: &[(f64, bool)]) -> Option<UserMetricValue> {
+    let steady: Vec<f64> = matched.iter().filter(|m| !m.1).map(|m| m.0).collect();
+    let values = match how {
+        Aggregate::Last => matched.iter().map(|m| m.0).collect(),
+        _ if steady.is_empty() => matched.iter().map(|m| m.0).collect(),
+        _ => steady,
+    };
+    let last = *values.last()?;
+    let value = match how {
+        Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
+        Aggregate::Median => {
+            let mut s = values.clone();
+            s.sort_by(|a, b| a.total_cmp(b));
+            crate::stats::percentile_sorted(&s, 50.0)
+        }
+        Aggregate::Last => last,
+    };
+    // Lines within a run are autocorrelated like samples: batch means.
+    let ci95 = match how {
+        Aggregate::Last => None,
+        _ => crate::stats::mean_ci95(&values),
+    };
+    Some(UserMetricValue {
+        value,
+        lines: values.len(),
+        ci95,
+    })
 }
 
 /// One measured run (or node) with what the commands derived from it.
@@ -431,7 +499,7 @@ pub struct RunInput<'a> {
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
     /// `UserReadings::problems` and `::invalid` of this run.
-    pub user_problems: Vec<String>,
+    pub user_problems: Vec<UserProblem>,
     pub user_invalid: Vec<String>,
 }
 
@@ -486,7 +554,7 @@ pub struct RunDerived {
     pub steady: Vec<usize>,
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
-    pub user_problems: Vec<String>,
+    pub user_problems: Vec<UserProblem>,
     pub user_invalid: Vec<String>,
 }
 

@@ -870,6 +870,7 @@ fn closing(sig: &Signature, ngpu: usize, total: usize, end_t: f64, out: &mut Vec
         metrics_file: sig
             .metrics_file
             .then(|| format!("throughput_samples_per_s={:.1}\n", sig.samples_per_s)),
+        metrics_file_problem: None,
         target_gpus: None,
     }));
 }

@@ -245,6 +245,10 @@ pub struct EndRecord {
     /// Contents of the `--metrics-file` the benchmark wrote, if any.
     #[serde(default)]
     pub metrics_file: Option<String>,
+    /// Why nothing of `--metrics-file` was kept (absent, written before the
+    /// run, too large...): `metric_sources::keep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_file_problem: Option<crate::metric_sources::MetricsFileProblem>,
     /// GPUs (NVML indices) on which the target's process tree was seen.
     /// When GPUs were not chosen with `--gpu`, statistics use these only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1420,6 +1424,7 @@ mod tests {
             target_wall_s: Some(0.1),
             reason: "target_exited".into(),
             metrics_file: None,
+            metrics_file_problem: None,
             target_gpus: Some(vec![2]),
         })
         .unwrap();
@@ -1458,6 +1463,7 @@ mod tests {
             target_wall_s: Some(0.2),
             reason: "target_exited".into(),
             metrics_file: None,
+            metrics_file_problem: None,
             target_gpus: None,
         }
     }

@@ -159,7 +159,13 @@ fn beyond_the_maximum_expired_or_for_another_baseline_stays_a_regression() {
         assert_eq!(r["verdict"], "regression");
         assert!(r["warnings"].to_string().contains(warning), "{file}: {}", r["warnings"]);
     }
-    // An entry for another baseline is not used, and not warned about here.
+    // An entry for another baseline (of the suite) is not used, and not
+    // warned about here.
+    std::fs::copy(
+        repo("baselines/cnn-h200.toml"),
+        d.join("baselines/cnn-h200.toml"),
+    )
+    .unwrap();
     std::fs::write(
         d.join("gate-accept.toml"),
         ACCEPT_15.replace("gpt-h200", "cnn-h200"),
@@ -167,6 +173,50 @@ fn beyond_the_maximum_expired_or_for_another_baseline_stays_a_regression() {
     .unwrap();
     let (code, _, _) = check(d, &["--accept", "gate-accept.toml"]);
     assert_eq!(code, Some(1));
+    // A misspelt baseline would accept nothing, silently: exit 2 naming
+    // the entry's line and the closest baseline there is.
+    std::fs::write(
+        d.join("gate-accept.toml"),
+        format!("# why\n{}", ACCEPT_15.replace("gpt-h200", "gpt-h20")),
+    )
+    .unwrap();
+    let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("gate-accept.toml: line 2: [[accept]] entry 1: baseline 'gpt-h20' is not in")
+            && stderr.contains("did you mean 'gpt-h200'?"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn accept_dates_are_days_of_the_calendar() {
+    let dir = checkout("");
+    let d = dir.path();
+    for bad in ["2026-13-45", "2026-02-30", "2025-02-29", "2026-00-10"] {
+        std::fs::write(
+            d.join("gate-accept.toml"),
+            format!("{ACCEPT_15}expires = \"{bad}\"\n"),
+        )
+        .unwrap();
+        let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "line 1: [[accept]] entry 1: expires \"{bad}\" is not a date of the calendar"
+            )),
+            "{stderr}"
+        );
+    }
+    // A leap day exists, and an entry expiring far ahead still accepts.
+    std::fs::write(
+        d.join("gate-accept.toml"),
+        format!("{ACCEPT_15}expires = \"2096-02-29\"\n"),
+    )
+    .unwrap();
+    let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 fn git(d: &Path, args: &[&str]) -> bool {
@@ -267,7 +317,7 @@ fn a_bad_accept_file_is_one_line_with_the_fix() {
     let (code, _, stderr) = check(d, &["--accept", "gate-accept.toml"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("gate-accept.toml: [[accept]] entry 1: reason is empty"),
+        stderr.contains("gate-accept.toml: line 1: [[accept]] entry 1: reason is empty"),
         "{stderr}"
     );
     let (code, _, stderr) = check(d, &["--accept", "missing.toml"]);

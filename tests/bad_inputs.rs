@@ -224,7 +224,21 @@ fn bad_flags_and_names() {
     assert_eq!(out.status.code(), Some(2));
     let out = check_replay(d, "train", &["--threshold", "15"], &t3);
     assert_eq!(out.status.code(), Some(2));
-    assert!(output(&out).1.contains("--threshold 15"));
+    let err = output(&out).1;
+    assert!(
+        err.contains("--threshold") && err.contains("'15' is ambiguous"),
+        "{err}"
+    );
+    // `--threshold 5` meant 500 % and let a -61.9 % regression pass: a bare
+    // number above 1 is refused with both spellings of what was meant.
+    let out = check_replay(d, "train", &["--threshold", "5"], &t3);
+    assert_eq!(out.status.code(), Some(2));
+    let err = output(&out).1;
+    assert!(err.contains("write 5% for 5 %, or 0.05"), "{err}");
+    for ok in ["5%", "0.05", "12.5%"] {
+        let out = check_replay(d, "train", &["--threshold", ok], &t3);
+        assert_ne!(out.status.code(), Some(2), "{ok}: {}", output(&out).1);
+    }
     let out = gate(d)
         .args(["capture", "--baseline", "x", "--runs", "3", "--replay"])
         .arg(&t3)

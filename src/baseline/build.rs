@@ -104,7 +104,7 @@ pub fn build_from(
     if let Some(m) = runs.run_level(wall, runs.wall_times()) {
         metrics.insert(wall.to_string(), m);
     }
-    for user in config.user_metric_names() {
+    for user in config.user_metric_ids(inputs.iter().flat_map(|r| r.user.keys())) {
         if let Some(m) = runs.run_level(&user, runs.user_values(&user)) {
             metrics.insert(user, m);
         }

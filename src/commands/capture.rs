@@ -32,6 +32,11 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
     pub suite_replay: Vec<String>,
 
+    /// The suite workload this capture is for (set by `--suite`, never a
+    /// flag): its gate.toml sees only that workload's user metrics.
+    #[arg(skip)]
+    pub scope: Option<String>,
+
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baseline_dir: PathBuf,
@@ -104,6 +109,10 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("gate.toml"));
     let config = Config::load(&config_path, args.config.is_some())?;
+    let config = match &args.scope {
+        Some(w) => config.for_workload(w),
+        None => config,
+    };
     let recorder = super::history::Recorder::resolve(&args.history, &config)?;
     // The baseline path is checked before anything is measured: never a
     // FIFO, a device or a directory, never a file this command reads (a
@@ -164,6 +173,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         None => &baseline::InMemory,
     };
     let b = baseline::build_from(&name, &inputs, values, &config, args.multi_node, &meta)?;
+    ensure_something_gated(&b)?;
     let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
     let path = baseline::path_for(&args.baseline_dir, &name);
     match baseline::store(&path, &text, args.replace)? {
@@ -226,8 +236,9 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
                 r.trace.path.display()
             )));
         }
+        unread_user_metrics(i, r, config)?;
         let valid = gate::valid_samples(r, config);
-        if valid < gate::MIN_STEADY_SAMPLES {
+        if valid < gate::MIN_STEADY_SAMPLES && !gate::harness_number_decides(r, config) {
             return Err(GateError::infra(format!(
                 "run {} ('{}'): only {valid} valid steady samples (at least {} needed); measure longer (--duration) or shorten --warmup",
                 i + 1,
@@ -247,6 +258,50 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
         }
     }
     Ok(())
+}
+
+/// A declared number a run did not give refuses the baseline: it would
+/// gate wall time or nothing where the team declared its number decisive.
+/// The reader's mistake is exit 2, the benchmark's ("did not produce its
+/// number") 5; `optional = true` metrics may be absent.
+fn unread_user_metrics(i: usize, r: &RunInput, config: &Config) -> Result<(), GateError> {
+    for p in r.user_problems.iter().filter(|p| p.optional) {
+        crate::gate_eprintln!(
+            "gate: warning: run {}: {} (optional in gate.toml: the baseline is written without it)",
+            i + 1,
+            crate::escape::terminal(&p.to_string())
+        );
+    }
+    let Some(p) = r.user_problems.iter().find(|p| !p.optional) else {
+        return Ok(());
+    };
+    let fix = match p.fault {
+        crate::metric_sources::Fault::Config => format!("fix {}", config.user_table_at(&p.metric)),
+        crate::metric_sources::Fault::NotProduced => {
+            "set optional = true in gate.toml if the number may be absent".to_string()
+        }
+    };
+    let msg = format!(
+        "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else ({fix})",
+        i + 1,
+        r.trace.path.display()
+    );
+    Err(match p.fault {
+        crate::metric_sources::Fault::Config => GateError::usage(msg),
+        crate::metric_sources::Fault::NotProduced => GateError::BenchmarkFailed(msg),
+    })
+}
+
+/// A baseline that gates nothing is no gate: every metric of it is
+/// disabled, neutral or missing.
+fn ensure_something_gated(b: &baseline::Baseline) -> Result<(), GateError> {
+    if b.metrics.values().any(|m| m.gated) {
+        return Ok(());
+    }
+    Err(GateError::usage(format!(
+        "baseline '{}' would gate nothing: every metric measured is disabled or neutral; declare the benchmark's number under [user_metrics] or enable a metric in gate.toml (no baseline written)",
+        b.name
+    )))
 }
 
 /// What was stored, for the terminal: each gated metric's value and how

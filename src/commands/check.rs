@@ -36,6 +36,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
     pub suite_replay: Vec<String>,
 
+    /// The suite workload this check is for (set by `--suite`, never a
+    /// flag): its gate.toml sees only that workload's user metrics.
+    #[arg(skip)]
+    pub scope: Option<String>,
+
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baseline_dir: PathBuf,
@@ -49,10 +54,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Default relative tolerance as a fraction (0.10 = 10 %); per-metric settings in
-    /// gate.toml win [default: gate.toml [defaults] threshold, else 1 % for the benchmark's
-    /// own metrics and 3 % for counters]
-    #[arg(long, value_name = "FRACTION")]
+    /// Default relative tolerance: a percentage (5%) or a fraction (0.05); a bare number
+    /// above 1 is refused. Per-metric settings in gate.toml win [default: gate.toml
+    /// [defaults] threshold, else 1 % for the benchmark's own metrics and 3 % for counters]
+    #[arg(long, value_name = "PCT%|FRACTION", value_parser = parse_threshold)]
     pub threshold: Option<f64>,
 
     /// Judge even when GPU model, GPU count or driver major differ from the baseline
@@ -440,6 +445,35 @@ pub fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
     .collect()
 }
 
+/// `--threshold`: `5%` (a percentage) or `0.05` (a fraction). A bare
+/// number above 1 is refused: `--threshold 5` meant 500 % and let a -61.9 %
+/// regression pass.
+pub fn parse_threshold(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, pct) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a threshold; write 5% or 0.05"))?;
+    let frac = if pct { v / 100.0 } else { v };
+    if !v.is_finite() || frac < 0.0 {
+        return Err(format!("'{s}' is not a threshold; write 5% or 0.05"));
+    }
+    if !pct && v > 1.0 {
+        return Err(format!(
+            "'{s}' is ambiguous: a bare number is a fraction ({s} = {} %); write {s}% for {s} %, or {} for it as a fraction",
+            v * 100.0,
+            v / 100.0
+        ));
+    }
+    if frac > 10.0 {
+        return Err(format!("'{s}' is over 1000 %; write 5% or 0.05"));
+    }
+    Ok(frac)
+}
+
 /// What may acknowledge a regression in this check: the target's
 /// `[accept]` (from the config just loaded, `--baseline-ref` included), the
 /// change's accept file, the request's labels, the commit and today.
@@ -457,7 +491,9 @@ fn load_acceptances(
                     )
                 })?;
             let origin = path.display().to_string();
-            Some((crate::accept::parse_file(&text, &origin)?, origin))
+            let file = crate::accept::parse_file(&text, &origin)?;
+            crate::accept::check_baselines(&file, &text, &origin, &args.baseline_dir)?;
+            Some((file, origin))
         }
         None => None,
     };
@@ -544,6 +580,14 @@ fn load_inputs(args: &CheckArgs) -> anyhow::Result<(Config, Baseline, String)> {
 /// gate.toml from the working tree, or from `--baseline-ref` (the target
 /// branch's: thresholds, acceptance and the suite are never the change's).
 pub fn load_config(args: &CheckArgs) -> anyhow::Result<Config> {
+    let config = load_config_unscoped(args)?;
+    Ok(match &args.scope {
+        Some(w) => config.for_workload(w),
+        None => config,
+    })
+}
+
+fn load_config_unscoped(args: &CheckArgs) -> anyhow::Result<Config> {
     let cpath = args
         .config
         .clone()

@@ -151,8 +151,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
     let b = resolve(&args.b, &args.baseline_dir, &config)?;
 
     // Catalogue order first (first-class on top), then anything else.
+    let seen = a.baseline.metrics.keys().chain(b.baseline.metrics.keys());
     let mut ids: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
-        .chain(config.user_metric_names())
+        .chain(config.user_metric_ids(seen))
         .chain(
             metrics::GPU_METRICS
                 .iter()

@@ -212,6 +212,7 @@ pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
             let wargs = CheckArgs {
                 baseline: Some(w.baseline.clone()),
                 suite: false,
+                scope: Some(w.name.clone()),
                 measure: measure_for(&args.measure, &w),
                 ..args.without_outputs()
             };
@@ -304,6 +305,7 @@ pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
             suite: false,
             workload: Vec::new(),
             suite_replay: Vec::new(),
+            scope: Some(w.name.clone()),
             measure: measure_for(&args.measure, &w),
             // Replayed: one run per trace; live: --runs (or the default).
             runs: if w.replay.is_empty() { args.runs } else { None },

@@ -491,7 +491,7 @@ enum Kind {
 fn kind_of(id: &str, config: &Config) -> Kind {
     if id == metrics::WALL_TIME.id {
         Kind::WallTime
-    } else if config.user_sources.contains_key(id) {
+    } else if config.is_user_metric(id) {
         Kind::User
     } else {
         Kind::Sampled
@@ -821,6 +821,9 @@ pub fn check(input: &CheckInput) -> CheckReport {
         ));
     }
     let mut results = judge_metrics(input, &policies, &first_class, &sampled);
+    if run.counters_unmeasured {
+        counters_as_context(&mut results);
+    }
     let outvoted = let_the_benchmark_decide(&mut results);
     if !outvoted.is_empty() {
         run.warnings.push(format!(
@@ -894,13 +897,21 @@ struct RunLevel {
     warnings: Vec<String>,
     /// A run failed by the benchmark's own fault (`RunFailure::by_benchmark`).
     benchmark_failed: bool,
+    /// A reader of gate.toml asked for what the file does not have, or the
+    /// metrics file is over its limit: the input is wrong (exit 2).
+    input_error: bool,
+    /// The runs were too short for the counters, but the benchmark's own
+    /// number is there: it is judged, the counters are context.
+    counters_unmeasured: bool,
 }
 
 impl RunLevel {
     /// A failed benchmark decides the exit code over every other reason:
     /// retrying it (exit 3) would only fail again.
     fn exit_code(&self, config: &Config) -> i32 {
-        if self.benchmark_failed {
+        if self.input_error {
+            exit_code::USAGE
+        } else if self.benchmark_failed {
             exit_code::BENCHMARK_FAILED
         } else {
             exit_code_of(self.verdict, config)
@@ -1008,13 +1019,18 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
                 format!("{who}: {invalid}; the benchmark's own result check failed"),
             );
         }
-        for p in &r.user_problems {
-            run.warnings.push(format!("{who}: {p}"));
-        }
+        user_problems(r, input.config, &who, run);
         if valid < MIN_STEADY_SAMPLES {
-            run.raise(RunVerdict::Unmeasured, format!(
-                "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
-            ));
+            if harness_number_decides(r, input.config) {
+                run.counters_unmeasured = true;
+                run.warnings.push(format!(
+                    "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed for the counters): judged on the benchmark's own number, the counters are unmeasured context"
+                ));
+            } else {
+                run.raise(RunVerdict::Unmeasured, format!(
+                    "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
+                ));
+            }
         }
         runs_info.push(RunInfo {
             source: t.path.display().to_string(),
@@ -1047,12 +1063,67 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
     runs_info
 }
 
+/// A declared number the run did not give fails it: the reader's mistake
+/// (exit 2) or the benchmark's (exit 5, "did not produce its number").
+/// An `optional = true` metric is only warned about.
+fn user_problems(r: &RunInput, config: &Config, who: &str, run: &mut RunLevel) {
+    for p in &r.user_problems {
+        if p.optional {
+            run.warnings.push(format!(
+                "{who}: {p} (optional in gate.toml: judged without it)"
+            ));
+            continue;
+        }
+        match p.fault {
+            crate::metric_sources::Fault::Config => {
+                run.input_error = true;
+                run.raise(
+                    RunVerdict::Error,
+                    format!("{who}: {p}; fix {}", config.user_table_at(&p.metric)),
+                );
+            }
+            crate::metric_sources::Fault::NotProduced => {
+                run.benchmark_failed = true;
+                run.raise(
+                    RunVerdict::Error,
+                    format!("{who}: {p}; a run without its declared number is never a pass (set optional = true in gate.toml if it may be absent)"),
+                );
+            }
+        }
+    }
+}
+
+/// The benchmark's own number decides this run: a gated user metric was
+/// read. Its value does not depend on how many samples the counters got.
+pub fn harness_number_decides(r: &RunInput, config: &Config) -> bool {
+    r.user
+        .keys()
+        .any(|id| config.policy(id, None).is_some_and(|p| p.gated))
+}
+
+/// Short runs judged on the benchmark's number (`harness_number_decides`):
+/// the counters' few samples make them context, not a verdict.
+fn counters_as_context(results: &mut [MetricResult]) {
+    for m in results.iter_mut().filter(|m| !m.first_class && m.gated) {
+        m.gated = false;
+        m.verdict = Verdict::Info;
+        m.why = Why::NotMeasured;
+    }
+    results.sort_by_key(|m| !m.gated);
+}
+
 /// The metrics of this check in report order: the benchmark's own numbers
 /// (wall time, user metrics), then the catalogue's sampled metrics, then
 /// columns this catalogue does not know (a newer recorder).
 fn metric_ids(input: &CheckInput) -> (Vec<String>, Vec<String>) {
+    // Glob tables' metrics are the benchmarks the runs and the baseline have.
+    let seen = input
+        .runs
+        .iter()
+        .flat_map(|r| r.user.keys())
+        .chain(input.baseline.metrics.keys());
     let first_class: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
-        .chain(input.config.user_metric_names())
+        .chain(input.config.user_metric_ids(seen))
         .collect();
     let mut sampled: Vec<String> = metrics::GPU_METRICS
         .iter()
