@@ -161,6 +161,29 @@ impl Reader {
     }
 }
 
+/// Whether a number in `unit` can never be negative: a time (`s`, `ms`,
+/// `us`, `µs`, `ns`, `min`, `h`) or a rate (`.../s`, `1/s`).
+pub fn never_negative(unit: &str) -> bool {
+    let u = unit.trim();
+    matches!(u, "s" | "ms" | "us" | "µs" | "ns" | "min" | "h") || u.ends_with("/s")
+}
+
+/// The first few of `names`, and how many more: a file of 12,000
+/// benchmarks must not be copied into a one-line message.
+fn some_names<S: AsRef<str>>(names: &[S]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| n.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
 /// A finite JSON number (a numeric string too: some tools quote numbers).
 fn number(v: &serde_json::Value) -> Option<f64> {
     match v {
@@ -224,19 +247,31 @@ fn read_pytest(text: &str, benchmark: &str, stat: &str) -> FileReading {
             .map(str::to_string)
             .unwrap_or_default()
     };
-    let Some(bench) = list
-        .iter()
-        .find(|b| name_of(b, "name") == benchmark || name_of(b, "fullname") == benchmark)
-    else {
+    let named = |b: &&serde_json::Value| {
+        name_of(b, "name") == benchmark || name_of(b, "fullname") == benchmark
+    };
+    let twins = list.iter().filter(named).count();
+    let Some(bench) = list.iter().find(named) else {
         let names: Vec<String> = list.iter().map(|b| name_of(b, "name")).collect();
         return problem(format!(
             "benchmark '{benchmark}' is not in the pytest-benchmark file (it has: {})",
-            names.join(", ")
+            some_names(&names)
         ));
     };
     match bench.pointer(&format!("/stats/{stat}")).and_then(number) {
+        // Every pytest-benchmark stat is a time, a count or a rate.
+        Some(v) if v < 0.0 => FileReading {
+            invalid: Some(format!(
+                "benchmark '{benchmark}' has stats.{stat} = {v} in the pytest-benchmark file; no time or rate is negative"
+            )),
+            ..FileReading::default()
+        },
         Some(v) => FileReading {
             values: vec![v],
+            // Not chosen by file order without a word.
+            problem: (twins > 1).then(|| format!(
+                "benchmark '{benchmark}' appears {twins} times in the pytest-benchmark file; the first is used: name it by its unique fullname"
+            )),
             ..FileReading::default()
         },
         None => problem(format!(
@@ -259,21 +294,30 @@ fn read_mlperf(text: &str, field: &str) -> FileReading {
         if key.eq_ignore_ascii_case(field) && value.is_none() {
             value = val.parse::<f64>().ok().filter(|v| v.is_finite());
         }
-        if key == "Result is" && result.is_none() {
+        // Matched as LoadGen's readers would be lenient: any case, any
+        // spacing (`result  is : INVALID` is INVALID too).
+        let words: Vec<&str> = key.split_whitespace().collect();
+        if words.len() == 2
+            && words[0].eq_ignore_ascii_case("result")
+            && words[1].eq_ignore_ascii_case("is")
+            && result.is_none()
+        {
             result = Some(val.to_string());
         }
         if key.ends_with("satisfied") && val.eq_ignore_ascii_case("no") {
             unmet.push(format!("{key}: NO"));
         }
     }
-    let invalid = result.filter(|r| r != "VALID").map(|r| {
-        let why = if unmet.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", unmet.join("; "))
-        };
-        format!("MLPerf LoadGen says 'Result is : {r}'{why}")
-    });
+    let invalid = result
+        .filter(|r| !r.eq_ignore_ascii_case("VALID"))
+        .map(|r| {
+            let why = if unmet.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", unmet.join("; "))
+            };
+            format!("MLPerf LoadGen says 'Result is : {r}'{why}")
+        });
     FileReading {
         problem: value
             .is_none()
@@ -295,11 +339,7 @@ fn read_bmf(text: &str, benchmark: &str, measure: &str, stat: &str) -> FileReadi
             .unwrap_or_default();
         return problem(format!(
             "benchmark '{benchmark}' is not in the BMF file (it has: {})",
-            names
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            some_names(&names)
         ));
     };
     match b.get(measure).and_then(|m| m.get(stat)).and_then(number) {

@@ -929,8 +929,8 @@ fn read_metrics_file(
         writer.write(&Record::Event(event(t_ms, EventKind::Note, message)))
     };
     // A regular file of at most 1 MiB: the benchmark could leave a FIFO
-    // or a link to /dev/zero there.
-    match crate::files::read_input(path, crate::limits::MAX_METRICS_FILE_BYTES) {
+    // or a link to /dev/zero or /proc/self/environ there.
+    match crate::files::read_real_input(path, crate::limits::MAX_METRICS_FILE_BYTES) {
         Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             note(

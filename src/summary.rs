@@ -382,6 +382,17 @@ pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
         if values.is_empty() {
             continue;
         }
+        // A time or a rate is never negative: such a number is a broken
+        // benchmark, never a -1700 % "improvement".
+        if let Some(v) = values.iter().find(|v| **v < 0.0) {
+            if crate::metric_sources::never_negative(&def.unit) {
+                out.invalid.push(format!(
+                    "user metric '{name}': the benchmark reported {v} {}; a time or a rate is never negative",
+                    def.unit
+                ));
+                continue;
+            }
+        }
         let value = match def.aggregate {
             Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
             Aggregate::Median => {
