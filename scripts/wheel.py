@@ -188,10 +188,7 @@ def main():
         die(f"version '{args.version}' is not X.Y.Z")
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         die(f"no executable at '{args.binary}'")
-    newest, needed = check_binary(args.binary, args.arch)
-
-    with open(args.binary, "rb") as f:
-        binary = f.read()
+    # The texts first: a bad README is one line, before any binary check.
     try:
         with open(args.readme, encoding="utf-8") as f:
             readme = f.read()
@@ -201,6 +198,9 @@ def main():
         die(f"cannot read '{args.readme}': {e.strerror}; pass --readme")
     with open(args.license, "rb") as f:
         license_text = f.read()
+    newest, needed = check_binary(args.binary, args.arch)
+    with open(args.binary, "rb") as f:
+        binary = f.read()
     path = build_wheel(binary, args.version, args.arch, args.out, readme, license_text)
     print(
         f"built {path} ({os.path.getsize(path)} bytes; newest glibc symbol "

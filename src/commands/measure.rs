@@ -356,13 +356,15 @@ pub fn reserve_trace_path(dir: &Path, prefix: &str, suffix: &str) -> Result<Path
         match crate::files::create_new(&path) {
             Ok(_) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(crate::files::output_error(
-                format!(
+            Err(e) => {
+                return Err(crate::files::output_error(
+                    format!(
                     "cannot create a trace file in '{}': {e}; pass --trace-dir to a writable place",
                     dir.display()
                 ),
-                &e,
-            )),
+                    &e,
+                ))
+            }
         }
     }
     Err(GateError::usage(format!(
