@@ -1074,3 +1074,41 @@ fn watch_replay_of_a_zst_missing_its_checksum_fails_like_check() {
     assert_eq!(watch.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("is truncated"), "{stderr}");
 }
+
+#[test]
+fn a_damaged_zst_says_where_it_breaks() {
+    let dir = checkout("");
+    let d = dir.path();
+    let plain = std::fs::read(fixture("cnn-healthy-1")).unwrap();
+    // Several frames (as gate's writer flushes them): damage the last one.
+    let mut zst = Vec::new();
+    for part in plain.chunks(plain.len() / 4 + 1) {
+        zst.extend(zstd::stream::encode_all(part, 3).unwrap());
+    }
+    let at = zst.len() - 200;
+    for b in &mut zst[at..at + 50] {
+        *b ^= 0x55;
+    }
+    let bad = d.join("bad.jsonl.zst");
+    std::fs::write(&bad, &zst).unwrap();
+    for args in [vec!["report"], vec!["watch", "--replay"]] {
+        let out = gate(d).args(&args).arg(&bad).output().unwrap();
+        let (_, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let line: usize = stderr
+            .split(": line ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            line > 1,
+            "{args:?}: the line reached, not always 1: {stderr}"
+        );
+        assert!(
+            stderr.contains("past compressed byte ")
+                && stderr.contains(&format!("of {}", zst.len())),
+            "{args:?}: {stderr}"
+        );
+    }
+}
