@@ -66,6 +66,9 @@ gate_install() {
     echo "gate install: no pinned SHA-256 for $wheel in ${GATE_CHECKSUMS_FILE:-the checksums list}: gate $version has no release pinned at this template version (the list stays empty until the first release is published), so nothing is downloaded. Use the build job fallback (GitLab: install: build; GitHub: the build-gate job and gate-binary), or set gate-sha256 to a sum you verified yourself" >&2
     return 2
   fi
+  # sha256sum prints lower case, some tools and release pages upper case:
+  # one digest either way (pip compares lower case).
+  expected="$(printf '%s' "$expected" | tr 'ABCDEF' 'abcdef')"
   if ! [[ $expected =~ ^[0-9a-f]{64}$ ]]; then
     printf 'gate install: the pinned SHA-256 %q for %s is not 64 hex digits\n' "$expected" "$wheel" >&2
     return 2

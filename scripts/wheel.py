@@ -30,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
@@ -140,20 +141,37 @@ def build_wheel(binary, version, arch, out, readme, license_text):
     record = "\n".join(record_line(p, d) for p, d, _ in files) + f"\n{dist_info}/RECORD,,\n"
     files.append((f"{dist_info}/RECORD", record.encode(), 0o644))
 
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
-    stamp = time.gmtime(max(epoch, 315532800))[:6]  # zip cannot go before 1980
+    stamp = time.gmtime(max(source_date_epoch(), 315532800))[:6]  # zip cannot go before 1980
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, wheel_name(version, arch))
-    tmp = path + ".partial"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for name, data, mode in files:
-            info = zipfile.ZipInfo(name, date_time=stamp)
-            info.external_attr = (0o100000 | mode) << 16  # regular file + mode
-            info.create_system = 3  # unix, so pip honours the mode
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, data, compresslevel=9)
-    os.replace(tmp, path)
+    # The temporary file is created exclusively (O_EXCL | O_NOFOLLOW) under
+    # a fresh random name: never written through a link planted at a
+    # predictable `.partial` name, never over another build's file.
+    fd, tmp = tempfile.mkstemp(prefix=".wheel-", suffix=".partial", dir=out)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(
+            f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9
+        ) as z:
+            for name, data, mode in files:
+                info = zipfile.ZipInfo(name, date_time=stamp)
+                info.external_attr = (0o100000 | mode) << 16  # regular file + mode
+                info.create_system = 3  # unix, so pip honours the mode
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, data, compresslevel=9)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     return path
+
+
+def source_date_epoch():
+    """SOURCE_DATE_EPOCH (reproducible-builds.org): whole seconds since 1970."""
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "315532800")
+    if not re.fullmatch(r"[0-9]{1,12}", raw.strip()):
+        die(f"SOURCE_DATE_EPOCH={raw!r} is not whole seconds since 1970; set it to e.g. $(git log -1 --format=%ct) or unset it")
+    return int(raw.strip())
 
 
 def main():
@@ -170,14 +188,19 @@ def main():
         die(f"version '{args.version}' is not X.Y.Z")
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         die(f"no executable at '{args.binary}'")
-    newest, needed = check_binary(args.binary, args.arch)
-
-    with open(args.binary, "rb") as f:
-        binary = f.read()
-    with open(args.readme, encoding="utf-8") as f:
-        readme = f.read()
+    # The texts first: a bad README is one line, before any binary check.
+    try:
+        with open(args.readme, encoding="utf-8") as f:
+            readme = f.read()
+    except UnicodeDecodeError as e:
+        die(f"'{args.readme}' is not UTF-8 text ({e.reason} at byte {e.start}); the wheel's description must be UTF-8: fix the file or pass --readme")
+    except OSError as e:
+        die(f"cannot read '{args.readme}': {e.strerror}; pass --readme")
     with open(args.license, "rb") as f:
         license_text = f.read()
+    newest, needed = check_binary(args.binary, args.arch)
+    with open(args.binary, "rb") as f:
+        binary = f.read()
     path = build_wheel(binary, args.version, args.arch, args.out, readme, license_text)
     print(
         f"built {path} ({os.path.getsize(path)} bytes; newest glibc symbol "

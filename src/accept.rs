@@ -259,7 +259,8 @@ pub fn covering(
                 if !acc
                     .commit
                     .as_deref()
-                    .is_some_and(|h| h.starts_with(c.as_str()))
+                    // Hex digits in either case name one commit.
+                    .is_some_and(|h| h.to_ascii_lowercase().starts_with(&c.to_ascii_lowercase()))
                 {
                     why_not.push(format!(
                         "{by} was written for commit {c}, this check is of {}: {label} not accepted",

@@ -130,6 +130,13 @@ impl SuiteConfig {
         let mut names = std::collections::BTreeSet::new();
         let mut baselines = std::collections::BTreeSet::new();
         for w in &self.workload {
+            if w.name.chars().count() > 128 {
+                return Err(format!(
+                    "[[suite.workload]] name '{}…' is {} characters long; at most 128 are allowed",
+                    w.name.chars().take(40).collect::<String>(),
+                    w.name.chars().count()
+                ));
+            }
             let at = format!("[[suite.workload]] '{}'", w.name);
             if !valid_name(&w.name) {
                 return Err(format!(

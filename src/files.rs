@@ -76,6 +76,31 @@ pub fn open_input(path: &Path, limit: u64) -> io::Result<File> {
     Ok(file)
 }
 
+/// `open_input`, refusing as well a file of the kernel's pseudo file
+/// systems (/proc, /sys): they stat as regular files of size 0 but hold
+/// the machine's state (`/proc/self/environ` is gate's environment, with
+/// its CI secrets), so a file the benchmark controls (`--metrics-file`, a
+/// link it planted) must never be read from there into a trace.
+pub fn open_real_input(path: &Path, limit: u64) -> io::Result<File> {
+    let file = open_input(path, limit)?;
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatfs writes into the zeroed struct we own.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } == 0 {
+        const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+        const SYSFS_MAGIC: i64 = 0x6265_6572;
+        #[allow(clippy::unnecessary_cast)]
+        let kind = fs.f_type as i64;
+        if kind == PROC_SUPER_MAGIC || kind == SYSFS_MAGIC {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a file of the kernel's /proc or /sys (through a link?), not a file the benchmark wrote",
+            ));
+        }
+    }
+    Ok(file)
+}
+
 /// A reader over an input that fails, rather than stopping quietly, when
 /// the file grew past `limit` after it was opened.
 pub struct Capped<R> {
@@ -126,6 +151,14 @@ impl<R: Read> Read for Capped<R> {
 /// The bytes of an input file (see `open_input`).
 pub fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = open_input(path, limit)?;
+    let mut out = Vec::new();
+    Capped::new(file, limit).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// `read_input` through `open_real_input` (never from /proc or /sys).
+pub fn read_real_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_real_input(path, limit)?;
     let mut out = Vec::new();
     Capped::new(file, limit).read_to_end(&mut out)?;
     Ok(out)

@@ -103,6 +103,21 @@ pub const MAX_PR_COMMENT_BYTES: usize = 60_000;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
 pub const MAX_PANORAMA_SLICES: usize = 100_000;
 
+/// `text` within `MAX_MESSAGE_BYTES` (one warning or error line), cut at a
+/// character boundary with how much was cut: a reader's warning that
+/// quotes a file (12,000 benchmark names) stays one short line in every
+/// output.
+pub fn bounded_message(text: String) -> String {
+    if text.len() <= MAX_MESSAGE_BYTES {
+        return text;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes cut]", &text[..end], text.len() - end)
+}
+
 /// What a `.zst` trace of `compressed_bytes` may expand to.
 pub fn zstd_expanded_cap(compressed_bytes: u64) -> u64 {
     compressed_bytes

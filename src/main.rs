@@ -4,6 +4,14 @@
 use gpugate::{cli, error::exit_code_of};
 
 fn main() {
+    // A write beyond RLIMIT_FSIZE (a CI job's `ulimit -f`) must fail with
+    // EFBIG and gate's clean "file too large" error, not kill gate with
+    // SIGXFSZ (exit 153) halfway through a trace or report. The benchmark
+    // gets the default back (target.rs).
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // `gate __watchdog ...`: the helper that makes a launched tree die with
     // gate (src/watchdog.rs); otherwise this notes that it is available.
     if let Some(code) = gpugate::watchdog::main_if_requested() {

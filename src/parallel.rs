@@ -88,31 +88,60 @@ pub fn map_with<'a, T: Sync, R: Send>(
         return items.iter().map(f).collect();
     }
     let next = AtomicUsize::new(0);
+    // One worker's loop: take the next item not yet taken until none is left.
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            out.push((i, f(item)));
+        }
+        out
+    };
     let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    IN_WORKER.with(|w| w.set(true));
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        out.push((i, f(item)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(v) => v,
+        let mut handles = Vec::with_capacity(workers);
+        for started in 0..workers {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, || {
+                IN_WORKER.with(|w| w.set(true));
+                work()
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                // A pids limit (`ulimit -u`, a container's pids.max) or no
+                // memory for a stack: fewer threads, down to this one.
+                Err(e) => {
+                    warn_fewer_threads(started, workers, &e);
+                    break;
+                }
+            }
+        }
+        let mut done = Vec::new();
+        if handles.len() < workers {
+            IN_WORKER.with(|w| w.set(true));
+            done = work();
+            IN_WORKER.with(|w| w.set(false));
+        }
+        for h in handles {
+            match h.join() {
+                Ok(v) => done.extend(v),
                 Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
+            }
+        }
+        done
     });
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One line, once per process: the work goes on with the threads started.
+fn warn_fewer_threads(started: usize, wanted: usize, e: &std::io::Error) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        crate::gate_eprintln!(
+            "gate: warning: could start only {started} of {wanted} worker threads ({}); going on with fewer (set {THREADS_ENV} lower, or raise the process limit)",
+            crate::escape::terminal(&e.to_string())
+        );
+    }
 }
 
 #[cfg(test)]

@@ -447,6 +447,17 @@ pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
                 )),
             },
         }
+        // A time or a rate is never negative: such a number is a broken
+        // benchmark, never a -1700 % "improvement".
+        if let Some((v, _)) = matched.iter().find(|m| m.0 < 0.0) {
+            if crate::metric_sources::never_negative(&def.unit) {
+                out.invalid.push(format!(
+                    "user metric '{name}': the benchmark reported {v} {}; a time or a rate is never negative",
+                    def.unit
+                ));
+                continue;
+            }
+        }
         if let Some(v) = aggregate(def.aggregate, &matched) {
             out.values.insert(
                 name.clone(),

@@ -221,8 +221,8 @@ impl Target {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .process_group(0);
-        // SAFETY: only async-signal-safe calls (prctl, getppid, write)
-        // between fork and exec.
+        // SAFETY: only async-signal-safe calls (prctl, signal, getppid,
+        // write) between fork and exec.
         unsafe {
             command.pre_exec(move || {
                 // If gate dies without stopping the tree (SIGKILL, OOM), the
@@ -231,6 +231,9 @@ impl Target {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // gate ignores SIGXFSZ (main.rs); the benchmark gets the
+                // default disposition back, as if gate were not there.
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
                 // gate died between fork and prctl: do not run orphaned.
                 if libc::getppid() != parent {
                     return Err(std::io::Error::other("gate exited during launch"));

@@ -27,7 +27,7 @@ use crate::{files, limits};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The sample values in columns: in memory, or a scratch file for long traces.
@@ -870,9 +870,22 @@ pub fn open_reader(path: &Path) -> Result<Box<dyn BufRead>, GateError> {
         .unwrap_or(false);
     if compressed {
         let compressed_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let decoder = zstd::stream::read::Decoder::with_buffer(reader).map_err(|e| {
+        let consumed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = CountingBufRead {
+            inner: reader,
+            consumed: consumed.clone(),
+        };
+        let decoder = zstd::stream::read::Decoder::with_buffer(counted).map_err(|e| {
             GateError::bad_file(path, format!("cannot read zstd-compressed trace: {e}"))
         })?;
+        // zstd decodes whole blocks ahead of the lines: its errors say
+        // where in the file they are, not only the line being read.
+        let decoder = ZstdWhere {
+            inner: decoder,
+            decoded: 0,
+            consumed,
+            size: compressed_bytes,
+        };
         // What a few MB of zstd may expand to is bounded by its size
         // (limits::MAX_ZSTD_EXPANSION), so memory and work stay in
         // proportion to the file, not to what a bomb would become.
@@ -886,6 +899,63 @@ pub fn open_reader(path: &Path) -> Result<Box<dyn BufRead>, GateError> {
         return Ok(Box::new(BufReader::with_capacity(1 << 20, expanded)));
     }
     Ok(Box::new(reader))
+}
+
+/// A buffered reader that counts the bytes its reader took (the zstd
+/// decoder's position in the compressed file).
+struct CountingBufRead<R> {
+    inner: R,
+    consumed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: BufRead> Read for CountingBufRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingBufRead<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.consumed
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.consume(n);
+    }
+}
+
+/// The zstd decoder, its errors saying where the stream broke (the
+/// compressed byte reached, the text decoded before it); the error's kind
+/// is kept (an unfinished frame stays `UnexpectedEof`: a cut trace).
+struct ZstdWhere<R> {
+    inner: R,
+    decoded: u64,
+    consumed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    size: u64,
+}
+
+impl<R: Read> Read for ZstdWhere<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.decoded += n as u64;
+                Ok(n)
+            }
+            Err(e) => Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "the zstd stream breaks past compressed byte {} of {} ({} decoded before it): {e}",
+                    self.consumed.load(std::sync::atomic::Ordering::Relaxed),
+                    self.size,
+                    limits::bytes_text(self.decoded)
+                ),
+            )),
+        }
+    }
 }
 
 /// One sample line parsed by the fast path `Trace::read` uses.

@@ -244,3 +244,118 @@ fn the_checked_in_checksum_list_is_well_formed() {
         );
     }
 }
+
+/// Issue 29.16: `sha256sum` prints lower case, release pages often upper
+/// case; both name one digest.
+#[test]
+fn an_upper_case_sha256_is_the_same_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let v = version();
+    let (dist, sha) = fake_wheel(d, &v, &format!("gate {v}"));
+    let out = install(
+        d,
+        &[
+            ("GATE_VERSION", v.clone()),
+            ("GATE_SHA256", sha.to_uppercase()),
+            ("GATE_PIP_FIND_LINKS", dist.display().to_string()),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains(&format!("verified (sha256 {sha})")), "{all}");
+}
+
+/// `python3 -c CODE` in the repository root with `env`.
+fn python(code: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new("python3");
+    c.current_dir(ROOT).args(["-c", code]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Issue 29.15: the wheel is written through a temporary file created
+/// exclusively under a fresh name, never through a link planted at the
+/// predictable `WHEEL.partial`.
+#[test]
+fn wheel_py_never_writes_through_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let v = version();
+    let dist = d.join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, dist.join(format!("{}.partial", wheel_name(&v)))).unwrap();
+    let code = format!(
+        "import sys; sys.path.insert(0, 'scripts'); import wheel\n\
+         print(wheel.build_wheel(b'x', '{v}', '{}', sys.argv[1], 'readme', b'license'))",
+        arch()
+    );
+    let out = Command::new("python3")
+        .current_dir(ROOT)
+        .args(["-c", &code])
+        .arg(&dist)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(dist.join(wheel_name(&v)).is_file());
+    let left: Vec<_> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".wheel-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+/// Issue 29.15: a bad SOURCE_DATE_EPOCH or a README that is not UTF-8 is
+/// one line naming it, never a traceback.
+#[test]
+fn wheel_py_bad_inputs_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let code = format!(
+        "import sys; sys.path.insert(0, 'scripts'); import wheel\n\
+         wheel.build_wheel(b'x', '1.2.3', '{}', '{}', 'readme', b'license')",
+        arch(),
+        d.join("dist").display()
+    );
+    for bad in ["soon", "-5", "1.5e9", ""] {
+        let out = python(&code, &[("SOURCE_DATE_EPOCH", bad)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}: {err}");
+        assert!(!err.contains("Traceback"), "{err}");
+        assert!(err.starts_with("wheel.py: SOURCE_DATE_EPOCH="), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let readme = d.join("README.md");
+    std::fs::write(&readme, b"caf\xe9 latin-1\n").unwrap();
+    let out = Command::new("python3")
+        .current_dir(ROOT)
+        .arg("scripts/wheel.py")
+        .args([
+            "--binary",
+            "/bin/true",
+            "--version",
+            "1.2.3",
+            "--arch",
+            arch(),
+            "--out",
+        ])
+        .arg(d.join("dist"))
+        .arg("--readme")
+        .arg(&readme)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("Traceback"), "{err}");
+    assert!(err.contains("is not UTF-8 text"), "{err}");
+}

@@ -348,7 +348,15 @@ pub fn gpu_key(slot: usize) -> String {
 
 /// Baseline names become file names and JUnit class names: keep them plain.
 pub fn validate_name(name: &str) -> Result<(), GateError> {
-    if crate::config::valid_name(name) && name.len() <= 128 {
+    const MAX_NAME_CHARS: usize = 128;
+    if name.chars().count() > MAX_NAME_CHARS {
+        // The reason first: such a name may be made of valid letters only.
+        Err(GateError::usage(format!(
+            "baseline name '{}…' is {} characters long; at most {MAX_NAME_CHARS} are allowed (e.g. resnet50-h200)",
+            name.chars().take(40).collect::<String>().escape_debug(),
+            name.chars().count()
+        )))
+    } else if crate::config::valid_name(name) {
         Ok(())
     } else {
         Err(GateError::usage(format!(

@@ -193,7 +193,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                     );
                 }
             }
-            github_output(&inputs, "error", 0);
+            super::github::output(&inputs, "error", 0);
             Err(err)
         }
     }
@@ -296,6 +296,7 @@ pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
             .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
+    refuse_shared_outputs(args)?;
     for var in GITHUB_FILES {
         if let Some(path) = std::env::var_os(var) {
             inputs
@@ -541,6 +542,33 @@ pub(super) fn base_inputs(args: &CheckArgs) -> Inputs {
     inputs
 }
 
+/// Two outputs naming one file (`--json o.txt --markdown o.txt`, or a
+/// report over `$GITHUB_STEP_SUMMARY`) are refused before anything runs:
+/// one would silently replace the other.
+pub fn refuse_shared_outputs(args: &CheckArgs) -> Result<(), GateError> {
+    let mut named: Vec<(String, PathBuf)> = outputs(args)
+        .into_iter()
+        .map(|(flag, p)| (flag.to_string(), p.to_path_buf()))
+        .collect();
+    for var in GITHUB_FILES {
+        if let Some(p) = std::env::var_os(var) {
+            named.push((format!("${var}"), PathBuf::from(p)));
+        }
+    }
+    for (i, (flag, path)) in named.iter().enumerate() {
+        if let Some((other, _)) = named[..i]
+            .iter()
+            .find(|(_, p)| p == path || crate::files::same_file(p, path))
+        {
+            return Err(GateError::usage(format!(
+                "{other} and {flag} both name '{}'; one would replace the other: give each output its own path",
+                crate::escape::terminal(&path.display().to_string())
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The files GitHub Actions asks steps to append to.
 const GITHUB_FILES: [&str; 2] = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"];
 
@@ -633,6 +661,16 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
             path.display()
         )));
     }
+    // The spec is one argument of `git show`: one starting with '-' would
+    // be read as an option (`--output=FILE` writes a file), so such a ref
+    // is refused, as git's own check-ref-format refuses it.
+    if reference.is_empty() || reference.starts_with('-') || reference.chars().any(char::is_control)
+    {
+        return Err(GateError::usage(format!(
+            "--baseline-ref '{}' is not a git ref (a ref never starts with '-' nor holds control characters); write a branch, tag or commit such as origin/main",
+            crate::escape::terminal(reference)
+        )));
+    }
     let spec = format!("{reference}:./{}", path.display());
     let out = std::process::Command::new("git")
         .args(["show", &spec])
@@ -679,69 +717,24 @@ fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()
         };
         write_report(inputs, flag, path, &text)?;
     }
-    let github = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
-    let annotations = if github {
-        report::github::annotations(r)
-    } else {
-        Vec::new()
-    };
+    let annotations = super::github::annotation_lines(&report::github::items(r, ""));
     match args.format {
         Format::Text => {
             let color = args.color.stdout();
             crate::console::out(&report::terminal::Terminal { color }.render(r));
-            for a in &annotations {
-                crate::console::out(&format!("{a}\n"));
-            }
         }
-        Format::Json => {
-            crate::console::out(&report::json::Json.render(r));
-            // Keep stdout parseable; the runner reads commands on stderr too.
-            for a in &annotations {
-                crate::gate_eprintln!("{a}");
-            }
-        }
+        Format::Json => crate::console::out(&report::json::Json.render(r)),
     }
-    if let Err(e) = append_step_summary(inputs, &markdown) {
-        crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
-    }
-    github_output(inputs, r.verdict.as_str(), r.counts.regression);
+    super::github::print_annotations(&annotations, args.format == Format::Json);
+    super::github::finish(
+        inputs,
+        &super::github::Step {
+            markdown: &markdown,
+            verdict: r.verdict.as_str(),
+            regressions: r.counts.regression,
+        },
+    );
     Ok(())
-}
-
-/// Append to `$GITHUB_STEP_SUMMARY` when it is set, keeping the file under
-/// GitHub's cap (what earlier steps wrote counts).
-fn append_step_summary(inputs: &Inputs, markdown: &str) -> std::io::Result<bool> {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
-        return Ok(false);
-    };
-    let path = Path::new(&path);
-    inputs.check_output(path, "$GITHUB_STEP_SUMMARY")?;
-    let existing = std::fs::metadata(path)
-        .map(|m| m.len() as usize)
-        .unwrap_or(0);
-    let room = report::github::STEP_SUMMARY_MAX_BYTES.saturating_sub(existing);
-    let text = report::github::cap_summary(markdown, room);
-    let mut f = crate::files::open_append(path)?;
-    use std::io::Write;
-    f.write_all(text.as_bytes())?;
-    Ok(true)
-}
-
-/// Append `verdict=` and `regressions=` to `$GITHUB_OUTPUT` when set.
-fn github_output(inputs: &Inputs, verdict: &str, regressions: usize) {
-    let Some(path) = std::env::var_os("GITHUB_OUTPUT") else {
-        return;
-    };
-    let res = inputs
-        .check_output(Path::new(&path), "$GITHUB_OUTPUT")
-        .and_then(|()| crate::files::open_append(Path::new(&path)))
-        .and_then(|mut f| {
-            use std::io::Write;
-            writeln!(f, "verdict={verdict}\nregressions={regressions}")
-        });
-    if let Err(e) = res {
-        crate::gate_eprintln!("gate: warning: cannot append to $GITHUB_OUTPUT: {e}");
-    }
 }
 
 /// The traces and what `RunInput::derive` made of each (every trace has it).

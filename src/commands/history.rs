@@ -317,9 +317,27 @@ impl Recorder {
         )
     }
 
+    /// The error of a store this process gave up on earlier (`open`).
+    fn skipped(&self) -> Option<HistoryError> {
+        given_up(&self.location).map(|message| HistoryError::Unavailable {
+            location: self.location.display(),
+            message: format!("{message} (earlier in this run; not tried again)"),
+        })
+    }
+
+    /// Open the store, once per process: after a store failed (a dead or
+    /// stalled server, a locked file), later workloads of a suite get the
+    /// same error at once instead of paying the time-out again each.
     fn open(&self) -> Result<Box<dyn history::HistoryStore>, HistoryError> {
+        if let Some(e) = self.skipped() {
+            return Err(e);
+        }
         let (location, timeout) = (self.location.clone(), self.timeout);
-        self.step(move || history::open_bounded(&location, true, timeout))
+        let opened = self.step(move || history::open_bounded(&location, true, timeout));
+        if let Err(e) = &opened {
+            give_up(&self.location, e);
+        }
+        opened
     }
 
     /// A failed step: a warning, or (required) the error for the caller to
@@ -338,6 +356,25 @@ impl Recorder {
             crate::escape::terminal(&e.to_string())
         );
         Ok(())
+    }
+}
+
+/// Stores this process gave up on, with why: each is tried once per run.
+static GIVEN_UP: std::sync::Mutex<Vec<(Location, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn given_up(location: &Location) -> Option<String> {
+    let list = GIVEN_UP.lock().unwrap_or_else(|p| p.into_inner());
+    list.iter()
+        .find(|(l, _)| l == location)
+        .map(|(_, m)| m.clone())
+}
+
+fn give_up(location: &Location, e: &HistoryError) {
+    if let HistoryError::Unavailable { message, .. } = e {
+        let mut list = GIVEN_UP.lock().unwrap_or_else(|p| p.into_inner());
+        if !list.iter().any(|(l, _)| l == location) {
+            list.push((location.clone(), message.clone()));
+        }
     }
 }
 
@@ -380,6 +417,7 @@ impl CheckHistory {
                 Some(t)
             }
             Err(e) => {
+                give_up(&self.recorder.location, &e);
                 self.failure.get_or_insert(e);
                 None
             }
@@ -475,9 +513,15 @@ pub fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
     let recorder = &history.recorder;
     let appended = match (history.failure.take(), history.store.take()) {
         (Some(e), _) => Err(e),
-        (None, Some(mut store)) => recorder.step(move || store.append(&run)),
+        (None, Some(mut store)) => match recorder.skipped() {
+            Some(e) => Err(e),
+            None => recorder.step(move || store.append(&run)),
+        },
         (None, None) => return Ok(()),
     };
+    if let Err(e) = &appended {
+        give_up(&recorder.location, e);
+    }
     match appended {
         Ok(id) => {
             crate::gate_eprintln!(

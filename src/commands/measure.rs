@@ -353,17 +353,18 @@ pub fn acquire_each<R: Send>(
     let plan = args.record_plan()?;
     let mut traces = Vec::new();
     for run in 0..runs.max(1) {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
-        let path = trace_dir.join(format!("run-{stamp}-{}.jsonl", run + 1));
+        let path = reserve_trace_path(trace_dir, "run", &format!("-{}.jsonl", run + 1))?;
         if runs > 1 {
             crate::gate_eprintln!("gate: run {}/{}", run + 1, runs);
         }
         // The caller prints its report on stdout, so the benchmark's own
         // output goes to stderr.
-        let outcome = record::record(&plan, &path, Echo::Stderr)?;
+        let outcome = record::record(&plan, &path, Echo::Stderr).inspect_err(|_| {
+            // The reservation, still empty: nothing was recorded in it.
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(&path);
+            }
+        })?;
         traces.push(take(Trace::load(&outcome.path)?));
     }
     Ok(traces)
@@ -382,6 +383,41 @@ fn close_window(trace: &mut Trace, until: &regex::Regex) {
         crate::escape::terminal(until.as_str()),
         crate::escape::terminal(&trace.path.display().to_string())
     );
+}
+
+/// A new trace file name in `dir` that no other gate uses: the time in
+/// milliseconds, this process's id and a counter, reserved by creating the
+/// (empty) file exclusively, with the next counter when it exists already
+/// (checks started in the same millisecond sharing one `--trace-dir`, a
+/// reused process id). The recording replaces the reservation at its end.
+pub fn reserve_trace_path(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf, GateError> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let pid = std::process::id();
+    for _ in 0..1000 {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{prefix}-{stamp}-{pid}-{n}{suffix}"));
+        match crate::files::create_new(&path) {
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(crate::files::output_error(
+                    format!(
+                    "cannot create a trace file in '{}': {e}; pass --trace-dir to a writable place",
+                    dir.display()
+                ),
+                    &e,
+                ))
+            }
+        }
+    }
+    Err(GateError::usage(format!(
+        "cannot find a free trace file name in '{}' (1000 tried); clean the folder or pass another --trace-dir",
+        dir.display()
+    )))
 }
 
 #[cfg(test)]

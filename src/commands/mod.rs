@@ -7,6 +7,7 @@ pub mod capture;
 pub mod check;
 pub mod diff;
 pub mod doctor;
+pub mod github;
 pub mod history;
 pub mod measure;
 pub mod metrics;

@@ -200,8 +200,15 @@ impl Outcome {
     }
 }
 
-/// `gate check --suite`.
+/// `gate check --suite`. A suite that cannot start still tells GitHub
+/// Actions (`verdict=error`), as one check does.
 pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
+    check_inner(args).inspect_err(|_| {
+        super::github::output(&check::base_inputs(args), "error", 0);
+    })
+}
+
+fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     let config = check::load_config(args)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
     // Each workload is one check without report files (the suite writes
@@ -230,6 +237,7 @@ pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
         "the history database",
         recorder.iter().flat_map(|r| r.files()),
     );
+    check::refuse_shared_outputs(args)?;
     for (flag, path) in check::outputs(args) {
         inputs
             .check_output(path, flag)
@@ -407,6 +415,33 @@ fn emit(
         Format::Json => crate::console::out(&render_json(outcomes, code)),
         Format::Text => crate::console::out(&render_terminal(outcomes, code, args.color.stdout())),
     }
+    // GitHub Actions: the same writer as one check's (annotations capped
+    // over the whole suite, the summary under 1 MiB, verdict= for the action).
+    let items: Vec<report::github::Item> = outcomes
+        .iter()
+        .flat_map(|o| match &o.result {
+            Ok(r) => report::github::items(r, &format!("{}: ", o.workload.name)),
+            Err((_, m)) => vec![report::github::Item::error(
+                format!("gate: {}: {}", o.workload.name, o.verdict()),
+                m.clone(),
+            )],
+        })
+        .collect();
+    let lines = super::github::annotation_lines(&items);
+    super::github::print_annotations(&lines, args.format == Format::Json);
+    let verdict = verdict_word(code).to_lowercase();
+    super::github::finish(
+        inputs,
+        &super::github::Step {
+            markdown: &markdown,
+            verdict: &verdict,
+            regressions: outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .map(|r| r.counts.regression)
+                .sum(),
+        },
+    );
     Ok(())
 }
 
@@ -593,42 +628,53 @@ pub fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
         .iter()
         .map(|o| format!("`{}` {}", mcode(&o.workload.name), o.verdict()))
         .collect();
+    // Cut to one line by `fit_sections` (with "…") for a large suite.
     out.push_str(&format!("Workloads: {}\n", list.join(", ")));
-    for o in outcomes {
-        let body = match &o.result {
-            Ok(r) => report::pr_comment::PrComment.render(r),
-            Err((c, m)) => report::pr_comment::render_error(&o.workload.baseline, *c, m),
-        };
-        let body: String = body
-            .lines()
-            .filter(|l| !(l.starts_with("<!-- gate-") && l.ends_with("-->")))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let open = if o.exit_code() == exit_code::PASS {
-            ""
-        } else {
-            " open"
-        };
-        out.push_str(&format!(
-            "\n<details{open}><summary>workload <code>{}</code>: {}</summary>\n\n{}\n</details>\n",
-            crate::escape::html(&o.workload.name),
-            o.verdict(),
-            body.trim_end()
-        ));
-    }
+    let sections: Vec<report::pr_comment::Section> = outcomes.iter().map(section).collect();
     let changed = outcomes.iter().any(|o| match &o.result {
         Ok(r) => report::pr_comment::changed(r),
         Err(_) => true,
     });
-    out.push('\n');
-    out.push_str(SUITE_MARKER);
-    out.push('\n');
-    out.push_str(if changed {
-        "<!-- gate-changed:yes -->\n"
-    } else {
-        "<!-- gate-changed:no -->\n"
-    });
-    out
+    let tail = format!(
+        "\n{SUITE_MARKER}\n{}",
+        if changed {
+            "<!-- gate-changed:yes -->\n"
+        } else {
+            "<!-- gate-changed:no -->\n"
+        }
+    );
+    report::pr_comment::fit_sections(&out, &sections, &tail)
+}
+
+/// One workload's folded part of the suite comment: its own comment (its
+/// markers removed), open when it is not passing; the short form keeps
+/// the comment's first three lines (verdict, top cause, what moved).
+fn section(o: &Outcome) -> report::pr_comment::Section {
+    let body = match &o.result {
+        Ok(r) => report::pr_comment::PrComment.render(r),
+        Err((c, m)) => report::pr_comment::render_error(&o.workload.baseline, *c, m),
+    };
+    let lines: Vec<&str> = body
+        .lines()
+        .filter(|l| !(l.starts_with("<!-- gate-") && l.ends_with("-->")))
+        .collect();
+    let failing = o.exit_code() != exit_code::PASS;
+    let fold = |text: &str| {
+        format!(
+            "\n<details{}><summary>workload <code>{}</code>: {}</summary>\n\n{}\n</details>\n",
+            if failing { " open" } else { "" },
+            crate::escape::html(&o.workload.name),
+            o.verdict(),
+            text.trim_end()
+        )
+    };
+    let short: String = lines.iter().take(3).map(|l| format!("{l}\n")).collect();
+    report::pr_comment::Section {
+        name: o.workload.name.clone(),
+        full: fold(&lines.join("\n")),
+        short: fold(&short),
+        first: failing,
+    }
 }
 
 #[cfg(test)]

@@ -336,6 +336,14 @@ fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<
         if streamed.stopped {
             return Ok(crate::exit_code::REGRESSION);
         }
+        if streamed.truncated {
+            // As `check` judges such a trace: an error, never a clean pass.
+            return Err(GateError::infra(format!(
+                "trace '{}' is truncated (its zstd stream breaks off before its end or checksum): the recording was cut short; the alerts above cover what was read",
+                crate::escape::terminal(&path.display().to_string())
+            ))
+            .into());
+        }
         offset_ms += streamed.last_t_ms + streamed.interval_ms as f64;
     }
     if let Some(e) = &engine {
@@ -397,9 +405,10 @@ fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> a
     );
     loop {
         let plan = segment_plan(args, pid, segment);
-        let path = args
-            .trace_dir
-            .join(format!("watch-{stamp}-{segment:05}.jsonl.zst"));
+        let path = args.trace_dir.join(format!(
+            "watch-{stamp}-{}-{segment:05}.jsonl.zst",
+            std::process::id()
+        ));
         let offset_ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut stop = false;
         let outcome = record::record_observed(&plan, &path, Echo::Stderr, &mut |rec| {

@@ -864,7 +864,11 @@ pub fn check(input: &CheckInput) -> CheckReport {
         exit_code: run.exit_code(input.config),
         verdict: run.verdict,
         reasons: run.reasons,
-        warnings: run.warnings,
+        warnings: run
+            .warnings
+            .into_iter()
+            .map(crate::limits::bounded_message)
+            .collect(),
         multi_node: input.multi_node,
         fail_on_improvement: input.fail_on_improvement,
         runs: runs_info,

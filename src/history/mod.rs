@@ -26,6 +26,7 @@ pub mod html;
 pub mod listing;
 pub mod postgres;
 pub mod record;
+pub mod redact;
 pub mod schema;
 pub mod sql;
 pub mod sqlite;
@@ -119,14 +120,20 @@ impl Location {
     /// malformed one is exit 2 before anything runs (not after the verdict).
     fn postgres(conn: &str) -> Result<Location, HistoryError> {
         let location = Location::Postgres(conn.to_string());
-        if let Err(e) = conn.parse::<::postgres::Config>() {
-            return Err(HistoryError::BadLocation(format!(
-                "history location '{}' is not a valid PostgreSQL URL or keyword string: {}; write postgres://USER:PASSWORD@HOST:PORT/DB or host=HOST user=USER dbname=DB",
-                crate::escape::terminal(&location.display()),
-                redact_text(&postgres::describe(&e), &location)
-            )));
+        if let Some(why) = redact::parse_error(conn) {
+            return Err(location.malformed(&why));
         }
         Ok(location)
+    }
+
+    /// The exit-2 error of a PostgreSQL location the driver refuses; `why`
+    /// is already free of secrets (`redact::parse_error`).
+    pub fn malformed(&self, why: &str) -> HistoryError {
+        HistoryError::BadLocation(format!(
+            "history location '{}' is not a valid PostgreSQL URL or keyword string: {}; write postgres://USER:PASSWORD@HOST:PORT/DB or host=HOST user=USER dbname=DB",
+            crate::escape::terminal(&self.display()),
+            crate::escape::terminal(why)
+        ))
     }
 
     /// For messages: the SQLite path, or the PostgreSQL connection string
@@ -190,172 +197,25 @@ fn is_keyword_string(s: &str) -> bool {
     let first = s.split_whitespace().next().unwrap_or("");
     let key = first.split('=').next().unwrap_or("").trim();
     (first.contains('=') || s[first.len()..].trim_start().starts_with('='))
-        && LIBPQ_KEYWORDS.contains(&key)
+        && LIBPQ_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(key))
 }
 
-/// THE redaction of a connection string, for every message gate prints:
-/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`, a
-/// `password=...` query parameter, and `password=...` in a libpq keyword
-/// string (quoted or not) all become `***`.
-pub fn redact(conn: &str) -> String {
-    if conn.contains("://") {
-        redact_url(conn)
-    } else {
-        redact_keywords(conn)
-    }
-}
+pub use redact::redact;
 
-fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map(|i| rest_start + i)
-            .unwrap_or(out.len());
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let start = rest_start + colon + 1;
-                out.replace_range(start..rest_start + at, "***");
-            }
-        }
-    }
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let parts: Vec<String> = query
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => kv.to_string(),
-            })
-            .collect();
-        out = format!("{head}{}", parts.join("&"));
-    }
-    out
-}
-
-/// `password = 'it''s \' x'` and `password=x` in a keyword string -> `password=***`.
-fn redact_keywords(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(at) = find_keyword(rest, "password") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + "password".len()..];
-        let value = after.trim_start().strip_prefix('=').unwrap_or(after);
-        let value = value.trim_start();
-        let len = value_len(value);
-        out.push_str("password=***");
-        rest = &value[len..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Start of `key` as a word followed by optional spaces and `=`.
-fn find_keyword(s: &str, key: &str) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = s[from..].find(key) {
-        let at = from + i;
-        let word_start = at == 0 || s[..at].ends_with(char::is_whitespace);
-        let followed = s[at + key.len()..].trim_start().starts_with('=');
-        if word_start && followed {
-            return Some(at);
-        }
-        from = at + key.len();
-    }
-    None
-}
-
-/// Length of one keyword-string value: `'quoted \' value'` or up to white space.
-fn value_len(v: &str) -> usize {
-    if let Some(inner) = v.strip_prefix('\'') {
-        let mut escaped = false;
-        for (i, c) in inner.char_indices() {
-            match c {
-                '\\' if !escaped => escaped = true,
-                '\'' if !escaped => return i + 2,
-                _ => escaped = false,
-            }
-        }
-        return v.len();
-    }
-    v.find(char::is_whitespace).unwrap_or(v.len())
-}
-
-/// A driver's error text with the location's password (if any) removed:
-/// some drivers echo the connection string back.
+/// A driver's error text about `location`, fit to print (`redact::driver_text`).
 fn redact_text(text: &str, location: &Location) -> String {
-    let Location::Postgres(url) = location else {
-        return text.to_string();
-    };
-    let mut out = text.replace(url.as_str(), &redact(url));
-    for pw in passwords_of(url) {
-        if !pw.is_empty() {
-            out = out.replace(&pw, "***");
-        }
+    match location {
+        Location::Postgres(conn) => redact::driver_text(text, conn),
+        Location::Sqlite(_) => text.to_string(),
     }
-    out
-}
-
-/// Every password a connection string carries: as written (URL user info,
-/// `?password=`, `password=` keyword) and as the driver decodes it.
-fn passwords_of(conn: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    if let Some(scheme_end) = conn.find("://") {
-        let rest = &conn[scheme_end + 3..];
-        let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
-        if let Some(at) = authority.rfind('@') {
-            if let Some((_, pw)) = authority[..at].split_once(':') {
-                found.push(pw.to_string());
-            }
-        }
-        if let Some((_, query)) = conn.split_once('?') {
-            for kv in query.split('&') {
-                if let Some((k, v)) = kv.split_once('=') {
-                    if k.eq_ignore_ascii_case("password") {
-                        found.push(v.to_string());
-                    }
-                }
-            }
-        }
-    } else {
-        let mut rest = conn;
-        while let Some(at) = find_keyword(rest, "password") {
-            let after = &rest[at + "password".len()..];
-            let value = after
-                .trim_start()
-                .strip_prefix('=')
-                .unwrap_or(after)
-                .trim_start();
-            let len = value_len(value);
-            let raw = &value[..len];
-            found.push(raw.trim_matches('\'').to_string());
-            rest = &value[len..];
-        }
-    }
-    if let Ok(config) = conn.parse::<::postgres::Config>() {
-        if let Some(p) = config.get_password() {
-            found.push(String::from_utf8_lossy(p).into_owned());
-        }
-    }
-    found.retain(|p| !p.is_empty());
-    found
 }
 
 /// The client-side deadline of one history step whose server-side bound
-/// is `timeout`: a little later, so the server can report its own
-/// time-out first. SQLite is local and bounded by its own busy time-out
-/// (`sqlite::BUSY_TIMEOUT_MS`: concurrent writers queue for the lock), so
-/// its deadline is that one's.
-pub fn step_deadline(location: &Location, timeout: std::time::Duration) -> std::time::Duration {
-    let bound = match location {
-        Location::Sqlite(_) => {
-            std::time::Duration::from_millis(sqlite::BUSY_TIMEOUT_MS).max(timeout)
-        }
-        Location::Postgres(_) => timeout,
-    };
-    bound + crate::limits::HISTORY_CLIENT_GRACE
+/// is `timeout`: a little later, so the store can report its own time-out
+/// first (PostgreSQL's statement and lock time-outs, SQLite's busy
+/// time-out, both set to `timeout`).
+pub fn step_deadline(_location: &Location, timeout: std::time::Duration) -> std::time::Duration {
+    timeout + crate::limits::HISTORY_CLIENT_GRACE
 }
 
 /// Run `work` (which talks to the store at `location`) with a deadline:
@@ -568,7 +428,7 @@ pub fn open_bounded(
     timeout: std::time::Duration,
 ) -> Result<Box<dyn HistoryStore>, HistoryError> {
     match location {
-        Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, create)?)),
+        Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, create, timeout)?)),
         Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::connect(url, timeout)?)),
     }
 }

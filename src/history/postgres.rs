@@ -49,13 +49,10 @@ impl PostgresStore {
     pub fn connect(url: &str, timeout: Duration) -> Result<PostgresStore, HistoryError> {
         let location = Location::Postgres(url.to_string());
         let fail = |e: &postgres::Error| HistoryError::unavailable(&location, describe(e));
-        let mut config: postgres::Config = url
-            .parse()
-            .map_err(|e: postgres::Error| HistoryError::BadLocation(format!(
-                "history location '{}' is not a valid PostgreSQL URL or keyword string: {}; write postgres://USER:PASSWORD@HOST:PORT/DB or host=HOST user=USER dbname=DB",
-                location.display(),
-                HistoryError::unavailable(&location, describe(&e))
-            )))?;
+        let mut config: postgres::Config = url.parse().map_err(|_| {
+            let why = super::redact::parse_error(url).unwrap_or_default();
+            location.malformed(&why)
+        })?;
         let connect = config
             .get_connect_timeout()
             .copied()

@@ -7,8 +7,13 @@
 //! - every append is ONE `BEGIN IMMEDIATE` transaction (run row, metric
 //!   rows, drift rows): it takes the write lock up front, so two writers
 //!   queue instead of failing halfway with SQLITE_BUSY on lock upgrade;
-//! - `busy_timeout` of `BUSY_TIMEOUT_MS`: a writer waits for the lock
-//!   rather than giving up (an append holds it for milliseconds);
+//! - `busy_timeout` of `--history-timeout` (10 s by default): a writer
+//!   waits that long for the lock rather than giving up (an append holds
+//!   it for milliseconds), and no longer (a store locked by a stuck
+//!   process must not hold the check);
+//! - the location is a path, never an SQLite URI: `file::memory:` or
+//!   `:memory:` is a file of that name in the current folder, never an
+//!   in-memory database that would "record" runs and lose them;
 //! - `synchronous = FULL`: a committed run survives a power cut (the cost
 //!   per append is measured in BENCHMARKS.md).
 //!
@@ -23,10 +28,6 @@ use rusqlite::{params_from_iter, Connection, OpenFlags, OptionalExtension, Trans
 use std::path::Path;
 use std::time::Duration;
 
-/// How long a writer waits for another's transaction: generous, since an
-/// append takes milliseconds but a CI host may be busy.
-pub const BUSY_TIMEOUT_MS: u64 = 30_000;
-
 pub struct SqliteStore {
     conn: Connection,
     location: Location,
@@ -35,8 +36,9 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Open the file at `path` (creating it and its folder when `create`),
     /// set it up for concurrent writers and migrate it to the current schema.
-    pub fn open(path: &Path, create: bool) -> Result<SqliteStore, HistoryError> {
+    pub fn open(path: &Path, create: bool, timeout: Duration) -> Result<SqliteStore, HistoryError> {
         let location = Location::Sqlite(path.to_path_buf());
+        let path = &literal_path(path);
         let fail = |e: &dyn std::fmt::Display| HistoryError::unavailable(&location, e);
         if !create && !path.exists() {
             return Err(HistoryError::unavailable(
@@ -55,12 +57,12 @@ impl SqliteStore {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         let conn = Connection::open_with_flags(path, flags).map_err(|e| fail(&e))?;
-        conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
-            .map_err(|e| fail(&e))?;
+        conn.busy_timeout(timeout).map_err(|e| fail(&e))?;
         // journal_mode needs the lock briefly. The mode persists in the file.
-        let mode: String =
-            retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))
-                .map_err(|e| fail(&format!("not an SQLite database, or unreadable: {e}")))?;
+        let mode: String = retry_busy(timeout, || {
+            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        })
+        .map_err(|e| fail(&format!("not an SQLite database, or unreadable: {e}")))?;
         if !mode.eq_ignore_ascii_case("wal") {
             // E.g. a file system without shared memory: still correct (the
             // rollback journal is atomic too), only readers wait on writers.
@@ -115,12 +117,15 @@ impl SqliteStore {
 }
 
 /// `op`, again while SQLite says the database is busy or locked, for up to
-/// `BUSY_TIMEOUT_MS`. `busy_timeout` waits for a lock held by another
+/// `timeout`. `busy_timeout` waits for a lock held by another
 /// writer, but where waiting could deadlock (two connections of a fresh
 /// file switching it to WAL at once) SQLite answers "database is locked"
 /// at once, without waiting: 1 of 12 connections opening one fresh file
 /// together failed so (tests/history.rs).
-fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+fn retry_busy<T>(
+    timeout: Duration,
+    mut op: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
     let start = std::time::Instant::now();
     let mut pause_ms = 1u64;
     loop {
@@ -129,13 +134,27 @@ fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Resul
                 if matches!(
                     e.code,
                     rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && start.elapsed() < Duration::from_millis(BUSY_TIMEOUT_MS) =>
+                ) && start.elapsed() < timeout =>
             {
                 std::thread::sleep(Duration::from_millis(pause_ms));
                 pause_ms = (pause_ms * 2).min(50);
             }
             other => return other,
         }
+    }
+}
+
+/// `path` as SQLite must take it to read it as a file name: a relative
+/// path that SQLite would read as something else (`:memory:`, an empty
+/// name, or a `file:` URI, which this SQLite build interprets even without
+/// `SQLITE_OPEN_URI`) gets a leading `./`.
+fn literal_path(path: &Path) -> std::path::PathBuf {
+    let text = path.as_os_str().as_encoded_bytes();
+    let special = text.is_empty() || text.starts_with(b":") || text.starts_with(b"file:");
+    if special && path.is_relative() {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
     }
 }
 

@@ -438,6 +438,13 @@ fn read_json_file(text: &str, pointer: &str) -> FileReading {
     }
 }
 
+/// Whether a number in `unit` can never be negative: a time (`s`, `ms`,
+/// `us`, `µs`, `ns`, `min`, `h`) or a rate (`.../s`, `1/s`).
+pub fn never_negative(unit: &str) -> bool {
+    let u = unit.trim();
+    matches!(u, "s" | "ms" | "us" | "µs" | "ns" | "min" | "h") || u.ends_with("/s")
+}
+
 /// `key : value` lines of LoadGen's summary (the first occurrence wins: the
 /// summary section comes before the test parameters).
 fn read_mlperf(text: &str, field: &str) -> FileReading {
@@ -452,7 +459,14 @@ fn read_mlperf(text: &str, field: &str) -> FileReading {
         if key.eq_ignore_ascii_case(field) && value.is_none() {
             value = val.parse::<f64>().ok().filter(|v| v.is_finite());
         }
-        if key == "Result is" && result.is_none() {
+        // Matched as leniently as LoadGen's readers: any case, any spacing
+        // (`result  is : INVALID` is INVALID too).
+        let words: Vec<&str> = key.split_whitespace().collect();
+        if words.len() == 2
+            && words[0].eq_ignore_ascii_case("result")
+            && words[1].eq_ignore_ascii_case("is")
+            && result.is_none()
+        {
             result = Some(val.to_string());
         }
         if key.ends_with("satisfied") && val.eq_ignore_ascii_case("no") {
@@ -460,7 +474,7 @@ fn read_mlperf(text: &str, field: &str) -> FileReading {
         }
     }
     let has_result = result.is_some();
-    let invalid = result.filter(|r| r != "VALID").map(|r| {
+    let invalid = result.filter(|r| !r.eq_ignore_ascii_case("VALID")).map(|r| {
         let why = if unmet.is_empty() {
             String::new()
         } else {

@@ -48,6 +48,9 @@ pub struct Streamed {
     pub interval_ms: u64,
     /// `each` returned false.
     pub stopped: bool,
+    /// The stream broke off (a zstd frame without its end or checksum):
+    /// what was read was handed on, but the trace is cut, as `check` says.
+    pub truncated: bool,
 }
 
 /// Read `path` and hand each record to `each`, in file order; stop early
@@ -65,17 +68,22 @@ pub fn stream(path: &Path, each: &mut dyn FnMut(Item) -> bool) -> Result<Streame
     let mut ended = false;
     let bad =
         |lineno: usize, msg: String| GateError::bad_file(path, format!("line {lineno}: {msg}"));
+    let mut truncated = false;
     let done = |last_t: Option<f64>, header: &Option<Header>, stopped| Streamed {
         last_t_ms: last_t.unwrap_or(0.0),
         interval_ms: header.as_ref().map_or(0, |h| h.interval_ms),
         stopped,
+        truncated: false,
     };
     loop {
         bytes.clear();
         let n = match read_line_capped(&mut reader, &mut bytes, limits::MAX_TRACE_LINE_BYTES) {
             Ok(n) => n,
             // A zstd stream whose writer died: keep the complete prefix.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && header.is_some() => break,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && header.is_some() => {
+                truncated = true;
+                break;
+            }
             Err(e) => return Err(bad(lineno + 1, format!("read error: {e}"))),
         };
         if n == 0 {
@@ -216,7 +224,10 @@ pub fn stream(path: &Path, each: &mut dyn FnMut(Item) -> bool) -> Result<Streame
     if header.is_none() {
         return Err(GateError::bad_file(path, "empty file: not a gate trace"));
     }
-    Ok(done(last_t, &header, false))
+    Ok(Streamed {
+        truncated,
+        ..done(last_t, &header, false)
+    })
 }
 
 /// Hand over one sample after the loader's GPM validity rule (glitched

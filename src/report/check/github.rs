@@ -1,66 +1,123 @@
-//! GitHub Actions conventions: workflow-command escaping for `::error`
-//! annotations, the 10-annotations-per-step cap, and the 1 MiB cap on
-//! `$GITHUB_STEP_SUMMARY`. Pure text: `commands::check` reads the
-//! environment and appends to the files.
+//! GitHub Actions conventions: workflow-command escaping for `::error` and
+//! `::warning` annotations, the 10-annotations-per-step cap, and the 1 MiB
+//! cap on `$GITHUB_STEP_SUMMARY`. Pure text: `commands::github` reads the
+//! environment and appends to the files, for a check and a suite alike.
 //! Escaping: `crate::escape::github_data` / `github_property` (as
 //! @actions/core `command.ts` escapeData / escapeProperty).
 
 use crate::escape;
-use crate::gate::{CheckReport, RunVerdict};
+use crate::gate::{CheckReport, RunVerdict, Verdict};
 
-/// GitHub shows at most 10 error annotations per step.
+/// GitHub shows at most 10 error (and 10 warning) annotations per step;
+/// gate writes at most this many annotations in all, per step.
 pub const MAX_ERROR_ANNOTATIONS: usize = 10;
 /// `$GITHUB_STEP_SUMMARY` content above 1 MiB is rejected by the runner.
 pub const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
 
+/// One annotation before escaping: `error` fails the look of a check
+/// (a regression), `warning` flags what passed loudly (ACCEPTED).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub warning: bool,
+    pub title: String,
+    pub message: String,
+}
+
+impl Item {
+    pub fn error(title: String, message: String) -> Item {
+        Item {
+            warning: false,
+            title,
+            message,
+        }
+    }
+}
+
+fn line(item: &Item) -> String {
+    format!(
+        "::{} title={}::{}",
+        if item.warning { "warning" } else { "error" },
+        escape::github_property(&item.title),
+        escape::github_data(&item.message)
+    )
+}
+
 /// `::error title=...::message` lines for `(title, message)` pairs: at most
 /// `MAX_ERROR_ANNOTATIONS`, the last one a roll-up when there are more.
 pub fn error_annotations(items: &[(String, String)]) -> Vec<String> {
-    let line = |title: &str, msg: &str| {
-        format!(
-            "::error title={}::{}",
-            escape::github_property(title),
-            escape::github_data(msg)
-        )
-    };
+    let items: Vec<Item> = items
+        .iter()
+        .map(|(t, m)| Item::error(t.clone(), m.clone()))
+        .collect();
+    render(&items)
+}
+
+/// The workflow-command lines of `items`, errors first: at most
+/// `MAX_ERROR_ANNOTATIONS`, the last one a roll-up naming the rest when
+/// there are more (an error when any of the rest is one).
+pub fn render(items: &[Item]) -> Vec<String> {
+    let mut items = items.to_vec();
+    items.sort_by_key(|i| i.warning);
     if items.len() <= MAX_ERROR_ANNOTATIONS {
-        return items.iter().map(|(t, m)| line(t, m)).collect();
+        return items.iter().map(line).collect();
     }
     let shown = MAX_ERROR_ANNOTATIONS - 1;
-    let mut out: Vec<String> = items[..shown].iter().map(|(t, m)| line(t, m)).collect();
-    let rest: Vec<&str> = items[shown..].iter().map(|(t, _)| t.as_str()).collect();
-    out.push(line(
-        &format!("gate: {} more regressions", rest.len()),
-        &format!(
-            "Also regressed: {}. See the job summary or JUnit report.",
-            rest.join(", ")
+    let mut out: Vec<String> = items[..shown].iter().map(line).collect();
+    let rest = &items[shown..];
+    let names: Vec<&str> = rest.iter().map(|i| i.title.as_str()).collect();
+    let errors = rest.iter().any(|i| !i.warning);
+    out.push(line(&Item {
+        warning: !errors,
+        title: format!(
+            "gate: {} more {}",
+            rest.len(),
+            if errors { "regressions" } else { "annotations" }
         ),
-    ));
+        message: crate::report::check::capped(
+            &format!(
+                "Also regressed: {}. See the job summary or JUnit report.",
+                names.join(", ")
+            ),
+            crate::limits::MAX_MESSAGE_BYTES,
+        )
+        .into_owned(),
+    }));
     out
 }
 
-/// `::error` annotations: one per regression (with the diagnosis), or the
-/// run-level reasons when the run itself failed.
-pub fn annotations(r: &CheckReport) -> Vec<String> {
-    let mut items: Vec<(String, String)> = r
+/// One check's annotation items: an error per regression (with the
+/// diagnosis), a warning per accepted regression, or the run-level reasons
+/// when the run itself failed. `prefix` names the workload in a suite.
+pub fn items(r: &CheckReport, prefix: &str) -> Vec<Item> {
+    let mut items: Vec<Item> = r
         .metrics
         .iter()
-        .filter(|m| m.fails(r.fail_on_improvement))
-        .map(|m| {
-            (
-                format!("gate: {} {}", m.label(), m.verdict.as_str()),
-                super::failure_text(r, m),
-            )
+        .filter(|m| m.fails(r.fail_on_improvement) || m.verdict == Verdict::Accepted)
+        .map(|m| Item {
+            warning: m.verdict == Verdict::Accepted,
+            title: format!("gate: {prefix}{} {}", m.label(), m.verdict.as_str()),
+            message: super::failure_text(r, m),
         })
         .collect();
     if items.is_empty() && r.verdict != RunVerdict::Pass {
         items = r
             .reasons
             .iter()
-            .map(|reason| (format!("gate: {}", r.verdict.as_str()), reason.clone()))
+            .map(|reason| Item {
+                warning: r.verdict == RunVerdict::Accepted,
+                title: format!("gate: {prefix}{}", r.verdict.as_str()),
+                message: reason.clone(),
+            })
             .collect();
     }
-    error_annotations(&items)
+    items
+}
+
+/// `::error` annotations (`::warning` for what was accepted): one per
+/// regression (with the diagnosis), or the run-level reasons when the run
+/// itself failed.
+pub fn annotations(r: &CheckReport) -> Vec<String> {
+    render(&items(r, ""))
 }
 
 /// Cut `markdown` so that it fits in `max_bytes` (on a char boundary), with a

@@ -79,8 +79,19 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
         r.verdict.as_str(),
         r.reasons.first().map(String::as_str).unwrap_or("")
     );
+    // One regression is one failure: when a metric's testcase carries it,
+    // this testcase passes and tells the run's reasons in its system-out.
+    let metric_failed = r
+        .metrics
+        .iter()
+        .any(|m| m.gated && m.fails(r.fail_on_improvement));
+    let mut out_text = String::new();
     match r.verdict {
         RunVerdict::Pass => {}
+        // Exit 0: a passing testcase that says loudly what was accepted
+        // (and the suite's `gate.accepted` property), never an error.
+        RunVerdict::Accepted => out_text.push_str(&format!("{body}\n")),
+        RunVerdict::Regression if metric_failed => out_text.push_str(&format!("{body}\n")),
         // gate.toml maps inconclusive to green: shown, not failed.
         RunVerdict::Inconclusive if r.exit_code == 0 => {
             case.push_str(&format!(
@@ -97,7 +108,6 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
             case.push_str(&outcome("error", v.as_str(), &message, &body));
         }
     }
-    let mut out_text = String::new();
     for run in &r.runs {
         out_text.push_str(&format!(
             "{}{} ({}): {} steady samples, wall {} s, exit {}\n",
@@ -206,6 +216,22 @@ fn properties(r: &CheckReport) -> String {
     }
     if let Some(run) = r.runs.first() {
         props.push(("run.command", run.command.clone()));
+    }
+    // What was accepted and by whom: CI widgets show properties next to
+    // the (passing) testcases.
+    let accepted: Vec<String> = r
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let a = m.accepted.as_ref()?;
+            Some(format!("{} ({}: {})", m.label(), a.by, a.reason))
+        })
+        .collect();
+    if !accepted.is_empty() {
+        props.push((
+            "gate.accepted",
+            capped(&accepted.join("; "), MAX_MESSAGE_BYTES).into_owned(),
+        ));
     }
     let mut xml = String::from("    <properties>\n");
     for (k, v) in props {
@@ -337,7 +363,9 @@ mod tests {
         assert_eq!(both.matches("<testsuites ").count(), 1);
         let head = both.lines().nth(1).unwrap();
         assert!(
-            head.contains("tests=\"6\" failures=\"4\" errors=\"1\" time=\"65.000\""),
+            // One failure per failed metric; the run's regression is no
+            // second one.
+            head.contains("tests=\"6\" failures=\"3\" errors=\"1\" time=\"65.000\""),
             "{head}"
         );
         assert!(both.ends_with("</testsuites>\n"));

@@ -151,6 +151,73 @@ fn fit(comment: String) -> String {
     out
 }
 
+/// One folded part of a composed comment (a suite's workload): its whole
+/// text, a short form (its first lines) used when the whole ones do not
+/// fit, its name for the note that counts what was cut, and whether it is
+/// kept before the others when room runs out (a failing workload).
+pub struct Section {
+    pub name: String,
+    pub full: String,
+    pub short: String,
+    pub first: bool,
+}
+
+/// `head`, the sections in order and `tail` (the hidden markers) within
+/// `limits::MAX_PR_COMMENT_BYTES` by construction: whole sections when
+/// they all fit, else their short forms, failing ones first, and a line
+/// naming how many (and which) sections were left out. A section is added
+/// whole or not at all, so no `<details>` is ever left open.
+pub fn fit_sections(head: &str, sections: &[Section], tail: &str) -> String {
+    const MAX: usize = crate::limits::MAX_PR_COMMENT_BYTES;
+    let head: String = head.lines().map(|l| cut_line(l) + "\n").collect();
+    let whole: usize = sections.iter().map(|s| s.full.len()).sum();
+    if head.len() + whole + tail.len() <= MAX {
+        let body: String = sections.iter().map(|s| s.full.as_str()).collect();
+        return format!("{head}{body}{tail}");
+    }
+    // Room for the note (its list of names is capped to one line).
+    let room = MAX.saturating_sub(head.len() + tail.len() + MAX_LINE_BYTES + 64);
+    let mut kept = vec![false; sections.len()];
+    let mut used = 0;
+    let order = (0..sections.len())
+        .filter(|&i| sections[i].first)
+        .chain((0..sections.len()).filter(|&i| !sections[i].first));
+    for i in order {
+        let len = sections[i].short.len();
+        if used + len <= room {
+            kept[i] = true;
+            used += len;
+        }
+    }
+    let mut out = head;
+    for (s, _) in sections.iter().zip(&kept).filter(|(_, k)| **k) {
+        out.push_str(&s.short);
+    }
+    let cut: Vec<&str> = sections
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| !**k)
+        .map(|(s, _)| s.name.as_str())
+        .collect();
+    out.push_str(
+        "\n_Cut to fit the comment limit: each workload is shortened to its first lines; see the JUnit/JSON artifact for the full reports._\n",
+    );
+    if !cut.is_empty() {
+        out.push_str(&cut_line(&format!(
+            "... {} more workload(s) not shown: {}",
+            cut.len(),
+            cut.iter()
+                .map(|n| format!("`{}`", code(n)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(tail);
+    out
+}
+
 /// Gated metrics that moved beyond their threshold, worst first:
 /// regressions, then inconclusive, then improvements; by size of change.
 fn moved(r: &CheckReport) -> Vec<&MetricResult> {
