@@ -57,6 +57,38 @@ fn check_reporters() {
     );
 }
 
+/// The check page (issue 30.1) of the sample report, with made-up series
+/// for the metrics it charts (two GPUs, a warm-up, a gap): what a reviewer
+/// reads.
+#[test]
+fn check_html_page() {
+    use crate::report::check::html;
+    let r = sample_report();
+    let mut run = html::RunSeries {
+        source: r.runs[0].source.clone(),
+        warmup_s: 2.0,
+        end_s: 20.0,
+        ..Default::default()
+    };
+    for m in html::charted(&r) {
+        let Some(new) = m.new else { continue };
+        for gpu in [0, 1] {
+            let pts = (0..20)
+                .map(|i| {
+                    let v = if i == 12 {
+                        f64::NAN
+                    } else {
+                        new * (1.0 + 0.01 * (i % 3) as f64)
+                    };
+                    (i as f64, v + gpu as f64)
+                })
+                .collect();
+            run.lines.insert((m.id.clone(), Some(gpu)), pts);
+        }
+    }
+    snap("check_html", &html::render(&r, vec![run]));
+}
+
 fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {
     let trace = synthetic::trace(sig, ngpu);
     let r = RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0);

@@ -123,6 +123,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub bmf: Option<PathBuf>,
 
+    /// Write the check page (HTML, self-contained: the verdict on top, each decisive and
+    /// moved metric as the baseline's band behind the new run over time, the diagnosis beside
+    /// the curves it cites), for a CI artifact
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Where CI keeps the --html page (its run's artifacts page): linked from the Markdown
+    /// report, the step summary and the PR comment
+    #[arg(long, value_name = "URL")]
+    pub html_url: Option<String>,
+
     /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
     /// three lines, hidden markers the CI templates use to edit one comment per baseline)
     #[arg(long, value_name = "FILE")]
@@ -210,6 +221,7 @@ impl CheckArgs {
             openmetrics: None,
             pr_comment: None,
             bmf: None,
+            html: None,
             ..self.clone()
         }
     }
@@ -252,6 +264,9 @@ impl HistoryTail {
 /// before anything runs.
 pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     baseline::validate_name(args.baseline_name())?;
+    if let Some(url) = &args.html_url {
+        report::html::validate_url(url).map_err(GateError::usage)?;
+    }
     if let Some(t) = args.threshold {
         if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
             return Err(GateError::usage(format!(
@@ -434,6 +449,7 @@ pub fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
         ("--openmetrics", &args.openmetrics),
         ("--pr-comment", &args.pr_comment),
         ("--bmf", &args.bmf),
+        ("--html", &args.html),
     ]
     .into_iter()
     .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
@@ -510,6 +526,7 @@ const GITHUB_FILES: [&str; 2] = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"];
 
 /// Write one report file whole (temporary + rename; see `files`).
 fn write_report(inputs: &Inputs, flag: &str, path: &Path, text: &str) -> Result<(), GateError> {
+    crate::console::make_parent(path);
     inputs
         .write_output(path, flag, text.as_bytes())
         .map_err(|e| {
@@ -517,7 +534,9 @@ fn write_report(inputs: &Inputs, flag: &str, path: &Path, text: &str) -> Result<
                 format!("cannot write the {flag} report '{}': {e}", path.display()),
                 &e,
             )
-        })
+        })?;
+    crate::console::wrote(&format!("the {flag} report"), path);
+    Ok(())
 }
 
 /// Config and baseline, from the working tree or `--baseline-ref`.
@@ -611,7 +630,14 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
 
 /// Write every requested output, print stdout, and talk to GitHub.
 fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()> {
-    let markdown = report::markdown::Markdown.render(r);
+    let link = |text: String, f: fn(&str, &str) -> String| match &args.html_url {
+        Some(url) => f(&text, url),
+        None => text,
+    };
+    let markdown = link(
+        report::markdown::Markdown.render(r),
+        report::html::link_markdown,
+    );
     if let Some(p) = &args.pr_comment {
         // The CI templates keep the comment in a folder of its own (it is
         // uploaded alone for the comment job): create it.
@@ -629,8 +655,12 @@ fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()
             "--junit" => report::junit::Junit.render(r),
             "--markdown" => markdown.clone(),
             "--json" => report::json::Json.render(r),
-            "--pr-comment" => report::pr_comment::PrComment.render(r),
+            "--pr-comment" => link(
+                report::pr_comment::PrComment.render(r),
+                report::html::link_pr_comment,
+            ),
             "--bmf" => report::bmf::Bmf.render(r),
+            "--html" => report::html::render(r, report::html::series_for(r)),
             _ => report::openmetrics::OpenMetrics.render(r),
         };
         write_report(inputs, flag, path, &text)?;

@@ -169,6 +169,32 @@ fn resolve(
 /// Healthy checks read back for the noise model's history prior.
 const PRIOR_RUNS: usize = 50;
 
+/// `--metric ID` that no listed run recorded: most likely a typo, so say
+/// so with the closest id (the listing would only say "not recorded").
+fn warn_if_unrecorded(id: &str, runs: &[RunRecord], config: &Config) {
+    if runs.is_empty()
+        || runs
+            .iter()
+            .any(|r| r.metrics.iter().any(|m| m.metric == id))
+    {
+        return;
+    }
+    let users = config
+        .file
+        .user_metrics
+        .keys()
+        .map(|k| k.get_ref().as_str());
+    let recorded = runs
+        .iter()
+        .flat_map(|r| r.metrics.iter().map(|m| m.metric.as_str()));
+    let hint = crate::metrics::did_you_mean(id, users.chain(recorded));
+    crate::gate_eprintln!(
+        "gate: warning: no listed run recorded metric '{}'{}; 'gate metrics' lists every id",
+        crate::escape::terminal(id),
+        crate::escape::terminal(&hint)
+    );
+}
+
 /// Each aggregate metric's `(variance, n - 1)` over the values of the
 /// checks that passed: the history prior of the verdict's moderated
 /// variance (`noise::moderated`).
@@ -570,6 +596,9 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
             .map_err(to_gate)?
         }
     };
+    if let Some(m) = &args.metric {
+        warn_if_unrecorded(m, &runs, &config);
+    }
     let filter = Filter {
         baseline: args.baseline.clone(),
         branch: args.branch.clone(),
@@ -602,7 +631,7 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
                 path.display()
             ))
         })?;
-        crate::gate_eprintln!("gate: wrote trend page '{}'", path.display());
+        crate::console::wrote("the trend page", path);
     }
     let l = Listing {
         schema_version: listing::JSON_SCHEMA_VERSION,

@@ -168,6 +168,7 @@ impl MeasureArgs {
             metrics_file: self.metrics_file.clone(),
             note: self.note.clone(),
             live_status: std::io::stderr().is_terminal(),
+            progress_lines: !std::io::stderr().is_terminal(),
         })
     }
 
@@ -292,6 +293,20 @@ pub fn acquire_each<R: Send>(
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
+    acquire_each_checked(args, runs, trace_dir, each, |_| Ok(()))
+}
+
+/// `acquire_each`, with `after` called on the runs so far as soon as each
+/// live run ends: an error there stops before the next run (`capture
+/// --runs 3` refuses an invalid first run without spending two more).
+/// Replayed files are all loaded first, then `after` sees them once.
+pub fn acquire_each_checked<R: Send>(
+    args: &MeasureArgs,
+    runs: usize,
+    trace_dir: &Path,
+    each: impl Fn(&Trace) -> Option<R> + Sync,
+    mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
     let take = |mut t: Trace| {
         let derived = each(&t);
         if derived.is_some() {
@@ -301,10 +316,12 @@ pub fn acquire_each<R: Send>(
     };
     if args.is_replay() {
         let threads = loads_at_once(&args.replay);
-        return crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
+        let loaded = crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
-            .collect();
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        after(&loaded)?;
+        return Ok(loaded);
     }
     if !args.is_live() {
         return Err(GateError::usage(
@@ -333,6 +350,7 @@ pub fn acquire_each<R: Send>(
         // output goes to stderr.
         let outcome = record::record(&plan, &path, Echo::Stderr)?;
         traces.push(take(Trace::load(&outcome.path)?));
+        after(&traces)?;
     }
     Ok(traces)
 }

@@ -349,6 +349,7 @@ fn emit(
     inputs: &crate::files::Inputs,
 ) -> anyhow::Result<()> {
     let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
+        crate::console::make_parent(path);
         inputs
             .write_output(path, flag, text.as_bytes())
             .map_err(|e| {
@@ -356,9 +357,15 @@ fn emit(
                     format!("cannot write the {flag} report '{}': {e}", path.display()),
                     &e,
                 )
-            })
+            })?;
+        crate::console::wrote(&format!("the {flag} report"), path);
+        Ok(())
     };
-    let markdown = render_markdown(outcomes, code);
+    let link = |text: String, f: fn(&str, &str) -> String| match &args.html_url {
+        Some(url) => f(&text, url),
+        None => text,
+    };
+    let markdown = link(render_markdown(outcomes, code), report::html::link_markdown);
     for (flag, path) in check::outputs(args) {
         let text = match flag {
             "--junit" => render_junit(outcomes),
@@ -380,7 +387,10 @@ fn emit(
                         ))
                     })?;
                 }
-                render_pr_comment(outcomes, code)
+                link(
+                    render_pr_comment(outcomes, code),
+                    report::html::link_pr_comment,
+                )
             }
             "--bmf" => {
                 let mut all = serde_json::Map::new();
@@ -392,6 +402,7 @@ fn emit(
                 }
                 serde_json::to_string_pretty(&all)? + "\n"
             }
+            "--html" => render_html(outcomes, code),
             _ => continue,
         };
         write(flag, path, &text)?;
@@ -401,6 +412,33 @@ fn emit(
         Format::Text => crate::console::out(&render_terminal(outcomes, code, args.color.stdout())),
     }
     Ok(())
+}
+
+/// One check page for every workload (`--html`): the suite's verdict and
+/// table, then each judged workload's section with its curves.
+fn render_html(outcomes: &[Outcome], code: i32) -> String {
+    use report::html;
+    let judged: Vec<html::Workload> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .map(|r| html::Workload {
+            report: r,
+            runs: html::series_for(r),
+        })
+        .collect();
+    let failed: Vec<(String, i32, String)> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let (c, why) = o.result.as_ref().err()?;
+            Some((o.workload.name.clone(), *c, why.clone()))
+        })
+        .collect();
+    let suite = html::Suite {
+        exit_code: code,
+        word: verdict_word(code),
+        failed: &failed,
+    };
+    html::render_page(&judged, Some(&suite), html::HTML_BUDGET_BYTES)
 }
 
 /// `| workload | baseline | verdict | exit |` rows.

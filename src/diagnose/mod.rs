@@ -14,7 +14,7 @@
 //! for tests and docs, are in `crate::synthetic`.
 //!
 //! Ranking: findings are ordered by severity, then by the rule's reading
-//! order (DOMAIN.md: is the GPU fed, do SM active and DRAM agree with busy,
+//! order (docs/counters.md: is the GPU fed, do SM active and DRAM agree with busy,
 //! do the tensor cores work, then transfers; fragmentation before bandwidth,
 //! which stays hidden while SMs are starved), then by how far past its
 //! threshold the condition is. `score` encodes exactly that order:

@@ -3,14 +3,10 @@
 //! command decides with `console::color_enabled`: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a TTY).
 
-use super::{change_text, noise_text, tolerance_text, Reporter};
+use super::{change_text, noise_text, tolerance_text, Reporter, CONTEXT_MIN_CHANGE_PCT};
 use crate::escape;
 use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
-
-/// Context (ungated) metrics are listed only when they moved at least this
-/// much: they explain a regression; unchanged ones are noise on a screen.
-const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
 
 pub struct Terminal {
     pub color: bool,
@@ -68,12 +64,11 @@ impl Terminal {
     fn header(&self, r: &CheckReport, out: &mut String) {
         let b = &r.baseline;
         out.push_str(&format!(
-            "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
+            "gate check against baseline '{}' ({} run{}, {}{}{})\n",
             escape::terminal(&b.name),
             b.runs,
             if b.runs == 1 { "" } else { "s" },
-            escape::terminal(&b.gpu_model),
-            b.gpu_count,
+            escape::terminal(&crate::format::gpus_text(&b.gpu_model, b.gpu_count)),
             if b.created.is_empty() {
                 String::new()
             } else {
@@ -105,15 +100,7 @@ impl Terminal {
 
     /// The aligned table: gated metrics, then context metrics that moved.
     fn table(&self, r: &CheckReport, out: &mut String) {
-        let shown: Vec<&MetricResult> = r
-            .metrics
-            .iter()
-            .filter(|m| {
-                m.gated
-                    || m.change_pct
-                        .is_some_and(|p| p.abs() >= CONTEXT_MIN_CHANGE_PCT)
-            })
-            .collect();
+        let shown: Vec<&MetricResult> = r.metrics.iter().filter(|m| super::shown(m)).collect();
         let hidden = r.metrics.len() - shown.len();
         let header = [
             "metric", "stat", "baseline", "new", "change", "floor", "noise", "verdict",
@@ -148,7 +135,9 @@ impl Terminal {
             if !m.gated && !context_started {
                 context_started = true;
                 out.push_str(&self.paint(
-                    &format!("-- context, not gated (moved >= {CONTEXT_MIN_CHANGE_PCT:.0} %):"),
+                    &format!(
+                        "-- context, not gated (moved beyond their noise, or >= {CONTEXT_MIN_CHANGE_PCT:.0} %):"
+                    ),
                     "2",
                 ));
                 out.push('\n');
@@ -162,7 +151,7 @@ impl Terminal {
         }
         if hidden > 0 {
             out.push_str(&format!(
-                "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} %; see --format json)\n"
+                "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} % and within their noise; see --format json)\n"
             ));
         }
     }
