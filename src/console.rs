@@ -182,6 +182,59 @@ pub fn wrote(what: &str, path: &std::path::Path) {
     );
 }
 
+/// The width to wrap text to on stdout: the terminal's columns, or None
+/// in a pipe or a file (text stays as it is, one line per item, for grep).
+pub fn stdout_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|w| *w >= 40)
+}
+
+/// `text` wrapped to `width` (None: as it is), continuation lines
+/// indented by `indent` spaces; each line ends with a newline.
+pub fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
+    let Some(width) = width else {
+        return format!("{text}\n");
+    };
+    let pad = " ".repeat(indent);
+    // Break at spaces only: a date, a path or a metric id stays whole.
+    let options = textwrap::Options::new(width)
+        .subsequent_indent(&pad)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::wrap(text, options)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Rows as an aligned table: each column as wide as its widest cell, two
+/// spaces between columns, trailing spaces trimmed.
+pub fn aligned(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|r| {
+            let line: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<w$}", w = width[i]))
+                .collect();
+            format!("{}\n", line.join("  ").trim_end())
+        })
+        .collect()
+}
+
 /// How far a recording is through its known window (warm-up and
 /// `--duration`) and about how long is left: "1m 12s of 3m, ~1m 48s left".
 /// Past the window (a `--warmup-until` that held the warm-up open, the
@@ -294,6 +347,26 @@ mod tests {
             true,
             &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]
         ));
+    }
+
+    #[test]
+    fn tables_align_and_text_wraps_only_on_a_terminal() {
+        let rows = vec![
+            vec!["workload".to_string(), "verdict".to_string()],
+            vec!["train".to_string(), "regression".to_string()],
+        ];
+        assert_eq!(aligned(&rows), "workload  verdict\ntrain     regression\n");
+        let long = "word ".repeat(30);
+        assert_eq!(wrap(long.trim(), None, 2).lines().count(), 1);
+        let wrapped = wrap(long.trim(), Some(40), 2);
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 40),
+            "{wrapped}"
+        );
+        assert!(
+            wrapped.lines().skip(1).all(|l| l.starts_with("  ")),
+            "{wrapped}"
+        );
     }
 
     #[test]

@@ -489,6 +489,31 @@ impl FrameworkScan {
 }
 
 impl Ticker {
+    /// The status line on a terminal (every second), or on a log a plain
+    /// line every tenth of a known window.
+    fn show_progress(
+        &mut self,
+        now: Instant,
+        host: &[Option<f64>],
+        gpu: Option<&[Option<f64>]>,
+        warm: bool,
+    ) {
+        let elapsed = self.clock.since(now);
+        if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
+            self.live_at = now;
+            print_live(elapsed, host, gpu, warm, self.window);
+        } else if let Some(total) = self.window.filter(|_| self.lines) {
+            if elapsed >= self.line_at {
+                self.line_at = elapsed + console::plain_progress_every(total);
+                crate::gate_eprintln!(
+                    "gate: recording{}: {}",
+                    if warm { " (warm-up)" } else { "" },
+                    console::progress_words(elapsed, total)
+                );
+            }
+        }
+    }
+
     fn new(plan: &RecordPlan, target: &Target, clock: Clock) -> Ticker {
         let now = Instant::now();
         let mut tree_scanner = host::TreeScanner::default();
@@ -594,27 +619,7 @@ impl Ticker {
         self.profile.stop("frameworks", c);
         let c = self.profile.start();
         let warm = self.clock.since(now) < self.warmup || !output.warmup_released();
-        if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
-            self.live_at = now;
-            print_live(
-                self.clock.since(now),
-                &h,
-                g.first().map(|v| v.as_slice()),
-                warm,
-                self.window,
-            );
-        } else if let Some(total) = self.window.filter(|_| self.lines) {
-            // A CI log: a plain line every tenth of the window.
-            let elapsed = self.clock.since(now);
-            if elapsed >= self.line_at {
-                self.line_at = elapsed + console::plain_progress_every(total);
-                crate::gate_eprintln!(
-                    "gate: recording{}: {}",
-                    if warm { " (warm-up)" } else { "" },
-                    console::progress_words(elapsed, total)
-                );
-            }
-        }
+        self.show_progress(now, &h, g.first().map(|v| v.as_slice()), warm);
         // Rounded in place: a few decimals keep traces small and diffs stable.
         for x in g.iter_mut().flatten().chain(h.iter_mut()) {
             *x = x.map(round_value);

@@ -36,8 +36,23 @@ fn snap(name: &str, text: &str) {
 #[test]
 fn check_reporters() {
     let r = sample_report();
-    snap("check_terminal", &Terminal { color: false }.render(&r));
-    snap("check_terminal_color", &Terminal { color: true }.render(&r));
+    let plain = Terminal {
+        color: false,
+        width: None,
+    };
+    snap("check_terminal", &plain.render(&r));
+    let coloured = Terminal {
+        color: true,
+        width: None,
+    };
+    snap("check_terminal_color", &coloured.render(&r));
+    // On an 80-column terminal: the words wrap (header, why, reasons,
+    // warnings); the table keeps one row a metric.
+    let narrow = Terminal {
+        color: false,
+        width: Some(80),
+    };
+    snap("check_terminal_80_columns", &narrow.render(&r));
     snap("check_markdown", &Markdown.render(&r));
     snap("check_json", &Json.render(&r));
     snap("check_junit", &Junit.render(&r));

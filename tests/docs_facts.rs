@@ -558,3 +558,39 @@ fn the_readme_installs_with_the_lock_file() {
     let ignore = std::fs::read_to_string(Path::new(ROOT).join(".gitignore")).unwrap();
     assert!(ignore.lines().any(|l| l == "/.gate/"));
 }
+
+/// The README's headline output is what the command it names prints
+/// (issue 30.4: it showed a noise band and a memory figure of an older
+/// build). Lines are compared with their whitespace normalised (the table's
+/// widths and the text's wrapping depend on rows and terminal left out);
+/// "..." marks what the README leaves out.
+#[test]
+fn the_readme_headline_output_is_what_gate_prints() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let block = &readme[readme.find("```console\n$ gate capture").unwrap() + 11..];
+    let block = &block[..block.find("```").unwrap()];
+    let cmd = "gate check --baseline gpt-h200 --replay fixtures/traces/gpt-memory.jsonl";
+    assert!(readme.contains(&format!("(Abridged from `{cmd}`")));
+    let out = gate(Path::new(ROOT))
+        .args(["check", "--baseline", "gpt-h200", "--replay"])
+        .arg("fixtures/traces/gpt-memory.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let printed = words(&output(&out).0);
+    let mut paragraph = String::new();
+    for line in block.lines().filter(|l| !l.starts_with("$ ")) {
+        let shown = line.trim_end().trim_end_matches("...");
+        paragraph.push_str(shown);
+        paragraph.push(' ');
+        if line.trim() == "..." || line.ends_with("...") || !line.starts_with("     ") {
+            let want = words(&paragraph);
+            assert!(
+                printed.contains(&want),
+                "README shows '{want}', gate prints:\n{printed}"
+            );
+            paragraph.clear();
+        }
+    }
+}

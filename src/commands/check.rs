@@ -16,6 +16,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Baseline and judging")]
 pub struct CheckArgs {
     /// Name of the baseline to judge against (baselines/NAME.toml)
     #[arg(long, value_name = "NAME", required_unless_present = "suite")]
@@ -89,61 +90,75 @@ pub struct CheckArgs {
     /// [[accept]] entries that acknowledge intended regressions (baseline, metrics,
     /// max_change_pct, reason, optional expires/commit), bounded by [accept] of the
     /// (target branch's) gate.toml. Matching regressions become ACCEPTED (exit 0)
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        help_heading = "Accepting an intended regression",
+        value_name = "FILE"
+    )]
     pub accept: Option<PathBuf>,
 
     /// The pull/merge request's labels, comma-separated (the CI templates pass them):
     /// the label named by [accept] label in gate.toml accepts regressions up to its
     /// label_max_change_pct
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(
+        long,
+        help_heading = "Accepting an intended regression",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
     pub accept_labels: Vec<String>,
 
     /// Output format on stdout
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, help_heading = "Reports", value_enum, default_value = "text")]
     pub format: Format,
 
     /// Write a JUnit XML report (one testcase per gated metric and one for the run)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub junit: Option<PathBuf>,
 
     /// Write a Markdown report
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
     /// Write the JSON report
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Write OpenMetrics text (GitLab metrics report)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub openmetrics: Option<PathBuf>,
 
     /// Write the new run's numbers in Bencher Metric Format (JSON: benchmark = baseline
     /// name, measure = metric id)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub bmf: Option<PathBuf>,
 
     /// Write the check page (HTML, self-contained: the verdict on top, each decisive and
     /// moved metric as the baseline's band behind the new run over time, the diagnosis beside
     /// the curves it cites), for a CI artifact
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
     /// Where CI keeps the --html page (its run's artifacts page): linked from the Markdown
     /// report, the step summary and the PR comment
-    #[arg(long, value_name = "URL")]
+    #[arg(long, help_heading = "Reports", value_name = "URL")]
     pub html_url: Option<String>,
 
     /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
     /// three lines, hidden markers the CI templates use to edit one comment per baseline)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub pr_comment: Option<PathBuf>,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Reports")]
     pub color: super::ColorArgs,
 
     /// Where live runs write their traces
-    #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".gate/traces",
+        help_heading = "Measurement (what runs, for how long, how it is sampled)"
+    )]
     pub trace_dir: PathBuf,
 
     #[command(flatten)]
@@ -674,7 +689,8 @@ fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()
     match args.format {
         Format::Text => {
             let color = args.color.stdout();
-            crate::console::out(&report::terminal::Terminal { color }.render(r));
+            let width = crate::console::stdout_width();
+            crate::console::out(&report::terminal::Terminal { color, width }.render(r));
             for a in &annotations {
                 crate::console::out(&format!("{a}\n"));
             }

@@ -41,6 +41,7 @@ use std::time::Duration;
 
 /// History flags shared by `check` and `capture`.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "History (runs recorded for trends and drift)")]
 pub struct HistoryArgs {
     /// Record this run in a history database: a file (SQLite, e.g. .gate/history.sqlite),
     /// sqlite:PATH, or postgres://USER:PASSWORD@HOST/DB [default: gate.toml [history]; off

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Measurement (what runs, for how long, how it is sampled)")]
 pub struct MeasureArgs {
     /// Replay recorded trace(s) instead of measuring live (one per run or per node)
     #[arg(long, num_args = 1.., value_name = "TRACE", conflicts_with_all = ["pid", "command", "command_string"])]

@@ -466,7 +466,13 @@ pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
             terminal(&o.workload.baseline)
         ));
         match &o.result {
-            Ok(r) => out.push_str(&report::terminal::Terminal { color }.render(r)),
+            Ok(r) => out.push_str(
+                &report::terminal::Terminal {
+                    color,
+                    width: crate::console::stdout_width(),
+                }
+                .render(r),
+            ),
             Err((c, m)) => out.push_str(&format!(
                 "VERDICT: {} (exit {c}): {}\n",
                 o.verdict().to_uppercase(),
@@ -475,16 +481,15 @@ pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
         }
         out.push('\n');
     }
-    out.push_str("workload  baseline  verdict  exit\n");
-    for row in summary_rows(outcomes) {
-        out.push_str(&format!(
-            "{}\n",
-            row.iter()
-                .map(|c| terminal(c))
-                .collect::<Vec<_>>()
-                .join("  ")
-        ));
-    }
+    let mut rows = vec![["workload", "baseline", "verdict", "exit"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(
+        summary_rows(outcomes)
+            .iter()
+            .map(|row| row.iter().map(|c| terminal(c)).collect()),
+    );
+    out.push_str(&crate::console::aligned(&rows));
     out.push_str(&format!(
         "SUITE VERDICT: {} (exit {code}; worst of {} workload(s))\n",
         verdict_word(code),

@@ -18,6 +18,7 @@
 //! Series come from the traces the report names (`RunInfo::source`), read
 //! again here, one at a time: the verdict itself needs only summaries.
 
+use super::html_svg::Band;
 use super::{change_text, noise_text, tolerance_text};
 use crate::escape::html as esc;
 use crate::format::value_with_unit;
@@ -67,6 +68,13 @@ const COLORS: [&str; MAX_LINES] = [
 ];
 const BAND: &str = "#4c78a8";
 
+/// Points of a line: (t seconds, value); NaN breaks it.
+pub type Points = Vec<(f64, f64)>;
+/// A line's key: metric id and GPU slot (None: a host metric).
+pub type LineKey = (String, Option<usize>);
+/// Lines of a chart: label and points.
+type Lines<'a> = Vec<(String, &'a [(f64, f64)])>;
+
 /// One run's series of the charted metrics, read from its trace.
 #[derive(Debug, Clone, Default)]
 pub struct RunSeries {
@@ -76,7 +84,7 @@ pub struct RunSeries {
     pub warmup_s: f64,
     pub end_s: f64,
     /// (metric id, GPU slot or None for a host metric) -> (t s, value).
-    pub lines: BTreeMap<(String, Option<usize>), Vec<(f64, f64)>>,
+    pub lines: BTreeMap<LineKey, Points>,
     /// Why the series are missing (the trace could not be read again).
     pub error: Option<String>,
 }
@@ -452,10 +460,7 @@ fn anchor(r: &CheckReport, m: &MetricResult) -> String {
 }
 
 /// The lines of one metric: each run's, each GPU's, at most `MAX_LINES`.
-fn lines_of<'a>(
-    m: &MetricResult,
-    runs: &'a [RunSeries],
-) -> (Vec<(String, &'a [(f64, f64)])>, usize) {
+fn lines_of<'a>(m: &MetricResult, runs: &'a [RunSeries]) -> (Lines<'a>, usize) {
     let mut lines = Vec::new();
     let mut total = 0;
     for (ri, run) in runs.iter().enumerate() {
@@ -500,7 +505,7 @@ fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) 
             format!(", {}", esc(&m.unit))
         }
     );
-    let band = Band::of(m);
+    let band = band_of(m);
     s.push_str(&super::html_svg::chart(&super::html_svg::Chart {
         title: &m.id,
         width,
@@ -557,21 +562,12 @@ fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) 
 
 /// The baseline's band of a metric: its value, the noise band around it
 /// and the practical floor.
-#[derive(Debug, Clone, Copy)]
-pub struct Band {
-    pub value: f64,
-    pub noise: Option<f64>,
-    pub floor: Option<f64>,
-}
-
-impl Band {
-    fn of(m: &MetricResult) -> Option<Band> {
-        Some(Band {
-            value: m.baseline.filter(|v| v.is_finite())?,
-            noise: m.noise.filter(|n| n.is_finite() && *n > 0.0),
-            floor: m.tolerance.filter(|t| t.is_finite() && *t > 0.0),
-        })
-    }
+fn band_of(m: &MetricResult) -> Option<Band> {
+    Some(Band {
+        value: m.baseline.filter(|v| v.is_finite())?,
+        noise: m.noise.filter(|n| n.is_finite() && *n > 0.0),
+        floor: m.tolerance.filter(|t| t.is_finite() && *t > 0.0),
+    })
 }
 
 /// Longest `--html-url` accepted: a link, not a document.

@@ -4,7 +4,6 @@
 //! across the steady window. The scale takes in the band, the lines and
 //! the new value, so a run that fell far below its baseline shows how far.
 
-use super::html::Band;
 use crate::escape::html as esc;
 use crate::format::number;
 use std::fmt::Write as _;
@@ -16,6 +15,15 @@ const TOP: f64 = 12.0;
 const BOTTOM: f64 = 30.0;
 const BAND: &str = "#4c78a8";
 const NEW: &str = "#c0392b";
+
+/// The baseline's band of a metric: its value, the noise band around it
+/// and the practical floor.
+#[derive(Debug, Clone, Copy)]
+pub struct Band {
+    pub value: f64,
+    pub noise: Option<f64>,
+    pub floor: Option<f64>,
+}
 
 /// What one chart draws.
 pub struct Chart<'a> {

@@ -74,7 +74,7 @@ pub fn wall_text(run: &crate::gate::RunInfo) -> String {
 pub fn change_text(m: &crate::gate::MetricResult) -> String {
     match (m.change_pct, m.change) {
         (Some(p), _) => format!("{} %", format::percent_change(p)),
-        (None, Some(c)) if c == 0.0 => "0".into(),
+        (None, Some(0.0)) => "0".into(),
         (None, Some(c)) => format!(
             "{}{} from 0",
             if c >= 0.0 { "+" } else { "" },

@@ -10,6 +10,9 @@ use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
 pub struct Terminal {
     pub color: bool,
+    /// Wrap the words (reasons, why, warnings) to this width: the
+    /// terminal's; None in a pipe, where each stays one line.
+    pub width: Option<usize>,
 }
 
 impl Terminal {
@@ -49,10 +52,14 @@ fn row(m: &MetricResult) -> [String; 8] {
 impl Reporter for Terminal {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = String::new();
-        self.header(r, &mut out);
+        let mut head = String::new();
+        self.header(r, &mut head);
+        for line in head.lines() {
+            out.push_str(&crate::console::wrap(line, self.width, 2));
+        }
         out.push('\n');
         self.table(r, &mut out);
-        explanations(r, &mut out);
+        explanations(r, self.width, &mut out);
         out.push('\n');
         self.verdict(r, &mut out);
         out
@@ -178,23 +185,26 @@ impl Terminal {
         } else {
             out.push('\n');
             for reason in &r.reasons {
-                out.push_str(&format!("  - {}\n", escape::terminal(reason)));
+                let line = format!("  - {}", escape::terminal(reason));
+                out.push_str(&crate::console::wrap(&line, self.width, 4));
             }
         }
     }
 }
 
 /// Why each regression failed, the diagnosis, and the warnings.
-fn explanations(r: &CheckReport, out: &mut String) {
+fn explanations(r: &CheckReport, width: Option<usize>, out: &mut String) {
+    use crate::console::wrap;
     let regressions: Vec<&MetricResult> = r.regressions().collect();
     if !regressions.is_empty() {
         out.push_str("\nWhy:\n");
         for m in regressions {
-            out.push_str(&format!(
-                "  {}: {}\n",
+            let line = format!(
+                "  {}: {}",
                 escape::terminal(&m.label()),
                 escape::terminal(&super::words::metric_reason(m))
-            ));
+            );
+            out.push_str(&wrap(&line, width, 4));
         }
     }
     if !r.diagnosis.is_empty() {
@@ -209,11 +219,15 @@ fn explanations(r: &CheckReport, out: &mut String) {
             }
         }
     }
-    for w in &r.warnings {
-        out.push_str(&format!("\nwarning: {}", escape::terminal(w)));
-    }
     if !r.warnings.is_empty() {
         out.push('\n');
+    }
+    for w in &r.warnings {
+        out.push_str(&wrap(
+            &format!("warning: {}", escape::terminal(w)),
+            width,
+            2,
+        ));
     }
 }
 
@@ -224,7 +238,11 @@ mod tests {
     #[test]
     fn colour_only_when_asked_and_table_is_aligned() {
         let r = crate::report::check::tests_support::sample_report();
-        let plain = Terminal { color: false }.render(&r);
+        let plain = Terminal {
+            color: false,
+            width: None,
+        }
+        .render(&r);
         assert!(!plain.contains('\x1b'), "{plain}");
         assert!(plain.contains("VERDICT: REGRESSION (exit 1)"));
         assert!(plain.contains("Diagnosis (what changed"));
@@ -236,7 +254,11 @@ mod tests {
         let col = header.chars().position(|c| c == 'v').unwrap();
         let cell: String = row.chars().skip(col).take(10).collect();
         assert_eq!(cell, "regression", "{header}\n{row}");
-        let coloured = Terminal { color: true }.render(&r);
+        let coloured = Terminal {
+            color: true,
+            width: None,
+        }
+        .render(&r);
         assert!(coloured.contains("\x1b[1;31mregression\x1b[0m"));
         // Context metrics that moved a lot are shown, marked as not gated.
         assert!(plain.contains("-- context, not gated"));
