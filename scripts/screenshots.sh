@@ -6,6 +6,10 @@
 #                                 fixtures/traces/contention.jsonl (run from
 #                                 the repository root: the page's title is the
 #                                 path as given)
+#   docs/check-screenshot.png     `gate check --html` of the same fixture
+#                                 against the committed baseline train-h200
+#                                 (exit 1: a regression; the page is drawn
+#                                 all the same)
 #   docs/history-screenshot.png   `gate history --html` of the demo history
 #                                 (examples/history-demo: the real binary over
 #                                 SYNTHETIC traces, a made-up clock)
@@ -42,7 +46,7 @@ cd "$root"
 sums=docs/screenshots.sha256
 
 # name, window size (width,height of the page captured).
-shots=("report-screenshot 1400,2000" "history-screenshot 1280,1900")
+shots=("report-screenshot 1400,2000" "check-screenshot 1400,2400" "history-screenshot 1280,1900")
 
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
@@ -65,6 +69,9 @@ mkdir -p "$pages"
 
 # The pages, built exactly as tests/screenshots.rs builds them.
 "$GATE" report fixtures/traces/contention.jsonl --html "$pages/report-screenshot.html" >/dev/null
+# A regression exits 1: the page is written first.
+"$GATE" check --baseline train-h200 --replay fixtures/traces/contention.jsonl \
+    --html "$pages/check-screenshot.html" >/dev/null 2>&1 || [ $? = 1 ]
 "$demo" "$tmp/demo" >/dev/null 2>"$tmp/demo.log" || {
     cat "$tmp/demo.log" >&2
     exit 1
@@ -107,7 +114,7 @@ if [ "$check" = 0 ]; then
             (cd docs && sha256sum "$name.png")
         done
     } >"$sums"
-    echo "wrote docs/report-screenshot.png, docs/history-screenshot.png, $sums" >&2
+    echo "wrote docs/report-screenshot.png, docs/check-screenshot.png, docs/history-screenshot.png, $sums" >&2
     exit 0
 fi
 
@@ -138,4 +145,4 @@ if [ "$stale" = 1 ]; then
     echo "$0: the screenshots are out of date: run \`bash scripts/screenshots.sh\` and commit docs/" >&2
     exit 1
 fi
-echo "screenshots current: the pages hash as $sums records; chromium drew both" >&2
+echo "screenshots current: the pages hash as $sums records; chromium drew each" >&2

@@ -91,7 +91,7 @@ def metadata(version, readme):
     # Core metadata 2.1 fields only: every pip and twine in use reads them.
     summary = (
         "GPU performance regression gate: the `gate` CLI (NVML/GPM + /proc counters, "
-        "p95 baselines in TOML, noise-aware CI gates with root-cause diagnosis)"
+        "baselines in TOML, noise-aware CI gates with root-cause diagnosis)"
     )
     head = [
         "Metadata-Version: 2.1",

@@ -321,8 +321,16 @@ pub fn covering(
 
 /// Warnings about what was offered but cannot apply at all: acceptance
 /// forbidden by the target, entries for this baseline that named no
-/// regressed metric.
-pub fn unused(acc: &Acceptances, baseline: &str, used: &[String]) -> Vec<String> {
+/// regressed metric. An entry that matched a regression but did not apply
+/// (expired, another commit, exceeded) is told so in `why_not` (from
+/// `covering`), and only there: one message per entry, never two that
+/// contradict each other.
+pub fn unused(
+    acc: &Acceptances,
+    baseline: &str,
+    used: &[String],
+    why_not: &[String],
+) -> Vec<String> {
     let mut out = Vec::new();
     if !acc.policy.allowed && acc.offered() {
         out.push(format!(
@@ -334,7 +342,8 @@ pub fn unused(acc: &Acceptances, baseline: &str, used: &[String]) -> Vec<String>
     if let Some((file, path)) = &acc.file {
         for (i, e) in file.accept.iter().enumerate() {
             let by = format!("{path} entry {}", i + 1);
-            if e.baseline == baseline && !used.contains(&by) {
+            let explained = why_not.iter().any(|w| w.contains(&format!("{by} ")));
+            if e.baseline == baseline && !used.contains(&by) && !explained {
                 out.push(format!(
                     "{by} ({}) accepted no regression of this check: remove it once the baseline is re-captured",
                     e.metrics.join(", ")
@@ -414,7 +423,26 @@ mod tests {
         assert!(covering(&a, "gpt-h200", "samples_per_s", "s", Some(4.0), &mut why).is_some());
         a.policy.allowed = false;
         assert!(covering(&a, "gpt-h200", "samples_per_s", "s", Some(1.0), &mut why).is_none());
-        assert!(unused(&a, "gpt-h200", &[])[0].contains("allowed = false"));
+        assert!(unused(&a, "gpt-h200", &[], &[])[0].contains("allowed = false"));
+    }
+
+    #[test]
+    fn an_entry_that_matched_but_did_not_apply_is_told_once() {
+        // Issue 30.5: an expired or exceeded entry was also told "accepted
+        // no regression of this check: remove it".
+        for extra in ["expires = \"2000-01-01\"\n", ""] {
+            let a = acc(&format!("{ENTRY}{extra}"));
+            let mut why = Vec::new();
+            // Expired, or beyond its maximum.
+            assert!(covering(&a, "gpt-h200", "samples_per_s", "s", Some(99.0), &mut why).is_none());
+            assert_eq!(why.len(), 1, "{why:?}");
+            let unused = unused(&a, "gpt-h200", &[], &why);
+            assert!(unused.is_empty(), "contradicts {why:?}: {unused:?}");
+        }
+        // An entry that named no regressed metric is still told so.
+        let a = acc(ENTRY);
+        let told = unused(&a, "gpt-h200", &[], &[]);
+        assert!(told[0].contains("accepted no regression"), "{told:?}");
     }
 
     #[test]

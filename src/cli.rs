@@ -13,14 +13,7 @@ use clap::{CommandFactory, Parser, Subcommand};
     name = "gate",
     version,
     about = "Keep GPU performance from silently regressing",
-    long_about = "gate records GPU (NVML + GPM) and host (/proc) counters of a benchmark with zero \
-intrusion, stores baselines as TOML in your repository (utilisations on their mean, \
-the benchmark's own numbers first), compares new runs against them \
-with noise-aware thresholds, explains why a run regressed, and fails the pipeline with JUnit \
-XML and a nonzero exit code.\n\nExit codes: 0 pass, 1 regression, 2 usage/config/input error, \
-3 gate or the runner could not measure (no GPU, environment mismatch; retryable), \
-5 the benchmark itself failed (exited nonzero or crashed; never retried).\n\n\
-Baselines are reviewed like code: see docs/baselines.md. CI templates: ci-templates/README.md.",
+    long_about = long_about(),
     arg_required_else_help = true,
     after_help = "Start with:  gate capture --baseline train-h200 --runs 3 -- python train.py\n\
 Then:        gate check --baseline train-h200 --junit gate.xml -- python train.py\n\
@@ -38,6 +31,36 @@ pub struct Cli {
     /// --command-string, --help and --version are refused
     #[arg(long, global = true, value_name = "FLAGS", allow_hyphen_values = true)]
     pub args_string: Option<String>,
+}
+
+/// `gate --help`'s (and the man page's) description; the exit codes come
+/// from their one source, `exit_code::ALL`.
+fn long_about() -> String {
+    format!(
+        "gate records GPU (NVML + GPM) and host (/proc) counters of a benchmark with zero \
+intrusion, stores baselines as TOML in your repository (utilisations on their mean, \
+the benchmark's own numbers first), compares new runs against them \
+with noise-aware thresholds, explains why a run regressed, and fails the pipeline with JUnit \
+XML and a nonzero exit code.\n\n{}\n\n\
+Baselines are reviewed like code: see docs/baselines.md. CI templates: ci-templates/README.md.",
+        crate::exit_code::help_paragraph()
+    )
+}
+
+/// `gate check`'s summary line, with every exit code.
+fn check_about() -> String {
+    format!(
+        "Measure a run and judge it against a baseline (exit {})",
+        crate::exit_code::short_listing()
+    )
+}
+
+/// `gate check --help`'s description, with every exit code.
+fn check_long_about() -> String {
+    format!(
+        "Measure a run (or replay traces) and judge it against a baseline.\n\n{}",
+        crate::exit_code::help_paragraph()
+    )
 }
 
 /// Parse gate's command line: clap, then `--args-string` expanded in place
@@ -224,12 +247,16 @@ fn only_flags(words: &[String], scope: &clap::Command) -> Result<(), String> {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record GPU and host counters of a command or PID into a trace file
+    // Record measures live: the shared measurement flags' --replay is not
+    // offered (hidden from help and completions; given anyway, refused).
+    #[command(mut_arg("replay", |a| a.hide(true)))]
     Record(record::RecordArgs),
     /// Check that NVML, GPM and permissions work on this machine
     Doctor(doctor::DoctorArgs),
     /// Measure a known-good run and store it as a baseline (TOML); --replace refreshes one
     Capture(capture::CaptureArgs),
-    /// Measure a run and judge it against a baseline (exit 1 regression, 3 could not measure)
+    /// Measure a run and judge it against a baseline (exit codes: `gate check --help`)
+    #[command(about = check_about(), long_about = check_long_about())]
     Check(check::CheckArgs),
     /// Compare two baselines, or a baseline and a trace, metric by metric
     Diff(diff::DiffArgs),

@@ -327,9 +327,13 @@ impl Config {
         for (id, o) in &file.metrics {
             let Some(def) = metrics::find(id.get_ref()) else {
                 return Err(bad(format!(
-                    "{}: unknown metric '{}' in [metrics]; use an id from 'src/metrics.rs' (e.g. sm_active_pct) or define it under [user_metrics]",
+                    "{}: unknown metric '{}' in [metrics]{}; use an id of 'gate metrics' (e.g. sm_active_pct) or define it under [user_metrics]",
                     at(id.span()),
-                    id.get_ref()
+                    id.get_ref(),
+                    metrics::did_you_mean(
+                        id.get_ref(),
+                        file.user_metrics.keys().map(|k| k.get_ref().as_str())
+                    )
                 )));
             };
             if let Some(r) = o.relative {

@@ -164,6 +164,123 @@ pub fn err(args: std::fmt::Arguments) {
     let _ = stderr.flush();
 }
 
+/// Create the folder a file is about to be written in (`--html
+/// .gate/report.html` on a fresh clone); a failure is left to the write,
+/// whose error names the file.
+pub fn make_parent(path: &std::path::Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::create_dir_all(dir);
+    }
+}
+
+/// "gate: wrote WHAT 'PATH'" on stderr, for every file a command writes
+/// (stdout may carry a report or JSON, so never there).
+pub fn wrote(what: &str, path: &std::path::Path) {
+    crate::gate_eprintln!(
+        "gate: wrote {what} '{}'",
+        crate::escape::terminal(&path.display().to_string())
+    );
+}
+
+/// The width to wrap text to on stdout: the terminal's columns, or None
+/// in a pipe or a file (text stays as it is, one line per item, for grep).
+pub fn stdout_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|w| *w >= 40)
+}
+
+/// `text` wrapped to `width` (None: as it is), continuation lines
+/// indented by `indent` spaces; each line ends with a newline.
+pub fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
+    let Some(width) = width else {
+        return format!("{text}\n");
+    };
+    let pad = " ".repeat(indent);
+    // Break at spaces only: a date, a path or a metric id stays whole.
+    let options = textwrap::Options::new(width)
+        .subsequent_indent(&pad)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::wrap(text, options)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Rows as an aligned table: each column as wide as its widest cell, two
+/// spaces between columns, trailing spaces trimmed.
+pub fn aligned(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|r| {
+            let line: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<w$}", w = width[i]))
+                .collect();
+            format!("{}\n", line.join("  ").trim_end())
+        })
+        .collect()
+}
+
+/// How far a recording is through its known window (warm-up and
+/// `--duration`) and about how long is left: "1m 12s of 3m, ~1m 48s left".
+/// Past the window (a `--warmup-until` that held the warm-up open, the
+/// stop's grace time): "finishing".
+pub fn progress_words(elapsed: std::time::Duration, total: std::time::Duration) -> String {
+    let secs = |d: std::time::Duration| {
+        humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+    };
+    match total.checked_sub(elapsed) {
+        Some(left) if !left.is_zero() => format!(
+            "{} of {}, ~{} left",
+            secs(elapsed),
+            secs(total),
+            secs(left + std::time::Duration::from_millis(999))
+        ),
+        _ => format!("{} of {}, finishing", secs(elapsed), secs(total)),
+    }
+}
+
+/// "[=======>            ]  35 %": a bar `width` cells wide.
+pub fn progress_bar(
+    elapsed: std::time::Duration,
+    total: std::time::Duration,
+    width: usize,
+) -> String {
+    let frac = if total.is_zero() {
+        1.0
+    } else {
+        (elapsed.as_secs_f64() / total.as_secs_f64()).clamp(0.0, 1.0)
+    };
+    let full = ((frac * width as f64).floor() as usize).min(width);
+    let head = if full < width { ">" } else { "" };
+    format!(
+        "[{}{head}{}] {:>3.0} %",
+        "=".repeat(full),
+        " ".repeat(width - full - head.len()),
+        frac * 100.0
+    )
+}
+
+/// How often a CI log (stderr not a terminal) gets a progress line: every
+/// tenth of the window, at least 10 s apart.
+pub fn plain_progress_every(total: std::time::Duration) -> std::time::Duration {
+    (total / 10).max(std::time::Duration::from_secs(10))
+}
+
 /// `out` of one formatted line.
 pub fn outln(args: std::fmt::Arguments) {
     out(&format!("{args}\n"));
@@ -230,6 +347,39 @@ mod tests {
             true,
             &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]
         ));
+    }
+
+    #[test]
+    fn tables_align_and_text_wraps_only_on_a_terminal() {
+        let rows = vec![
+            vec!["workload".to_string(), "verdict".to_string()],
+            vec!["train".to_string(), "regression".to_string()],
+        ];
+        assert_eq!(aligned(&rows), "workload  verdict\ntrain     regression\n");
+        let long = "word ".repeat(30);
+        assert_eq!(wrap(long.trim(), None, 2).lines().count(), 1);
+        let wrapped = wrap(long.trim(), Some(40), 2);
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 40),
+            "{wrapped}"
+        );
+        assert!(
+            wrapped.lines().skip(1).all(|l| l.starts_with("  ")),
+            "{wrapped}"
+        );
+    }
+
+    #[test]
+    fn progress_says_how_far_and_how_long_is_left() {
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        assert_eq!(progress_words(s(72), s(180)), "1m 12s of 3m, ~1m 48s left");
+        assert_eq!(progress_words(s(190), s(180)), "3m 10s of 3m, finishing");
+        assert_eq!(progress_bar(s(0), s(100), 10), "[>         ]   0 %");
+        assert_eq!(progress_bar(s(35), s(100), 10), "[===>      ]  35 %");
+        assert_eq!(progress_bar(s(200), s(100), 10), "[==========] 100 %");
+        assert_eq!(plain_progress_every(s(20)), s(10));
+        assert_eq!(plain_progress_every(s(3600)), s(360));
     }
 
     #[test]

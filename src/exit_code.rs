@@ -42,3 +42,91 @@ pub fn worst_exit_code(codes: impl IntoIterator<Item = i32>) -> i32 {
     let rank = |c: i32| EXIT_CODE_ORDER.iter().position(|&x| x == c).unwrap_or(0);
     codes.into_iter().min_by_key(|&c| rank(c)).unwrap_or(PASS)
 }
+
+/// One exit code as every listing names it: `gate --help`, the man page,
+/// `gate check --help`, the OpenMetrics `gate_exit_code` HELP, and (checked
+/// by tests/docs_facts.rs) README.md and docs/local.md.
+#[derive(Debug, Clone, Copy)]
+pub struct Meaning {
+    pub code: i32,
+    /// One or two words, for a summary line.
+    pub short: &'static str,
+    /// A few words: what the code says happened and, where it matters,
+    /// whether a retry helps.
+    pub words: &'static str,
+}
+
+/// Every exit code, in numeric order: the one source of the listings.
+pub const ALL: [Meaning; 6] = [
+    Meaning {
+        code: PASS,
+        short: "pass",
+        words: "pass",
+    },
+    Meaning {
+        code: REGRESSION,
+        short: "regression",
+        words: "regression",
+    },
+    Meaning {
+        code: USAGE,
+        short: "input error",
+        words: "usage/config/input error",
+    },
+    Meaning {
+        code: INFRA,
+        short: "could not measure",
+        words: "gate or the runner could not measure (no GPU, environment mismatch; retryable)",
+    },
+    Meaning {
+        code: INCONCLUSIVE,
+        short: "inconclusive",
+        words: "inconclusive: moved inside the noise after the reruns (more baseline runs help)",
+    },
+    Meaning {
+        code: BENCHMARK_FAILED,
+        short: "benchmark failed",
+        words: "the benchmark itself failed (exited nonzero or crashed; never retried)",
+    },
+];
+
+/// The listing on one line: "0 pass, 1 regression, ..., 5 the benchmark
+/// itself failed (...)".
+pub fn listing() -> String {
+    ALL.iter()
+        .map(|m| format!("{} {}", m.code, m.words))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The short listing: "0 pass, 1 regression, 2 input error, ...".
+pub fn short_listing() -> String {
+    ALL.iter()
+        .map(|m| format!("{} {}", m.code, m.short))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The listing as a help paragraph: "Exit codes: " and `listing()`.
+pub fn help_paragraph() -> String {
+    format!("Exit codes: {}.", listing())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_names_every_code_once_in_order() {
+        let codes: Vec<i32> = ALL.iter().map(|m| m.code).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5]);
+        let mut ordered = EXIT_CODE_ORDER.to_vec();
+        ordered.sort();
+        assert_eq!(ordered, codes, "EXIT_CODE_ORDER ranks every listed code");
+        let line = listing();
+        for m in ALL {
+            assert!(line.contains(&format!("{} {}", m.code, m.words)), "{line}");
+            assert!(short_listing().contains(&format!("{} {}", m.code, m.short)));
+        }
+    }
+}

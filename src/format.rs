@@ -204,3 +204,22 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2026-11-29T00:00:00Z");
     }
 }
+
+/// "NVIDIA H200 x2", or "no GPU (host counters only)" for a run recorded
+/// with `--no-gpu` (its model is "none", its count 0).
+pub fn gpus_text(model: &str, count: usize) -> String {
+    if count == 0 {
+        "no GPU (host counters only)".to_string()
+    } else {
+        format!("{model} x{count}")
+    }
+}
+
+#[cfg(test)]
+mod gpus_text_tests {
+    #[test]
+    fn no_gpu_is_said_in_words() {
+        assert_eq!(super::gpus_text("none", 0), "no GPU (host counters only)");
+        assert_eq!(super::gpus_text("NVIDIA H200", 2), "NVIDIA H200 x2");
+    }
+}

@@ -93,7 +93,7 @@ pub struct MetricDef {
     pub gated: bool,
     pub statistic: Statistic,
     /// Absolute tolerance in the metric's unit, used alongside the relative
-    /// threshold: a change must exceed both (see `gate.rs`).
+    /// threshold: a change must exceed both (see `gate/`).
     pub abs_tolerance: f64,
     /// Where the number comes from.
     pub source: &'static str,
@@ -580,5 +580,54 @@ mod tests {
         for s in [Mean, P5, P50, P95, P99, Max, Min] {
             assert_eq!(Statistic::parse(s.as_str()), Some(s));
         }
+    }
+}
+
+/// The catalogue id (or one of `more`, a config's user metrics) closest to
+/// a mistyped `word`, when close enough to be a typo: "did you mean" for
+/// every place a metric id is typed (gate.toml, `gate history --metric`).
+/// A label's `[gpuN]` and `nodeN/` parts are ignored.
+pub fn suggest<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let bare = word.rsplit('/').next().unwrap_or(word);
+    let bare = bare.split('[').next().unwrap_or(bare);
+    let candidates: Vec<&str> = all().map(|m| m.id).chain(more).collect();
+    if candidates.contains(&bare) {
+        return None;
+    }
+    candidates
+        .into_iter()
+        .map(|c| (crate::diagnose::dsl::levenshtein(bare, c), c))
+        .filter(|(d, c)| *d <= 3.max(c.len() / 5) && *d < c.len())
+        .min()
+        .map(|(_, c)| word.replacen(bare, c, 1))
+}
+
+/// " (did you mean 'X'?)" or nothing.
+pub fn did_you_mean<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> String {
+    suggest(word, more)
+        .map(|s| format!(" (did you mean '{s}'?)"))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod suggest_tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_gets_the_closest_id_and_a_known_id_none() {
+        assert_eq!(
+            suggest("sm_activ_pct", []).as_deref(),
+            Some("sm_active_pct")
+        );
+        assert_eq!(
+            suggest("sm_activ_pct[gpu1]", []).as_deref(),
+            Some("sm_active_pct[gpu1]")
+        );
+        assert_eq!(
+            suggest("samples_per_sec", ["samples_per_s"]).as_deref(),
+            Some("samples_per_s")
+        );
+        assert_eq!(suggest("sm_active_pct", []), None);
+        assert_eq!(suggest("zzzzzzzzzzzzzzzzzzzzzz", []), None);
     }
 }

@@ -78,6 +78,9 @@ pub struct RecordPlan {
     /// Print a one-line status every second on stderr (the caller decides:
     /// stderr is a terminal).
     pub live_status: bool,
+    /// Without the status line (stderr not a terminal: a CI log), print a
+    /// plain progress line now and then when the window is known.
+    pub progress_lines: bool,
 }
 
 /// Interval limits: below 10 ms NVML's own refresh makes samples repeats;
@@ -452,6 +455,11 @@ struct Ticker {
     interval: Duration,
     warmup: Duration,
     live: bool,
+    /// Plain progress lines (a CI log), at `line_at` and then every tenth
+    /// of `window` (warm-up and `--duration`, when known).
+    lines: bool,
+    window: Option<Duration>,
+    line_at: Duration,
     clock: Clock,
     next_tick: Instant,
     host_sampler: HostSampler,
@@ -528,6 +536,31 @@ impl FrameworkScan {
 }
 
 impl Ticker {
+    /// The status line on a terminal (every second), or on a log a plain
+    /// line every tenth of a known window.
+    fn show_progress(
+        &mut self,
+        now: Instant,
+        host: &[Option<f64>],
+        gpu: Option<&[Option<f64>]>,
+        warm: bool,
+    ) {
+        let elapsed = self.clock.since(now);
+        if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
+            self.live_at = now;
+            print_live(elapsed, host, gpu, warm, self.window);
+        } else if let Some(total) = self.window.filter(|_| self.lines) {
+            if elapsed >= self.line_at {
+                self.line_at = elapsed + console::plain_progress_every(total);
+                crate::gate_eprintln!(
+                    "gate: recording{}: {}",
+                    if warm { " (warm-up)" } else { "" },
+                    console::progress_words(elapsed, total)
+                );
+            }
+        }
+    }
+
     fn new(
         plan: &RecordPlan,
         target: &Target,
@@ -546,6 +579,9 @@ impl Ticker {
             interval: plan.interval,
             warmup: plan.warmup,
             live: plan.live_status,
+            lines: plan.progress_lines,
+            window: plan.duration.map(|d| plan.warmup + d),
+            line_at: Duration::ZERO,
             clock,
             next_tick: now,
             host_sampler,
@@ -652,15 +688,7 @@ impl Ticker {
         self.profile.stop("frameworks", c);
         let c = self.profile.start();
         let warm = self.clock.since(now) < self.warmup || !output.warmup_released();
-        if self.live && now.duration_since(self.live_at) >= Duration::from_secs(1) {
-            self.live_at = now;
-            print_live(
-                self.clock.since(now),
-                &h,
-                g.first().map(|v| v.as_slice()),
-                warm,
-            );
-        }
+        self.show_progress(now, &h, g.first().map(|v| v.as_slice()), warm);
         // Rounded in place: a few decimals keep traces small and diffs stable.
         for x in g.iter_mut().flatten().chain(h.iter_mut()) {
             *x = x.map(round_value);
@@ -1035,9 +1063,16 @@ fn read_metrics_file(
     }
 }
 
-/// One status line on a terminal: elapsed time and a few current readings
+/// One status line on a terminal: how far (a bar and the time left when
+/// the window is known, else the elapsed time) and a few current readings
 /// (first GPU). Never printed when stderr is not a TTY.
-fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>]>, warm: bool) {
+fn print_live(
+    elapsed: Duration,
+    host: &[Option<f64>],
+    gpu: Option<&[Option<f64>]>,
+    warm: bool,
+    window: Option<Duration>,
+) {
     let fmt = |v: Option<f64>, unit: &str| {
         v.map(|x| format!("{x:.0}{unit}"))
             .unwrap_or_else(|| "-".into())
@@ -1048,9 +1083,16 @@ fn print_live(elapsed: Duration, host: &[Option<f64>], gpu: Option<&[Option<f64>
             .position(|d| d.id == id)
             .and_then(|i| host.get(i).copied().flatten())
     };
+    let when = match window {
+        Some(total) => format!(
+            "{} {}",
+            console::progress_bar(elapsed, total, 20),
+            console::progress_words(elapsed, total)
+        ),
+        None => format!("{:>6.1}s", elapsed.as_secs_f64()),
+    };
     let mut line = format!(
-        "gate: {:>6.1}s{}  target CPU {}",
-        elapsed.as_secs_f64(),
+        "gate: {when}{}  target CPU {}",
         if warm { " (warm-up)" } else { "" },
         fmt(host_at("target_cpu_pct"), "%")
     );

@@ -36,8 +36,23 @@ fn snap(name: &str, text: &str) {
 #[test]
 fn check_reporters() {
     let r = sample_report();
-    snap("check_terminal", &Terminal { color: false }.render(&r));
-    snap("check_terminal_color", &Terminal { color: true }.render(&r));
+    let plain = Terminal {
+        color: false,
+        width: None,
+    };
+    snap("check_terminal", &plain.render(&r));
+    let coloured = Terminal {
+        color: true,
+        width: None,
+    };
+    snap("check_terminal_color", &coloured.render(&r));
+    // On an 80-column terminal: the words wrap (header, why, reasons,
+    // warnings); the table keeps one row a metric.
+    let narrow = Terminal {
+        color: false,
+        width: Some(80),
+    };
+    snap("check_terminal_80_columns", &narrow.render(&r));
     snap("check_markdown", &Markdown.render(&r));
     snap("check_json", &Json.render(&r));
     snap("check_junit", &Junit.render(&r));
@@ -55,6 +70,38 @@ fn check_reporters() {
         "check_junit_error",
         &crate::report::check::junit::render_error("demo", "usage", "bad <file>\nline 2"),
     );
+}
+
+/// The check page (issue 30.1) of the sample report, with made-up series
+/// for the metrics it charts (two GPUs, a warm-up, a gap): what a reviewer
+/// reads.
+#[test]
+fn check_html_page() {
+    use crate::report::check::html;
+    let r = sample_report();
+    let mut run = html::RunSeries {
+        source: r.runs[0].source.clone(),
+        warmup_s: 2.0,
+        end_s: 20.0,
+        ..Default::default()
+    };
+    for m in html::charted(&r) {
+        let Some(new) = m.new else { continue };
+        for gpu in [0, 1] {
+            let pts = (0..20)
+                .map(|i| {
+                    let v = if i == 12 {
+                        f64::NAN
+                    } else {
+                        new * (1.0 + 0.01 * (i % 3) as f64)
+                    };
+                    (i as f64, v + gpu as f64)
+                })
+                .collect();
+            run.lines.insert((m.id.clone(), Some(gpu)), pts);
+        }
+    }
+    snap("check_html", &html::render(&r, vec![run]));
 }
 
 fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {

@@ -216,7 +216,7 @@ fn healthy_run_passes_and_reports_every_format() {
     );
 }
 
-/// The pathologies and the gated metrics each must move (DOMAIN.md section 7).
+/// The pathologies and the gated metrics each must move (docs/counters.md).
 fn pathologies() -> Vec<(Signature, &'static [&'static str])> {
     vec![
         (

@@ -6,7 +6,10 @@
 //! `Cargo.toml` and `Cargo.lock` (the rule count: tests/scoreboard.rs); and the
 //! help texts state the real defaults (threshold floors from `config`).
 
+mod common;
+
 use clap::CommandFactory;
+use common::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -116,6 +119,8 @@ const OTHER_TOOLS: &[(&str, &[&str])] = &[
             "--no-default-features",
             "--doc",
             "--lib",
+            "--filter-platform",
+            "--format-version",
         ],
     ),
     ("git", &["--no-verify", "--ff-only"]),
@@ -229,9 +234,12 @@ fn help_states_the_real_defaults() {
     // Utilisations are gated on their mean (docs/gating.md), not a p95.
     let about = help(&["--help"]);
     let cargo = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
+    // The wheel's summary (PyPI's one line) too (issue 30.4).
+    let wheel = std::fs::read_to_string(Path::new(ROOT).join("scripts/wheel.py")).unwrap();
     for (what, text) in [
         ("gate --help", about.as_str()),
         ("Cargo.toml", cargo.as_str()),
+        ("scripts/wheel.py", wheel.as_str()),
     ] {
         assert!(
             !text.contains("p95 baselines"),
@@ -260,5 +268,329 @@ fn the_readme_states_the_spill_threshold_and_resident_budget() {
         "`GATE_SPILL_MB=N`".to_string(),
     ] {
         assert!(readme.contains(&fact), "README should say '{fact}'");
+    }
+}
+
+/// Issue 30.3: every place that lists exit codes names all six, from their
+/// one source (`exit_code::ALL`): `gate --help`, the man page, `gate check
+/// --help` (its summary line too), the README's table, docs/local.md's
+/// pre-push hook, and the OpenMetrics `gate_exit_code` HELP of a real check.
+#[test]
+fn every_exit_code_listing_names_every_code() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gate"))
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let full = gpugate::exit_code::listing();
+    let short = gpugate::exit_code::short_listing();
+    let check_help = run(&["check", "--help"]);
+    let check_summary = run(&["check", "-h"]);
+    let top = run(&["--help"]);
+    let man = run(&["man"]).replace("\\-", "-");
+    for (what, text, listing) in [
+        ("gate --help", &top, &full),
+        ("gate man", &man, &full),
+        ("gate check --help", &check_help, &full),
+        ("gate check -h", &check_summary, &short),
+        ("gate --help's command list", &top, &short),
+    ] {
+        assert!(
+            text.contains(listing.as_str()),
+            "{what} lacks '{listing}':\n{text}"
+        );
+    }
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let table = &readme[readme.find("### Exit codes").expect("README's exit codes")..];
+    for m in gpugate::exit_code::ALL {
+        assert!(
+            table.contains(&format!("\n| {} | ", m.code)),
+            "README's exit code table lacks {}",
+            m.code
+        );
+    }
+    let local = std::fs::read_to_string(Path::new(ROOT).join("docs/local.md")).unwrap();
+    let local = local.split_whitespace().collect::<Vec<_>>().join(" ");
+    let hook = &local[local.find("pre-push hook").expect("the hook")..];
+    for m in gpugate::exit_code::ALL {
+        let named = [format!("(exit {})", m.code), format!("({})", m.code)]
+            .iter()
+            .chain(&[format!("({}:", m.code)])
+            .any(|w| hook.contains(w.as_str()));
+        assert!(named, "docs/local.md's hook lacks exit {}", m.code);
+    }
+    // The hook does what the doc says: it blocks 1, 2 and 5, passes 3 and 4.
+    let script =
+        std::fs::read_to_string(Path::new(ROOT).join("ci-templates/local/pre-push")).unwrap();
+    assert!(script.contains("3) echo") && script.contains("4) echo"));
+    assert!(script.contains("*) exit \"$code\""));
+    // OpenMetrics: a real check's report.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = Path::new(ROOT).join("tests/data");
+    let gate = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gate"))
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let t = |n: u32| {
+        data.join(format!("synthetic-healthy-{n}.jsonl"))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let cap = gate(&["capture", "--baseline", "b", "--replay", &t(1), &t(2)]);
+    assert!(
+        cap.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cap.stderr)
+    );
+    let chk = gate(&[
+        "check",
+        "--baseline",
+        "b",
+        "--openmetrics",
+        "m.txt",
+        "--replay",
+        &t(3),
+    ]);
+    assert!(chk.status.code().is_some(), "{chk:?}");
+    let metrics = std::fs::read_to_string(d.join("m.txt")).unwrap();
+    let help = metrics
+        .lines()
+        .find(|l| l.starts_with("# HELP gate_exit_code "))
+        .expect("gate_exit_code HELP");
+    assert!(help.contains(&full), "{help}");
+}
+
+/// Issue 30.4: the project's documents stand alone: no document, source file
+/// or test cites notes outside the repository (DOMAIN.md, ../shared) or a
+/// file that is gone (`gate.rs`, now the folder `src/gate/`).
+#[test]
+fn nothing_cites_notes_outside_the_repository() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p
+                .extension()
+                .is_some_and(|x| x == "rs" || x == "md" || x == "toml" || x == "snap")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["src", "docs", "tests", "scripts"] {
+        walk(&Path::new(ROOT).join(dir), &mut files);
+    }
+    for f in ["README.md", "BENCHMARKS.md", "fixtures/README.md"] {
+        files.push(Path::new(ROOT).join(f));
+    }
+    let this = Path::new(ROOT).join("tests/docs_facts.rs");
+    let mut cites = Vec::new();
+    for f in files.iter().filter(|f| **f != this) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for bad in ["DOMAIN.md", "../shared", "`gate.rs`"] {
+            if text.contains(bad) {
+                cites.push(format!("{}: {bad}", f.display()));
+            }
+        }
+    }
+    assert!(
+        cites.is_empty(),
+        "citations of outside notes:\n{}",
+        cites.join("\n")
+    );
+}
+
+/// docs/counters.md's table names every metric gate records, and only those.
+#[test]
+fn the_counters_page_lists_every_metric() {
+    let page = std::fs::read_to_string(Path::new(ROOT).join("docs/counters.md")).unwrap();
+    let table = &page[page.find("## The counters").unwrap()..];
+    let table = &table[..table[3..].find("\n## ").unwrap()];
+    let listed: BTreeSet<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect();
+    let known: BTreeSet<String> = gpugate::metrics::GPU_METRICS
+        .iter()
+        .chain(gpugate::metrics::HOST_METRICS)
+        .map(|m| m.id.to_string())
+        .collect();
+    assert_eq!(
+        listed, known,
+        "docs/counters.md's table against src/metrics.rs"
+    );
+    // The measured constants it states are the code's.
+    assert_eq!(gpugate::sampler::nvml::MIN_GPM_PAIR.as_millis(), 120);
+    assert!(page.contains("at least 120 ms apart"));
+    assert!(page.contains("default 500 ms period"));
+    assert_eq!(gpugate::sampler::nvml::DEFAULT_GPM_PERIOD.as_millis(), 500);
+}
+
+/// README: `gate capture`, `check`, `report` and `watch` accept `--replay`;
+/// `gate record` measures live only: its help does not offer the flag and
+/// it refuses it (issue 30.4).
+#[test]
+fn record_does_not_offer_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = gate(dir.path())
+        .args(["record", "--help"])
+        .output()
+        .unwrap();
+    let (stdout, _) = output(&help);
+    assert!(stdout.contains("--pid"), "{stdout}");
+    assert!(
+        !stdout.contains("--replay"),
+        "gate record --help offers --replay:\n{stdout}"
+    );
+    for sub in ["capture", "check", "report", "watch"] {
+        let (h, _) = output(&gate(dir.path()).args([sub, "--help"]).output().unwrap());
+        assert!(h.contains("--replay"), "gate {sub} --help lacks --replay");
+    }
+    let t = trace(dir.path(), "t.jsonl", &healthy(1));
+    let out = gate(dir.path())
+        .args(["record", "--replay"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("measures live"), "{stderr}");
+}
+
+/// README: "every command reads either kind" of trace: `gate diff` of a
+/// plain and a zstd-compressed trace (issue 30.4).
+#[test]
+fn diff_reads_a_compressed_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = trace(d, "a.jsonl", &healthy(1));
+    let b = trace(d, "b.jsonl", &healthy(2));
+    let packed = zstd::encode_all(std::fs::File::open(&b).unwrap(), 3).unwrap();
+    std::fs::write(d.join("b.jsonl.zst"), packed).unwrap();
+    // The same bytes under a name that does not say so: read by their magic.
+    std::fs::copy(d.join("b.jsonl.zst"), d.join("b-packed")).unwrap();
+    let plain = gate(d).args(["diff"]).arg(&a).arg(&b).output().unwrap();
+    for other in ["b.jsonl.zst", "b-packed"] {
+        let out = gate(d).arg("diff").arg(&a).arg(other).output().unwrap();
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), plain.status.code(), "{other}: {stderr}");
+        assert!(stdout.contains("sm_active_pct"), "{other}: {stdout}");
+        assert_eq!(
+            stdout.replace(other, "b.jsonl"),
+            output(&plain)
+                .0
+                .replace(&b.display().to_string(), "b.jsonl"),
+            "{other}: the compressed trace reads as the plain one"
+        );
+    }
+}
+
+/// README: a run that ends early is "unmeasured" (exit 3) with fewer than
+/// 20 valid samples, unless a gated metric regressed even in those few
+/// (exit 1); a one-run baseline on replay is never a regression: exit 4.
+#[test]
+fn few_samples_and_one_run_baselines_end_as_the_readme_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), THROUGHPUT_TOML).unwrap();
+    let t1 = trace(d, "h1.jsonl", &healthy(1));
+    let t2 = trace(d, "h2.jsonl", &healthy(2));
+    let cap = gate(d)
+        .args(["capture", "--baseline", "b", "--replay"])
+        .arg(&t1)
+        .arg(&t2)
+        .output()
+        .unwrap();
+    assert!(cap.status.success(), "{}", output(&cap).1);
+    let short = |sig: gpugate::synthetic::Signature| sig.with_samples(15);
+    let fine = trace(d, "few.jsonl", &short(healthy(3)));
+    // Another job on the GPU: the tensor cores' share (gated) falls.
+    let contended = run(gpugate::synthetic::Signature::contention(), 4);
+    let slow = trace(d, "few-slow.jsonl", &short(contended));
+    let out = check_replay(d, "b", &[], &fine);
+    let (stdout, stderr) = output(&out);
+    assert!(stdout.contains("UNMEASURED (exit 3)"), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(3));
+    let out = check_replay(d, "b", &[], &slow);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("only 15 valid steady samples"), "{stdout}");
+    // One baseline run: the wall time (one number per run) has no noise.
+    let cap = gate(d)
+        .args(["capture", "--baseline", "one", "--replay"])
+        .arg(&t1)
+        .output()
+        .unwrap();
+    assert!(cap.status.success(), "{}", output(&cap).1);
+    let slower = trace(d, "slow.jsonl", &healthy(5).with_samples(700));
+    let out = check_replay(d, "one", &[], &slower);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert!(stdout.contains("wall_time_s"), "{stdout}");
+}
+
+/// README: installing from source keeps Cargo.lock's versions (issue 30.6).
+#[test]
+fn the_readme_installs_with_the_lock_file() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    for (at, _) in readme.match_indices("cargo install --path") {
+        let line = readme[at..].lines().next().unwrap_or("");
+        assert!(line.contains("--locked"), "README: {line}");
+    }
+    // The report example writes under .gate/ (ignored), not the repository root.
+    assert!(
+        !readme.contains("--html report.html"),
+        "README leaves report.html in the root"
+    );
+    let ignore = std::fs::read_to_string(Path::new(ROOT).join(".gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "/.gate/"));
+}
+
+/// The README's headline output is what the command it names prints
+/// (issue 30.4: it showed a noise band and a memory figure of an older
+/// build). Lines are compared with their whitespace normalised (the table's
+/// widths and the text's wrapping depend on rows and terminal left out);
+/// "..." marks what the README leaves out.
+#[test]
+fn the_readme_headline_output_is_what_gate_prints() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let block = &readme[readme.find("```console\n$ gate capture").unwrap() + 11..];
+    let block = &block[..block.find("```").unwrap()];
+    let cmd = "gate check --baseline gpt-h200 --replay fixtures/traces/gpt-memory.jsonl";
+    assert!(readme.contains(&format!("(Abridged from `{cmd}`")));
+    let out = gate(Path::new(ROOT))
+        .args(["check", "--baseline", "gpt-h200", "--replay"])
+        .arg("fixtures/traces/gpt-memory.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let printed = words(&output(&out).0);
+    let mut paragraph = String::new();
+    for line in block.lines().filter(|l| !l.starts_with("$ ")) {
+        let shown = line.trim_end().trim_end_matches("...");
+        paragraph.push_str(shown);
+        paragraph.push(' ');
+        if line.trim() == "..." || line.ends_with("...") || !line.starts_with("     ") {
+            let want = words(&paragraph);
+            assert!(
+                printed.contains(&want),
+                "README shows '{want}', gate prints:\n{printed}"
+            );
+            paragraph.clear();
+        }
     }
 }

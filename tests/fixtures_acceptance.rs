@@ -73,7 +73,7 @@ fn healthy_run_passes_against_a_baseline_of_two_healthy_runs() {
 
 #[test]
 fn every_pathology_fixture_regresses_and_names_what_moved() {
-    // The gated metric each pathology must move (DOMAIN.md section 7).
+    // The gated metric each pathology must move (docs/counters.md).
     let cases: [(&str, &[&str]); 7] = [
         ("launch-storm.jsonl", &["sm_active_pct"]),
         ("fp32-no-tf32.jsonl", &["tensor_pct"]),

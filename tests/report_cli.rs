@@ -1,5 +1,5 @@
 //! `gate report` end to end on the real binary, driven by SYNTHETIC traces
-//! (gpugate::synthetic, DOMAIN.md section 7 signatures).
+//! (gpugate::synthetic, docs/counters.md signatures).
 
 use assert_cmd::Command;
 use gpugate::synthetic::{self, Signature};

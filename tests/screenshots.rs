@@ -1,7 +1,7 @@
 //! The screenshots in docs/ show what gate renders today (issue 21 item 1).
 //!
-//! `scripts/screenshots.sh` draws docs/report-screenshot.png and
-//! docs/history-screenshot.png in headless Chromium and records in
+//! `scripts/screenshots.sh` draws docs/report-screenshot.png,
+//! docs/check-screenshot.png and docs/history-screenshot.png in headless Chromium and records in
 //! docs/screenshots.sha256 the SHA-256 of each page it drew and of each PNG.
 //! Chromium's pixels vary between versions, so this test compares the
 //! pages, not the pictures: it renders both pages again with the `gate`
@@ -70,6 +70,8 @@ fn sums_name_both_screenshots_and_match_the_committed_pngs() {
     assert_eq!(
         names,
         [
+            "check-screenshot.html",
+            "check-screenshot.png",
             "history-screenshot.html",
             "history-screenshot.png",
             "report-screenshot.html",
@@ -77,7 +79,11 @@ fn sums_name_both_screenshots_and_match_the_committed_pngs() {
         ],
         "{SUMS}; {FIX}"
     );
-    for name in ["report-screenshot.png", "history-screenshot.png"] {
+    for name in [
+        "report-screenshot.png",
+        "check-screenshot.png",
+        "history-screenshot.png",
+    ] {
         let path = Path::new(ROOT).join("docs").join(name);
         let bytes = std::fs::read(&path).unwrap();
         assert!(
@@ -105,6 +111,22 @@ fn report_screenshot_is_of_the_page_gate_renders_now() {
         .assert()
         .success();
     assert_current("report-screenshot", &page);
+}
+
+#[test]
+fn check_screenshot_is_of_the_page_gate_renders_now() {
+    // As the script runs it: the committed baseline, the recorded fixture,
+    // from the repository root; a regression (exit 1) with its page.
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("check-screenshot.html");
+    common::gate(Path::new(ROOT))
+        .args(["check", "--baseline", "train-h200", "--replay"])
+        .arg("fixtures/traces/contention.jsonl")
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .code(1);
+    assert_current("check-screenshot", &page);
 }
 
 #[test]

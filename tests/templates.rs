@@ -846,6 +846,10 @@ fn gitlab_predefined(v: &mut Vars) {
         )
         .set("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", s("main"))
         .set("CI_MERGE_REQUEST_LABELS", s("bug,perf-accepted"))
+        .set(
+            "CI_JOB_URL",
+            s("https://gitlab.example/acme/trainer/-/jobs/9"),
+        )
         .set("CI_PROJECT_DIR", s("."));
 }
 
@@ -1148,10 +1152,19 @@ fn github_action_gate_commands_use_the_contract_flags() {
             "--json",
             "--markdown",
             "--pr-comment",
+            "--html",
+            "--html-url",
             "--trace-dir",
             "--args-string",
             "--command-string",
         ])
+    );
+    // The check page is written where the upload step takes it from, and
+    // linked to the run's page (where GitHub lists the artifact).
+    assert_eq!(check.flag("--html"), Some(".gate/ci/gate-check.html"));
+    assert_eq!(
+        check.flag("--html-url"),
+        Some("https://github.example/acme/trainer/actions/runs/42")
     );
     assert_eq!(
         check.flag("--args-string"),
@@ -1459,10 +1472,20 @@ fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
             "--markdown",
             "--openmetrics",
             "--pr-comment",
+            "--html",
+            "--html-url",
             "--trace-dir",
             "--args-string",
             "--command-string",
         ])
+    );
+    // The check page, linked from the note: a file of the job's artifacts.
+    let page = check.flag("--html").expect("--html");
+    assert_eq!(
+        check.flag("--html-url").map(str::to_string),
+        Some(format!(
+            "https://gitlab.example/acme/trainer/-/jobs/9/artifacts/file/{page}"
+        ))
     );
     // The reports GitLab reads are the files gate writes.
     assert_eq!(

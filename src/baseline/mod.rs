@@ -11,7 +11,7 @@
 //! What a metric entry holds: statistics pooled over all steady samples of
 //! all runs (`n`, `mean`, `stdev`, percentiles), and each run's own summary
 //! (`runs`), so the gate knows how much the statistic moves between two
-//! runs of the same code (see `gate.rs` and docs/gating.md).
+//! runs of the same code (see `gate/` and docs/gating.md).
 
 mod build;
 /// Load-time checks of a baseline's numbers and name.
@@ -346,24 +346,26 @@ pub fn gpu_key(slot: usize) -> String {
     format!("gpu{slot}")
 }
 
-/// Baseline names become file names and JUnit class names: keep them plain.
+/// Longest baseline name: it becomes a file name and a JUnit suite name.
+pub const MAX_NAME_CHARS: usize = 128;
+
 pub fn validate_name(name: &str) -> Result<(), GateError> {
-    const MAX_NAME_CHARS: usize = 128;
-    if name.chars().count() > MAX_NAME_CHARS {
-        // The reason first: such a name may be made of valid letters only.
-        Err(GateError::usage(format!(
-            "baseline name '{}…' is {} characters long; at most {MAX_NAME_CHARS} are allowed (e.g. resnet50-h200)",
-            name.chars().take(40).collect::<String>().escape_debug(),
-            name.chars().count()
-        )))
-    } else if crate::config::valid_name(name) {
-        Ok(())
-    } else {
-        Err(GateError::usage(format!(
-            "baseline name '{}' may only use letters, digits, '.', '_' and '-' (e.g. resnet50-h200)",
-            name.escape_debug()
-        )))
+    // Each refusal names its own cause: a long name of good characters is
+    // told it is too long, not that it has a bad character.
+    if !crate::config::valid_name(name) {
+        return Err(GateError::usage(format!(
+            "baseline name '{}' may only use letters, digits, '.', '_' and '-', and may not start with '.' (e.g. resnet50-h200)",
+            crate::escape::terminal(&name.chars().take(MAX_NAME_CHARS).collect::<String>())
+        )));
     }
+    if name.len() > MAX_NAME_CHARS {
+        return Err(GateError::usage(format!(
+            "baseline name '{}...' is {} characters long; at most {MAX_NAME_CHARS} are allowed: shorten it",
+            &name[..40],
+            name.len()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -376,5 +378,14 @@ mod tests {
         assert!(validate_name("../etc/passwd").is_err());
         assert!(validate_name("a b").is_err());
         assert!(validate_name("").is_err());
+    }
+
+    #[test]
+    fn a_long_name_is_told_it_is_too_long() {
+        let long = "a".repeat(200);
+        let e = validate_name(&long).unwrap_err().to_string();
+        assert!(e.contains("200 characters long"), "{e}");
+        assert!(!e.contains("may only use"), "{e}");
+        assert!(validate_name(&"a".repeat(MAX_NAME_CHARS)).is_ok());
     }
 }

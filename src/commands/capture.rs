@@ -150,7 +150,20 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     let mut traces = Vec::new();
     let mut derived = Vec::new();
     let mut kept = Vec::new();
-    for (t, d) in measure::acquire_each(&args.measure, runs, &args.trace_dir, derive)? {
+    // Each run is judged fit for a baseline as soon as it ends: a failed
+    // or invalid first run is refused before the next one costs GPU time.
+    let fit_so_far = |so_far: &[(crate::trace::Trace, Option<_>)]| -> anyhow::Result<()> {
+        let inputs: Vec<RunInput> = so_far
+            .iter()
+            .filter_map(|(t, d): &(_, Option<(crate::summary::RunDerived, _)>)| {
+                Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
+            })
+            .collect();
+        Ok(ensure_known_good(&inputs, &config)?)
+    };
+    let acquired =
+        measure::acquire_each_checked(&args.measure, runs, &args.trace_dir, derive, fit_so_far)?;
+    for (t, d) in acquired {
         let (d, k) = d.expect("every trace is derived");
         kept.extend(k?);
         traces.push(t);
@@ -308,15 +321,17 @@ fn ensure_something_gated(b: &baseline::Baseline) -> Result<(), GateError> {
 /// much it moved between runs.
 fn print_summary(b: &baseline::Baseline) {
     crate::console::outln(format_args!(
-        "{} run(s){} on {} x{}; gated metrics (mean over runs, spread between runs):",
+        "{} run(s){} on {}; gated metrics (mean over runs, spread between runs):",
         b.capture.runs,
         if b.capture.multi_node {
             format!(" of {} nodes", b.capture.sources.len())
         } else {
             String::new()
         },
-        crate::escape::terminal(&b.environment.gpu_model),
-        b.environment.gpu_count
+        crate::escape::terminal(&crate::format::gpus_text(
+            &b.environment.gpu_model,
+            b.environment.gpu_count
+        ))
     ));
     for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
         let o = gate::Observation::from_baseline(m, m.statistic);

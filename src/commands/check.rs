@@ -16,6 +16,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Baseline and judging")]
 pub struct CheckArgs {
     /// Name of the baseline to judge against (baselines/NAME.toml)
     #[arg(long, value_name = "NAME", required_unless_present = "suite")]
@@ -94,50 +95,75 @@ pub struct CheckArgs {
     /// [[accept]] entries that acknowledge intended regressions (baseline, metrics,
     /// max_change_pct, reason, optional expires/commit), bounded by [accept] of the
     /// (target branch's) gate.toml. Matching regressions become ACCEPTED (exit 0)
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        help_heading = "Accepting an intended regression",
+        value_name = "FILE"
+    )]
     pub accept: Option<PathBuf>,
 
     /// The pull/merge request's labels, comma-separated (the CI templates pass them):
     /// the label named by [accept] label in gate.toml accepts regressions up to its
     /// label_max_change_pct
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(
+        long,
+        help_heading = "Accepting an intended regression",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
     pub accept_labels: Vec<String>,
 
     /// Output format on stdout
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, help_heading = "Reports", value_enum, default_value = "text")]
     pub format: Format,
 
     /// Write a JUnit XML report (one testcase per gated metric and one for the run)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub junit: Option<PathBuf>,
 
     /// Write a Markdown report
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
     /// Write the JSON report
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Write OpenMetrics text (GitLab metrics report)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub openmetrics: Option<PathBuf>,
 
     /// Write the new run's numbers in Bencher Metric Format (JSON: benchmark = baseline
     /// name, measure = metric id)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub bmf: Option<PathBuf>,
+
+    /// Write the check page (HTML, self-contained: the verdict on top, each decisive and
+    /// moved metric as the baseline's band behind the new run over time, the diagnosis beside
+    /// the curves it cites), for a CI artifact
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Where CI keeps the --html page (its run's artifacts page): linked from the Markdown
+    /// report, the step summary and the PR comment
+    #[arg(long, help_heading = "Reports", value_name = "URL")]
+    pub html_url: Option<String>,
 
     /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
     /// three lines, hidden markers the CI templates use to edit one comment per baseline)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, help_heading = "Reports", value_name = "FILE")]
     pub pr_comment: Option<PathBuf>,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Reports")]
     pub color: super::ColorArgs,
 
     /// Where live runs write their traces
-    #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".gate/traces",
+        help_heading = "Measurement (what runs, for how long, how it is sampled)"
+    )]
     pub trace_dir: PathBuf,
 
     #[command(flatten)]
@@ -215,6 +241,7 @@ impl CheckArgs {
             openmetrics: None,
             pr_comment: None,
             bmf: None,
+            html: None,
             ..self.clone()
         }
     }
@@ -257,6 +284,9 @@ impl HistoryTail {
 /// before anything runs.
 pub fn judge(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<Judged> {
     baseline::validate_name(args.baseline_name())?;
+    if let Some(url) = &args.html_url {
+        report::html::validate_url(url).map_err(GateError::usage)?;
+    }
     if let Some(t) = args.threshold {
         if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
             return Err(GateError::usage(format!(
@@ -440,6 +470,7 @@ pub fn outputs(args: &CheckArgs) -> Vec<(&'static str, &Path)> {
         ("--openmetrics", &args.openmetrics),
         ("--pr-comment", &args.pr_comment),
         ("--bmf", &args.bmf),
+        ("--html", &args.html),
     ]
     .into_iter()
     .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
@@ -574,6 +605,7 @@ const GITHUB_FILES: [&str; 2] = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"];
 
 /// Write one report file whole (temporary + rename; see `files`).
 fn write_report(inputs: &Inputs, flag: &str, path: &Path, text: &str) -> Result<(), GateError> {
+    crate::console::make_parent(path);
     inputs
         .write_output(path, flag, text.as_bytes())
         .map_err(|e| {
@@ -581,7 +613,9 @@ fn write_report(inputs: &Inputs, flag: &str, path: &Path, text: &str) -> Result<
                 format!("cannot write the {flag} report '{}': {e}", path.display()),
                 &e,
             )
-        })
+        })?;
+    crate::console::wrote(&format!("the {flag} report"), path);
+    Ok(())
 }
 
 /// Config and baseline, from the working tree or `--baseline-ref`.
@@ -693,7 +727,14 @@ pub fn git_show(reference: &str, path: &Path) -> Result<Option<String>, GateErro
 
 /// Write every requested output, print stdout, and talk to GitHub.
 fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()> {
-    let markdown = report::markdown::Markdown.render(r);
+    let link = |text: String, f: fn(&str, &str) -> String| match &args.html_url {
+        Some(url) => f(&text, url),
+        None => text,
+    };
+    let markdown = link(
+        report::markdown::Markdown.render(r),
+        report::html::link_markdown,
+    );
     if let Some(p) = &args.pr_comment {
         // The CI templates keep the comment in a folder of its own (it is
         // uploaded alone for the comment job): create it.
@@ -711,8 +752,12 @@ fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()
             "--junit" => report::junit::Junit.render(r),
             "--markdown" => markdown.clone(),
             "--json" => report::json::Json.render(r),
-            "--pr-comment" => report::pr_comment::PrComment.render(r),
+            "--pr-comment" => link(
+                report::pr_comment::PrComment.render(r),
+                report::html::link_pr_comment,
+            ),
             "--bmf" => report::bmf::Bmf.render(r),
+            "--html" => report::html::render(r, report::html::series_for(r)),
             _ => report::openmetrics::OpenMetrics.render(r),
         };
         write_report(inputs, flag, path, &text)?;
@@ -721,7 +766,8 @@ fn emit(args: &CheckArgs, inputs: &Inputs, r: &CheckReport) -> anyhow::Result<()
     match args.format {
         Format::Text => {
             let color = args.color.stdout();
-            crate::console::out(&report::terminal::Terminal { color }.render(r));
+            let width = crate::console::stdout_width();
+            crate::console::out(&report::terminal::Terminal { color, width }.render(r));
         }
         Format::Json => crate::console::out(&report::json::Json.render(r)),
     }

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl)
+    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl or .jsonl.zst)
     #[arg(value_name = "A")]
     pub a: String,
 
-    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl)
+    /// Baseline file, baseline name (in --baseline-dir) or trace (.jsonl or .jsonl.zst)
     #[arg(value_name = "B")]
     pub b: String,
 
@@ -52,8 +52,10 @@ struct Side {
     text: String,
 }
 
+/// A trace, plain (`.jsonl`) or zstd-compressed (`.jsonl.zst`, as `record
+/// -o F.jsonl.zst` and `watch` write it), by name or by its first bytes.
 fn is_trace(path: &Path) -> bool {
-    if path.extension().is_some_and(|e| e == "jsonl") {
+    if path.extension().is_some_and(|e| e == "jsonl") || crate::trace::is_compressed_path(path) {
         return true;
     }
     // A trace's first byte is '{' (its JSON header); a baseline's is '#' or
@@ -63,7 +65,13 @@ fn is_trace(path: &Path) -> bool {
     crate::files::open_input(path, crate::limits::MAX_TRACE_BYTES)
         .and_then(|f| f.take(4096).read_to_end(&mut head))
         .ok()
-        .and_then(|_| head.iter().copied().find(|c| !c.is_ascii_whitespace()))
+        .and_then(|_| {
+            // zstd's frame magic: a compressed trace under another name.
+            if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+                return Some(b'{');
+            }
+            head.iter().copied().find(|c| !c.is_ascii_whitespace())
+        })
         == Some(b'{')
 }
 
@@ -74,8 +82,14 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
             let trace = Trace::load(&as_path)?;
             let input = RunInput::new(&trace, config);
             let name = as_path
-                .file_stem()
+                .file_name()
                 .map(|s| s.to_string_lossy().into_owned())
+                .map(|n| {
+                    n.trim_end_matches(".zst")
+                        .trim_end_matches(".jsonl")
+                        .to_string()
+                })
+                .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "trace".into());
             // Deterministic: the trace's own start time, not "now".
             let meta = BuildMeta {
@@ -111,7 +125,7 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
         });
     }
     Err(GateError::usage(format!(
-        "'{arg}' is neither a file nor a baseline name; give a baseline .toml, a trace .jsonl, or a name in '{}'",
+        "'{arg}' is neither a file nor a baseline name; give a baseline .toml, a trace .jsonl or .jsonl.zst, or a name in '{}'",
         dir.display()
     ))
     .into())

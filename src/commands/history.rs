@@ -41,6 +41,7 @@ use std::time::Duration;
 
 /// History flags shared by `check` and `capture`.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "History (runs recorded for trends and drift)")]
 pub struct HistoryArgs {
     /// Record this run in a history database: a file (SQLite, e.g. .gate/history.sqlite),
     /// sqlite:PATH, or postgres://USER:PASSWORD@HOST/DB [default: gate.toml [history]; off
@@ -168,6 +169,32 @@ fn resolve(
 
 /// Healthy checks read back for the noise model's history prior.
 const PRIOR_RUNS: usize = 50;
+
+/// `--metric ID` that no listed run recorded: most likely a typo, so say
+/// so with the closest id (the listing would only say "not recorded").
+fn warn_if_unrecorded(id: &str, runs: &[RunRecord], config: &Config) {
+    if runs.is_empty()
+        || runs
+            .iter()
+            .any(|r| r.metrics.iter().any(|m| m.metric == id))
+    {
+        return;
+    }
+    let users = config
+        .file
+        .user_metrics
+        .keys()
+        .map(|k| k.get_ref().as_str());
+    let recorded = runs
+        .iter()
+        .flat_map(|r| r.metrics.iter().map(|m| m.metric.as_str()));
+    let hint = crate::metrics::did_you_mean(id, users.chain(recorded));
+    crate::gate_eprintln!(
+        "gate: warning: no listed run recorded metric '{}'{}; 'gate metrics' lists every id",
+        crate::escape::terminal(id),
+        crate::escape::terminal(&hint)
+    );
+}
 
 /// Each aggregate metric's `(variance, n - 1)` over the values of the
 /// checks that passed: the history prior of the verdict's moderated
@@ -614,6 +641,9 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
             .map_err(to_gate)?
         }
     };
+    if let Some(m) = &args.metric {
+        warn_if_unrecorded(m, &runs, &config);
+    }
     let filter = Filter {
         baseline: args.baseline.clone(),
         branch: args.branch.clone(),
@@ -646,7 +676,7 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
                 path.display()
             ))
         })?;
-        crate::gate_eprintln!("gate: wrote trend page '{}'", path.display());
+        crate::console::wrote("the trend page", path);
     }
     let l = Listing {
         schema_version: listing::JSON_SCHEMA_VERSION,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Measurement (what runs, for how long, how it is sampled)")]
 pub struct MeasureArgs {
     /// Replay recorded trace(s) instead of measuring live (one per run or per node)
     #[arg(long, num_args = 1.., value_name = "TRACE", conflicts_with_all = ["pid", "command", "command_string"])]
@@ -182,6 +183,7 @@ impl MeasureArgs {
             metrics_file: self.metrics_file.clone(),
             note: self.note.clone(),
             live_status: std::io::stderr().is_terminal(),
+            progress_lines: !std::io::stderr().is_terminal(),
         })
     }
 
@@ -320,6 +322,20 @@ pub fn acquire_each<R: Send>(
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
+    acquire_each_checked(args, runs, trace_dir, each, |_| Ok(()))
+}
+
+/// `acquire_each`, with `after` called on the runs so far as soon as each
+/// live run ends: an error there stops before the next run (`capture
+/// --runs 3` refuses an invalid first run without spending two more).
+/// Replayed files are all loaded first, then `after` sees them once.
+pub fn acquire_each_checked<R: Send>(
+    args: &MeasureArgs,
+    runs: usize,
+    trace_dir: &Path,
+    each: impl Fn(&Trace) -> Option<R> + Sync,
+    mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
     let until = args.until_regex()?;
     let take = |mut t: Trace| {
         if let Some(re) = &until {
@@ -333,10 +349,12 @@ pub fn acquire_each<R: Send>(
     };
     if args.is_replay() {
         let threads = loads_at_once(&args.replay);
-        return crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
+        let loaded = crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
-            .collect();
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        after(&loaded)?;
+        return Ok(loaded);
     }
     if !args.is_live() {
         return Err(GateError::usage(
@@ -366,6 +384,7 @@ pub fn acquire_each<R: Send>(
             }
         })?;
         traces.push(take(Trace::load(&outcome.path)?));
+        after(&traces)?;
     }
     Ok(traces)
 }

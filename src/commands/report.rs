@@ -164,6 +164,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     for (flag, path, reporter) in files {
         if let Some(path) = path {
             write_output(path, flag, &reporter.render(&runs), &input_paths)?;
+            crate::console::wrote(&format!("the {flag} report"), path);
         }
     }
     match text {
@@ -204,6 +205,7 @@ fn acquire<R: Send>(
 /// Written whole (temporary + rename), never over a non-regular file or
 /// one of the report's `inputs` (`report t.jsonl --html t.jsonl`).
 fn write_output(path: &Path, what: &str, text: &str, inputs: &[&Path]) -> anyhow::Result<()> {
+    crate::console::make_parent(path);
     crate::files::write_output(path, what, text.as_bytes(), inputs)
         .map_err(|e| {
             crate::files::output_error(

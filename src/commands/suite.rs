@@ -364,6 +364,7 @@ fn emit(
     inputs: &crate::files::Inputs,
 ) -> anyhow::Result<()> {
     let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
+        crate::console::make_parent(path);
         inputs
             .write_output(path, flag, text.as_bytes())
             .map_err(|e| {
@@ -371,9 +372,15 @@ fn emit(
                     format!("cannot write the {flag} report '{}': {e}", path.display()),
                     &e,
                 )
-            })
+            })?;
+        crate::console::wrote(&format!("the {flag} report"), path);
+        Ok(())
     };
-    let markdown = render_markdown(outcomes, code);
+    let link = |text: String, f: fn(&str, &str) -> String| match &args.html_url {
+        Some(url) => f(&text, url),
+        None => text,
+    };
+    let markdown = link(render_markdown(outcomes, code), report::html::link_markdown);
     for (flag, path) in check::outputs(args) {
         let text = match flag {
             "--junit" => render_junit(outcomes),
@@ -395,7 +402,10 @@ fn emit(
                         ))
                     })?;
                 }
-                render_pr_comment(outcomes, code)
+                link(
+                    render_pr_comment(outcomes, code),
+                    report::html::link_pr_comment,
+                )
             }
             "--bmf" => {
                 let mut all = serde_json::Map::new();
@@ -407,6 +417,7 @@ fn emit(
                 }
                 serde_json::to_string_pretty(&all)? + "\n"
             }
+            "--html" => render_html(outcomes, code),
             _ => continue,
         };
         write(flag, path, &text)?;
@@ -445,6 +456,33 @@ fn emit(
     Ok(())
 }
 
+/// One check page for every workload (`--html`): the suite's verdict and
+/// table, then each judged workload's section with its curves.
+fn render_html(outcomes: &[Outcome], code: i32) -> String {
+    use report::html;
+    let judged: Vec<html::Workload> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .map(|r| html::Workload {
+            report: r,
+            runs: html::series_for(r),
+        })
+        .collect();
+    let failed: Vec<(String, i32, String)> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let (c, why) = o.result.as_ref().err()?;
+            Some((o.workload.name.clone(), *c, why.clone()))
+        })
+        .collect();
+    let suite = html::Suite {
+        exit_code: code,
+        word: verdict_word(code),
+        failed: &failed,
+    };
+    html::render_page(&judged, Some(&suite), html::HTML_BUDGET_BYTES)
+}
+
 /// `| workload | baseline | verdict | exit |` rows.
 fn summary_rows(outcomes: &[Outcome]) -> Vec<[String; 4]> {
     outcomes
@@ -470,7 +508,13 @@ pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
             terminal(&o.workload.baseline)
         ));
         match &o.result {
-            Ok(r) => out.push_str(&report::terminal::Terminal { color }.render(r)),
+            Ok(r) => out.push_str(
+                &report::terminal::Terminal {
+                    color,
+                    width: crate::console::stdout_width(),
+                }
+                .render(r),
+            ),
             Err((c, m)) => out.push_str(&format!(
                 "VERDICT: {} (exit {c}): {}\n",
                 o.verdict().to_uppercase(),
@@ -479,16 +523,15 @@ pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
         }
         out.push('\n');
     }
-    out.push_str("workload  baseline  verdict  exit\n");
-    for row in summary_rows(outcomes) {
-        out.push_str(&format!(
-            "{}\n",
-            row.iter()
-                .map(|c| terminal(c))
-                .collect::<Vec<_>>()
-                .join("  ")
-        ));
-    }
+    let mut rows = vec![["workload", "baseline", "verdict", "exit"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(
+        summary_rows(outcomes)
+            .iter()
+            .map(|row| row.iter().map(|c| terminal(c)).collect()),
+    );
+    out.push_str(&crate::console::aligned(&rows));
     out.push_str(&format!(
         "SUITE VERDICT: {} (exit {code}; worst of {} workload(s))\n",
         verdict_word(code),

@@ -4,7 +4,7 @@
 //! to the window engine (`crate::watch`); `--replay` feeds recorded traces
 //! to the same engine, so a replay reproduces a live watch's alerts.
 //!
-//! Default cadence (from the per-call costs, DOMAIN.md section 7): basic
+//! Default cadence (from the per-call costs, docs/counters.md): basic
 //! counters and /proc every 1 s, GPM every 2 s, process lists and memory
 //! every 5 s. By those costs: GPM ~2 ms a pair -> 0.10 %, process
 //! utilization 2.7 ms / 5 s -> 0.05 %, the rest < 0.05 %: about 0.2 % of one
@@ -374,6 +374,7 @@ fn segment_plan(args: &WatchArgs, pid: u32, segment: usize) -> RecordPlan {
         metrics_file: None,
         note: Some(format!("gate watch segment {segment}")),
         live_status: false,
+        progress_lines: false,
     }
 }
 

@@ -50,7 +50,7 @@ pub struct Rule {
     pub name: String,
     pub title: String,
     pub severity: Severity,
-    /// Reading order, 0 = look first (DOMAIN.md section 3).
+    /// Reading order, 0 = look first (docs/counters.md).
     pub order: u32,
     pub enabled: bool,
     pub origin: Origin,

@@ -1,4 +1,4 @@
-//! Rule tests on SYNTHETIC signatures (DOMAIN.md section 7 means): every
+//! Rule tests on SYNTHETIC signatures (the H200 means of docs/counters.md): every
 //! built-in rule fires on its own signature and stays silent on a healthy run.
 
 use super::*;

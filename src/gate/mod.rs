@@ -1264,9 +1264,9 @@ fn apply_acceptances(input: &CheckInput, results: &mut [MetricResult], run: &mut
             m.accepted = Some(a);
         }
     }
-    run.warnings.extend(why_not);
     run.warnings
-        .extend(crate::accept::unused(acc, baseline, &used));
+        .extend(crate::accept::unused(acc, baseline, &used, &why_not));
+    run.warnings.extend(why_not);
 }
 
 /// What the metrics say about the run: regressions fail it, a gated metric

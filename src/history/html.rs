@@ -28,6 +28,8 @@ const LEFT: f64 = 72.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 24.0;
 const BOTTOM: f64 = 34.0;
+/// Said in the gap of a broken axis.
+const BREAK_NOTE: &str = "axis broken: runs off the main scale, at their true values";
 /// At most this many regression labels per chart (the list below has all).
 const MAX_LABELS: usize = 12;
 const PALETTE: [&str; 6] = [
@@ -227,11 +229,6 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         escape(c.metric),
         c.runs
     );
-    let _ = writeln!(
-        html,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>",
-        s.plot_w, s.plot_h
-    );
     draw_y_grid(html, &s);
     draw_baseline_band(html, c, &s, &unit);
     draw_refreshes(html, c, &s);
@@ -250,20 +247,59 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
     }
 }
 
-/// Where a run and a value go on a chart.
+/// Where a run and a value go on a chart. The main scale takes the values
+/// that passed, the baselines and their bands; a regression far outside it
+/// (a -95 % cliff) would flatten the slow slide this page exists to show,
+/// so it goes on a strip of its own below (or above) the main plot, past a
+/// break in the axis, at its true value: the chart shows how far it fell,
+/// never a value clamped onto the edge.
 struct Scale {
     lo: f64,
     hi: f64,
     /// Slots on the x axis (at least 2).
     n: usize,
     plot_w: f64,
+    /// The main plot: top edge and height.
+    top: f64,
     plot_h: f64,
+    /// Strips past a break: values below `lo`, values above `hi`.
+    below: Option<Strip>,
+    above: Option<Strip>,
+}
+
+/// A strip past a break in the axis: its value range and where it is.
+#[derive(Debug, Clone, Copy)]
+struct Strip {
+    lo: f64,
+    hi: f64,
+    top: f64,
+    h: f64,
+}
+
+impl Strip {
+    /// Height of a strip, and the gap (with the break marks) before it.
+    const H: f64 = 34.0;
+    const GAP: f64 = 16.0;
+
+    /// The strip for the values `vs` (None when there are none).
+    fn of(vs: &[f64]) -> Option<(f64, f64)> {
+        let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !lo.is_finite() {
+            return None;
+        }
+        let pad = ((hi - lo) * 0.15)
+            .max(hi.abs().max(lo.abs()) * 0.02)
+            .max(1e-9);
+        Some((lo - pad, hi + pad))
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        self.top + self.h * (1.0 - ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0))
+    }
 }
 
 impl Scale {
-    /// Y range: values that passed, baselines and bands. Regressions are
-    /// often far off (a -95 % cliff); scaling to them would flatten the slow
-    /// slide this page exists to show, so they are drawn at the edge.
     /// None when the metric has no value at all.
     fn for_chart(c: &Chart) -> Option<Scale> {
         let mut lo = f64::INFINITY;
@@ -280,6 +316,13 @@ impl Scale {
             }
         }
         if !lo.is_finite() || !hi.is_finite() {
+            // Only regressions: they are the scale.
+            for v in c.points.iter().filter_map(|(_, _, m)| m.value) {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+        if !lo.is_finite() || !hi.is_finite() {
             return None;
         }
         if hi - lo < 1e-12 {
@@ -288,12 +331,34 @@ impl Scale {
             hi += pad;
         }
         let pad = (hi - lo) * 0.06;
+        let (lo, hi) = (lo - pad, hi + pad);
+        let values: Vec<f64> = c.points.iter().filter_map(|(_, _, m)| m.value).collect();
+        let under: Vec<f64> = values.iter().copied().filter(|v| *v < lo).collect();
+        let over: Vec<f64> = values.iter().copied().filter(|v| *v > hi).collect();
+        let total_h = HEIGHT - TOP - BOTTOM;
+        let strip = Strip::H + Strip::GAP;
+        let (above, below) = (Strip::of(&over), Strip::of(&under));
+        let top = TOP + if above.is_some() { strip } else { 0.0 };
+        let plot_h = total_h - strip * (above.is_some() as u8 + below.is_some() as u8) as f64;
         Some(Scale {
-            lo: lo - pad,
-            hi: hi + pad,
+            lo,
+            hi,
             n: c.runs.max(2),
             plot_w: WIDTH - LEFT - RIGHT,
-            plot_h: HEIGHT - TOP - BOTTOM,
+            top,
+            plot_h,
+            above: above.map(|(a, b)| Strip {
+                lo: a,
+                hi: b,
+                top: TOP,
+                h: Strip::H,
+            }),
+            below: below.map(|(a, b)| Strip {
+                lo: a,
+                hi: b,
+                top: top + plot_h + Strip::GAP,
+                h: Strip::H,
+            }),
         })
     }
 
@@ -306,28 +371,103 @@ impl Scale {
         self.plot_w / self.n as f64
     }
 
+    /// A value's height: on the main plot, or on the strip past the break.
     fn y(&self, v: f64) -> f64 {
-        TOP + self.plot_h * (1.0 - ((v - self.lo) / (self.hi - self.lo)).clamp(-0.02, 1.02))
+        match (self.below, self.above) {
+            (Some(b), _) if v < self.lo => b.y(v),
+            (_, Some(a)) if v > self.hi => a.y(v),
+            _ => {
+                self.top
+                    + self.plot_h * (1.0 - ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0))
+            }
+        }
     }
 
-    fn off_scale(&self, v: f64) -> bool {
-        v < self.lo || v > self.hi
+    /// The note of each break in the axis: its baseline y and its box.
+    fn break_notes(&self) -> Vec<(f64, [f64; 4])> {
+        let right = LEFT + self.plot_w - 6.0;
+        [self.below, self.above]
+            .into_iter()
+            .flatten()
+            .map(|strip| {
+                let gap_mid = if strip.top > self.top {
+                    strip.top - Strip::GAP / 2.0
+                } else {
+                    strip.top + strip.h + Strip::GAP / 2.0
+                };
+                let y = gap_mid + 3.5;
+                (
+                    y,
+                    [
+                        right - BREAK_NOTE.len() as f64 * 5.8,
+                        y - 9.0,
+                        right,
+                        y + 2.0,
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    /// The whole drawing height (main plot and strips).
+    fn bottom(&self) -> f64 {
+        self.below.map_or(self.top + self.plot_h, |b| b.top + b.h)
     }
 }
 
 fn draw_y_grid(html: &mut String, s: &Scale) {
+    let _ = writeln!(
+        html,
+        "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>",
+        s.top, s.plot_w, s.plot_h
+    );
     for k in 0..=4 {
         let v = s.lo + (s.hi - s.lo) * k as f64 / 4.0;
         let yy = s.y(v);
+        grid_line(html, yy, v);
+    }
+    for strip in [s.below, s.above].into_iter().flatten() {
         let _ = writeln!(
             html,
-            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eceef2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#4a5568\">{}</text>",
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            yy + 4.0,
-            escape(&fmt_num(v))
+            "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fdf3f2\" stroke=\"#d5d9e0\"/>",
+            strip.top, s.plot_w, strip.h
+        );
+        // Two labels, the strip's ends: a strip's height apart, and the gap
+        // from the main plot's: never overlapping.
+        grid_line(html, strip.y(strip.hi), strip.hi);
+        grid_line(html, strip.y(strip.lo), strip.lo);
+    }
+    for (y, _) in s.break_notes() {
+        // The break: a double slash across each axis edge in the gap.
+        for x in [LEFT, LEFT + s.plot_w] {
+            for dx in [-3.0, 3.0] {
+                let _ = writeln!(
+                    html,
+                    "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#4a5568\" stroke-width=\"1.2\"/>",
+                    x + dx - 4.0,
+                    y - 0.5,
+                    x + dx + 4.0,
+                    y - 6.5
+                );
+            }
+        }
+        let _ = writeln!(
+            html,
+            "<text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#8a5a00\">{BREAK_NOTE}</text>",
+            LEFT + s.plot_w - 6.0
         );
     }
+}
+
+fn grid_line(html: &mut String, yy: f64, v: f64) {
+    let _ = writeln!(
+        html,
+        "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eceef2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#4a5568\">{}</text>",
+        WIDTH - RIGHT,
+        LEFT - 6.0,
+        yy + 4.0,
+        escape(&fmt_num(v))
+    );
 }
 
 /// Baseline band and line: merged steps of equal (baseline, tolerance).
@@ -375,7 +515,7 @@ fn draw_refreshes(html: &mut String, c: &Chart, s: &Scale) {
         let _ = writeln!(
             html,
             "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"#555\" stroke-dasharray=\"5,4\"><title>baseline refreshed ({}, {})</title></line><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">refresh</text>",
-            TOP + s.plot_h,
+            s.bottom(),
             escape(&r.recorded_at),
             escape(r.commit.as_deref().unwrap_or("commit unknown")),
             xx + 3.0,
@@ -418,7 +558,8 @@ fn draw_branches(html: &mut String, c: &Chart, s: &Scale, colour: &BTreeMap<&str
 /// (orange triangles). Returns them in words for the list under the chart.
 fn draw_marks(html: &mut String, c: &Chart, s: &Scale, unit: &str) -> Vec<String> {
     let mut events = Vec::new();
-    let mut labels = 0;
+    // Boxes of the labels drawn so far: a new one goes where it overlaps none.
+    let mut placed: Vec<[f64; 4]> = s.break_notes().into_iter().map(|(_, b)| b).collect();
     for (i, r, m) in &c.points {
         let Some(v) = m.value else { continue };
         let (xx, yy) = (s.x(*i), s.y(v));
@@ -440,24 +581,16 @@ fn draw_marks(html: &mut String, c: &Chart, s: &Scale, unit: &str) -> Vec<String
                 escape(&change),
                 escape(&cause)
             );
-            if labels < MAX_LABELS {
-                labels += 1;
+            if placed.len() < MAX_LABELS {
                 let rule = r.top_rule.as_deref().unwrap_or("regression");
-                let label = if s.off_scale(v) {
-                    format!("{rule} ({}{unit}, off scale)", fmt_num(v))
-                } else {
-                    rule.to_string()
-                };
-                let ly = if yy - 10.0 < TOP + 12.0 {
-                    yy + 18.0
-                } else {
-                    yy - 10.0
-                };
-                let _ = writeln!(
-                    html,
-                    "<text x=\"{xx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\" font-weight=\"600\">{}</text>",
-                    escape(&label)
-                );
+                let label = format!("{rule} ({change})");
+                if let Some((lx, ly)) = place_label(&mut placed, xx, yy, &label, s) {
+                    let _ = writeln!(
+                        html,
+                        "<text x=\"{lx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\" font-weight=\"600\">{}</text>",
+                        escape(&label)
+                    );
+                }
             }
             events.push(format!(
                 "<li><span class=\"reg\">regression</span> {} at {}: {}{}; top cause: {}</li>",
@@ -485,6 +618,38 @@ fn draw_marks(html: &mut String, c: &Chart, s: &Scale, unit: &str) -> Vec<String
         }
     }
     events
+}
+
+/// Where a label of a mark at (x, y) goes: above or below the mark, then
+/// further away, centred but kept inside the plot, never over a label drawn
+/// before (`placed`, boxes of [x0, y0, x1, y1]). None when no place is free:
+/// the list under the chart names every regression anyway.
+fn place_label(
+    placed: &mut Vec<[f64; 4]>,
+    x: f64,
+    y: f64,
+    text: &str,
+    s: &Scale,
+) -> Option<(f64, f64)> {
+    // 11 px text: ~6.4 px a character, 13 px a line.
+    let w = text.chars().count() as f64 * 6.4 + 6.0;
+    let lx = x.clamp(LEFT + w / 2.0, LEFT + s.plot_w - w / 2.0);
+    let (top, bottom) = (TOP + 11.0, s.bottom() + 11.0);
+    for dy in [-10.0, 19.0, -24.0, 33.0, -38.0, 47.0, -52.0, 61.0] {
+        let ly = y + dy;
+        if ly < top || ly > bottom {
+            continue;
+        }
+        let bx = [lx - w / 2.0, ly - 11.0, lx + w / 2.0, ly + 2.0];
+        let free = placed
+            .iter()
+            .all(|p| bx[2] <= p[0] || bx[0] >= p[2] || bx[3] <= p[1] || bx[1] >= p[3]);
+        if free {
+            placed.push(bx);
+            return Some((lx, ly));
+        }
+    }
+    None
 }
 
 /// "run 12 (date, commit, branch)", plain text.

@@ -1,7 +1,7 @@
 //! GPU counters through NVML and, on Hopper and newer, its GPM metrics.
 //! The only file that imports `nvml_wrapper`.
 //!
-//! Rules this file keeps (DOMAIN.md section 7):
+//! Rules this file keeps (the measurements behind them: docs/counters.md):
 //! - NVML is initialised once per process and leaked: devices and GPM
 //!   samples borrow it for the whole recording.
 //! - GPM metrics come from two samples more than 100 ms apart
@@ -44,11 +44,11 @@ pub const DEFAULT_GPM_PERIOD: Duration = Duration::from_millis(500);
 /// by default (`Cadence::process_period`): NVML refreshes process
 /// utilization only every ~200 ms anyway, and the calls cost ~2.7 ms of CPU
 /// together on the H200 VM (process utilization alone 2.66 ms,
-/// DOMAIN.md section 7). Memory info (66 us) is read with them.
+/// docs/counters.md). Memory info (66 us) is read with them.
 pub const PROCESS_REFRESH: Duration = Duration::from_millis(1000);
 
 /// How often the costly NVML calls are made (the cheap ones come every
-/// sampling tick). What each costs: DOMAIN.md section 7 and
+/// sampling tick). What each costs: docs/counters.md and
 /// `examples/nvml-probe.rs`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cadence {
@@ -617,7 +617,7 @@ impl GpuState {
         let util = timed!("utilization", d.utilization_rates());
         let sm_clock = timed!("clock_sm", d.clock_info(Clock::SM));
         let mem_clock = timed!("clock_mem", d.clock_info(Clock::Memory));
-        // Deprecated in CUDA 13 but still served (DOMAIN.md section 8).
+        // Deprecated in CUDA 13 but still served (docs/counters.md).
         let reasons = timed!("throttle", d.current_throttle_reasons());
         let power = timed!("power", d.power_usage());
         let temp = timed!("temperature", d.temperature(TemperatureSensor::Gpu));

@@ -8,7 +8,7 @@
 //! Two rules:
 //! - **GPM glitches are missing data, never zeros.** On the H200 about one
 //!   GPM pair in 200 taken 100 ms apart came back with every metric 0 (and
-//!   DRAM NaN) while NVML said the GPU was 100 % busy (DOMAIN.md section 7).
+//!   DRAM NaN) while NVML said the GPU was 100 % busy (docs/counters.md).
 //!   The recorder drops such readings; the loader drops them again from any
 //!   trace, and notes each one as a `gpm_invalid` event.
 //! - **Teardown is not steady state.** After a benchmark's timed work the

@@ -87,7 +87,7 @@ pub fn output(o: &std::process::Output) -> (String, String) {
 }
 
 /// Validate a JUnit file against the Jenkins xunit schema with xmllint.
-/// The schema is vendored in tests/schemas (a copy of ../shared/schemas).
+/// The schema is vendored in tests/schemas (the Jenkins xunit schema, vendored).
 /// Without xmllint it skips loudly on a developer machine, and fails in CI
 /// (`CI` set), where `.ci/run` installs it.
 pub fn assert_valid_junit(path: &Path) {

@@ -13,6 +13,9 @@ impl Reporter for Json {
         if let Some(metrics) = v.get_mut("metrics").and_then(|m| m.as_array_mut()) {
             for (json, m) in metrics.iter_mut().zip(&report.metrics) {
                 json["reason"] = super::words::metric_reason(m).into();
+                // What every other reporter shows of the context metrics
+                // (issue 30.2): moved beyond the floor and the noise.
+                json["moved"] = super::moved_beyond_noise(m).into();
             }
         }
         let mut s = serde_json::to_string_pretty(&v).expect("a JSON value always serializes");
@@ -34,5 +37,6 @@ mod tests {
         assert_eq!(v["metrics"][0]["id"], "wall_time_s");
         assert!(v["metrics"][0]["reason"].as_str().unwrap().contains("->"));
         assert!(v["metrics"][0]["why"].is_string());
+        assert!(v["metrics"][0]["moved"].is_boolean());
     }
 }

@@ -126,6 +126,18 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
     for w in &r.warnings {
         out_text.push_str(&format!("warning: {w}\n"));
     }
+    // The context metrics that moved (issue 30.2): the evidence behind the
+    // diagnosis, a counter at 0 in the baseline included.
+    for m in r.metrics.iter().filter(|m| !m.gated && super::shown(m)) {
+        out_text.push_str(&format!(
+            "context moved: {} ({}): {} -> {}, change {}\n",
+            m.label(),
+            m.statistic.as_str(),
+            crate::format::value_with_unit(m.baseline, &m.unit),
+            crate::format::value_with_unit(m.new, &m.unit),
+            super::change_text(m)
+        ));
+    }
     case.push_str(&format!(
         "      <system-out>{}</system-out>\n    </testcase>\n",
         escape::xml_text(&capped(&out_text, MAX_RUN_TEXT_BYTES))

@@ -59,11 +59,10 @@ impl Reporter for Markdown {
         }
         let b = &r.baseline;
         out.push_str(&format!(
-            "Baseline `{}`: {} run(s) on {} x{}, captured {}{}.  \n",
+            "Baseline `{}`: {} run(s) on {}, captured {}{}.  \n",
             code(&b.source),
             b.runs,
-            text(&b.gpu_model),
-            b.gpu_count,
+            text(&crate::format::gpus_text(&b.gpu_model, b.gpu_count)),
             text(&b.created),
             b.commit
                 .as_ref()
@@ -115,13 +114,28 @@ impl Reporter for Markdown {
             }
             out.push('\n');
         }
-        let context: Vec<&MetricResult> = r.metrics.iter().filter(|m| !m.gated).collect();
-        if !context.is_empty() {
+        // Context metrics that moved are evidence: in the open; the rest
+        // folded away.
+        let (moved, rest): (Vec<&MetricResult>, Vec<&MetricResult>) = r
+            .metrics
+            .iter()
+            .filter(|m| !m.gated)
+            .partition(|m| super::shown(m));
+        if !moved.is_empty() {
             out.push_str(&format!(
-                "<details><summary>Context: {} metrics reported, not gated</summary>\n\n",
-                context.len()
+                "#### Context that moved ({} metric{}, not gated)\n\n",
+                moved.len(),
+                if moved.len() == 1 { "" } else { "s" }
             ));
-            table(&mut out, &context);
+            table(&mut out, &moved);
+            out.push('\n');
+        }
+        if !rest.is_empty() {
+            out.push_str(&format!(
+                "<details><summary>Context: {} more metrics reported, not gated, within their noise</summary>\n\n",
+                rest.len()
+            ));
+            table(&mut out, &rest);
             out.push_str("\n</details>\n");
         }
         out

@@ -5,6 +5,8 @@
 
 pub mod bmf;
 pub mod github;
+pub mod html;
+mod html_svg;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -22,7 +24,39 @@ pub trait Reporter {
     fn render(&self, report: &CheckReport) -> String;
 }
 
-/// `+12.3 %` (relative) or the absolute change when the baseline is 0.
+/// Context (ungated) metrics moved at least this much relative to their
+/// baseline are shown even inside their noise: they explain a regression.
+pub const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
+
+/// Moved beyond its practical floor and its noise band (issue 30.2),
+/// whatever its baseline value: a counter at 0 in the baseline has no
+/// relative change, but 0 -> 47 % is evidence all the same. Without a noise
+/// band, beyond the floor and (where a relative change exists) by at least
+/// `CONTEXT_MIN_CHANGE_PCT`.
+pub fn moved_beyond_noise(m: &crate::gate::MetricResult) -> bool {
+    let Some(c) = m.change.map(f64::abs).filter(|c| c.is_finite()) else {
+        return false;
+    };
+    let beyond_floor = m.tolerance.is_none_or(|t| c > t);
+    match m.noise {
+        Some(n) => beyond_floor && c > n,
+        None => {
+            beyond_floor
+                && m.change_pct
+                    .is_none_or(|p| p.abs() >= CONTEXT_MIN_CHANGE_PCT)
+        }
+    }
+}
+
+/// What every reporter shows of a check: the gated metrics, and the context
+/// metrics that moved beyond their noise or by `CONTEXT_MIN_CHANGE_PCT`.
+pub fn shown(m: &crate::gate::MetricResult) -> bool {
+    m.gated
+        || moved_beyond_noise(m)
+        || m.change_pct
+            .is_some_and(|p| p.abs() >= CONTEXT_MIN_CHANGE_PCT)
+}
+
 /// A run's wall time as people read it: "10.8 s (after 7.2 s start-up,
 /// before 6.1 s idle teardown)": what the measured window left out on
 /// either side, not judged.
@@ -47,11 +81,14 @@ pub fn wall_text(run: &crate::gate::RunInfo) -> String {
     }
 }
 
+/// `+12.3 %` (relative), or where the baseline is 0 and a relative change
+/// has no meaning the absolute one, said so: `+47 % from 0`.
 pub fn change_text(m: &crate::gate::MetricResult) -> String {
     match (m.change_pct, m.change) {
         (Some(p), _) => format!("{} %", format::percent_change(p)),
+        (None, Some(0.0)) => "0".into(),
         (None, Some(c)) => format!(
-            "{}{}",
+            "{}{} from 0",
             if c >= 0.0 { "+" } else { "" },
             value_with_unit(Some(c), &m.unit)
         ),

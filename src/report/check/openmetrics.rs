@@ -149,7 +149,7 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
             "gate_exit_code".into(),
             "gauge",
             None,
-            "Exit code of gate check (0 pass, 1 regression, 2 input, 3 measurement)".into(),
+            format!("Exit code of gate check: {}", crate::exit_code::listing()),
             baseline(),
             r.exit_code as f64,
         );

@@ -243,6 +243,38 @@ fn moved(r: &CheckReport) -> Vec<&MetricResult> {
     m
 }
 
+/// Most context metrics named in the comment; the rest are counted.
+const CONTEXT_NAMED: usize = 8;
+
+/// The context (ungated) metrics that moved beyond their noise or by
+/// `CONTEXT_MIN_CHANGE_PCT`, in the open: they are the evidence a reviewer
+/// checks the diagnosis against (a counter at 0 in the baseline included).
+fn context_moved(r: &CheckReport) -> String {
+    let moved: Vec<&MetricResult> = r
+        .metrics
+        .iter()
+        .filter(|m| !m.gated && super::shown(m))
+        .collect();
+    if moved.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = moved
+        .iter()
+        .take(CONTEXT_NAMED)
+        .map(|m| format!("`{}` {}", code(&m.label()), text(&change_text(m))))
+        .collect();
+    let more = moved.len().saturating_sub(CONTEXT_NAMED);
+    format!(
+        "\nContext that moved (not gated): {}{}\n",
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
 /// Whether a comment is worth posting: the run did not pass cleanly, or a
 /// gated metric moved beyond its floor and its noise (improvements
 /// included). An inconclusive metric is not a change: gate cannot tell it
@@ -395,6 +427,7 @@ impl Reporter for PrComment {
                 ));
             }
         }
+        out.push_str(&context_moved(r));
         if let Some(t) = &r.trend {
             out.push_str(&trend_section(t));
         }

@@ -3,17 +3,16 @@
 //! command decides with `console::color_enabled`: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a TTY).
 
-use super::{change_text, noise_text, tolerance_text, Reporter};
+use super::{change_text, noise_text, tolerance_text, Reporter, CONTEXT_MIN_CHANGE_PCT};
 use crate::escape;
 use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
-/// Context (ungated) metrics are listed only when they moved at least this
-/// much: they explain a regression; unchanged ones are noise on a screen.
-const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
-
 pub struct Terminal {
     pub color: bool,
+    /// Wrap the words (reasons, why, warnings) to this width: the
+    /// terminal's; None in a pipe, where each stays one line.
+    pub width: Option<usize>,
 }
 
 impl Terminal {
@@ -53,10 +52,14 @@ fn row(m: &MetricResult) -> [String; 8] {
 impl Reporter for Terminal {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = String::new();
-        self.header(r, &mut out);
+        let mut head = String::new();
+        self.header(r, &mut head);
+        for line in head.lines() {
+            out.push_str(&crate::console::wrap(line, self.width, 2));
+        }
         out.push('\n');
         self.table(r, &mut out);
-        explanations(r, &mut out);
+        explanations(r, self.width, &mut out);
         out.push('\n');
         self.verdict(r, &mut out);
         out
@@ -68,12 +71,11 @@ impl Terminal {
     fn header(&self, r: &CheckReport, out: &mut String) {
         let b = &r.baseline;
         out.push_str(&format!(
-            "gate check against baseline '{}' ({} run{}, {} x{}{}{})\n",
+            "gate check against baseline '{}' ({} run{}, {}{}{})\n",
             escape::terminal(&b.name),
             b.runs,
             if b.runs == 1 { "" } else { "s" },
-            escape::terminal(&b.gpu_model),
-            b.gpu_count,
+            escape::terminal(&crate::format::gpus_text(&b.gpu_model, b.gpu_count)),
             if b.created.is_empty() {
                 String::new()
             } else {
@@ -105,15 +107,7 @@ impl Terminal {
 
     /// The aligned table: gated metrics, then context metrics that moved.
     fn table(&self, r: &CheckReport, out: &mut String) {
-        let shown: Vec<&MetricResult> = r
-            .metrics
-            .iter()
-            .filter(|m| {
-                m.gated
-                    || m.change_pct
-                        .is_some_and(|p| p.abs() >= CONTEXT_MIN_CHANGE_PCT)
-            })
-            .collect();
+        let shown: Vec<&MetricResult> = r.metrics.iter().filter(|m| super::shown(m)).collect();
         let hidden = r.metrics.len() - shown.len();
         let header = [
             "metric", "stat", "baseline", "new", "change", "floor", "noise", "verdict",
@@ -148,7 +142,9 @@ impl Terminal {
             if !m.gated && !context_started {
                 context_started = true;
                 out.push_str(&self.paint(
-                    &format!("-- context, not gated (moved >= {CONTEXT_MIN_CHANGE_PCT:.0} %):"),
+                    &format!(
+                        "-- context, not gated (moved beyond their noise, or >= {CONTEXT_MIN_CHANGE_PCT:.0} %):"
+                    ),
                     "2",
                 ));
                 out.push('\n');
@@ -162,7 +158,7 @@ impl Terminal {
         }
         if hidden > 0 {
             out.push_str(&format!(
-                "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} %; see --format json)\n"
+                "({hidden} more context metrics moved less than {CONTEXT_MIN_CHANGE_PCT:.0} % and within their noise; see --format json)\n"
             ));
         }
     }
@@ -189,23 +185,26 @@ impl Terminal {
         } else {
             out.push('\n');
             for reason in &r.reasons {
-                out.push_str(&format!("  - {}\n", escape::terminal(reason)));
+                let line = format!("  - {}", escape::terminal(reason));
+                out.push_str(&crate::console::wrap(&line, self.width, 4));
             }
         }
     }
 }
 
 /// Why each regression failed, the diagnosis, and the warnings.
-fn explanations(r: &CheckReport, out: &mut String) {
+fn explanations(r: &CheckReport, width: Option<usize>, out: &mut String) {
+    use crate::console::wrap;
     let regressions: Vec<&MetricResult> = r.regressions().collect();
     if !regressions.is_empty() {
         out.push_str("\nWhy:\n");
         for m in regressions {
-            out.push_str(&format!(
-                "  {}: {}\n",
+            let line = format!(
+                "  {}: {}",
                 escape::terminal(&m.label()),
                 escape::terminal(&super::words::metric_reason(m))
-            ));
+            );
+            out.push_str(&wrap(&line, width, 4));
         }
     }
     if !r.diagnosis.is_empty() {
@@ -220,11 +219,15 @@ fn explanations(r: &CheckReport, out: &mut String) {
             }
         }
     }
-    for w in &r.warnings {
-        out.push_str(&format!("\nwarning: {}", escape::terminal(w)));
-    }
     if !r.warnings.is_empty() {
         out.push('\n');
+    }
+    for w in &r.warnings {
+        out.push_str(&wrap(
+            &format!("warning: {}", escape::terminal(w)),
+            width,
+            2,
+        ));
     }
 }
 
@@ -235,7 +238,11 @@ mod tests {
     #[test]
     fn colour_only_when_asked_and_table_is_aligned() {
         let r = crate::report::check::tests_support::sample_report();
-        let plain = Terminal { color: false }.render(&r);
+        let plain = Terminal {
+            color: false,
+            width: None,
+        }
+        .render(&r);
         assert!(!plain.contains('\x1b'), "{plain}");
         assert!(plain.contains("VERDICT: REGRESSION (exit 1)"));
         assert!(plain.contains("Diagnosis (what changed"));
@@ -247,7 +254,11 @@ mod tests {
         let col = header.chars().position(|c| c == 'v').unwrap();
         let cell: String = row.chars().skip(col).take(10).collect();
         assert_eq!(cell, "regression", "{header}\n{row}");
-        let coloured = Terminal { color: true }.render(&r);
+        let coloured = Terminal {
+            color: true,
+            width: None,
+        }
+        .render(&r);
         assert!(coloured.contains("\x1b[1;31mregression\x1b[0m"));
         // Context metrics that moved a lot are shown, marked as not gated.
         assert!(plain.contains("-- context, not gated"));

@@ -3,7 +3,7 @@
 //! nothing else (no /proc, no trace). `examples/nvml-probe.rs` prints both;
 //! BENCHMARKS.md section 1 compares `gate record` against them.
 //!
-//! Method (DOMAIN.md section 7): NVML answers repeated calls from a cache,
+//! Method (docs/counters.md): NVML answers repeated calls from a cache,
 //! so a tight loop reads 0.4 us for a call that costs 17 us when a sampler
 //! makes it. Each call here is made once per round, rounds `spacing` apart
 //! (150 ms by default), and costed as the calling thread's CPU time

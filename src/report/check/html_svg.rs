@@ -1,0 +1,260 @@
+//! The SVG chart of the check page (`html.rs`): one metric over time, the
+//! baseline's band (value, noise band, practical floor) behind the new
+//! run's lines, the warm-up shaded and the new run's judged value drawn
+//! across the steady window. The scale takes in the band, the lines and
+//! the new value, so a run that fell far below its baseline shows how far.
+
+use crate::escape::html as esc;
+use crate::format::number;
+use std::fmt::Write as _;
+
+const HEIGHT: f64 = 210.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 14.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 30.0;
+const BAND: &str = "#4c78a8";
+const NEW: &str = "#c0392b";
+
+/// The baseline's band of a metric: its value, the noise band around it
+/// and the practical floor.
+#[derive(Debug, Clone, Copy)]
+pub struct Band {
+    pub value: f64,
+    pub noise: Option<f64>,
+    pub floor: Option<f64>,
+}
+
+/// What one chart draws.
+pub struct Chart<'a> {
+    pub title: &'a str,
+    pub width: f64,
+    /// (label, (t s, value) points; NaN breaks a line).
+    pub lines: &'a [(String, &'a [(f64, f64)])],
+    pub colors: &'a [&'a str],
+    pub band: Option<&'a Band>,
+    /// The new run's judged value (its statistic over the steady window).
+    pub new: Option<f64>,
+    pub end_s: f64,
+    pub warmup_s: f64,
+}
+
+/// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of `span`.
+fn nice_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n).max(f64::MIN_POSITIVE);
+    let exp = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * exp)
+        .find(|s| *s >= raw * 0.999_999)
+        .unwrap_or(10.0 * exp)
+}
+
+/// The value range: every point, the band with its floor, the new value;
+/// from 0 when the data sit closer to 0 than their own span.
+fn y_range(c: &Chart) -> (f64, f64) {
+    let span = |vs: &mut dyn Iterator<Item = f64>| {
+        vs.filter(|v| v.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    };
+    let (data_lo, data_hi) = span(
+        &mut c
+            .lines
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
+            .chain(c.new),
+    );
+    let band: Vec<f64> = c
+        .band
+        .map(|b| {
+            let reach = b.noise.unwrap_or(0.0).max(b.floor.unwrap_or(0.0));
+            vec![b.value - reach, b.value + reach]
+        })
+        .unwrap_or_default();
+    let (band_lo, band_hi) = span(&mut band.into_iter());
+    let (mut lo, hi) = (data_lo.min(band_lo), data_hi.max(band_hi));
+    // A band reaching below 0 around values that never do (a count, a
+    // share) is cut at 0, not drawn into negative numbers.
+    let never_negative = data_lo >= 0.0;
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if never_negative {
+        lo = lo.max(0.0);
+    }
+    if lo >= 0.0 && lo < hi - lo {
+        lo = 0.0;
+    }
+    if hi <= lo {
+        let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.05 };
+        return (lo - pad, hi + pad);
+    }
+    let step = nice_step(hi - lo, 4.0);
+    ((lo / step).floor() * step, (hi / step).ceil() * step)
+}
+
+/// The chart as one `<svg>` element.
+pub fn chart(c: &Chart) -> String {
+    let pw = c.width - LEFT - RIGHT;
+    let ph = HEIGHT - TOP - BOTTOM;
+    let (lo, hi) = y_range(c);
+    let end = if c.end_s > 0.0 { c.end_s } else { 1.0 };
+    let x = |t: f64| LEFT + (t / end).clamp(0.0, 1.0) * pw;
+    // Within the plot: only a band's edge cut at 0 ever reaches past it.
+    let y = |v: f64| TOP + ph - ((v - lo) / (hi - lo)).clamp(0.0, 1.0) * ph;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{HEIGHT}" viewBox="0 0 {w} {HEIGHT}" role="img" aria-label="{t}"><rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="#fbfcfd" stroke="#d5d9e0"/>"##,
+        w = c.width,
+        t = esc(c.title)
+    );
+    if c.warmup_s > 0.0 && !c.lines.is_empty() {
+        let _ = write!(
+            s,
+            r##"<rect x="{LEFT}" y="{TOP}" width="{:.1}" height="{ph:.1}" fill="#8a8f98" fill-opacity="0.18"/><text x="{:.1}" y="{:.1}">warm-up</text>"##,
+            x(c.warmup_s) - LEFT,
+            LEFT + 4.0,
+            TOP + 12.0
+        );
+    }
+    band(&mut s, c, &y, pw);
+    grid(&mut s, c, lo, hi, &y, &x, pw, end);
+    for (i, (_, pts)) in c.lines.iter().enumerate() {
+        polyline(&mut s, pts, c.colors[i % c.colors.len()], &x, &y);
+    }
+    if let Some(v) = c.new.filter(|v| v.is_finite()) {
+        let from = if c.lines.is_empty() { 0.0 } else { c.warmup_s };
+        let _ = write!(
+            s,
+            r#"<line x1="{:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{NEW}" stroke-width="2" stroke-dasharray="7 4"/>"#,
+            x(from),
+            LEFT + pw,
+            yy = y(v)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The baseline's band: noise band filled, value solid, floor dashed.
+fn band(s: &mut String, c: &Chart, y: &dyn Fn(f64) -> f64, pw: f64) {
+    let Some(b) = c.band else { return };
+    if let Some(n) = b.noise {
+        let (top, bottom) = (y(b.value + n), y(b.value - n));
+        let _ = write!(
+            s,
+            r#"<rect x="{LEFT}" y="{top:.1}" width="{pw:.1}" height="{:.1}" fill="{BAND}" fill-opacity="0.22"/>"#,
+            (bottom - top).max(1.0)
+        );
+    }
+    if let Some(f) = b.floor {
+        for v in [b.value - f, b.value + f] {
+            let _ = write!(
+                s,
+                r#"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{BAND}" stroke-dasharray="3 3"/>"#,
+                LEFT + pw,
+                yy = y(v)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r#"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{BAND}" stroke-width="1.6"/>"#,
+        LEFT + pw,
+        yy = y(b.value)
+    );
+}
+
+/// Value grid and labels (five at most, never overlapping: a nice step
+/// over the range), time ticks.
+#[allow(clippy::too_many_arguments)]
+fn grid(
+    s: &mut String,
+    c: &Chart,
+    lo: f64,
+    hi: f64,
+    y: &dyn Fn(f64) -> f64,
+    x: &dyn Fn(f64) -> f64,
+    pw: f64,
+    end: f64,
+) {
+    let step = nice_step(hi - lo, 4.0);
+    let mut v = lo;
+    while v <= hi + step * 1e-6 {
+        let yy = y(v);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e6e9ee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            yy + 4.0,
+            number(if v.abs() < step * 1e-9 { 0.0 } else { v })
+        );
+        v += step;
+    }
+    if c.lines.is_empty() {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">one number per run</text>"#,
+            LEFT + pw,
+            HEIGHT - 8.0
+        );
+        return;
+    }
+    let tstep = nice_step(end, (pw / 90.0).max(2.0));
+    let mut t = 0.0;
+    while t <= end + tstep * 1e-6 {
+        let xx = x(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" y1="{b:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#9aa1ab"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + ph_of() + 4.0,
+            TOP + ph_of() + 16.0,
+            number(t),
+            b = TOP + ph_of()
+        );
+        t += tstep;
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">time (s)</text>"#,
+        LEFT + pw,
+        HEIGHT - 2.0
+    );
+}
+
+fn ph_of() -> f64 {
+    HEIGHT - TOP - BOTTOM
+}
+
+/// One line; NaN values break it.
+fn polyline(
+    s: &mut String,
+    pts: &[(f64, f64)],
+    color: &str,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let mut run = String::new();
+    let flush = |run: &mut String, s: &mut String| {
+        if run.contains(' ') {
+            let _ = write!(
+                s,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="1.3" points="{}"/>"#,
+                run.trim_end()
+            );
+        }
+        run.clear();
+    };
+    for &(t, v) in pts {
+        if !(t.is_finite() && v.is_finite()) {
+            flush(&mut run, s);
+            continue;
+        }
+        let _ = write!(run, "{:.1},{:.1} ", x(t), y(v));
+    }
+    flush(&mut run, s);
+}
