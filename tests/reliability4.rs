@@ -974,7 +974,7 @@ fn duplicate_pytest_benchmark_names_are_warned_about() {
         r#"{"benchmarks":[{"name":"test_a","fullname":"x.py::test_a","stats":{"mean":1}},{"name":"test_a","fullname":"y.py::test_a","stats":{"mean":2}}]}"#,
     );
     assert_eq!(got.values, vec![1.0]);
-    assert!(got.problem.unwrap().contains("appears 2 times"));
+    assert!(got.problem.unwrap().text.contains("appears 2 times"));
 }
 
 #[test]
