@@ -998,3 +998,40 @@ fn loadgen_invalid_is_one_reason_whatever_reads_it() {
         "{reasons}"
     );
 }
+
+/// Item 5 on real H200 files: pytest-benchmark timing a timm ViT
+/// (fixtures/holdout-timm, issue 27.5: the traces carry pytest-benchmark's
+/// JSON as their metrics file). Against ONE healthy run the harness's own
+/// rounds decide: fp32 (6.9x), unfused attention (1.8x), CPU preprocessing
+/// and a blocking D2H copy are regressions, another healthy run is not.
+#[test]
+fn real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline() {
+    let traces = repo("fixtures/holdout-timm/gpm");
+    if !traces.join("timm-healthy-1.jsonl").exists() {
+        eprintln!("SKIPPED real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline (fixtures/holdout-timm): the H200 recordings are not in this checkout");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    toml(d, "[user_metrics.vit_forward_s]\nsource = \"metrics_file\"\nformat = \"pytest_benchmark\"\nbenchmark = \"test_vit_forward\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n");
+    let t = |name: &str| traces.join(format!("timm-{name}.jsonl"));
+    let out = capture(d, "one", &[t("healthy-1")]);
+    let (_, err) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("vit_forward_s measured once per run"),
+        "it has its own interval: {err}"
+    );
+    for bad in ["fp32", "unfused-attn", "cpu-preprocess", "d2h-copy"] {
+        let (code, r) = json_check(d, "one", &t(bad));
+        assert_eq!(code, Some(1), "{bad}: {r}");
+        assert_eq!(
+            metric(&r, "vit_forward_s")["verdict"],
+            "regression",
+            "{bad}"
+        );
+    }
+    let (code, r) = json_check(d, "one", &t("healthy-4"));
+    assert_eq!(code, Some(0), "{r}");
+    assert_ne!(metric(&r, "vit_forward_s")["verdict"], "regression");
+}

@@ -203,9 +203,18 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         }
     }
     print_summary(&b);
-    if b.capture.runs < 2 && !args.multi_node {
+    // A harness's number carries its own within-run interval (pytest-
+    // benchmark rounds, repetitions): only the others lack a noise estimate.
+    let no_noise: Vec<&str> = b
+        .metrics
+        .iter()
+        .filter(|(_, m)| m.gated && m.runs.iter().all(|r| r.ci95.is_none()))
+        .map(|(id, _)| id.as_str())
+        .collect();
+    if b.capture.runs < 2 && !args.multi_node && !no_noise.is_empty() {
         crate::gate_eprintln!(
-            "gate: warning: one run: numbers measured once per run (wall_time_s, user metrics with aggregate = \"last\") have no noise estimate, so a check can call them inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N"
+            "gate: warning: one run: {} measured once per run with no interval of its own: no noise estimate, so a check can call it inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N",
+            crate::escape::terminal(&no_noise.join(", "))
         );
     }
     if let Some(rec) = &recorder {
