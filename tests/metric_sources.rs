@@ -684,6 +684,25 @@ fn capture_refuses_a_baseline_without_its_declared_number_or_gating_nothing() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("(its measures: throughput)"), "{err}");
 
+    // A file over the kept limit that is not JSON: an input error naming
+    // the limit (exit 2), never a baseline without the number.
+    toml(d, "[user_metrics.x]\nsource = \"metrics_file\"\nregex = '^x=([0-9]+)'\ndirection = \"higher_is_better\"\n");
+    let (code, _, err) = live(
+        d,
+        &["capture", "--baseline", "big", "--runs", "1"],
+        &[
+            "python3",
+            "-c",
+            "open('m.json', 'w').write('x=1\\n' * 400000)",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("is over 1 MiB and not JSON; gate keeps at most 1 MiB of it"),
+        "{err}"
+    );
+    assert!(!d.join("baselines/big.toml").exists());
+
     // Nothing gated: no GPU, wall time disabled, no number declared.
     toml(d, "[metrics.wall_time_s]\nenabled = false\n");
     let out = gate(d)
@@ -824,7 +843,27 @@ fn a_glob_reads_222_real_benchmarks_each_gated_and_reported() {
         &pr[..pr.len().min(3000)]
     );
     assert!(std::fs::metadata(d.join("r.md")).unwrap().len() > 0);
-    assert!(d.join("h.sqlite").exists());
+    // The history keeps each benchmark: one is read back by its id, and
+    // the trend page draws with 222 of them.
+    let slow_id = gpugate::metric_sources::bulk_id("py", &slow_name);
+    let out = gate(d)
+        .args([
+            "history",
+            "--history",
+            "sqlite:h.sqlite",
+            "--format",
+            "json",
+            "--metric",
+            &slow_id,
+            "--html",
+            "trend.html",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains(&slow_id), "{stdout}");
+    assert!(std::fs::metadata(d.join("trend.html")).unwrap().len() > 0);
 }
 
 /// Item 7: Google Benchmark's JSON made by the real library (1.7.1,
