@@ -1083,3 +1083,55 @@ fn real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline() {
     assert_eq!(code, Some(0), "{r}");
     assert_ne!(metric(&r, "vit_forward_s")["verdict"], "regression");
 }
+
+/// Nodes of one run: rank 0 prints the run's number, the other ranks do
+/// not; the run has its number (a node without it is no failure), and a
+/// run where no node printed it is one.
+#[test]
+fn multi_node_a_number_printed_by_rank_0_is_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    toml(d, "[user_metrics.final_rate]\nregex = '^final_rate: ([0-9.]+)'\ndirection = \"higher_is_better\"\naggregate = \"last\"\n");
+    let node = |name: &str, seed: u64, line: Option<&str>| {
+        let sig = Signature {
+            extra_output: line.map(|l| vec![l.to_string()]).unwrap_or_default(),
+            ..healthy(seed)
+        };
+        trace(d, name, &sig)
+    };
+    let n0 = node("n0.jsonl", 1, Some("final_rate: 100.0"));
+    let n1 = node("n1.jsonl", 2, None);
+    let out = gate(d)
+        .args(["capture", "--baseline", "mn", "--multi-node", "--replay"])
+        .arg(&n0)
+        .arg(&n1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
+    let c0 = node("c0.jsonl", 3, Some("final_rate: 100.0"));
+    let c1 = node("c1.jsonl", 4, None);
+    let check = |a: &Path, b: &Path| {
+        let out = gate(d)
+            .args([
+                "check",
+                "--baseline",
+                "mn",
+                "--multi-node",
+                "--format",
+                "json",
+                "--replay",
+            ])
+            .arg(a)
+            .arg(b)
+            .output()
+            .unwrap();
+        (out.status.code(), output(&out).0)
+    };
+    let (code, stdout) = check(&c0, &c1);
+    assert_ne!(code, Some(5), "{stdout}");
+    assert!(!stdout.contains("did not print its number"), "{stdout}");
+    let none0 = node("x0.jsonl", 5, None);
+    let none1 = node("x1.jsonl", 6, None);
+    let (code, stdout) = check(&none0, &none1);
+    assert_eq!(code, Some(5), "{stdout}");
+}
