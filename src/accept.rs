@@ -129,42 +129,55 @@ fn entry_line(text: &str, i: usize) -> Option<usize> {
         .map(|(n, _)| n + 1)
 }
 
-/// Every entry names a baseline that exists in `dir` (a misspelt one would
-/// be silently ignored): exit 2 naming the entry, its line and the closest
-/// baseline there is.
+/// Entries naming a baseline that is not in `dir` (a misspelt one used to
+/// be silently ignored): a name one typo away from a baseline there is
+/// (`gpt-h20` for `gpt-h200`) is exit 2 naming the entry, its line and the
+/// baseline meant; any other is a warning of every check (one accept file
+/// may serve jobs with other baseline folders). Returns the warnings.
 pub fn check_baselines(
     file: &AcceptFile,
     text: &str,
     origin: &str,
     dir: &std::path::Path,
-) -> Result<(), GateError> {
+) -> Result<Vec<String>, GateError> {
     let available = crate::baseline::store::available(dir);
+    let mut warnings = Vec::new();
     for (i, e) in file.accept.iter().enumerate() {
         if available.contains(&e.baseline) {
             continue;
         }
+        let line = entry_line(text, i)
+            .map(|l| format!("line {l}: "))
+            .unwrap_or_default();
+        let what = format!(
+            "{line}[[accept]] entry {}: baseline '{}' is not in '{}/'",
+            i + 1,
+            e.baseline,
+            dir.display()
+        );
         let close = available
             .iter()
             .map(|a| (crate::diagnose::dsl::levenshtein(&e.baseline, a), a))
             .filter(|(d, _)| *d <= (e.baseline.chars().count() / 4).max(2))
-            .min()
-            .map(|(_, a)| format!("did you mean '{a}'? "))
-            .unwrap_or_default();
-        let line = entry_line(text, i)
-            .map(|l| format!("line {l}: "))
-            .unwrap_or_default();
-        return Err(GateError::bad_file(
-            origin,
-            format!(
-                "{line}[[accept]] entry {}: baseline '{}' is not in '{}/' (available: {}); {close}an entry for a baseline that does not exist accepts nothing",
-                i + 1,
-                e.baseline,
-                dir.display(),
-                if available.is_empty() { "none".to_string() } else { available.join(", ") }
-            ),
-        ));
+            .min();
+        match close {
+            Some((_, a)) => {
+                return Err(GateError::bad_file(
+                    origin,
+                    format!("{what}; did you mean '{a}'? (a misspelt baseline accepts nothing)"),
+                ))
+            }
+            None => warnings.push(format!(
+                "{origin}: {what}: it accepts nothing in this check (available: {})",
+                if available.is_empty() {
+                    "none".to_string()
+                } else {
+                    available.join(", ")
+                }
+            )),
+        }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// Everything that can acknowledge a regression in one check.
@@ -182,6 +195,8 @@ pub struct Acceptances {
     pub commit: Option<String>,
     /// Today, `YYYY-MM-DD` (UTC), for `expires`.
     pub today: String,
+    /// What `check_baselines` warned about the accept file.
+    pub notes: Vec<String>,
 }
 
 impl Acceptances {
@@ -331,7 +346,7 @@ pub fn unused(
     used: &[String],
     why_not: &[String],
 ) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = acc.notes.clone();
     if !acc.policy.allowed && acc.offered() {
         out.push(format!(
             "an acceptance was offered, but the target branch forbids accepting regressions ([accept] allowed = false in {}): regressions stay regressions",

@@ -187,6 +187,22 @@ fn beyond_the_maximum_expired_or_for_another_baseline_stays_a_regression() {
             .contains("gate-accept.toml: line 2: [[accept]] entry 1: baseline 'gpt-h20' is not in")
             && stderr.contains("did you mean 'gpt-h200'?"),
         "{stderr}"
+    ); // A baseline of another job (another --baseline-dir): not an error,
+       // but never silent either.
+    std::fs::write(
+        d.join("gate-accept.toml"),
+        ACCEPT_15.replace("gpt-h200", "nightly-a100x8"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = check(d, &["--accept", "gate-accept.toml", "--format", "json"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        r["warnings"].to_string().contains(
+            "baseline 'nightly-a100x8' is not in 'baselines/': it accepts nothing in this check"
+        ),
+        "{}",
+        r["warnings"]
     );
 }
 

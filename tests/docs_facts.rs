@@ -127,6 +127,15 @@ const OTHER_TOOLS: &[(&str, &[&str])] = &[
     ("pip", &["--require-hashes", "--index-url", "--user"]),
     ("cargo, offline", &["--offline"]),
     ("pytest-benchmark", &["--benchmark-json"]),
+    (
+        "Google Benchmark",
+        &[
+            "--benchmark_format",
+            "--benchmark_out",
+            "--benchmark_out_format",
+            "--benchmark_repetitions",
+        ],
+    ),
     ("nvidia-smi", &["--gpm-metrics", "--query-gpu", "--format"]),
 ];
 

@@ -159,7 +159,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
                 Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
             })
             .collect();
-        Ok(ensure_known_good(&inputs, &config)?)
+        Ok(ensure_known_good(&inputs, &config, args.multi_node)?)
     };
     let acquired =
         measure::acquire_each_checked(&args.measure, runs, &args.trace_dir, derive, fit_so_far)?;
@@ -173,7 +173,7 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         .map(|(t, d)| RunInput::from_parts(t, d))
         .collect();
 
-    ensure_known_good(&inputs, &config)?;
+    ensure_known_good(&inputs, &config, args.multi_node)?;
 
     let meta = BuildMeta {
         created: crate::format::now_rfc3339(),
@@ -216,9 +216,18 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         }
     }
     print_summary(&b);
-    if b.capture.runs < 2 && !args.multi_node {
+    // A harness's number carries its own within-run interval (pytest-
+    // benchmark rounds, repetitions): only the others lack a noise estimate.
+    let no_noise: Vec<&str> = b
+        .metrics
+        .iter()
+        .filter(|(_, m)| m.gated && m.runs.iter().all(|r| r.ci95.is_none()))
+        .map(|(id, _)| id.as_str())
+        .collect();
+    if b.capture.runs < 2 && !args.multi_node && !no_noise.is_empty() {
         crate::gate_eprintln!(
-            "gate: warning: one run: numbers measured once per run (wall_time_s, user metrics with aggregate = \"last\") have no noise estimate, so a check can call them inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N"
+            "gate: warning: one run: {} measured once per run with no interval of its own: no noise estimate, so a check can call it inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N",
+            crate::escape::terminal(&no_noise.join(", "))
         );
     }
     if let Some(rec) = &recorder {
@@ -230,7 +239,11 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
 /// A baseline is a promise of "known good": never build one from a run
 /// that failed, was cut short, is too short to mean anything, or was
 /// measured somewhere else than the others.
-fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateError> {
+fn ensure_known_good(
+    inputs: &[RunInput],
+    config: &Config,
+    multi_node: bool,
+) -> Result<(), GateError> {
     let Some(first) = inputs.first() else {
         return Ok(());
     };
@@ -249,7 +262,10 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
                 r.trace.path.display()
             )));
         }
-        unread_user_metrics(i, r, config)?;
+        // Nodes of one run: the number of one node (rank 0 prints it) is
+        // the run's.
+        let elsewhere = |m: &str| multi_node && inputs.iter().any(|o| o.user.contains_key(m));
+        unread_user_metrics(i, r, config, &elsewhere)?;
         let valid = gate::valid_samples(r, config);
         if valid < gate::MIN_STEADY_SAMPLES && !gate::harness_number_decides(r, config) {
             return Err(GateError::infra(format!(
@@ -277,15 +293,21 @@ fn ensure_known_good(inputs: &[RunInput], config: &Config) -> Result<(), GateErr
 /// gate wall time or nothing where the team declared its number decisive.
 /// The reader's mistake is exit 2, the benchmark's ("did not produce its
 /// number") 5; `optional = true` metrics may be absent.
-fn unread_user_metrics(i: usize, r: &RunInput, config: &Config) -> Result<(), GateError> {
-    for p in r.user_problems.iter().filter(|p| p.optional) {
+fn unread_user_metrics(
+    i: usize,
+    r: &RunInput,
+    config: &Config,
+    elsewhere: &dyn Fn(&str) -> bool,
+) -> Result<(), GateError> {
+    let problems = || r.user_problems.iter().filter(|p| !elsewhere(&p.metric));
+    for p in problems().filter(|p| p.optional) {
         crate::gate_eprintln!(
             "gate: warning: run {}: {} (optional in gate.toml: the baseline is written without it)",
             i + 1,
             crate::escape::terminal(&p.to_string())
         );
     }
-    let Some(p) = r.user_problems.iter().find(|p| !p.optional) else {
+    let Some(p) = problems().find(|p| !p.optional) else {
         return Ok(());
     };
     let fix = match p.fault {

@@ -513,6 +513,7 @@ fn load_acceptances(
     args: &CheckArgs,
     config: &Config,
 ) -> Result<crate::accept::Acceptances, GateError> {
+    let mut notes = Vec::new();
     let file = match &args.accept {
         Some(path) => {
             let text = crate::files::read_input_string(path, crate::limits::MAX_CONFIG_BYTES)
@@ -524,7 +525,7 @@ fn load_acceptances(
                 })?;
             let origin = path.display().to_string();
             let file = crate::accept::parse_file(&text, &origin)?;
-            crate::accept::check_baselines(&file, &text, &origin, &args.baseline_dir)?;
+            notes = crate::accept::check_baselines(&file, &text, &origin, &args.baseline_dir)?;
             Some((file, origin))
         }
         None => None,
@@ -544,6 +545,7 @@ fn load_acceptances(
             .collect(),
         commit: super::detect_commit(None),
         today: crate::format::rfc3339_utc(std::time::SystemTime::now())[..10].to_string(),
+        notes,
     })
 }
 

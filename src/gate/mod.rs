@@ -1023,7 +1023,10 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
                 format!("{who}: {invalid}; the benchmark's own result check failed"),
             );
         }
-        user_problems(r, input.config, &who, run);
+        // Nodes of one run: a number one node printed (rank 0) is the run's.
+        let elsewhere =
+            |m: &str| input.multi_node && input.runs.iter().any(|o| o.user.contains_key(m));
+        user_problems(r, input.config, &who, &elsewhere, run);
         if valid < MIN_STEADY_SAMPLES {
             if harness_number_decides(r, input.config) {
                 run.counters_unmeasured = true;
@@ -1070,8 +1073,14 @@ fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
 /// A declared number the run did not give fails it: the reader's mistake
 /// (exit 2) or the benchmark's (exit 5, "did not produce its number").
 /// An `optional = true` metric is only warned about.
-fn user_problems(r: &RunInput, config: &Config, who: &str, run: &mut RunLevel) {
-    for p in &r.user_problems {
+fn user_problems(
+    r: &RunInput,
+    config: &Config,
+    who: &str,
+    elsewhere: &dyn Fn(&str) -> bool,
+    run: &mut RunLevel,
+) {
+    for p in r.user_problems.iter().filter(|p| !elsewhere(&p.metric)) {
         if p.optional {
             run.warnings.push(format!(
                 "{who}: {p} (optional in gate.toml: judged without it)"

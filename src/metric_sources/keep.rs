@@ -108,24 +108,30 @@ pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, M
             ));
         }
     }
-    let capped = crate::files::Capped::new(file, MAX_METRICS_FILE_READ_BYTES);
-    if meta.len() <= MAX_METRICS_FILE_BYTES {
-        let mut bytes = Vec::new();
-        BufReader::new(capped)
-            .read_to_end(&mut bytes)
-            .map_err(|e| {
-                problem(
-                    ProblemKind::Unreadable,
-                    format!("--metrics-file '{shown}': {e}"),
-                )
-            })?;
-        // Small files are kept verbatim: a regex reads the text as written.
-        if bytes.len() as u64 <= MAX_METRICS_FILE_BYTES {
-            return Ok(String::from_utf8_lossy(&bytes).into_owned());
-        }
-        return reduce_json(&shown, &bytes[..]);
+    let mut reader = BufReader::with_capacity(
+        1 << 20,
+        crate::files::Capped::new(file, MAX_METRICS_FILE_READ_BYTES),
+    );
+    // At most the kept limit and a byte in memory: a file that grew past
+    // it while being read goes on as a stream.
+    let mut head = Vec::new();
+    (&mut reader)
+        .take(MAX_METRICS_FILE_BYTES + 1)
+        .read_to_end(&mut head)
+        .map_err(|e| {
+            problem(
+                ProblemKind::Unreadable,
+                format!("--metrics-file '{shown}': {e}"),
+            )
+        })?;
+    // Small files are kept verbatim: a regex reads the text as written.
+    if head.len() as u64 <= MAX_METRICS_FILE_BYTES {
+        return Ok(String::from_utf8_lossy(&head).into_owned());
     }
-    reduce_json(&shown, BufReader::with_capacity(1 << 20, capped))
+    reduce_json(
+        &shown,
+        BufReader::new(std::io::Cursor::new(head).chain(reader)),
+    )
 }
 
 /// A large file: JSON (one document or JSON lines) without its long number
