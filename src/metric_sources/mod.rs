@@ -474,14 +474,16 @@ fn read_mlperf(text: &str, field: &str) -> FileReading {
         }
     }
     let has_result = result.is_some();
-    let invalid = result.filter(|r| !r.eq_ignore_ascii_case("VALID")).map(|r| {
-        let why = if unmet.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", unmet.join("; "))
-        };
-        format!("MLPerf LoadGen says 'Result is : {r}'{why}")
-    });
+    let invalid = result
+        .filter(|r| !r.eq_ignore_ascii_case("VALID"))
+        .map(|r| {
+            let why = if unmet.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", unmet.join("; "))
+            };
+            format!("MLPerf LoadGen says 'Result is : {r}'{why}")
+        });
     let problem = value.is_none().then(|| {
         let text = format!("no line '{field} : NUMBER' in the MLPerf LoadGen summary");
         // A summary with a result line is LoadGen's: the field is misnamed.
