@@ -1,5 +1,5 @@
-//! Entry points for fuzzing the four parsers of user-supplied text: a
-//! trace, a baseline, a `gate.toml`, a rule condition. Each takes arbitrary
+//! Entry points for fuzzing the five parsers of user-supplied text: a
+//! trace, a baseline, a `gate.toml`, a rule condition, a history location. Each takes arbitrary
 //! bytes, parses them the way the commands do, and when the input is
 //! accepted, drives it through what the commands do next (statistics,
 //! judging, reports, rule evaluation), so a value the parser lets through
@@ -158,6 +158,30 @@ pub fn rule(data: &[u8]) {
             Type::Num => {
                 let _ = dsl::eval_num(&e, run, None);
                 let _ = dsl::eval_num(&e, run, Some(0));
+            }
+        }
+    }
+}
+
+/// A history location (`--history`, `[history] url`): parse it as the
+/// commands do, and check the property the redaction exists for: what
+/// any message shows of a PostgreSQL location (`Location::display`), read
+/// back by the driver's own parser, carries no password but `***`.
+pub fn history_location(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let shown = match crate::history::Location::parse(text) {
+        Ok(loc) => loc.display(),
+        Err(e) => e.to_string(),
+    };
+    for s in [crate::history::redact(text), shown] {
+        if let Ok(config) = s.parse::<::postgres::Config>() {
+            if let Some(pw) = config.get_password() {
+                assert_eq!(
+                    pw, b"***",
+                    "'{text}' is shown as '{s}', which holds a password"
+                );
             }
         }
     }

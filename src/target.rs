@@ -263,7 +263,20 @@ impl Target {
         let (output_tx, output_rx) = channel();
         let long_lines = Arc::new(AtomicU64::new(0));
         let long = long_lines.clone();
-        let reader = std::thread::spawn(move || {
+        // A pids limit (`ulimit -u`, a container's pids.max) may refuse a
+        // thread: the benchmark is stopped and the run fails cleanly
+        // (exit 3), never a panic with the benchmark left running.
+        let no_thread = |child: &mut std::process::Child, e: std::io::Error| {
+            // SAFETY: kill(2) on the group the command leads.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = child.wait();
+            GateError::infra(format!(
+                "cannot start a thread to follow the benchmark ({e}): the process or thread limit is reached (ulimit -u, pids.max); the benchmark was stopped"
+            ))
+        };
+        let reader = std::thread::Builder::new().spawn(move || {
             pass_through(stdout, echo, MAX_OUTPUT_LINE_BYTES, |at, line, cut| {
                 if cut {
                     long.fetch_add(1, Ordering::SeqCst);
@@ -271,8 +284,18 @@ impl Target {
                 let _ = output_tx.send((at, line));
             })
         });
+        let reader = match reader {
+            Ok(r) => r,
+            Err(e) => return Err(no_thread(&mut child, e)),
+        };
         let (exit_tx, exit_rx) = channel();
-        std::thread::spawn(move || {
+        // The waiter gets the child once it runs: a refused thread leaves
+        // the child here, to be stopped.
+        let (child_tx, child_rx) = channel::<std::process::Child>();
+        let waiter = std::thread::Builder::new().spawn(move || {
+            let Ok(mut child) = child_rx.recv() else {
+                return;
+            };
             let status = child.wait();
             let at = Instant::now();
             let info = match status {
@@ -289,6 +312,10 @@ impl Target {
             };
             let _ = exit_tx.send(info);
         });
+        if let Err(e) = waiter {
+            return Err(no_thread(&mut child, e));
+        }
+        let _ = child_tx.send(child);
         Ok(Target::Launched(Box::new(Launched {
             pid,
             started,

@@ -1,4 +1,4 @@
-//! Fuzzing the four parsers on stable Rust, inside `cargo test`:
+//! Fuzzing the five parsers on stable Rust, inside `cargo test`:
 //! - every file of the committed corpus (`fuzz/corpus/<target>/`) and of
 //!   the crash inputs found so far (`fuzz/regressions/<target>/`) runs
 //!   through its target (`gpugate::fuzz_targets`): a crash found once stays
@@ -68,6 +68,15 @@ const TARGETS: &[Spec] = &[
             "(", ")", " and ", " or ", "not ", "-", "/ 0", "* 1e308", "1e308", "1e-320", ".",
             "gpu_min(", "gpu_max(", "spread(", "coalesce(", "known(", "abs(", ",", " < ", " == ",
             "gpu_count", "sm_active_pct.mean", "gpu_busy_pct.idle_frac", "\u{0}", "é",
+        ],
+    },
+    Spec {
+        name: "history_location",
+        run: gpugate::fuzz_targets::history_location,
+        dictionary: &[
+            "postgres://", "postgresql://", "@", ":", "/", "?", "#", "&", "=", "'", "\\", " ",
+            "%40", "%2F", "password=", "PASSWORD=", "sslpassword=", "Pass%77ord=", "host=h ",
+            "user=u ", "port=1 ", "dbname=d ", "sqlite:", "file::memory:", "é", "\u{0}",
         ],
     },
 ];
@@ -273,4 +282,9 @@ fn fuzz_gate_toml() {
 #[test]
 fn fuzz_rule_conditions() {
     campaign("rule");
+}
+
+#[test]
+fn fuzz_history_locations() {
+    campaign("history_location");
 }

@@ -724,6 +724,50 @@ fn section(o: &Outcome) -> report::pr_comment::Section {
 mod tests {
     use super::*;
 
+    fn outcome(i: usize, r: &CheckReport) -> Outcome {
+        Outcome {
+            workload: Workload {
+                name: format!("w{i:03}"),
+                baseline: format!("b{i:03}"),
+                command: vec!["true".into()],
+                tags: Vec::new(),
+                warmup: None,
+                duration: None,
+                warmup_until: None,
+                metrics_file: None,
+                replay: Vec::new(),
+            },
+            result: Ok(r.clone()),
+        }
+    }
+
+    #[test]
+    fn a_suite_comment_of_150_regressed_workloads_fits_whole_sections_only() {
+        let r = crate::report::check::tests_support::sample_report();
+        for n in [1, 10, 150, 2000] {
+            let outcomes: Vec<Outcome> = (0..n).map(|i| outcome(i, &r)).collect();
+            let c = render_pr_comment(&outcomes, exit_code::REGRESSION);
+            assert!(
+                c.len() <= crate::limits::MAX_PR_COMMENT_BYTES,
+                "{n}: {}",
+                c.len()
+            );
+            assert_eq!(
+                c.matches("<details").count(),
+                c.matches("</details>").count()
+            );
+            let shown = c.matches("<summary>workload <code>").count();
+            let cut: usize = c
+                .lines()
+                .find_map(|l| l.strip_prefix("... "))
+                .and_then(|l| l.split(' ').next())
+                .map_or(0, |k| k.parse().unwrap());
+            assert_eq!(shown + cut, n, "{n}: every workload shown or counted");
+            assert!(c.ends_with("<!-- gate-changed:yes -->\n"), "{n}");
+            assert!(c.lines().all(|l| l.len() <= 2_100), "{n}: a line too long");
+        }
+    }
+
     #[test]
     fn the_worst_exit_code_follows_the_documented_order() {
         assert_eq!(worst_exit_code([0, 1, 3]), 1);

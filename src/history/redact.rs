@@ -39,10 +39,21 @@ fn is_secret_key(key: &str) -> bool {
         .any(|k| decoded.trim().eq_ignore_ascii_case(k))
 }
 
+/// Where a URL's authority starts, when `conn` is one: as the driver
+/// decides, by its scheme alone. Anything else is a keyword string, even
+/// when a value holds `://` (`password='x://y'`).
+fn url_start(conn: &str) -> Option<usize> {
+    let lead = conn.len() - conn.trim_start().len();
+    ["postgres://", "postgresql://"]
+        .iter()
+        .find(|p| conn[lead..].starts_with(*p))
+        .map(|p| lead + p.len())
+}
+
 /// The location with every password replaced by `***`.
 pub fn redact(conn: &str) -> String {
-    match conn.find("://") {
-        Some(scheme_end) => redact_url(conn, scheme_end + 3),
+    match url_start(conn) {
+        Some(start) => redact_url(conn, start),
         None => redact_keywords(conn).0,
     }
 }
@@ -166,6 +177,10 @@ fn redact_keywords(s: &str) -> (String, Vec<String>) {
                     out.push_str(p.key);
                     out.push('=');
                     out.push_str(HIDDEN);
+                    // `password='x'host=y`: keep `***` a word of its own.
+                    if !after.is_empty() && !after.starts_with(char::is_whitespace) {
+                        out.push(' ');
+                    }
                     secrets.push(p.raw.to_string());
                     secrets.push(p.value);
                 } else {
@@ -174,6 +189,9 @@ fn redact_keywords(s: &str) -> (String, Vec<String>) {
                 rest = after;
             }
             None => {
+                if !out.is_empty() && !out.ends_with(char::is_whitespace) {
+                    out.push(' ');
+                }
                 out.push_str(HIDDEN);
                 secrets.push(rest.to_string());
                 break;
@@ -187,9 +205,9 @@ fn redact_keywords(s: &str) -> (String, Vec<String>) {
 /// the driver, and the whole span a password may occupy.
 pub fn secrets(conn: &str) -> Vec<String> {
     let mut found = Vec::new();
-    match conn.find("://") {
-        Some(scheme_end) => {
-            let (userinfo, rest) = split_userinfo(conn, scheme_end + 3);
+    match url_start(conn) {
+        Some(start) => {
+            let (userinfo, rest) = split_userinfo(conn, start);
             if let Some((_, pw)) = userinfo.and_then(|u| u.split_once(':')) {
                 found.push(pw.to_string());
                 found.push(
@@ -298,12 +316,16 @@ mod tests {
             ("password=my\\ secret host=x", "password=*** host=x"),
             ("host=x PASSWORD=s3cret", "host=x PASSWORD=***"),
             ("password = 'it\\'s a b' host=x", "password=*** host=x"),
-            (
-                "dbname=a password='unclosed secret",
-                "dbname=a password=***",
-            ),
+            // A value that never ends hides the rest, key and all.
+            ("dbname=a password='unclosed secret", "dbname=a ***"),
             ("host=x password", "host=x ***"),
             ("user=password password=p", "user=password password=***"),
+            // Found by the fuzz campaign: a value holding "://" is no URL.
+            (
+                "host=h password='ipostgresql://t\\'s a b' dbname=d",
+                "host=h password=*** dbname=d",
+            ),
+            ("mysql://u:pw@h/db", "***"),
         ] {
             assert_eq!(redact(text), want, "{text}");
         }
