@@ -594,3 +594,15 @@ fn the_readme_headline_output_is_what_gate_prints() {
         }
     }
 }
+
+/// README's progress line is the one gate prints in a log (issue 30.6).
+#[test]
+fn the_readme_shows_the_progress_line_gate_prints() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let s = std::time::Duration::from_secs;
+    let words = gpugate::console::progress_words(s(72), s(180));
+    assert!(
+        readme.contains(&format!("`gate: recording: {words}`")),
+        "README should show `gate: recording: {words}`"
+    );
+}
