@@ -606,3 +606,20 @@ fn the_readme_shows_the_progress_line_gate_prints() {
         "README should show `gate: recording: {words}`"
     );
 }
+
+/// README's layout names every committed baseline (issue 30.4: it said
+/// "the demo baseline" of a folder holding four).
+#[test]
+fn the_readme_names_every_committed_baseline() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("baselines/ "))
+        .expect("README's layout has a baselines/ line");
+    for e in std::fs::read_dir(Path::new(ROOT).join("baselines")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".toml") {
+            assert!(line.contains(stem), "README's '{line}' leaves out {stem}");
+        }
+    }
+}
