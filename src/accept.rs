@@ -359,8 +359,14 @@ pub fn unused(
             let by = format!("{path} entry {}", i + 1);
             let explained = why_not.iter().any(|w| w.contains(&format!("{by} ")));
             if e.baseline == baseline && !used.contains(&by) && !explained {
+                // A mistyped id accepts nothing: say which id it likely meant.
+                let typos: String = e
+                    .metrics
+                    .iter()
+                    .map(|m| crate::metrics::did_you_mean(m, []))
+                    .collect();
                 out.push(format!(
-                    "{by} ({}) accepted no regression of this check: remove it once the baseline is re-captured",
+                    "{by} ({}{typos}) accepted no regression of this check: remove it once the baseline is re-captured",
                     e.metrics.join(", ")
                 ));
             }
@@ -454,10 +460,14 @@ mod tests {
             let unused = unused(&a, "gpt-h200", &[], &why);
             assert!(unused.is_empty(), "contradicts {why:?}: {unused:?}");
         }
-        // An entry that named no regressed metric is still told so.
+        // An entry that named no regressed metric is still told so, with
+        // the id it likely meant when it names no known one.
         let a = acc(ENTRY);
         let told = unused(&a, "gpt-h200", &[], &[]);
         assert!(told[0].contains("accepted no regression"), "{told:?}");
+        let a = acc(&ENTRY.replace("samples_per_s", "tensor_pc"));
+        let told = unused(&a, "gpt-h200", &[], &[]);
+        assert!(told[0].contains("did you mean 'tensor_pct'?"), "{told:?}");
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //!   `auto`, `NO_COLOR` set to any value (even empty) turns colour off,
 //!   `CLICOLOR_FORCE` set to anything but `0` or empty turns it on, and
 //!   otherwise the stream must be a terminal whose `TERM` is not `dumb`.
-//! - The live status line that `gate record` redraws on a terminal's stderr
-//!   ([`show_live`]) and the benchmark's own stdout lines that gate passes
-//!   through ([`echo_line`]) share one lock: a passed-through line first
-//!   clears the status line, so the two never end up on one row.
+//! - The live status that `gate record` draws on a terminal's stderr
+//!   ([`start_live`], [`show_live`]: an indicatif bar with how far and how
+//!   long is left when the window is known) and the benchmark's own stdout
+//!   lines that gate passes through ([`echo_line`]) share one lock: a
+//!   passed-through line suspends the bar, so the two never share a row.
+//!   In a log (stderr not a terminal) `record` prints plain progress lines
+//!   instead ([`progress_words`]).
 //! - Where the benchmark's stdout goes ([`Echo`]): to gate's stdout when
 //!   gate prints nothing else there (`gate record`), to stderr whenever
 //!   stdout carries a report (`check`, `capture`, `report`), so that
@@ -74,36 +77,71 @@ pub enum Echo {
     Stderr,
 }
 
-/// Whether the live status line is on screen (and so must be cleared before
-/// anything else is written to the terminal).
-static LIVE_SHOWN: Mutex<bool> = Mutex::new(false);
+/// The live status of a recording on a terminal's stderr (indicatif): a
+/// bar with how far and how long is left when the window is known, else
+/// one line with the elapsed time; None when none is shown. Passed-through
+/// lines of the benchmark suspend it (`echo_line`), so the two never share
+/// a row.
+static LIVE: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
 
-/// Erase the current terminal row: carriage return, then "erase line".
-const CLEAR_ROW: &str = "\r\x1b[2K";
-
-fn live_shown() -> std::sync::MutexGuard<'static, bool> {
-    // A panic while holding the lock leaves only a bool behind: keep going.
-    LIVE_SHOWN.lock().unwrap_or_else(|e| e.into_inner())
+fn live() -> std::sync::MutexGuard<'static, Option<indicatif::ProgressBar>> {
+    // A panic while holding the lock leaves only a handle behind: keep going.
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Draw (or redraw) the live status line on stderr. Callers only do this
-/// when stderr is a terminal.
-pub fn show_live(line: &str) {
-    let mut shown = live_shown();
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{CLEAR_ROW}{line}");
-    let _ = err.flush();
-    *shown = true;
+/// Ends the live status when dropped, on every path out of a recording
+/// (an error included), so what is printed next starts on its own row.
+pub struct LiveGuard;
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        end_live();
+    }
 }
 
-/// Leave the live line on screen as the last word and move to a new row.
+/// Start the live status (callers only do this when stderr is a
+/// terminal): a bar over `window` (warm-up and `--duration`) when known.
+pub fn start_live(window: Option<std::time::Duration>) -> LiveGuard {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let target = ProgressDrawTarget::stderr_with_hz(4);
+    let bar = match window {
+        Some(w) => {
+            let bar = ProgressBar::with_draw_target(Some(w.as_millis() as u64), target);
+            if let Ok(style) =
+                ProgressStyle::with_template("gate: [{bar:20}] {percent:>3} % {wide_msg}")
+            {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        }
+        None => {
+            let bar = ProgressBar::with_draw_target(None, target);
+            if let Ok(style) = ProgressStyle::with_template("gate: {wide_msg}") {
+                bar.set_style(style);
+            }
+            bar
+        }
+    };
+    *live() = Some(bar);
+    LiveGuard
+}
+
+/// Update the live status: how far (`elapsed`) and what it says.
+pub fn show_live(elapsed: std::time::Duration, message: &str) {
+    if let Some(bar) = live().as_ref() {
+        bar.set_position(elapsed.as_millis() as u64);
+        bar.set_message(message.to_string());
+    }
+}
+
+/// Leave the live status on screen as the last word and move to a new row.
 pub fn end_live() {
-    let mut shown = live_shown();
-    if *shown {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err);
-        let _ = err.flush();
-        *shown = false;
+    if let Some(bar) = live().take() {
+        bar.abandon();
+        // The bar stays as the last word; what follows starts a new row.
+        if !bar.is_hidden() {
+            let _ = writeln!(std::io::stderr());
+        }
     }
 }
 
@@ -254,27 +292,6 @@ pub fn progress_words(elapsed: std::time::Duration, total: std::time::Duration) 
     }
 }
 
-/// "[=======>            ]  35 %": a bar `width` cells wide.
-pub fn progress_bar(
-    elapsed: std::time::Duration,
-    total: std::time::Duration,
-    width: usize,
-) -> String {
-    let frac = if total.is_zero() {
-        1.0
-    } else {
-        (elapsed.as_secs_f64() / total.as_secs_f64()).clamp(0.0, 1.0)
-    };
-    let full = ((frac * width as f64).floor() as usize).min(width);
-    let head = if full < width { ">" } else { "" };
-    format!(
-        "[{}{head}{}] {:>3.0} %",
-        "=".repeat(full),
-        " ".repeat(width - full - head.len()),
-        frac * 100.0
-    )
-}
-
 /// How often a CI log (stderr not a terminal) gets a progress line: every
 /// tenth of the window, at least 10 s apart.
 pub fn plain_progress_every(total: std::time::Duration) -> std::time::Duration {
@@ -290,16 +307,9 @@ pub fn outln(args: std::fmt::Arguments) {
 /// wrote them, newline included), clearing the live line first so they do
 /// not share a row; the next tick redraws the live line below it.
 pub fn echo_line(to: Echo, line: &[u8]) {
-    let mut shown = live_shown();
-    if *shown {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(CLEAR_ROW.as_bytes());
-        let _ = err.flush();
-        *shown = false;
-    }
     // A closed pipe downstream (`gate record ... | head`) must not stop the
     // benchmark: write errors are ignored, the trace keeps every line.
-    match to {
+    let write = || match to {
         Echo::Stdout => {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(line);
@@ -310,6 +320,11 @@ pub fn echo_line(to: Echo, line: &[u8]) {
             let _ = err.write_all(line);
             let _ = err.flush();
         }
+    };
+    match live().as_ref() {
+        // The bar is cleared, the line written, the bar drawn again below.
+        Some(bar) => bar.suspend(write),
+        None => write(),
     }
 }
 
@@ -375,9 +390,6 @@ mod tests {
         let s = Duration::from_secs;
         assert_eq!(progress_words(s(72), s(180)), "1m 12s of 3m, ~1m 48s left");
         assert_eq!(progress_words(s(190), s(180)), "3m 10s of 3m, finishing");
-        assert_eq!(progress_bar(s(0), s(100), 10), "[>         ]   0 %");
-        assert_eq!(progress_bar(s(35), s(100), 10), "[===>      ]  35 %");
-        assert_eq!(progress_bar(s(200), s(100), 10), "[==========] 100 %");
         assert_eq!(plain_progress_every(s(20)), s(10));
         assert_eq!(plain_progress_every(s(3600)), s(360));
     }

@@ -302,3 +302,62 @@ pub fn in_bands(change: f64, band: f64) -> f64 {
         Z_CAP.copysign(change)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One run's ~15 GPM readings of a short timed section: bursts of
+    /// tensor activity (a few readings high, then low), strongly
+    /// autocorrelated, around `level`.
+    fn bursty(level: f64, phase: usize) -> Vec<f64> {
+        (0..15)
+            .map(|i| {
+                let on = ((i + phase) / 4) % 2 == 0;
+                level * if on { 1.6 } else { 0.4 } + (i % 3) as f64 * 0.1
+            })
+            .collect()
+    }
+
+    fn observation(runs: &[Vec<f64>]) -> Observation {
+        let per_run: Vec<(f64, Option<f64>)> = runs
+            .iter()
+            .map(|s| {
+                let mean = s.iter().sum::<f64>() / s.len() as f64;
+                (mean, crate::stats::mean_ci95(s))
+            })
+            .collect();
+        Observation::from_runs(&per_run).unwrap()
+    }
+
+    #[test]
+    fn a_large_move_of_a_short_bursty_series_clears_the_noise() {
+        // Three baseline runs of ~24 % tensor activity, 15 readings each,
+        // and a run where it fell 88 %.
+        let base = observation(&[bursty(24.0, 0), bursty(24.2, 1), bursty(23.9, 2)]);
+        let new = observation(&[bursty(2.9, 0)]);
+        // Too few effective samples for a within-run interval of its own:
+        // unknown, never t(1)-wide.
+        assert!(base.run_ci95.iter().all(Option::is_none), "{base:?}");
+        let n = noise(&base, &new)
+            .unwrap()
+            .within_range(crate::metrics::range("tensor_pct"));
+        assert!(n.band <= 100.0, "a percentage's band stays in its range: {n:?}");
+        let z = in_bands(new.value - base.value, n.band_at_normal_quantile());
+        assert!(z < -1.0, "an 88 % fall is beyond the noise: z = {z}, {n:?}");
+    }
+
+    #[test]
+    fn a_band_wider_than_the_range_is_cut_to_it() {
+        let wide = Noise {
+            band: 146.0,
+            source: NoiseSource::WithinRun,
+            df: None,
+            widening: 12.7 / 1.96,
+        };
+        let cut = wide.within_range(Some(100.0));
+        assert_eq!(cut.band, 100.0);
+        assert!(cut.band_at_normal_quantile() < wide.band_at_normal_quantile());
+        assert_eq!(wide.within_range(None).band, 146.0);
+    }
+}

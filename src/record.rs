@@ -382,6 +382,9 @@ fn run(
     observe(&e);
     let mut output = OutputKeeper::new(plan.warmup_until.clone(), plan.until.clone());
     let mut ticker = Ticker::new(plan, target, clock, tree_cgroup.as_ref().ok().cloned());
+    let _live = plan
+        .live_status
+        .then(|| console::start_live(plan.duration.map(|d| plan.warmup + d)));
     let reason = loop {
         let now = ticker.wait(writer, progress)?;
         let keep_going = ticker.tick(
@@ -1084,15 +1087,11 @@ fn print_live(
             .and_then(|i| host.get(i).copied().flatten())
     };
     let when = match window {
-        Some(total) => format!(
-            "{} {}",
-            console::progress_bar(elapsed, total, 20),
-            console::progress_words(elapsed, total)
-        ),
+        Some(total) => console::progress_words(elapsed, total),
         None => format!("{:>6.1}s", elapsed.as_secs_f64()),
     };
     let mut line = format!(
-        "gate: {when}{}  target CPU {}",
+        "{when}{}  target CPU {}",
         if warm { " (warm-up)" } else { "" },
         fmt(host_at("target_cpu_pct"), "%")
     );
@@ -1111,7 +1110,7 @@ fn print_live(
             fmt(at("power_w"), " W")
         ));
     }
-    console::show_live(&line);
+    console::show_live(elapsed, &line);
 }
 
 #[cfg(test)]

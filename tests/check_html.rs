@@ -285,3 +285,26 @@ fn the_link_to_the_page_reaches_the_markdown_and_the_pr_comment() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--html-url"), "{stderr}");
 }
+
+/// docs/limits.md states the page's bounds as the code keeps them.
+#[test]
+fn the_limits_page_states_the_check_page_bounds() {
+    use gpugate::report::check::html;
+    let doc = std::fs::read_to_string(repo("docs/limits.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| check page (`check --html`) |"))
+        .expect("a row for the check page");
+    for fact in [
+        format!("{} points a line", html::MAX_POINTS),
+        format!("{} charts a workload", html::MAX_CHARTS),
+        format!("{} lines a chart", html::MAX_LINES),
+        format!("{} MiB a page", html::HTML_BUDGET_BYTES >> 20),
+        format!("`--html-url` {} bytes", html::MAX_URL_BYTES),
+    ] {
+        assert!(
+            row.contains(&fact),
+            "docs/limits.md should say {fact}: {row}"
+        );
+    }
+}

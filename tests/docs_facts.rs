@@ -603,3 +603,32 @@ fn the_readme_headline_output_is_what_gate_prints() {
         }
     }
 }
+
+/// README's progress line is the one gate prints in a log (issue 30.6).
+#[test]
+fn the_readme_shows_the_progress_line_gate_prints() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let s = std::time::Duration::from_secs;
+    let words = gpugate::console::progress_words(s(72), s(180));
+    assert!(
+        readme.contains(&format!("`gate: recording: {words}`")),
+        "README should show `gate: recording: {words}`"
+    );
+}
+
+/// README's layout names every committed baseline (issue 30.4: it said
+/// "the demo baseline" of a folder holding four).
+#[test]
+fn the_readme_names_every_committed_baseline() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("baselines/ "))
+        .expect("README's layout has a baselines/ line");
+    for e in std::fs::read_dir(Path::new(ROOT).join("baselines")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".toml") {
+            assert!(line.contains(stem), "README's '{line}' leaves out {stem}");
+        }
+    }
+}

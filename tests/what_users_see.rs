@@ -190,3 +190,50 @@ fn a_run_without_gpu_is_said_in_words_and_every_file_written_is_named() {
         );
     }
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`): a bar with
+/// the time left, and the benchmark's own lines each on a row of their own.
+#[test]
+fn a_recording_on_a_terminal_draws_a_bar_and_keeps_output_lines_whole() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "script (util-linux) is needed for the terminal test"
+        );
+        eprintln!("SKIP: no `script` (util-linux) to give gate a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gate = assert_cmd::cargo::cargo_bin("gate");
+    let line = format!(
+        "{} record --no-gpu --warmup 0s --duration 3s -o t.jsonl -- sh -c 'sleep 1; echo hello-from-bench; sleep 30'",
+        gate.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir.path())
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace("\x1b[2K", "");
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<&str> = text.split(['\r', '\n']).collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("gate: [") && r.contains(" left")),
+        "no bar with the time left:\n{text:?}"
+    );
+    assert!(
+        rows.contains(&"hello-from-bench"),
+        "the line shares a row:\n{text:?}"
+    );
+    assert!(
+        rows.iter().any(|r| r.starts_with("gate: trace written to")),
+        "{text:?}"
+    );
+}

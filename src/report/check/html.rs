@@ -60,6 +60,7 @@ svg{display:block;margin:2px 0 8px}svg text{font-size:11px;fill:#4a5568}
 .grid{display:flex;flex-wrap:wrap;gap:10px}.grid>div{flex:0 0 640px}
 .note{color:#6b7280;font-size:13px}
 footer{margin-top:30px;color:#8a8f98;font-size:12px}
+section+section{border-top:3px solid #d5d9e0;margin-top:30px;padding-top:10px}
 "#;
 
 /// Line colours, one per run x GPU (colour-blind-safe Tableau-ish palette).
@@ -254,7 +255,7 @@ pub fn render_page(workloads: &[Workload], suite: Option<&Suite>, budget: usize)
 
 fn section_without_charts(w: &Workload, i: usize) -> String {
     let mut s = section(w, i, false);
-    s.push_str("<p class=\"note\">Charts left out: the page reached its size limit; the JSON report has every number.</p>");
+    s.push_str("<p class=\"note\">Charts left out: the page reached its size limit (docs/limits.md); the JSON report has every number.</p>");
     s
 }
 
