@@ -167,7 +167,7 @@ pub fn record_observed(
         None => Target::launch_in(
             &plan.command,
             echo,
-            tree_cgroup.as_ref().ok().map(TreeCgroup::join_fd),
+            (tree_cgroup.as_ref().ok()).map(|c| (c.join_fd(), c.dir())),
         ),
     };
     let mut target = match target {

@@ -432,6 +432,20 @@ fn the_cgroup_is_removed_when_the_benchmark_fails_and_when_gate_is_interrupted()
         eprintln!("SKIPPED (the cgroup path): {}", host_path(&t));
     }
     assert_eq!(cgroups_left_by(pid), Vec::<String>::new());
+    // gate killed outright (SIGKILL): its watchdog kills what is in the
+    // cgroup and removes it.
+    let killed = dir.path().join("killed.jsonl");
+    let mut g = start_record(&killed, &[], &spinning_tree(30.0), None);
+    let pid = g.id();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let in_run = cgroups_left_by(pid);
+    g.kill().unwrap();
+    g.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !cgroups_left_by(pid).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(cgroups_left_by(pid), Vec::<String>::new(), "was {in_run:?}");
 }
 
 #[test]
