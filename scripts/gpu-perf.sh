@@ -35,7 +35,8 @@
 #      scripts/gate-self-cpu.py (a launched job's CPU is not gate's; the
 #      watchdog apart). Rounds interleaved (order rotated), medians.
 #      About 5 minutes with the defaults below:
-#   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (2)
+#   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (2),
+#      LAUNCH_WARMUP (8s), LAUNCH_JOB (scripts/busy-tree.py --torch)
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
@@ -88,7 +89,9 @@ LAUNCH_ROUNDS="${LAUNCH_ROUNDS:-2}"
 # counted in gate's lifetime, outside its measured window.
 LAUNCH_WARMUP="${LAUNCH_WARMUP:-8s}"
 echo "== 5. launched job: main + 8 DataLoader workers, ${LAUNCH_SECONDS}s at 100 ms, $LAUNCH_ROUNDS rounds"
-JOB=("$PYTHON" scripts/busy-tree.py --torch)
+# LAUNCH_JOB: the job's arguments after python (its seconds are appended).
+read -r -a job_args <<< "${LAUNCH_JOB:-scripts/busy-tree.py --torch}"
+JOB=("$PYTHON" "${job_args[@]}")
 job_seconds=$(( LAUNCH_SECONDS + 30 ))
 launched() { # NAME ROUND GATE_CGROUP EXTRA-FLAGS...
     local name=$1 r=$2 cg=$3; shift 3
