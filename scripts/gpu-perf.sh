@@ -26,6 +26,17 @@
 # when nvml-probe has `floor --no-gpm`; otherwise it says so and skips).
 # The gate-vs-floor check at 100 ms alone, ~3 minutes:
 #   SECTIONS=2 CONFIGS="100ms-default 100ms-nogpm" SECONDS_EACH=30 bash scripts/gpu-perf.sh
+#   5. a LAUNCHED job of real shape (issue 32.1): `busy-tree.py --torch`, a
+#      main process training on the GPU fed by a DataLoader with 8 worker
+#      processes, under `gate record` at 100 ms on its cgroup path, on the
+#      per-process /proc path (GATE_CGROUP=0) and with --no-gpm; the NVML
+#      floors (with and without GPM) beside the same job; `nvidia-smi dmon
+#      -d 1` in the window of the first run. gate's own CPU by
+#      scripts/gate-self-cpu.py (a launched job's CPU is not gate's; the
+#      watchdog apart). Rounds interleaved (order rotated), medians.
+#      About 5 minutes with the defaults below:
+#   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (2),
+#      LAUNCH_WARMUP (8s), LAUNCH_JOB (scripts/busy-tree.py --torch)
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
@@ -71,7 +82,99 @@ pack() {
 }
 trap pack EXIT
 
-# A training loop that runs through every phase below.
+if section 5; then
+LAUNCH_SECONDS="${LAUNCH_SECONDS:-20}"
+LAUNCH_ROUNDS="${LAUNCH_ROUNDS:-2}"
+# torch's import, CUDA context and 8 workers' fork take a few seconds:
+# counted in gate's lifetime, outside its measured window.
+LAUNCH_WARMUP="${LAUNCH_WARMUP:-8s}"
+echo "== 5. launched job: main + 8 DataLoader workers, ${LAUNCH_SECONDS}s at 100 ms, $LAUNCH_ROUNDS rounds"
+# LAUNCH_JOB: the job's arguments after python (its seconds are appended).
+read -r -a job_args <<< "${LAUNCH_JOB:-scripts/busy-tree.py --torch}"
+JOB=("$PYTHON" "${job_args[@]}")
+job_seconds=$(( LAUNCH_SECONDS + 30 ))
+launched() { # NAME ROUND GATE_CGROUP EXTRA-FLAGS...
+    local name=$1 r=$2 cg=$3; shift 3
+    GATE_CGROUP=$cg GATE_PROFILE=1 timeout -k 10 $((LAUNCH_SECONDS + 120)) \
+        "$PYTHON" scripts/gate-self-cpu.py --json "$D/launch-$name-r$r.json" \
+        --stdout "$D/launch-$name-r$r.stdout" --stderr "$D/launch-$name-r$r.stderr" --timeout $((LAUNCH_SECONDS + 100)) -- \
+        "$GATE" record --interval 100ms --gpu 0 --warmup "$LAUNCH_WARMUP" --duration "${LAUNCH_SECONDS}s" "$@" \
+        -o "$D/launch-$name-r$r.jsonl" -- "${JOB[@]}" "$job_seconds"
+    grep -o 'host counters: [^"]*' "$D/launch-$name-r$r.jsonl" | head -n 1 | sed "s/^/$name r$r: /"
+}
+floors() { # ROUND: both NVML floors beside one job of the same shape
+    local r=$1
+    "${JOB[@]}" $(( 2 * LAUNCH_SECONDS + 40 )) > "$D/floor-job-r$r.stdout" 2> "$D/floor-job-r$r.stderr" &
+    local job=$!
+    sleep 10
+    timeout -k 10 $((LAUNCH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/launchfloor-gpm-r$r.json" \
+        --stdout /dev/null --stderr "$D/launchfloor-gpm-r$r.stderr" --timeout $((LAUNCH_SECONDS + 50)) -- \
+        "$PROBE" floor --gpu 0 --seconds "$LAUNCH_SECONDS" --interval 100ms --json "$D/launchfloor-gpm-r$r-self.json"
+    timeout -k 10 $((LAUNCH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/launchfloor-nogpm-r$r.json" \
+        --stdout /dev/null --stderr "$D/launchfloor-nogpm-r$r.stderr" --timeout $((LAUNCH_SECONDS + 50)) -- \
+        "$PROBE" floor --gpu 0 --seconds "$LAUNCH_SECONDS" --interval 100ms --no-gpm --json "$D/launchfloor-nogpm-r$r-self.json"
+    kill "$job" 2>/dev/null; wait "$job" 2>/dev/null
+}
+for r in $(seq 1 "$LAUNCH_ROUNDS"); do
+    order=(cgroup proc nogpm floors); for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
+    for kind in "${order[@]}"; do
+        case $kind in
+            cgroup)
+                m=""
+                if [ "$r" = 1 ]; then
+                    # dmon over the measured window (after the warm-up).
+                    ( sleep "${LAUNCH_WARMUP%s}"; timeout -k 5 $((LAUNCH_SECONDS + 20)) "${MEASURE[@]}" \
+                        --json "$D/launch-dmon.json" --stdout "$D/launch-dmon.txt" --stderr "$D/launch-dmon.stderr" \
+                        --timeout $((LAUNCH_SECONDS + 15)) -- nvidia-smi dmon -i 0 -s pucm -d 1 -c "$LAUNCH_SECONDS" ) &
+                    m=$!
+                fi
+                launched cgroup "$r" 1
+                [ -n "$m" ] && wait "$m" ;;
+            proc) launched proc "$r" 0 ;;
+            nogpm) launched nogpm "$r" 1 --no-gpm ;;
+            floors) floors "$r" ;;
+        esac
+    done
+done
+"$PYTHON" - "$D" "$LAUNCH_ROUNDS" <<'EOF'
+import json, os, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+med = statistics.median
+def load(f):
+    return json.load(open(f)) if os.path.exists(f) else None
+rows = {}
+for r in range(1, rounds + 1):
+    fg, fn = load(f"{d}/launchfloor-gpm-r{r}.json"), load(f"{d}/launchfloor-nogpm-r{r}.json")
+    for name, floor in (("cgroup", fg), ("proc", fg), ("nogpm", fn)):
+        g = load(f"{d}/launch-{name}-r{r}.json")
+        if g is None or floor is None or g.get("gate_cpu_s") is None:
+            continue
+        x = rows.setdefault(name, {"gate": [], "both": [], "floor": [], "ratio": [], "ratio_both": []})
+        x["gate"].append(g["gate_cpu_pct_of_one_core"])
+        x["both"].append(g["gate_and_watchdog_cpu_pct_of_one_core"])
+        x["floor"].append(floor["cpu_pct_of_one_core"])
+        x["ratio"].append(g["gate_cpu_pct_of_one_core"] / floor["cpu_pct_of_one_core"])
+        x["ratio_both"].append(g["gate_and_watchdog_cpu_pct_of_one_core"] / floor["cpu_pct_of_one_core"])
+dm = load(f"{d}/launch-dmon.json")
+print("| launched main + 8 workers, 100 ms | gate % of a core | + watchdog | NVML floor | gate / floor (rounds) | (gate + watchdog) / floor |")
+print("|---|---|---|---|---|---|")
+for name in ("cgroup", "proc", "nogpm"):
+    x = rows.get(name)
+    if not x:
+        continue
+    print(f"| {name} | {med(x['gate']):.3f} % | {med(x['both']):.3f} % | {med(x['floor']):.3f} % | "
+          f"{med(x['ratio']):.2f} ({' '.join(f'{v:.2f}' for v in x['ratio'])}) | {med(x['ratio_both']):.2f} |")
+if dm:
+    print(f"nvidia-smi dmon -d 1 in round 1's cgroup window: {dm['cpu_pct_of_one_core']:.3f} % of a core")
+print("target (issue 32.1): gate / floor <= 1.2 on the cgroup path")
+EOF
+for f in "$D"/launch-cgroup-r1.stderr "$D"/launch-proc-r1.stderr; do
+    [ -f "$f" ] && grep -A14 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
+done
+fi
+
+# A training loop that runs through every phase below (sections 1-4).
+if section 1 || section 2 || section 3 || section 4; then
 total=$(( ROUNDS * 4 + REPEAT * 12 * (SECONDS_EACH + 8) + WATCH_SECONDS + 60 ))
 "$PYTHON" fixtures/workloads/train.py --mode healthy --seconds "$total" --seed 12 \
     --result-file "$D/workload-result.json" > "$D/workload.stdout" 2> "$D/workload.stderr" &
@@ -82,6 +185,7 @@ for _ in $(seq 1 120); do
     sleep 0.5
 done
 sleep 2
+fi
 
 if section 1; then
 echo "== 1. NVML cost per call"

@@ -200,14 +200,16 @@ impl Target {
     }
 
     /// `launch`, the command moving itself into a cgroup between fork and
-    /// exec: `cgroup_procs` is that cgroup's `cgroup.procs`, open for
-    /// writing (`sampler::cgroup`). A refused move is not an error here:
-    /// the caller checks where the command ended up.
+    /// exec: `cgroup` is that cgroup's `cgroup.procs`, open for writing,
+    /// and its directory (`sampler::cgroup`), which the watchdog empties
+    /// and removes if gate dies. A refused move is not an error here: the
+    /// caller checks where the command ended up.
     pub fn launch_in(
         argv: &[String],
         echo: Echo,
-        cgroup_procs: Option<std::os::fd::RawFd>,
+        cgroup: Option<(std::os::fd::RawFd, &std::path::Path)>,
     ) -> Result<Target, GateError> {
+        let cgroup_procs = cgroup.map(|(fd, _)| fd);
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| GateError::usage("no command given after '--'"))?;
@@ -257,6 +259,9 @@ impl Target {
         let started = Instant::now();
         let pid = child.id();
         if let Some(w) = &mut watchdog {
+            if let Some((_, dir)) = cgroup {
+                w.watch_cgroup(dir);
+            }
             w.watch(pid);
         }
         let stdout = child.stdout.take().expect("stdout is piped");

@@ -10,7 +10,10 @@
 //!
 //! Samples are column vectors (`g`: one array per GPU, `h`: host) rather than
 //! objects, so a 1-hour, 8-GPU trace at 100 ms stays well under 100 MB.
-//! Missing or unsupported values are `null`, never 0.
+//! Missing or unsupported values are `null`, never 0. Readers find columns
+//! by the header's names, so a column added later (the per-role host
+//! columns) needs no new `schema_version`: older traces lack it and read
+//! it as missing.
 //!
 //! The writer flushes at least once a second and writes to `PATH.partial`,
 //! renaming onto `PATH` only when the recording ends: a crash leaves a

@@ -28,6 +28,13 @@
 //! What remains: a process that leaves the tree and dies-and-forks within
 //! one `POLL` right before gate is killed, and drops the token, can escape;
 //! a cgroup is the only complete answer (docs/limits.md).
+//!
+//! Where the recording put the command in a cgroup of its own
+//! (`sampler::cgroup`), gate sends its directory first (`cgroup DIR`): the
+//! cgroup then holds the whole tree, so the watchdog does not poll at all
+//! (reading every `/proc/PID/stat` every 200 ms cost more CPU than gate's
+//! sampling), and when the pipe ends it kills what is in the cgroup
+//! (`cgroup.kill`), sweeps the token as above, and removes the directory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -119,6 +126,17 @@ impl Watchdog {
     /// Tell the watchdog which PID the command got.
     pub fn watch(&mut self, command_pid: u32) {
         let _ = writeln!(self.pipe, "{command_pid}");
+    }
+
+    /// Tell the watchdog the command runs in the cgroup `dir` (before
+    /// `watch`): it then waits instead of polling, and empties and removes
+    /// the cgroup when gate is gone.
+    pub fn watch_cgroup(&mut self, dir: &std::path::Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let mut line = b"cgroup ".to_vec();
+        line.extend_from_slice(dir.as_os_str().as_bytes());
+        line.push(b'\n');
+        let _ = self.pipe.write_all(&line);
     }
 
     /// The watchdog's PID (gate must not count it as part of the tree).
@@ -217,6 +235,7 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
     let mut stdin = std::io::stdin().lock();
     let fd = stdin.as_raw_fd();
     let mut command_pid: Option<u32> = None;
+    let mut cgroup: Option<std::path::PathBuf> = None;
     // Remembered members: PID -> start time (a reused PID is not a member).
     let mut members: BTreeMap<u32, u64> = BTreeMap::new();
     let mut line = Vec::new();
@@ -226,8 +245,13 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
             events: libc::POLLIN,
             revents: 0,
         };
+        // In a cgroup nothing needs remembering: wait for the pipe alone.
+        let timeout = match (&cgroup, command_pid) {
+            (Some(_), Some(_)) => -1,
+            _ => POLL.as_millis() as libc::c_int,
+        };
         // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as libc::c_int) };
+        let ready = unsafe { libc::poll(&mut pfd, 1, timeout) };
         if ready > 0 {
             let mut buf = [0u8; 64];
             match stdin.read(&mut buf) {
@@ -235,7 +259,13 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
                 Ok(n) => {
                     line.extend_from_slice(&buf[..n]);
                     while let Some(i) = line.iter().position(|&b| b == b'\n') {
-                        let text: Vec<u8> = line.drain(..=i).collect();
+                        let text: Vec<u8> = line.drain(..i).collect();
+                        line.remove(0);
+                        if let Some(dir) = text.strip_prefix(b"cgroup ") {
+                            use std::os::unix::ffi::OsStrExt;
+                            cgroup = Some(std::ffi::OsStr::from_bytes(dir).into());
+                            continue;
+                        }
                         command_pid = std::str::from_utf8(&text)
                             .ok()
                             .and_then(|t| t.trim().parse().ok());
@@ -244,6 +274,9 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
             }
         }
         let Some(cmd) = command_pid else { continue };
+        if cgroup.is_some() {
+            continue;
+        }
         let procs = all_procs();
         // The command's descendants, and the orphans gate adopted: its
         // children outside its own process group (gate's own helpers, such
@@ -262,8 +295,37 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
         }
         members.retain(|pid, start| procs.get(pid).is_some_and(|p| p.start_ticks == *start));
     }
+    if let Some(dir) = &cgroup {
+        empty_and_remove(dir);
+    }
     sweep(&members, marker, me, gate_pid);
+    if let Some(dir) = &cgroup {
+        let _ = std::fs::remove_dir(dir);
+    }
     0
+}
+
+/// Kill everything in the cgroup `dir` and remove it (gate is gone; when
+/// gate ended normally it has removed the directory already).
+fn empty_and_remove(dir: &std::path::Path) {
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        // No cgroup.kill (before Linux 5.14): SIGKILL to each member.
+        let members = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in members
+            .split_ascii_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) on a process of the tree's own cgroup.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    // The killed processes leave the cgroup as they exit.
+    for _ in 0..200 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Stop what is left of the tree: the remembered members still alive (same

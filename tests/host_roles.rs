@@ -72,6 +72,10 @@ fn a_recorded_main_with_busy_children_has_its_cpu_under_workers() {
         .assert()
         .success();
     let t = Trace::load(&out).unwrap();
+    assert_eq!(
+        host_path(&t),
+        "host counters: per process from /proc (GATE_CGROUP=0)"
+    );
     for id in ROLE_METRIC_IDS {
         assert!(
             t.host_column(id).is_some(),
@@ -432,6 +436,20 @@ fn the_cgroup_is_removed_when_the_benchmark_fails_and_when_gate_is_interrupted()
         eprintln!("SKIPPED (the cgroup path): {}", host_path(&t));
     }
     assert_eq!(cgroups_left_by(pid), Vec::<String>::new());
+    // gate killed outright (SIGKILL): its watchdog kills what is in the
+    // cgroup and removes it.
+    let killed = dir.path().join("killed.jsonl");
+    let mut g = start_record(&killed, &[], &spinning_tree(30.0), None);
+    let pid = g.id();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let in_run = cgroups_left_by(pid);
+    g.kill().unwrap();
+    g.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !cgroups_left_by(pid).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(cgroups_left_by(pid), Vec::<String>::new(), "was {in_run:?}");
 }
 
 #[test]
@@ -468,4 +486,39 @@ fn an_attached_target_and_a_bad_gate_cgroup_take_the_proc_path_or_exit_2() {
         "{err}"
     );
     assert!(!dir.path().join("bad.jsonl").exists());
+}
+
+#[test]
+fn doctor_says_which_path_a_launched_target_would_take() {
+    // No NVML here: doctor exits 3, and still says where host counters
+    // of a launched benchmark would come from.
+    let out = gate().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("host counters:"))
+        .unwrap_or_else(|| panic!("no host counters line in {text}"));
+    match own_cgroup_dir() {
+        Some(dir) if line.contains("own cgroup") => {
+            assert!(line.contains(&dir.display().to_string()), "{line}");
+        }
+        _ => {
+            eprintln!("SKIPPED (the cgroup path): {line}");
+            assert!(line.contains("per process from /proc ("), "{line}");
+        }
+    }
+    let off = gate()
+        .env("GATE_CGROUP", "0")
+        .arg("doctor")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&off.stdout)
+            .contains("host counters:    per process from /proc (GATE_CGROUP=0)"),
+        "{}",
+        String::from_utf8_lossy(&off.stdout)
+    );
+    let json = gate().args(["doctor", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["host_counters"].as_str().is_some(), "{v}");
 }

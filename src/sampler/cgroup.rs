@@ -131,7 +131,14 @@ pub fn own_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, Str
         .ok_or_else(|| {
             format!("gate's cgroup {path} is outside the mounted cgroup2 tree ({root})")
         })?;
-    Ok(Path::new(&mount).join(rel.trim_start_matches('/')))
+    // (Joining "" would add a trailing '/'.)
+    let rel = rel.trim_start_matches('/');
+    let dir = Path::new(&mount);
+    Ok(if rel.is_empty() {
+        dir.to_path_buf()
+    } else {
+        dir.join(rel)
+    })
 }
 
 /// Which path the host counters took (or would take), for the trace's
@@ -316,9 +323,10 @@ mod tests {
             own_cgroup_dir("0::/user.slice/session-1.scope\n", v2).unwrap(),
             Path::new("/sys/fs/cgroup/user.slice/session-1.scope")
         );
+        // Compared as text: a trailing '/' would be equal as a Path.
         assert_eq!(
-            own_cgroup_dir("0::/\n", v2).unwrap(),
-            Path::new("/sys/fs/cgroup")
+            own_cgroup_dir("0::/\n", v2).unwrap().display().to_string(),
+            "/sys/fs/cgroup"
         );
         // Hybrid: v1 controllers, the unified hierarchy mounted apart.
         let hybrid = "30 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n\
