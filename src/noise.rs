@@ -194,7 +194,6 @@ impl Noise {
     pub fn within_range(mut self, range: Option<f64>) -> Noise {
         if let Some(r) = range.filter(|r| *r > 0.0) {
             if self.band > r {
-                self.widening *= r / self.band;
                 self.band = r;
             }
         }
@@ -313,7 +312,7 @@ mod tests {
     fn bursty(level: f64, phase: usize) -> Vec<f64> {
         (0..15)
             .map(|i| {
-                let on = ((i + phase) / 4) % 2 == 0;
+                let on = ((i + phase) / 8) % 2 == 0;
                 level * if on { 1.6 } else { 0.4 } + (i % 3) as f64 * 0.1
             })
             .collect()

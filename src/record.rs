@@ -1052,7 +1052,13 @@ impl OutputKeeper {
                 writer.write(&Record::Event(event(
                     clock.ms(at),
                     EventKind::Note,
-                    format!("{}{line}", crate::trace::WINDOW_CLOSED_NOTE),
+                    // The line as far as the note needs it: a benchmark's
+                    // line may be 64 KiB.
+                    format!(
+                        "{}{}",
+                        crate::trace::WINDOW_CLOSED_NOTE,
+                        line.chars().take(200).collect::<String>()
+                    ),
                 )))?;
             }
             if self.bytes + line.len() > OUTPUT_CAP_BYTES {

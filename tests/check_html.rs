@@ -14,9 +14,17 @@ fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// The synthetic runs print `samples_per_s: N` once a second.
+const SYNTHETIC_THROUGHPUT: &str = r#"
+[user_metrics.samples_per_s]
+regex = '^samples_per_s: ([0-9.eE+-]+)'
+direction = "higher_is_better"
+unit = "1/s"
+"#;
+
 /// A baseline `b` of two healthy synthetic runs, the throughput declared.
 fn baseline(d: &Path) {
-    std::fs::write(d.join("gate.toml"), THROUGHPUT_TOML).unwrap();
+    std::fs::write(d.join("gate.toml"), SYNTHETIC_THROUGHPUT).unwrap();
     let t1 = trace(d, "h1.jsonl", &healthy(1));
     let t2 = trace(d, "h2.jsonl", &healthy(2));
     let out = gate(d)

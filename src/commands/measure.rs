@@ -189,16 +189,23 @@ impl MeasureArgs {
 
     /// `--until` compiled; a bad pattern is a usage error (exit 2).
     pub fn until_regex(&self) -> Result<Option<regex::Regex>, GateError> {
-        self.until
-            .as_deref()
-            .map(|p| {
-                regex::Regex::new(p).map_err(|e| {
-                    GateError::usage(format!(
-                        "--until '{p}' is not a valid regex ({e}); e.g. --until '^timed section done'"
-                    ))
-                })
-            })
-            .transpose()
+        let Some(p) = self.until.as_deref() else {
+            return Ok(None);
+        };
+        let shown = crate::escape::terminal(p);
+        let re = regex::Regex::new(p).map_err(|e| {
+            GateError::usage(format!(
+                "--until '{shown}' is not a valid regex ({e}); e.g. --until '^timed section done'"
+            ))
+        })?;
+        // A pattern that matches an empty line matches every line: the
+        // window would close at the first line the benchmark prints.
+        if re.is_match("") {
+            return Err(GateError::usage(format!(
+                "--until '{shown}' matches every line (even an empty one); give the benchmark's end-of-timed-section marker, e.g. --until '^timed section done'"
+            )));
+        }
+        Ok(Some(re))
     }
 
     /// Turn `--command-string LINE` into the argv after `--` (done once, at

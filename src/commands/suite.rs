@@ -734,6 +734,7 @@ mod tests {
                 warmup: None,
                 duration: None,
                 warmup_until: None,
+                until: None,
                 metrics_file: None,
                 replay: Vec::new(),
             },

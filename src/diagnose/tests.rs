@@ -34,6 +34,7 @@ fn builtin_rules_parse_and_cover_the_domain() {
         "host_bound",
         "sync_stalls",
         "blocking_h2d_copy",
+        "blocking_d2h_copy",
         "kernel_fragmentation",
         "memory_bound",
         "tensor_cores_unused",

@@ -349,7 +349,7 @@ mod tests {
         let p = policy(Direction::HigherIsBetter, 0.0, 0.0);
         let base = obs(&[50.0, 50.0], Some(4.0));
         let n = noise(&base, &obs(&[47.0], Some(4.0))).unwrap();
-        assert_eq!(n.source, NoiseSource::WithinRun);
+        assert_eq!(n.source, NoiseSource::Moderated);
         assert!(n.band > 3.0, "{n:?}");
         // -3 is inside the measured spread itself (plug-in band 4.9): a
         // pass; -6 is beyond it but inside t(3.7)'s band (7.3): open.

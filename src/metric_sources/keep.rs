@@ -69,7 +69,7 @@ fn problem(kind: ProblemKind, message: String) -> MetricsFileProblem {
 /// at `run_start` should have written.
 pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, MetricsFileProblem> {
     let shown = crate::escape::terminal(&path.display().to_string());
-    let file = match crate::files::open_input(path, MAX_METRICS_FILE_READ_BYTES) {
+    let file = match crate::files::open_real_input(path, MAX_METRICS_FILE_READ_BYTES) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(problem(

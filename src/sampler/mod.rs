@@ -4,6 +4,7 @@
 //! (`--replay`), loaded by `trace::Trace::load`.
 
 pub mod cgroup;
+pub mod held_file;
 pub mod host;
 pub mod nvml;
 
