@@ -191,6 +191,55 @@ fn new_token() -> String {
     )
 }
 
+/// A thread refused (a pids limit: `ulimit -u`, a container's pids.max):
+/// the benchmark's group is stopped and the run fails cleanly (exit 3),
+/// never a panic with the benchmark left running.
+fn no_thread(child: &mut std::process::Child, e: std::io::Error) -> GateError {
+    // SAFETY: kill(2) on the group the command leads.
+    unsafe {
+        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+    }
+    let _ = child.wait();
+    GateError::infra(format!(
+        "cannot start a thread to follow the benchmark ({e}): the process or thread limit is reached (ulimit -u, pids.max); the benchmark was stopped"
+    ))
+}
+
+/// Wait for `child` on a thread of its own; its exit comes on the channel.
+/// The thread gets the child once it runs, so a refused thread leaves the
+/// child here, to be stopped.
+fn wait_in_thread(
+    mut child: std::process::Child,
+) -> Result<std::sync::mpsc::Receiver<ExitInfo>, GateError> {
+    let (exit_tx, exit_rx) = channel();
+    let (child_tx, child_rx) = channel::<std::process::Child>();
+    let waiter = std::thread::Builder::new().spawn(move || {
+        let Ok(mut child) = child_rx.recv() else {
+            return;
+        };
+        let status = child.wait();
+        let at = Instant::now();
+        let info = match status {
+            Ok(s) => ExitInfo {
+                code: s.code(),
+                signal: s.signal(),
+                at,
+            },
+            Err(_) => ExitInfo {
+                code: None,
+                signal: None,
+                at,
+            },
+        };
+        let _ = exit_tx.send(info);
+    });
+    if let Err(e) = waiter {
+        return Err(no_thread(&mut child, e));
+    }
+    let _ = child_tx.send(child);
+    Ok(exit_rx)
+}
+
 impl Target {
     /// Start `argv` with stdout piped through gate (kept for the trace and
     /// passed on to `echo`: gate's stderr when gate's stdout carries a
@@ -268,19 +317,6 @@ impl Target {
         let (output_tx, output_rx) = channel();
         let long_lines = Arc::new(AtomicU64::new(0));
         let long = long_lines.clone();
-        // A pids limit (`ulimit -u`, a container's pids.max) may refuse a
-        // thread: the benchmark is stopped and the run fails cleanly
-        // (exit 3), never a panic with the benchmark left running.
-        let no_thread = |child: &mut std::process::Child, e: std::io::Error| {
-            // SAFETY: kill(2) on the group the command leads.
-            unsafe {
-                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-            }
-            let _ = child.wait();
-            GateError::infra(format!(
-                "cannot start a thread to follow the benchmark ({e}): the process or thread limit is reached (ulimit -u, pids.max); the benchmark was stopped"
-            ))
-        };
         let reader = std::thread::Builder::new().spawn(move || {
             pass_through(stdout, echo, MAX_OUTPUT_LINE_BYTES, |at, line, cut| {
                 if cut {
@@ -293,34 +329,7 @@ impl Target {
             Ok(r) => r,
             Err(e) => return Err(no_thread(&mut child, e)),
         };
-        let (exit_tx, exit_rx) = channel();
-        // The waiter gets the child once it runs: a refused thread leaves
-        // the child here, to be stopped.
-        let (child_tx, child_rx) = channel::<std::process::Child>();
-        let waiter = std::thread::Builder::new().spawn(move || {
-            let Ok(mut child) = child_rx.recv() else {
-                return;
-            };
-            let status = child.wait();
-            let at = Instant::now();
-            let info = match status {
-                Ok(s) => ExitInfo {
-                    code: s.code(),
-                    signal: s.signal(),
-                    at,
-                },
-                Err(_) => ExitInfo {
-                    code: None,
-                    signal: None,
-                    at,
-                },
-            };
-            let _ = exit_tx.send(info);
-        });
-        if let Err(e) = waiter {
-            return Err(no_thread(&mut child, e));
-        }
-        let _ = child_tx.send(child);
+        let exit_rx = wait_in_thread(child)?;
         Ok(Target::Launched(Box::new(Launched {
             pid,
             started,

@@ -279,9 +279,24 @@ pub fn parse_error(conn: &str) -> Option<String> {
     conn.parse::<::postgres::Config>().err()?;
     let shown = redact(conn);
     Some(match shown.parse::<::postgres::Config>() {
-        Err(e) => driver_text(&super::postgres::describe(&e), conn),
+        Err(e) => driver_text(&error_chain(&e), conn),
         Ok(_) => "the password (not shown) does not parse".to_string(),
     })
+}
+
+/// An error and its causes on one line (a parse error has no server
+/// fields: `postgres::describe` is for errors of a connection).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(&format!(": {text}"));
+        }
+        cause = c.source();
+    }
+    s
 }
 
 #[cfg(test)]
