@@ -658,6 +658,62 @@ impl Ticker {
         Ok(Instant::now())
     }
 
+    /// The tree again when due: the cgroup's member list (one read), else
+    /// the scan of every thread's `children` file.
+    fn refresh_tree(&mut self, now: Instant, target: &mut Target) {
+        let cgroup = self.host_sampler.has_cgroup();
+        let refresh = if cgroup {
+            CGROUP_TREE_REFRESH
+        } else {
+            TREE_REFRESH
+        };
+        if now.duration_since(self.tree_at) < refresh {
+            return;
+        }
+        self.tree_at = now;
+        let fresh = if cgroup {
+            self.host_sampler.cgroup_members()
+        } else {
+            Some(self.tree_scanner.scan(target.pid()))
+        };
+        if let Some(fresh) = fresh.filter(|f| !f.is_empty()) {
+            // Remembered, so they are stopped with the tree even after
+            // they leave its process group.
+            target.track(fresh.iter().copied());
+            self.tree = fresh;
+        }
+    }
+
+    /// This tick's host vector: counters read at most every HOST_PERIOD
+    /// (/proc CPU times tick at 10 ms: faster would be noise), all missing
+    /// in between. The main processes are the tree's on the GPUs.
+    fn sample_host(
+        &mut self,
+        now: Instant,
+        gpu: Option<&GpuSampler>,
+        root: u32,
+    ) -> Vec<Option<f64>> {
+        if self
+            .host_at
+            .is_some_and(|t| now.duration_since(t) < HOST_PERIOD)
+        {
+            return vec![None; HOST_METRICS.len()];
+        }
+        let c = self.profile.start();
+        // Profiled apart: the samples that also read the once-a-second files.
+        let section = if self.host_sampler.slow_due(now) {
+            "host_1s"
+        } else {
+            "host"
+        };
+        self.host_at = Some(now);
+        let gpu_pids = gpu.into_iter().flat_map(|s| s.gpu_pids());
+        let main = host::main_processes(&self.tree, gpu_pids, root);
+        let h = self.host_sampler.sample(&self.tree, &main, now);
+        self.profile.stop(section, c);
+        h
+    }
+
     /// One tick: refresh the process tree, read host and GPU counters, write
     /// the sample with the tick's events, process lists and new stdout lines.
     /// Returns false when `observe` asked to stop.
@@ -674,54 +730,9 @@ impl Ticker {
     ) -> Result<bool, GateError> {
         let t_ms = self.clock.ms(now);
         let c = self.profile.start();
-        // In a cgroup the tree is its member list, one read; else the scan
-        // of every thread's `children` file.
-        let cgroup = self.host_sampler.has_cgroup();
-        let refresh = if cgroup {
-            CGROUP_TREE_REFRESH
-        } else {
-            TREE_REFRESH
-        };
-        let fresh = if now.duration_since(self.tree_at) < refresh {
-            None
-        } else {
-            self.tree_at = now;
-            if cgroup {
-                self.host_sampler.cgroup_members()
-            } else {
-                Some(self.tree_scanner.scan(target.pid()))
-            }
-        };
-        if let Some(fresh) = fresh.filter(|f| !f.is_empty()) {
-            // Remembered, so they are stopped with the tree even after
-            // they leave its process group.
-            target.track(fresh.iter().copied());
-            self.tree = fresh;
-        }
+        self.refresh_tree(now, target);
         self.profile.stop("tree", c);
-        // /proc CPU times tick at 10 ms, so host counters sampled faster
-        // than HOST_PERIOD would be noise; in between they are missing.
-        let c = self.profile.start();
-        let mut section = "host";
-        let mut h = if self
-            .host_at
-            .is_none_or(|t| now.duration_since(t) >= HOST_PERIOD)
-        {
-            // Profiled apart: the samples that also read the once-a-second files.
-            if self.host_sampler.slow_due(now) {
-                section = "host_1s";
-            }
-            self.host_at = Some(now);
-            let gpu_pids = gpu_sampler
-                .as_deref()
-                .into_iter()
-                .flat_map(|s| s.gpu_pids());
-            let main = host::main_processes(&self.tree, gpu_pids, target.pid());
-            self.host_sampler.sample(&self.tree, &main, now)
-        } else {
-            vec![None; HOST_METRICS.len()]
-        };
-        self.profile.stop(section, c);
+        let mut h = self.sample_host(now, gpu_sampler.as_deref(), target.pid());
         let (mut g, extras) = match gpu_sampler {
             Some(s) => s.sample(now, t_ms, &self.tree),
             None => (Vec::new(), Default::default()),

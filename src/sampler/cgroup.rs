@@ -27,7 +27,7 @@
 //! left the tree's process group and ignored SIGTERM) is killed through
 //! `cgroup.kill` first, so the directory can go.
 
-use super::held_file::ProcFile;
+use super::ProcFile;
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;

@@ -30,7 +30,6 @@
 //! the rate over the last such second until the next read.
 
 use super::cgroup::{CpuUsec, TreeCgroup};
-pub use super::held_file::ProcFile;
 use crate::metrics::HOST_METRICS;
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -196,6 +195,8 @@ pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
     let iowait = v[4];
     Some((total - idle - iowait, iowait, total))
 }
+
+pub use super::ProcFile;
 
 /// `/proc/PID/{stat,status,io}` of one process, open between samples.
 struct ProcFiles {
