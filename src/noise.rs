@@ -341,7 +341,10 @@ mod tests {
         let n = noise(&base, &new)
             .unwrap()
             .within_range(crate::metrics::range("tensor_pct"));
-        assert!(n.band <= 100.0, "a percentage's band stays in its range: {n:?}");
+        assert!(
+            n.band <= 100.0,
+            "a percentage's band stays in its range: {n:?}"
+        );
         let z = in_bands(new.value - base.value, n.band_at_normal_quantile());
         assert!(z < -1.0, "an 88 % fall is beyond the noise: z = {z}, {n:?}");
     }

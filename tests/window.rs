@@ -16,7 +16,9 @@ fn gate() -> Command {
 }
 
 fn timm(name: &str) -> PathBuf {
-    PathBuf::from(format!("{ROOT}/fixtures/holdout-timm/gpm/timm-{name}.jsonl"))
+    PathBuf::from(format!(
+        "{ROOT}/fixtures/holdout-timm/gpm/timm-{name}.jsonl"
+    ))
 }
 
 /// pytest-benchmark's own mean decides; wall time is not the benchmark's number.
@@ -56,7 +58,10 @@ fn check_json(dir: &Path, trace: &Path, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}",
-            String::from_utf8_lossy(&out.stderr).chars().take(2000).collect::<String>()
+            String::from_utf8_lossy(&out.stderr)
+                .chars()
+                .take(2000)
+                .collect::<String>()
         )
     })
 }
@@ -71,7 +76,10 @@ fn the_idle_tail_after_a_timed_section_is_cut_and_reported() {
     let dir = project(DECLARED);
     let r = check_json(dir.path(), &timm("healthy-4"), &[]);
     let run = &r["runs"][0];
-    let (wall, cut) = (run["wall_time_s"].as_f64().unwrap(), run["teardown_s"].as_f64().unwrap());
+    let (wall, cut) = (
+        run["wall_time_s"].as_f64().unwrap(),
+        run["teardown_s"].as_f64().unwrap(),
+    );
     assert!(cut > 3.0 && wall < 9.0, "wall {wall} s, teardown {cut} s");
     assert_eq!(r["verdict"], "pass");
 }
@@ -169,5 +177,9 @@ fn causes_are_ranked_by_the_share_of_the_slowdown_they_explain() {
     assert!(first["explains_pct"].as_f64().unwrap() > 80.0);
     // Copies of every block's output to the host: the copy cause of its own.
     let r = check_json(dir.path(), &timm("d2h-copy"), &[]);
-    assert_eq!(r["diagnosis"][0]["rule"], "blocking_d2h_copy", "{}", r["diagnosis"]);
+    assert_eq!(
+        r["diagnosis"][0]["rule"], "blocking_d2h_copy",
+        "{}",
+        r["diagnosis"]
+    );
 }
