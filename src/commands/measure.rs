@@ -39,8 +39,8 @@ pub struct MeasureArgs {
 
     /// The measured window closes at the first stdout line after warm-up matching this
     /// regex (the benchmark's end-of-timed-section marker); what follows (its statistics,
-    /// reports, teardown) is reported as teardown_s, not judged. With --replay it reads the
-    /// trace's kept output. Without it, an idle tail after the GPU work ends is cut
+    /// reports, teardown) is reported as teardown_s, not judged. A replayed trace is read
+    /// from its kept output. Without it, an idle tail after the GPU work ends is cut
     #[arg(long, value_name = "REGEX")]
     pub until: Option<String>,
 

@@ -29,10 +29,30 @@ pub(super) fn read(reader: &Reader, text: &str) -> FileReading {
     let Some(pattern) = reader.pattern() else {
         return FileReading::default();
     };
-    match parsed {
+    let mut reading = match parsed {
         Ok(entries) => select(what, pattern, entries),
-        Err(p) => FileReading::failed(p),
+        Err(p) => return FileReading::failed(p),
+    };
+    // A harness's times, counts and rates are never negative (BMF's
+    // measures are the user's own): such a number is a broken benchmark,
+    // never a -1700 % "improvement".
+    if what != "BMF" {
+        let negative = reading
+            .values
+            .iter()
+            .copied()
+            .chain(reading.each.iter().map(|(_, n)| n.value))
+            .find(|v| *v < 0.0);
+        if let Some(v) = negative {
+            reading.invalid = Some(format!(
+                "the {what} file gives {v} for '{}'; no time, count or rate is negative",
+                pattern.text()
+            ));
+            reading.values.clear();
+            reading.each.clear();
+        }
     }
+    reading
 }
 
 /// The file as JSON, or why the benchmark's file is not its output (a
@@ -75,8 +95,17 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
         }
         return out;
     }
+    let twins = entries.iter().filter(|e| hit(e)).count();
     match entries.iter().find(|e| hit(e)) {
         Some(e) => match &e.number {
+            // Not chosen by file order without a word.
+            Ok(n) if twins > 1 => FileReading {
+                problem: Some(Problem::config(format!(
+                    "benchmark '{}' appears {twins} times in the {what} file; the first is used: name it by its unique full name",
+                    pattern.text()
+                ))),
+                ..FileReading::one(*n)
+            },
             Ok(n) => FileReading::one(*n),
             Err(why) => FileReading::failed(Problem::config(format!(
                 "benchmark '{}' in the {what} file: {why}",
