@@ -300,6 +300,11 @@ impl Target {
         // Before the command starts: gate becomes a subreaper, so nothing
         // the command forks can leave the tree before the watchdog sees it.
         let mut watchdog = crate::watchdog::Watchdog::start(&format!("{TOKEN_VAR}={token}"));
+        // Before the spawn: gate killed from here on still has its cgroup
+        // emptied and removed.
+        if let (Some(w), Some((_, dir))) = (&mut watchdog, cgroup) {
+            w.watch_cgroup(dir);
+        }
         let mut child = command.spawn().map_err(|e| {
             GateError::usage(format!(
                 "cannot start '{program}': {e}; check the command after '--' (it runs without a shell, so PATH lookup only)"
@@ -308,9 +313,6 @@ impl Target {
         let started = Instant::now();
         let pid = child.id();
         if let Some(w) = &mut watchdog {
-            if let Some((_, dir)) = cgroup {
-                w.watch_cgroup(dir);
-            }
             w.watch(pid);
         }
         let stdout = child.stdout.take().expect("stdout is piped");
