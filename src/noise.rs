@@ -312,7 +312,7 @@ mod tests {
     fn bursty(level: f64, phase: usize) -> Vec<f64> {
         (0..15)
             .map(|i| {
-                let on = ((i + phase) / 8) % 2 == 0;
+                let on = ((i + phase) / 8).is_multiple_of(2);
                 level * if on { 1.6 } else { 0.4 } + (i % 3) as f64 * 0.1
             })
             .collect()
