@@ -302,23 +302,7 @@ pub struct UserMetricValue {
 /// later of `--warmup` and the `--warmup-until` line) to the first teardown
 /// sample. `None` ends: no teardown was found.
 fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
-    let mut start = 0.0;
-    if trace.warmup.iter().any(|&w| w) {
-        start = trace.header.warmup_ms as f64;
-        let released = trace.events.iter().find(|e| {
-            e.kind == crate::trace::EventKind::Note
-                && e.message.starts_with(crate::trace::WARMUP_RELEASED_NOTE)
-        });
-        match released {
-            Some(e) => start = start.max(e.t),
-            // Older traces lack the note: the first steady sample bounds it.
-            None => {
-                if let Some(i) = trace.warmup.iter().position(|&w| !w) {
-                    start = start.max(trace.times_ms[i] - trace.header.interval_ms as f64);
-                }
-            }
-        }
-    }
+    let start = trace.warmup_end_ms();
     let n = trace.sample_count();
     let end = trace.closed_at_ms.or_else(|| {
         (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown])

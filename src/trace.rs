@@ -397,15 +397,38 @@ impl Trace {
         self.closed_at_ms = Some(t_ms);
     }
 
+    /// The time of the first note event whose message starts with `prefix`
+    /// (`WARMUP_RELEASED_NOTE`, `WINDOW_CLOSED_NOTE`).
+    pub fn note_time(&self, prefix: &str) -> Option<f64> {
+        self.events
+            .iter()
+            .find(|e| e.kind == EventKind::Note && e.message.starts_with(prefix))
+            .map(|e| e.t)
+    }
+
+    /// When warm-up ended (ms since the recording started): the later of
+    /// `--warmup` and the `--warmup-until` line; 0 when nothing was marked
+    /// warm-up. Output lines from then on belong to the measured window.
+    pub fn warmup_end_ms(&self) -> f64 {
+        if !self.warmup.iter().any(|&w| w) {
+            return 0.0;
+        }
+        let start = self.header.warmup_ms as f64;
+        match self.note_time(WARMUP_RELEASED_NOTE) {
+            Some(t) => start.max(t),
+            // Older traces lack the note: the first steady sample bounds it.
+            None => match self.warmup.iter().position(|&w| !w) {
+                Some(i) => start.max(self.times_ms[i] - self.header.interval_ms as f64),
+                None => start,
+            },
+        }
+    }
+
     /// Close the window at the first output line after warm-up that
     /// matches `until` (`check --until` on a replayed trace); false when no
     /// line matches.
     pub fn close_window_at_line(&mut self, until: &regex::Regex) -> bool {
-        let released = self
-            .events
-            .iter()
-            .find(|e| e.kind == EventKind::Note && e.message.starts_with(WARMUP_RELEASED_NOTE))
-            .map_or(0.0, |e| e.t);
+        let released = self.warmup_end_ms();
         let hit = self
             .output
             .iter()
@@ -728,12 +751,7 @@ impl Trace {
         trace.columns.finish().map_err(|e| spill_error(path, e))?;
         trace.keep_target_gpus();
         trace.apply_validity_rules();
-        let closed = trace
-            .events
-            .iter()
-            .find(|e| e.kind == EventKind::Note && e.message.starts_with(WINDOW_CLOSED_NOTE))
-            .map(|e| e.t);
-        if let Some(t) = closed {
+        if let Some(t) = trace.note_time(WINDOW_CLOSED_NOTE) {
             trace.close_window_at(t);
         }
         Ok(trace)
