@@ -183,3 +183,21 @@ fn causes_are_ranked_by_the_share_of_the_slowdown_they_explain() {
         r["diagnosis"]
     );
 }
+
+#[test]
+fn a_suite_workloads_until_closes_its_window() {
+    let dir = project(&format!(
+        "{DECLARED}\n[[suite.workload]]\nname = \"vit\"\nbaseline = \"b\"\ncommand = [\"python3\", \"-m\", \"pytest\"]\nuntil = '^gate: timed-end'\n"
+    ));
+    let out = gate()
+        .current_dir(dir.path())
+        .args(["check", "--suite", "--format", "json", "--suite-replay"])
+        .arg(format!("vit={}", timm("healthy-4").display()))
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let run = &r["workloads"][0]["report"]["runs"][0];
+    assert_eq!(run["closed_by_until"], true, "{r}");
+    assert!(run["teardown_s"].as_f64().unwrap() > 3.0, "{run}");
+}
