@@ -254,10 +254,14 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
     let d = (df_b + df_n) as f64;
     let s2 = if d > 0.0 { (ss_b + ss_n) / d } else { 0.0 };
     // One within-run variance of a run's mean for the benchmark: the
-    // sides' mean where both are known.
+    // sides' mean, known only when both are. A side whose own interval is
+    // unknown (too few effective samples: `stats::ar1_ci95`) does not
+    // borrow the other side's: its runs were too autocorrelated to say how
+    // much their mean varies, and a quiet baseline's interval would pass
+    // for theirs (the calibration's false alarms rose so).
     let w = match (base.within_var(), new.within_var()) {
         (Some(a), Some(b)) => Some((a + b) / 2.0),
-        (a, b) => a.or(b),
+        _ => None,
     };
     let mut s0_d0 = w.map(|w| (WITHIN_RUN_INFLATION * w, PRIOR_DF));
     if let Some((vh, dh)) = prior.history.filter(|h| h.1 > 0.0 && h.0.is_finite()) {
