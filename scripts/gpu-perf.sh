@@ -30,12 +30,13 @@
 #      main process training on the GPU fed by a DataLoader with 8 worker
 #      processes, under `gate record` at 100 ms on its cgroup path, on the
 #      per-process /proc path (GATE_CGROUP=0) and with --no-gpm; the NVML
-#      floors (with and without GPM) beside the same job; `nvidia-smi dmon
-#      -d 1` in the window of the first run. gate's own CPU by
+#      floors (with and without GPM) and `nvidia-smi dmon -d 1` each beside
+#      a job of the same shape, one at a time (a dmon beside gate would slow
+#      gate's NVML calls: round 1 of the first run did). gate's own CPU by
 #      scripts/gate-self-cpu.py (a launched job's CPU is not gate's; the
 #      watchdog apart). Rounds interleaved (order rotated), medians.
 #      About 5 minutes with the defaults below:
-#   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (2),
+#   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (3),
 #      LAUNCH_WARMUP (8s), LAUNCH_JOB (scripts/busy-tree.py --torch)
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
@@ -84,7 +85,7 @@ trap pack EXIT
 
 if section 5; then
 LAUNCH_SECONDS="${LAUNCH_SECONDS:-20}"
-LAUNCH_ROUNDS="${LAUNCH_ROUNDS:-2}"
+LAUNCH_ROUNDS="${LAUNCH_ROUNDS:-3}"
 # torch's import, CUDA context and 8 workers' fork take a few seconds:
 # counted in gate's lifetime, outside its measured window.
 LAUNCH_WARMUP="${LAUNCH_WARMUP:-8s}"
@@ -93,18 +94,21 @@ echo "== 5. launched job: main + 8 DataLoader workers, ${LAUNCH_SECONDS}s at 100
 read -r -a job_args <<< "${LAUNCH_JOB:-scripts/busy-tree.py --torch}"
 JOB=("$PYTHON" "${job_args[@]}")
 job_seconds=$(( LAUNCH_SECONDS + 30 ))
+# The timed runs leave GATE_PROFILE unset (its two thread-clock reads per
+# section, ~30 a tick, are work a real recording does not do); one profiled
+# run of each path after the rounds gives the per-section breakdown.
 launched() { # NAME ROUND GATE_CGROUP EXTRA-FLAGS...
     local name=$1 r=$2 cg=$3; shift 3
-    GATE_CGROUP=$cg GATE_PROFILE=1 timeout -k 10 $((LAUNCH_SECONDS + 120)) \
+    env GATE_CGROUP="$cg" ${PROFILE:+GATE_PROFILE=1} timeout -k 10 $((LAUNCH_SECONDS + 120)) \
         "$PYTHON" scripts/gate-self-cpu.py --json "$D/launch-$name-r$r.json" \
         --stdout "$D/launch-$name-r$r.stdout" --stderr "$D/launch-$name-r$r.stderr" --timeout $((LAUNCH_SECONDS + 100)) -- \
         "$GATE" record --interval 100ms --gpu 0 --warmup "$LAUNCH_WARMUP" --duration "${LAUNCH_SECONDS}s" "$@" \
         -o "$D/launch-$name-r$r.jsonl" -- "${JOB[@]}" "$job_seconds"
     grep -o 'host counters: [^"]*' "$D/launch-$name-r$r.jsonl" | head -n 1 | sed "s/^/$name r$r: /"
 }
-floors() { # ROUND: both NVML floors beside one job of the same shape
+floors() { # ROUND: both NVML floors, then dmon, beside one job of the same shape
     local r=$1
-    "${JOB[@]}" $(( 2 * LAUNCH_SECONDS + 40 )) > "$D/floor-job-r$r.stdout" 2> "$D/floor-job-r$r.stderr" &
+    "${JOB[@]}" $(( 3 * LAUNCH_SECONDS + 50 )) > "$D/floor-job-r$r.stdout" 2> "$D/floor-job-r$r.stderr" &
     local job=$!
     sleep 10
     timeout -k 10 $((LAUNCH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/launchfloor-gpm-r$r.json" \
@@ -113,29 +117,24 @@ floors() { # ROUND: both NVML floors beside one job of the same shape
     timeout -k 10 $((LAUNCH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/launchfloor-nogpm-r$r.json" \
         --stdout /dev/null --stderr "$D/launchfloor-nogpm-r$r.stderr" --timeout $((LAUNCH_SECONDS + 50)) -- \
         "$PROBE" floor --gpu 0 --seconds "$LAUNCH_SECONDS" --interval 100ms --no-gpm --json "$D/launchfloor-nogpm-r$r-self.json"
+    timeout -k 5 $((LAUNCH_SECONDS + 20)) "${MEASURE[@]}" --json "$D/launch-dmon-r$r.json" \
+        --stdout "$D/launch-dmon-r$r.txt" --stderr "$D/launch-dmon-r$r.stderr" \
+        --timeout $((LAUNCH_SECONDS + 15)) -- nvidia-smi dmon -i 0 -s pucm -d 1 -c "$LAUNCH_SECONDS"
     kill "$job" 2>/dev/null; wait "$job" 2>/dev/null
 }
 for r in $(seq 1 "$LAUNCH_ROUNDS"); do
     order=(cgroup proc nogpm floors); for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
     for kind in "${order[@]}"; do
         case $kind in
-            cgroup)
-                m=""
-                if [ "$r" = 1 ]; then
-                    # dmon over the measured window (after the warm-up).
-                    ( sleep "${LAUNCH_WARMUP%s}"; timeout -k 5 $((LAUNCH_SECONDS + 20)) "${MEASURE[@]}" \
-                        --json "$D/launch-dmon.json" --stdout "$D/launch-dmon.txt" --stderr "$D/launch-dmon.stderr" \
-                        --timeout $((LAUNCH_SECONDS + 15)) -- nvidia-smi dmon -i 0 -s pucm -d 1 -c "$LAUNCH_SECONDS" ) &
-                    m=$!
-                fi
-                launched cgroup "$r" 1
-                [ -n "$m" ] && wait "$m" ;;
+            cgroup) launched cgroup "$r" 1 ;;
             proc) launched proc "$r" 0 ;;
             nogpm) launched nogpm "$r" 1 --no-gpm ;;
             floors) floors "$r" ;;
         esac
     done
 done
+PROFILE=1 launched profiled 1 1
+[ -n "${PROFILE_PROC:-}" ] && PROFILE=1 launched profiledproc 1 0
 "$PYTHON" - "$D" "$LAUNCH_ROUNDS" <<'EOF'
 import json, os, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
@@ -155,7 +154,7 @@ for r in range(1, rounds + 1):
         x["floor"].append(floor["cpu_pct_of_one_core"])
         x["ratio"].append(g["gate_cpu_pct_of_one_core"] / floor["cpu_pct_of_one_core"])
         x["ratio_both"].append(g["gate_and_watchdog_cpu_pct_of_one_core"] / floor["cpu_pct_of_one_core"])
-dm = load(f"{d}/launch-dmon.json")
+dm = [x["cpu_pct_of_one_core"] for r in range(1, rounds + 1) if (x := load(f"{d}/launch-dmon-r{r}.json"))]
 print("| launched main + 8 workers, 100 ms | gate % of a core | + watchdog | NVML floor | gate / floor (rounds) | (gate + watchdog) / floor |")
 print("|---|---|---|---|---|---|")
 for name in ("cgroup", "proc", "nogpm"):
@@ -165,10 +164,10 @@ for name in ("cgroup", "proc", "nogpm"):
     print(f"| {name} | {med(x['gate']):.3f} % | {med(x['both']):.3f} % | {med(x['floor']):.3f} % | "
           f"{med(x['ratio']):.2f} ({' '.join(f'{v:.2f}' for v in x['ratio'])}) | {med(x['ratio_both']):.2f} |")
 if dm:
-    print(f"nvidia-smi dmon -d 1 in round 1's cgroup window: {dm['cpu_pct_of_one_core']:.3f} % of a core")
+    print(f"nvidia-smi dmon -d 1 beside the same job: {med(dm):.3f} % of a core (rounds: {' '.join(f'{v:.3f}' for v in dm)})")
 print("target (issue 32.1): gate / floor <= 1.2 on the cgroup path")
 EOF
-for f in "$D"/launch-cgroup-r1.stderr "$D"/launch-proc-r1.stderr; do
+for f in "$D"/launch-profiled-r1.stderr "$D"/launch-profiledproc-r1.stderr; do
     [ -f "$f" ] && grep -A14 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
 done
 fi
