@@ -239,6 +239,7 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
     // Remembered members: PID -> start time (a reused PID is not a member).
     let mut members: BTreeMap<u32, u64> = BTreeMap::new();
     let mut line = Vec::new();
+    let mut scanner = crate::sampler::host::TreeScanner::default();
     loop {
         let mut pfd = libc::pollfd {
             fd,
@@ -277,23 +278,7 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
         if cgroup.is_some() {
             continue;
         }
-        let procs = all_procs();
-        // The command's descendants, and the orphans gate adopted: its
-        // children outside its own process group (gate's own helpers, such
-        // as git, stay in gate's group), other than watchdogs.
-        let mut roots: BTreeSet<u32> = [cmd].into();
-        for (pid, p) in &procs {
-            if p.ppid == gate_pid && *pid != me && Some(p.pgrp) != gate_pgrp && !is_watchdog(*pid) {
-                roots.insert(*pid);
-            }
-        }
-        roots.extend(members.keys().copied());
-        for pid in with_descendants(&procs, &roots) {
-            if let Some(p) = procs.get(&pid) {
-                members.entry(pid).or_insert(p.start_ticks);
-            }
-        }
-        members.retain(|pid, start| procs.get(pid).is_some_and(|p| p.start_ticks == *start));
+        remember_tree(&mut members, &mut scanner, cmd, gate_pid, gate_pgrp, me);
     }
     if let Some(dir) = &cgroup {
         empty_and_remove(dir);
@@ -303,6 +288,58 @@ fn watch(gate_pid: u32, marker: &str) -> i32 {
         let _ = std::fs::remove_dir(dir);
     }
     0
+}
+
+/// One look at the tree while gate lives: the command's descendants and the
+/// orphans gate adopted (its children outside its own process group; gate's
+/// own helpers, such as git, stay in gate's group), other than watchdogs,
+/// with their descendants, walked down the `children` files from those
+/// roots alone (a read of every process on the machine each `POLL` cost
+/// more CPU than gate's sampling). A member keeps its start time (a reused
+/// PID is not a member) and is forgotten once it is gone.
+fn remember_tree(
+    members: &mut BTreeMap<u32, u64>,
+    scanner: &mut crate::sampler::host::TreeScanner,
+    cmd: u32,
+    gate_pid: u32,
+    gate_pgrp: Option<u32>,
+    me: u32,
+) {
+    // Remembered members still alive as themselves are roots too (one that
+    // left the tree's parent links, e.g. by a subreaper of its own).
+    members.retain(|pid, start| read_proc(*pid).is_some_and(|p| p.start_ticks == *start));
+    let mut roots: Vec<u32> = vec![cmd];
+    roots.extend(members.keys().copied());
+    for pid in children_of(gate_pid) {
+        if pid != me && !roots.contains(&pid) {
+            let adopted = read_proc(pid).is_some_and(|p| Some(p.pgrp) != gate_pgrp);
+            if adopted && !is_watchdog(pid) {
+                roots.push(pid);
+            }
+        }
+    }
+    for pid in scanner.scan_roots(&roots) {
+        if let Some(p) = read_proc(pid) {
+            members.insert(pid, p.start_ticks);
+        }
+    }
+}
+
+/// The children of every thread of `pid` (an orphan is adopted by one of
+/// the subreaper's threads).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            out.extend(
+                text.split_ascii_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
 }
 
 /// Kill everything in the cgroup `dir` and remove it (gate is gone; when

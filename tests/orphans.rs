@@ -37,8 +37,22 @@ fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
 
 /// `gate record --no-gpu -o OUT ARGS...` as a child we can signal.
 fn spawn_record(dir: &Path, out: &str, args: &[&str]) -> std::process::Child {
-    Command::new(assert_cmd::cargo::cargo_bin("gate"))
-        .current_dir(dir)
+    spawn_record_with(dir, out, args, None)
+}
+
+/// As `spawn_record`, with GATE_CGROUP set to `cgroup` when given ("0":
+/// the per-process path, where the watchdog looks at the tree itself).
+fn spawn_record_with(
+    dir: &Path,
+    out: &str,
+    args: &[&str],
+    cgroup: Option<&str>,
+) -> std::process::Child {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("gate"));
+    if let Some(v) = cgroup {
+        c.env("GATE_CGROUP", v);
+    }
+    c.current_dir(dir)
         .args(["record", "--no-gpu", "-o", out])
         .args(args)
         .stdout(Stdio::null())
@@ -412,11 +426,17 @@ fn gate_killed_with_sigkill_takes_the_whole_tree_with_it() {
             &[&["sleep", "3723"], &["sleep", "3724"], &["sleep", "3725"]],
         ),
     ];
-    for (i, (script, sleeps)) in cases.iter().enumerate() {
-        let mut child = spawn_record(
+    // Both host paths: in a cgroup the watchdog kills the cgroup; without
+    // one (GATE_CGROUP=0) it has walked the tree every POLL.
+    let runs = [None, Some("0")]
+        .into_iter()
+        .flat_map(|cg| cases.iter().map(move |c| (cg, c)));
+    for (i, (cgroup, (script, sleeps))) in runs.enumerate() {
+        let mut child = spawn_record_with(
             dir.path(),
             &format!("k{i}.jsonl"),
             &["--", "sh", "-c", script],
+            cgroup,
         );
         wait_until("the sleeps to start", Duration::from_secs(20), || {
             sleeps.iter().all(|s| !running(s).is_empty())
@@ -430,6 +450,9 @@ fn gate_killed_with_sigkill_takes_the_whole_tree_with_it() {
         wait_until("the tree to die with gate", Duration::from_secs(5), || {
             pids.iter().all(|&p| !gpugate::target::process_alive(p))
         });
-        eprintln!("case {i}: tree gone {:?} after SIGKILL", started.elapsed());
+        eprintln!(
+            "case {i} (GATE_CGROUP={cgroup:?}): tree gone {:?} after SIGKILL",
+            started.elapsed()
+        );
     }
 }

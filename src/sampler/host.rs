@@ -266,19 +266,24 @@ pub struct TreeScanner {
 impl TreeScanner {
     /// The tree rooted at `root` now (empty when `root` is gone).
     pub fn scan(&mut self, root: u32) -> HashSet<u32> {
-        let mut tree = HashSet::new();
-        if !std::path::Path::new(&format!("/proc/{root}")).exists() {
+        self.scan_roots(&[root])
+    }
+
+    /// The live `roots` and all their descendants now.
+    pub fn scan_roots(&mut self, roots: &[u32]) -> HashSet<u32> {
+        let live = |r: &&u32| std::path::Path::new(&format!("/proc/{r}")).exists();
+        let mut tree: HashSet<u32> = roots.iter().filter(live).copied().collect();
+        let Some(&first) = tree.iter().next() else {
             return tree;
-        }
-        tree.insert(root);
+        };
         let supported = *self.children_supported.get_or_insert_with(|| {
-            std::path::Path::new(&format!("/proc/{root}/task/{root}/children")).exists()
+            std::path::Path::new(&format!("/proc/{first}/task/{first}/children")).exists()
         });
         if !supported {
             return tree_from_parent_links(tree);
         }
         let mut listed: HashSet<(u32, u32)> = HashSet::new();
-        let mut stack = vec![root];
+        let mut stack: Vec<u32> = tree.iter().copied().collect();
         while let Some(pid) = stack.pop() {
             let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
                 continue;
