@@ -150,8 +150,10 @@ impl Drop for Watchdog {
     /// it is reaped in the background so no zombie stays behind.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // The pipe closes when `self.pipe` drops, right after this.
-            std::thread::spawn(move || {
+            // The pipe closes when `self.pipe` drops, right after this. A
+            // thread that cannot start leaves a zombie until gate exits
+            // (gate is ending), never a panic in a drop.
+            let _ = std::thread::Builder::new().spawn(move || {
                 let _ = child.wait();
             });
         }

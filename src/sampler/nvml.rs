@@ -30,6 +30,8 @@ use nvml_wrapper::{Device, EventSet, Nvml};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
+// The cost probe of `examples/nvml-probe.rs`: not in the release binary.
+#[cfg(any(test, feature = "testkit"))]
 pub mod probe;
 
 /// Minimum spacing of a GPM pair. Pairs exactly 100 ms apart glitched about
