@@ -49,7 +49,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
-python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy)" >&2; exit 2; }
+# numpy only for the python contender (PYTHON_MAX_HOURS=0 leaves it out).
+[[ ${PYTHON_MAX_HOURS:-1} == 0 ]] || python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy, or PYTHON_MAX_HOURS=0)" >&2; exit 2; }
 work=$(mktemp -d /tmp/gate-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

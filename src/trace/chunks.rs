@@ -44,7 +44,10 @@ pub fn threads() -> usize {
     crate::parallel::threads_within(AHEAD_PER_WORKER * CHUNK_FOOTPRINT)
 }
 
-/// A chunk's lines after its worker.
+/// A chunk's lines after its worker. The merge hands it back to be
+/// filled again: its buffers keep their pages, so a 24-hour trace does not
+/// fault in gigabytes of fresh memory a page at a time.
+#[derive(Default)]
 struct Chunk {
     /// Lines that start in the chunk.
     lines: usize,
@@ -54,8 +57,10 @@ struct Chunk {
     times: Vec<f64>,
     warmup: Vec<bool>,
     values: Vec<f32>,
-    /// The chunk's text, where `Piece::Other` points.
+    /// The chunk's text, where `Piece::Other` points: `text[..used]`
+    /// (the buffer keeps its length from one use to the next).
     text: Vec<u8>,
+    used: usize,
     /// Length of the first fast-path sample line (0: none).
     first_sample_len: usize,
 }
@@ -100,7 +105,14 @@ pub(super) fn load(
     let first_line = lines.lines();
     let mut rules = lines.into_rules();
     let shape = rules.shape();
-    let nchunks = (size.saturating_sub(body)).div_ceil(chunk_bytes as u64) as usize;
+    let nchunks = size.saturating_sub(body).div_ceil(chunk_bytes as u64) as usize;
+    let pool = std::sync::Mutex::new(Vec::<Chunk>::new());
+    let shell = || {
+        pool.lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default()
+    };
     let mut merge = Merge {
         line_base: first_line,
         size,
@@ -115,16 +127,22 @@ pub(super) fn load(
         threads * AHEAD_PER_WORKER,
         |k| {
             let from = body + (k * chunk_bytes) as u64;
-            parse_chunk(
-                file,
-                from,
-                (from + chunk_bytes as u64).min(size),
-                size,
-                shape,
-                from == body,
-            )
+            let to = (from + chunk_bytes as u64).min(size);
+            parse_chunk(file, from, to, size, shape, from == body, shell())
         },
-        |chunk| merge.chunk(&mut trace, &mut rules, chunk),
+        |chunk| {
+            let chunk = chunk.map_err(|e| {
+                GateError::bad_file(
+                    path,
+                    format!("line {}: read error: {e}", merge.line_base + 1),
+                )
+            })?;
+            merge.chunk(&mut trace, &mut rules, &chunk)?;
+            if let Ok(mut p) = pool.lock() {
+                p.push(chunk);
+            }
+            Ok(())
+        },
     )?;
     trace.truncated = merge.cut;
     trace.finish_load()
@@ -147,14 +165,8 @@ impl Merge {
         &mut self,
         trace: &mut Trace,
         rules: &mut Rules,
-        chunk: std::io::Result<Chunk>,
+        chunk: &Chunk,
     ) -> Result<(), GateError> {
-        let chunk = chunk.map_err(|e| {
-            GateError::bad_file(
-                &trace.path,
-                format!("line {}: read error: {e}", self.line_base + 1),
-            )
-        })?;
         if self.cut {
             return Ok(());
         }
@@ -220,8 +232,9 @@ impl Merge {
     }
 }
 
-/// Read `file[from..to]` and the rest of its last line, and parse the
-/// lines that start in it (`first`: `from` starts a line).
+/// Read `file[from..to]` and the rest of its last line into `chunk` (a
+/// shell to fill again), and parse the lines that start in it (`first`:
+/// `from` starts a line).
 fn parse_chunk(
     file: &File,
     from: u64,
@@ -229,38 +242,35 @@ fn parse_chunk(
     size: u64,
     shape: (usize, usize, usize),
     first: bool,
+    mut chunk: Chunk,
 ) -> std::io::Result<Chunk> {
+    chunk.lines = 0;
+    chunk.pieces.clear();
+    chunk.times.clear();
+    chunk.warmup.clear();
+    chunk.values.clear();
+    chunk.first_sample_len = 0;
     // One byte before: whether `from` starts a line.
     let start = if first { from } else { from - 1 };
-    let mut text = vec![0u8; (to - start) as usize];
-    file.read_exact_at(&mut text, start)?;
-    let owned = text.len();
+    chunk.used = 0;
+    chunk.read_more(file, start, (to - start) as usize)?;
+    let owned = chunk.used;
     let mut pos = if first {
         0
     } else {
-        match text.iter().position(|&b| b == b'\n') {
+        match chunk.text[..owned].iter().position(|&b| b == b'\n') {
             Some(i) => i + 1,
             None => owned,
         }
     };
-    let mut chunk = Chunk {
-        lines: 0,
-        pieces: Vec::new(),
-        times: Vec::new(),
-        warmup: Vec::new(),
-        values: Vec::new(),
-        text: Vec::new(),
-        first_sample_len: 0,
-    };
     let mut row = fast_sample::Row::default();
     let mut run_last: Option<f64> = None;
-    let mut others = false;
     while pos < owned {
-        let (end, n) = line_end(file, &mut text, pos, start, size)?;
+        let (end, n) = chunk.line_end(file, pos, start, size)?;
         let line = chunk.lines;
         chunk.lines += 1;
         if n <= limits::MAX_TRACE_LINE_BYTES
-            && Rules::fast_sample(&text[pos..end], shape, run_last, &mut row)
+            && Rules::fast_sample(&chunk.text[pos..end], shape, run_last, &mut row)
         {
             chunk.add_sample(line, &row, end - pos);
             run_last = Some(row.t);
@@ -272,51 +282,57 @@ fn parse_chunk(
                 n,
             });
             run_last = None;
-            others = true;
         }
         if n > end - pos {
             break; // a line over the limit: the merge stops there
         }
         pos = end;
     }
-    if others {
-        chunk.text = text;
-    }
     Ok(chunk)
 }
 
-/// Where the line at `text[pos..]` ends (after its newline, or at the end
-/// of the file), reading more of the file into `text` (read from file
-/// offset `start`) when the line goes on past it, and its length; a line
-/// over `MAX_TRACE_LINE_BYTES` is read up to one byte past the limit
-/// (its length is then that, enough to refuse it).
-fn line_end(
-    file: &File,
-    text: &mut Vec<u8>,
-    pos: usize,
-    start: u64,
-    size: u64,
-) -> std::io::Result<(usize, usize)> {
-    let mut from = pos;
-    loop {
-        if let Some(i) = text[from..].iter().position(|&b| b == b'\n') {
-            return Ok((from + i + 1, from + i + 1 - pos));
-        }
-        let read_to = start + text.len() as u64;
-        if read_to >= size {
-            return Ok((text.len(), text.len() - pos));
-        }
-        if text.len() - pos > limits::MAX_TRACE_LINE_BYTES {
-            return Ok((pos + limits::MAX_TRACE_LINE_BYTES + 1, text.len() - pos));
-        }
-        from = text.len();
-        let more = (size - read_to).min(64 << 10) as usize;
-        text.resize(from + more, 0);
-        file.read_exact_at(&mut text[from..], read_to)?;
-    }
-}
-
 impl Chunk {
+    /// Read `len` more bytes of the file (the text starts at file offset
+    /// `start`) after `text[..used]`.
+    fn read_more(&mut self, file: &File, start: u64, len: usize) -> std::io::Result<()> {
+        let want = self.used + len;
+        if self.text.len() < want {
+            self.text.resize(want, 0);
+        }
+        file.read_exact_at(&mut self.text[self.used..want], start + self.used as u64)?;
+        self.used = want;
+        Ok(())
+    }
+
+    /// Where the line at `text[pos..]` ends (after its newline, or at the
+    /// end of the file), reading more of the file when the line goes on
+    /// past the text, and its length; a line over `MAX_TRACE_LINE_BYTES`
+    /// is read up to one byte past the limit (its length is then that,
+    /// enough to refuse it).
+    fn line_end(
+        &mut self,
+        file: &File,
+        pos: usize,
+        start: u64,
+        size: u64,
+    ) -> std::io::Result<(usize, usize)> {
+        let mut from = pos;
+        loop {
+            if let Some(i) = self.text[from..self.used].iter().position(|&b| b == b'\n') {
+                return Ok((from + i + 1, from + i + 1 - pos));
+            }
+            let read_to = start + self.used as u64;
+            if read_to >= size {
+                return Ok((self.used, self.used - pos));
+            }
+            if self.used - pos > limits::MAX_TRACE_LINE_BYTES {
+                return Ok((pos + limits::MAX_TRACE_LINE_BYTES + 1, self.used - pos));
+            }
+            from = self.used;
+            self.read_more(file, start, (size - read_to).min(64 << 10) as usize)?;
+        }
+    }
+
     /// A fast-path sample of line `line`, `len` bytes long.
     fn add_sample(&mut self, line: usize, row: &fast_sample::Row, len: usize) {
         match self.pieces.last_mut() {
