@@ -136,3 +136,56 @@ fn sample(
         host,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Trace;
+
+    /// A replay and a load read through one reader: on every broken trace
+    /// they refuse with the same message, at the same line (the replay
+    /// had no cap on empty lines and no check of the end record's time).
+    #[test]
+    fn a_replay_refuses_what_the_loader_refuses_with_the_same_words() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/traces/healthy-1.jsonl");
+        let text = std::fs::read_to_string(fixture).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let samples: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("{\"type\":\"sample\""))
+            .collect();
+        let end = lines.len() - 1;
+        assert!(lines[end].starts_with("{\"type\":\"end\""));
+        type Edit = Box<dyn Fn(&mut Vec<String>)>;
+        let (a, b) = (samples[10], samples[11]);
+        let cases: Vec<Edit> = vec![
+            Box::new(|l| {
+                for _ in 0..crate::limits::MAX_BLANK_TRACE_LINES + 1 {
+                    l.insert(5, String::new());
+                }
+            }),
+            // The end record's time before the last sample's.
+            Box::new(move |l| {
+                let t = regex::Regex::new(r#""t":[0-9.e+]+"#).unwrap();
+                l[end] = t.replace(&l[end], "\"t\":0.5").into_owned();
+            }),
+            Box::new(move |l| {
+                let e = l.remove(end);
+                l.insert(b, e);
+            }),
+            Box::new(move |l| l.swap(a, b)),
+            Box::new(move |l| l[b] = "{\"type\":\"sample\"".into()),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (k, edit) in cases.iter().enumerate() {
+            let mut edited: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+            edit(&mut edited);
+            let path = dir.path().join(format!("{k}.jsonl"));
+            std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+            let loaded = Trace::load(&path).err().map(|e| e.to_string());
+            let streamed = stream(&path, &mut |_| true).err().map(|e| e.to_string());
+            assert!(loaded.is_some(), "case {k}");
+            assert_eq!(streamed, loaded, "case {k}");
+        }
+    }
+}
