@@ -8,9 +8,15 @@
 //! verdict, no report: what any checker must at least do.
 //!
 //! ```text
-//! cargo run --release --example check-floor -- TRACE.jsonl
+//! cargo run --release --example check-floor -- [--threads N] TRACE.jsonl
 //! ```
 //! Prints one line: samples, GPUs and the number of statistics computed.
+//!
+//! `--threads N` (default 1) is the N-thread floor: the lines after the
+//! header are split into N parts at line boundaries, each part parsed on a
+//! thread of its own into its own columns, the parts' columns appended in
+//! order, and the statistics computed on N threads (the series dealt out
+//! in turn). What any checker that uses N cores must at least do.
 
 use gpugate::stats::MetricStats;
 use gpugate::trace::{Header, Record};
@@ -136,17 +142,24 @@ impl<'de> Visitor<'de> for Values<'_> {
 }
 
 fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| {
-        eprintln!("usage: check-floor TRACE.jsonl");
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut threads = 1usize;
+    if args.first().is_some_and(|a| a == "--threads") && args.len() > 1 {
+        threads = args[1].parse().unwrap_or(0).max(1);
+        args.drain(..2);
+    }
+    let path = args.first().cloned().unwrap_or_else(|| {
+        eprintln!("usage: check-floor [--threads N] TRACE.jsonl");
         std::process::exit(2)
     });
     let file = std::fs::File::open(&path).unwrap_or_else(|e| {
         eprintln!("{path}: {e}");
         std::process::exit(2)
     });
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut line = String::new();
-    reader.read_line(&mut line).expect("header line");
+    let body = reader.read_line(&mut line).expect("header line") as u64;
     let header: Header = match serde_json::from_str::<Record>(line.trim_end()) {
         Ok(Record::Header(h)) => *h,
         _ => {
@@ -159,13 +172,71 @@ fn main() {
         header.gpu_columns.len(),
         header.host_columns.len(),
     );
-    let mut c = Columns {
+    let empty = || Columns {
         ngpu,
         ncols,
         gpu: vec![Vec::new(); ngpu * ncols],
         host: vec![Vec::new(); nhost],
         ..Default::default()
     };
+    // Part boundaries: after the first newline at or past an even split.
+    let mut bounds = vec![body];
+    for k in 1..threads as u64 {
+        bounds.push(next_line(
+            &path,
+            body + (size - body) * k / threads as u64,
+            size,
+        ));
+    }
+    bounds.push(size);
+    let parts: Vec<Columns> = std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                let path = &path;
+                s.spawn(move || parse_part(path, from, to, empty()))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut c = empty();
+    for p in parts {
+        c.times_ms.extend(p.times_ms);
+        c.warmup.extend(p.warmup);
+        for (all, part) in c
+            .gpu
+            .iter_mut()
+            .chain(&mut c.host)
+            .zip(p.gpu.into_iter().chain(p.host))
+        {
+            all.extend(part);
+        }
+    }
+    let stats = statistics(&c, threads);
+    println!(
+        "{} samples x {ngpu} GPUs: {stats} statistics",
+        c.times_ms.len()
+    );
+}
+
+/// The offset just after the first newline at or after `at` (or `size`).
+fn next_line(path: &str, at: u64, size: u64) -> u64 {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::io::BufReader::new(std::fs::File::open(path).expect("reopen"));
+    f.seek(SeekFrom::Start(at)).expect("seek");
+    let mut skipped = Vec::new();
+    let n = f.read_until(b'\n', &mut skipped).expect("read") as u64;
+    (at + n).min(size)
+}
+
+/// Parse the lines in `path[from..to]` into `c`.
+fn parse_part(path: &str, from: u64, to: u64, mut c: Columns) -> Columns {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).expect("reopen");
+    f.seek(SeekFrom::Start(from)).expect("seek");
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, f.take(to - from));
+    let mut line = String::new();
     loop {
         line.clear();
         if reader.read_line(&mut line).expect("read") == 0 {
@@ -177,45 +248,56 @@ fn main() {
             std::process::exit(2)
         }
     }
+    c
+}
 
-    // gate's statistics over the steady window, every series gate computes,
-    // each read as one contiguous slice.
+/// gate's statistics over the steady window, every series gate computes,
+/// each read as one contiguous slice, the series dealt out to `threads`
+/// threads; the number of statistics.
+fn statistics(c: &Columns, threads: usize) -> usize {
+    let (ngpu, ncols) = (c.ngpu, c.ncols);
     let steady: Vec<usize> = (0..c.times_ms.len()).filter(|&i| !c.warmup[i]).collect();
-    let finite = |series: &mut dyn Iterator<Item = f64>| -> Vec<f64> {
-        series.filter(|v| v.is_finite()).collect()
-    };
-    let mut stats = 0usize;
-    let mut keep = |s: Option<MetricStats>| {
-        if let Some(s) = s {
-            stats += 1;
-            std::hint::black_box(s);
-        }
-    };
-    let window =
-        |series: &[f32]| -> Vec<f64> { finite(&mut steady.iter().map(|&i| series[i] as f64)) };
-    for series in &c.gpu {
-        keep(MetricStats::from_finite(window(series)));
-    }
     let n = c.times_ms.len();
-    for col in 0..ncols {
-        let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
-        for g in 0..ngpu {
-            for (i, &v) in c.gpu[g * ncols + col].iter().enumerate() {
-                if v.is_finite() {
-                    sum[i] += v as f64;
-                    count[i] += 1;
+    // One job: a GPU series, a GPU column's mean over the GPUs, or a host series.
+    let jobs = c.gpu.len() + ncols + c.host.len();
+    let job = |j: usize| -> Option<MetricStats> {
+        let finite = |series: &mut dyn Iterator<Item = f64>| -> Vec<f64> {
+            series.filter(|v| v.is_finite()).collect()
+        };
+        let window =
+            |series: &[f32]| -> Vec<f64> { finite(&mut steady.iter().map(|&i| series[i] as f64)) };
+        if j < c.gpu.len() {
+            return MetricStats::from_finite(window(&c.gpu[j]));
+        }
+        let col = j - c.gpu.len();
+        if col < ncols {
+            let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
+            for g in 0..ngpu {
+                for (i, &v) in c.gpu[g * ncols + col].iter().enumerate() {
+                    if v.is_finite() {
+                        sum[i] += v as f64;
+                        count[i] += 1;
+                    }
                 }
             }
+            return MetricStats::from_finite(finite(
+                &mut steady.iter().map(|&i| sum[i] / count[i] as f64),
+            ));
         }
-        keep(MetricStats::from_finite(finite(
-            &mut steady.iter().map(|&i| sum[i] / count[i] as f64),
-        )));
-    }
-    for series in &c.host {
-        keep(MetricStats::from_finite(window(series)));
-    }
-    println!(
-        "{} samples x {ngpu} GPUs: {stats} statistics",
-        c.times_ms.len()
-    );
+        MetricStats::from_finite(window(&c.host[col - ncols]))
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let job = &job;
+                s.spawn(move || {
+                    (t..jobs).step_by(threads).filter_map(job).fold(0, |n, st| {
+                        std::hint::black_box(st);
+                        n + 1
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
 }

@@ -14,7 +14,7 @@
 //! `Signature::all()`), `--samples` steady samples after 20 of warm-up.
 
 use gpugate::synthetic::Signature;
-use gpugate::trace::{EndRecord, Record, SampleRecord, Trace};
+use gpugate::trace::{EndRecord, Record, SampleRecord, StopReason, Trace};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -125,7 +125,7 @@ fn main() {
             exit_code: Some(0),
             signal: None,
             target_wall_s: Some(end_t / 1000.0),
-            reason: "target_exited".into(),
+            reason: StopReason::TargetExited,
             metrics_file: t.end.as_ref().and_then(|e| e.metrics_file.clone()),
             metrics_file_problem: None,
             target_gpus: None,

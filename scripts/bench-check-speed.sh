@@ -11,12 +11,16 @@
 #   gate   `gate check --replay` against a baseline captured from the same trace
 #   floor  examples/check-floor.rs: serde straight into column-major f32
 #          series + gate's statistics for every column (one thread)
+#   floor2 the same on two threads (`check-floor --threads 2`: the lines
+#          split in two at a line boundary, parsed side by side, the
+#          statistics dealt out to two threads): the wall-time yardstick
 #   python scripts/naive_check.py: json.loads + numpy percentiles (up to
 #          PYTHON_MAX_HOURS, default 1)
 #   old    (optional, --old PATH) another gate binary, e.g. main before a change
 #          (up to OLD_MAX_HOURS, default all sizes; also in the runs below)
-# and prints medians of CPU seconds (user+sys), wall seconds and peak RSS,
-# the median of the per-round ratios gate/floor, gate/old, and the growth
+# and prints medians of CPU seconds (user+sys), wall seconds, cores used
+# (CPU / wall) and peak RSS, the median of the per-round ratios of CPU
+# gate/floor, gate/old, of wall time gate/floor2, and the growth
 # exponent of CPU time between the smallest and the largest size
 # (log(cpu ratio) / log(size ratio); 1.00 is linear).
 #
@@ -27,22 +31,26 @@
 #            (one node file under NODES names; HTML size printed)
 #
 # Usage: scripts/bench-check-speed.sh [--hours "0.25 1 6 24"] [--rounds 3]
-#        [--nodes 64] [--old PATH]
+#        [--nodes 64] [--old PATH] [--no-extra]
+# (--no-extra: only the side-by-side sizes, not the capture, report and
+# multi-node runs after them)
 # Needs /usr/bin/time (apt-get install time) and python3 with numpy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-hours="0.25 1 6 24"; rounds=3; nodes=64; old=""
+hours="0.25 1 6 24"; rounds=3; nodes=64; old=""; extra=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hours) hours=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --old) old=$2; shift 2 ;;
-    *) echo "usage: $0 [--hours \"0.25 1 6 24\"] [--rounds N] [--nodes N] [--old PATH]" >&2; exit 2 ;;
+    --no-extra) extra=0; shift ;;
+    *) echo "usage: $0 [--hours \"0.25 1 6 24\"] [--rounds N] [--nodes N] [--old PATH] [--no-extra]" >&2; exit 2 ;;
   esac
 done
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
-python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy)" >&2; exit 2; }
+# numpy only for the python contender (PYTHON_MAX_HOURS=0 leaves it out).
+[[ ${PYTHON_MAX_HOURS:-1} == 0 ]] || python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy, or PYTHON_MAX_HOURS=0)" >&2; exit 2; }
 work=$(mktemp -d /tmp/gate-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -76,7 +84,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "gate:    $($gate --version), GATE_THREADS=${GATE_THREADS:-all cores}${old:+; old: $old}"
 echo "input:   $src tiled to 8 GPUs at 100 ms; $rounds interleaved rounds per size"
 echo
-printf '| trace | MB | contender | CPU s (median) | wall s | peak RSS MB | us CPU per GPU-sample |\n|---|---|---|---|---|---|---|\n'
+printf '| trace | MB | contender | CPU s (median) | wall s | cores | peak RSS MB | us CPU per GPU-sample |\n|---|---|---|---|---|---|---|---|\n'
 declare -A ratio_lines cpu_of
 first_h=""; last_h=""
 for h in $hours; do
@@ -85,7 +93,7 @@ for h in $hours; do
   "$mk" --tile "$src" --gpus 8 --samples "$samples" -o "$big" 2>/dev/null
   mb=$(( $(stat -c %s "$big") / 1000000 ))
   "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
-  contenders=(gate floor)
+  contenders=(gate floor floor2)
   [[ $(awk -v h="$h" -v m="${PYTHON_MAX_HOURS:-1}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(python)
   [[ -n $old && $(awk -v h="$h" -v m="${OLD_MAX_HOURS:-1000}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(old)
   rm -f "$work"/*.times
@@ -97,6 +105,7 @@ for h in $hours; do
         gate) time_one gate "$gate" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
         old) time_one old "$old" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
         floor) time_one floor "$floor" "$big" ;;
+        floor2) time_one floor2 "$floor" --threads 2 "$big" ;;
         python) time_one python python3 scripts/naive_check.py "$big" ;;
       esac
     done
@@ -105,25 +114,31 @@ for h in $hours; do
     cpu=$(col "$c" 1 | median); wall=$(col "$c" 2 | median); rss=$(col "$c" 3 | median)
     cpu_of[$h-$c]=$cpu
     per=$(awk -v c="$cpu" -v s="$samples" 'BEGIN {printf "%.2f", c * 1e6 / (s * 8)}')
-    printf '| 8 GPU x %s h | %s | %s | %s | %s | %d | %s |\n' "$h" "$mb" "$c" "$cpu" "$wall" $((rss / 1024)) "$per"
+    cores=$(paste -d' ' <(col "$c" 1) <(col "$c" 2) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    printf '| 8 GPU x %s h | %s | %s | %s | %s | %s | %d | %s |\n' "$h" "$mb" "$c" "$cpu" "$wall" "$cores" $((rss / 1024)) "$per"
   done
   for c in floor python old; do
     [[ -f $work/$c.times ]] || continue
     ratio_lines[$h-$c]=$(paste -d' ' <(col gate 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
-    echo "|   | | paired CPU ratio gate/$c | ${ratio_lines[$h-$c]} | | | |"
+    echo "|   | | paired CPU ratio gate/$c | ${ratio_lines[$h-$c]} | | | | |"
   done
+  if [[ -f $work/floor2.times ]]; then
+    ratio_lines[$h-wall]=$(paste -d' ' <(col gate 2) <(col floor2 2) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    echo "|   | | paired wall ratio gate/floor2 | | ${ratio_lines[$h-wall]} | | | |"
+  fi
   [[ -z $first_h ]] && first_h=$h
   last_h=$h
   # Keep the largest trace for the capture and report runs below.
   [[ $h == "${hours##* }" ]] || rm -f "$big"
 done
 echo
-echo "Paired ratios of CPU time (median over rounds of gate / other, same round):"
+echo "Paired ratios of CPU time, and of wall time to floor2 (median over rounds of gate / other, same round):"
 for h in $hours; do
   line="  8 GPU x $h h:"
   for c in floor python old; do
     [[ -n ${ratio_lines[$h-$c]:-} ]] && line+=" gate/$c ${ratio_lines[$h-$c]}"
   done
+  [[ -n ${ratio_lines[$h-wall]:-} ]] && line+="; wall gate/floor2 ${ratio_lines[$h-wall]}"
   echo "$line"
 done
 if [[ $first_h != "$last_h" ]]; then
@@ -135,6 +150,7 @@ if [[ $first_h != "$last_h" ]]; then
   done
 fi
 
+[[ $extra == 1 ]] || exit 0
 # Capture of 3 runs and report, at the largest size.
 big=$work/big-${last_h}h.jsonl
 ln "$big" "$work/run2.jsonl"; ln "$big" "$work/run3.jsonl"

@@ -144,9 +144,194 @@ fn warn_fewer_threads(started: usize, wanted: usize, e: &std::io::Error) {
     }
 }
 
+/// Whether this thread is a worker of `map` or `ordered`: work started
+/// here runs on this thread (the threads do not multiply).
+pub fn in_worker() -> bool {
+    IN_WORKER.with(Cell::get)
+}
+
+/// `make(i)` for every `i` in `0..n` on up to `threads` worker threads,
+/// each result handed to `take` on this thread in the order of `i`, with
+/// at most `ahead` results made and not yet taken (memory stays bounded
+/// whatever `n`). An error from `take` stops the work and is returned.
+/// For one trace parsed in chunks (`trace::chunks`).
+pub fn ordered<R: Send, E>(
+    threads: usize,
+    n: usize,
+    ahead: usize,
+    make: impl Fn(usize) -> R + Sync,
+    mut take: impl FnMut(R) -> Result<(), E>,
+) -> Result<(), E> {
+    let workers = threads.min(n);
+    if workers <= 1 || in_worker() {
+        return (0..n).try_for_each(|i| take(make(i)));
+    }
+    let ahead = ahead.max(1);
+    let state = std::sync::Mutex::new(Ordered {
+        next_make: 0,
+        next_take: 0,
+        made: std::collections::BTreeMap::new(),
+        stop: false,
+        failed: false,
+    });
+    let (ready, room) = (std::sync::Condvar::new(), std::sync::Condvar::new());
+    let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
+    // One worker: the next index, when the results wait for room no more.
+    let work = || {
+        let _guard = Stopper(&state, &ready, &room);
+        loop {
+            let i = {
+                let mut st = lock();
+                while !st.stop && st.next_make < n && st.next_make >= st.next_take + ahead {
+                    st = room.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                if st.stop || st.next_make >= n {
+                    break;
+                }
+                st.next_make += 1;
+                st.next_make - 1
+            };
+            let r = make(i);
+            lock().made.insert(i, r);
+            ready.notify_all();
+        }
+    };
+    std::thread::scope(|s| {
+        let mut started = 0;
+        for k in 0..workers {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, || {
+                IN_WORKER.with(|w| w.set(true));
+                work()
+            });
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    warn_fewer_threads(k, workers, &e);
+                    break;
+                }
+            }
+        }
+        let result = take_in_order(n, started, &state, &ready, &room, &make, &mut take);
+        lock().stop = true;
+        room.notify_all();
+        result
+    })
+}
+
+/// What the workers of `ordered` share.
+struct Ordered<R> {
+    next_make: usize,
+    next_take: usize,
+    made: std::collections::BTreeMap<usize, R>,
+    stop: bool,
+    /// A worker panicked: nothing more will come (the scope re-raises it).
+    failed: bool,
+}
+
+/// Ends a worker of `ordered`: when it panicked, everyone stops.
+struct Stopper<'a, R>(
+    &'a std::sync::Mutex<Ordered<R>>,
+    &'a std::sync::Condvar,
+    &'a std::sync::Condvar,
+);
+
+impl<R> Drop for Stopper<'_, R> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut st = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            st.stop = true;
+            st.failed = true;
+            drop(st);
+            self.1.notify_all();
+            self.2.notify_all();
+        }
+    }
+}
+
+/// The taking side of `ordered`: each result in order (made here when no
+/// worker could be started).
+fn take_in_order<R, E>(
+    n: usize,
+    started: usize,
+    state: &std::sync::Mutex<Ordered<R>>,
+    ready: &std::sync::Condvar,
+    room: &std::sync::Condvar,
+    make: &(impl Fn(usize) -> R + Sync),
+    take: &mut impl FnMut(R) -> Result<(), E>,
+) -> Result<(), E> {
+    if started == 0 {
+        return (0..n).try_for_each(|i| take(make(i)));
+    }
+    for i in 0..n {
+        let r = {
+            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(r) = st.made.remove(&i) {
+                    st.next_take = i + 1;
+                    break Some(r);
+                }
+                if st.failed {
+                    break None;
+                }
+                st = ready.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        room.notify_all();
+        match r {
+            Some(r) => take(r)?,
+            // A worker panicked: the scope's join raises it.
+            None => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ordered` hands the results over in order, never more than `ahead`
+    /// made and not taken, and stops at the first error of `take`.
+    #[test]
+    fn ordered_results_come_in_order_within_the_lookahead() {
+        let made = AtomicUsize::new(0);
+        let taken = AtomicUsize::new(0);
+        let mut seen = Vec::new();
+        let r: Result<(), ()> = ordered(
+            4,
+            500,
+            3,
+            |i| {
+                let m = made.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(m <= taken.load(Ordering::SeqCst) + 3 + 4, "{m} made");
+                std::thread::yield_now();
+                i * 2
+            },
+            |v| {
+                taken.fetch_add(1, Ordering::SeqCst);
+                seen.push(v);
+                Ok(())
+            },
+        );
+        assert!(r.is_ok());
+        assert_eq!(seen, (0..500).map(|i| i * 2).collect::<Vec<_>>());
+        let mut n = 0;
+        let r = ordered(
+            3,
+            1000,
+            2,
+            |i| i,
+            |i| {
+                n += 1;
+                if i == 17 {
+                    Err(i)
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!((r, n), (Err(17), 18));
+    }
 
     #[test]
     fn results_come_back_in_input_order_on_any_thread_count() {

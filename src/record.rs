@@ -26,7 +26,7 @@ use crate::sampler::CpuProfile;
 use crate::target::{self, Target};
 use crate::trace::{
     round_value, EndRecord, EventKind, EventRecord, Fingerprint, Header, OutputRecord, Record,
-    SampleRecord, TraceWriter, SCHEMA_VERSION,
+    SampleRecord, StopReason, TraceWriter, SCHEMA_VERSION,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -302,7 +302,7 @@ fn close_failed(
         exit_code: exit.and_then(|e| e.code),
         signal: exit.and_then(|e| e.signal),
         target_wall_s: None,
-        reason: "error".into(),
+        reason: StopReason::Error,
         metrics_file: None,
         metrics_file_problem: None,
         target_gpus: None,
@@ -800,13 +800,13 @@ fn stop_reason(
     now: Instant,
     keep_going: bool,
     clock: Clock,
-) -> Result<Option<&'static str>, GateError> {
+) -> Result<Option<StopReason>, GateError> {
     if target.poll_exit().is_some() {
-        return Ok(Some("target_exited"));
+        return Ok(Some(StopReason::TargetExited));
     }
     let elapsed = clock.since(now);
     let reason = if !keep_going {
-        "stopped"
+        StopReason::Stopped
     } else if let Some(sig) = target::interrupt_signal() {
         // Forwarded as received (Ctrl-C, SIGTERM, a hang-up), to the
         // whole tree.
@@ -819,7 +819,7 @@ fn stop_reason(
             )
         }))?;
         target.stop(sig, target::STOP_GRACE);
-        return Ok(Some("interrupted"));
+        return Ok(Some(StopReason::Interrupted));
     } else if !output.warmup_released() && elapsed >= plan.warmup_timeout {
         // A pattern that never matches must not hold the run open.
         writer.write(&Record::Event(event(
@@ -830,7 +830,7 @@ fn stop_reason(
                 crate::limits::duration_text(plan.warmup_timeout)
             ),
         )))?;
-        "warmup_timeout"
+        StopReason::WarmupTimeout
     } else if elapsed >= crate::limits::MAX_RECORDING {
         writer.write(&Record::Event(event(
             clock.ms(now),
@@ -840,7 +840,7 @@ fn stop_reason(
                 crate::limits::duration_text(crate::limits::MAX_RECORDING)
             ),
         )))?;
-        "duration_reached"
+        StopReason::DurationReached
     } else {
         // The window counts from the end of warm-up: the later of --warmup
         // and the --warmup-until line.
@@ -853,7 +853,7 @@ fn stop_reason(
         if !window_over {
             return Ok(None);
         }
-        "duration_reached"
+        StopReason::DurationReached
     };
     target.stop(libc::SIGTERM, target::STOP_GRACE);
     Ok(Some(reason))
@@ -870,11 +870,11 @@ fn finish(
     target: &mut Target,
     progress: &Progress,
     output: &mut OutputKeeper,
-    reason: &str,
+    reason: StopReason,
     clock: Clock,
 ) -> Result<EndRecord, GateError> {
     let exit = target.wait();
-    if reason == "target_exited" {
+    if reason == StopReason::TargetExited {
         // `sh -c 'server & exit 0'`: what the command left running is
         // stopped, not orphaned.
         let left = target.stop_leftovers(target::STOP_GRACE);
@@ -947,7 +947,7 @@ fn finish(
             (Some(s), Some(e)) => Some(round_value(e.at.duration_since(s).as_secs_f64())),
             _ => None,
         },
-        reason: reason.to_string(),
+        reason,
         metrics_file,
         metrics_file_problem,
         target_gpus: match (gpu_sampler, &plan.gpu) {

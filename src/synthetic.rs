@@ -866,7 +866,7 @@ fn closing(sig: &Signature, ngpu: usize, total: usize, end_t: f64, out: &mut Vec
         exit_code,
         signal: sig.signal,
         target_wall_s: Some(end_t / 1000.0),
-        reason: "target_exited".into(),
+        reason: crate::trace::StopReason::TargetExited,
         metrics_file: sig
             .metrics_file
             .then(|| format!("throughput_samples_per_s={:.1}\n", sig.samples_per_s)),

@@ -1,273 +1,41 @@
-//! The trace: what `gate record` writes and every other command reads.
+//! The trace: what `gate record` writes and every other command reads, and
+//! a trace loaded in memory (`Trace`).
 //!
-//! Format (schema_version 1): JSON Lines, one record per line.
-//! - line 1: `{"type":"header", ...}` environment fingerprint, settings, and
-//!   the column names of the per-GPU and host sample vectors;
-//! - then any number of `sample`, `event`, `processes` and `output` records,
-//!   in time order;
-//! - last: `{"type":"end", ...}`. A trace without it was cut short (crash,
-//!   kill, full disk): readers keep the complete prefix and say so.
-//!
-//! Samples are column vectors (`g`: one array per GPU, `h`: host) rather than
-//! objects, so a 1-hour, 8-GPU trace at 100 ms stays well under 100 MB.
-//! Missing or unsupported values are `null`, never 0. Readers find columns
-//! by the header's names, so a column added later (the per-role host
-//! columns) needs no new `schema_version`: older traces lack it and read
-//! it as missing.
-//!
-//! The writer flushes at least once a second and writes to `PATH.partial`,
-//! renaming onto `PATH` only when the recording ends: a crash leaves a
-//! readable `.partial` prefix (all but the last second at most) and never
-//! replaces a good trace.
+//! - `format`: the types of the format's lines (JSON Lines: a header, then
+//!   samples, events, process lists and output lines in time order, an end
+//!   record last);
+//! - `read`: the one reader every consumer uses (load, `--replay`, `gate
+//!   watch --replay`), with the format's rules;
+//! - `chunks`: a long plain trace parsed on every core, in chunks split at
+//!   line boundaries and merged in order, through the same rules;
+//! - `write`: the writer (`PATH.partial`, renamed when the recording ends);
+//! - `columns`: the loaded sample values, a series per GPU and metric;
+//! - `validity`: which samples count; `nogpm`: GPM-stripped twins.
 
-/// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`).
-pub mod nogpm;
-/// Which samples count: rules shared by the recorder and this loader.
-pub mod validity;
-
-use crate::error::GateError;
-use crate::{files, limits};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
-
+/// One long plain trace parsed on every core.
+mod chunks;
 /// The sample values in columns: in memory, or a scratch file for long traces.
 pub mod columns;
 mod fast_sample;
-pub use columns::{spill_bytes, spill_mb_from_env, Columns, SPILL_ENV};
+/// The format's types.
+pub mod format;
+/// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`).
+pub mod nogpm;
+/// The one streaming reader of a trace.
+pub mod read;
+/// Which samples count: rules shared by the recorder and this loader.
+pub mod validity;
+/// The trace writer.
+pub mod write;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
+pub use format::*;
+pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
+pub use write::{partial_path, round_value, write_sample_line, TraceWriter};
 
-/// The first bytes of a zstd frame: how a compressed trace is recognised.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-/// zstd level for `.jsonl.zst` traces: level 3 (zstd's default) compresses
-/// real traces ~8x at a few tens of microseconds per sampling tick.
-const ZSTD_LEVEL: i32 = 3;
-
-/// True when `path` names a compressed trace (`.zst`): the writer then
-/// compresses. Readers look at the content instead.
-pub fn is_compressed_path(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("zst"))
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields)]
-pub struct HostInfo {
-    pub hostname: String,
-    pub cpu_model: String,
-    pub cpu_count: u32,
-    pub kernel: String,
-    pub os: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields)]
-pub struct GpuInfo {
-    pub index: u32,
-    pub uuid: String,
-    pub name: String,
-    #[serde(default)]
-    pub pci_bus_id: String,
-    #[serde(default)]
-    pub memory_total_mib: f64,
-    #[serde(default)]
-    pub power_limit_w: Option<f64>,
-    #[serde(default)]
-    pub mig_enabled: Option<bool>,
-    #[serde(default)]
-    pub ecc_enabled: Option<bool>,
-    #[serde(default)]
-    pub gpm_supported: bool,
-    /// Metric ids this GPU cannot report (recorded as null, never 0).
-    #[serde(default)]
-    pub unsupported: Vec<String>,
-}
-
-/// Everything that must match for two runs to be comparable, plus provenance.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields)]
-pub struct Fingerprint {
-    pub host: HostInfo,
-    pub gpus: Vec<GpuInfo>,
-    pub driver_version: Option<String>,
-    pub nvml_version: Option<String>,
-    pub cuda_driver_version: Option<String>,
-}
-
-impl Fingerprint {
-    pub fn gpu_model(&self) -> String {
-        self.gpus
-            .first()
-            .map(|g| g.name.clone())
-            .unwrap_or_else(|| "none".into())
-    }
-
-    pub fn driver_major(&self) -> Option<String> {
-        self.driver_version
-            .as_deref()
-            .and_then(|v| v.split('.').next())
-            .map(str::to_string)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields)]
-pub struct Header {
-    pub schema_version: u32,
-    pub gate_version: String,
-    /// Wall-clock start, RFC 3339 UTC.
-    pub start_time: String,
-    pub interval_ms: u64,
-    pub warmup_ms: u64,
-    pub duration_ms: Option<u64>,
-    /// argv of the launched command; empty when attached to a PID.
-    pub command: Vec<String>,
-    pub attach_pid: Option<u32>,
-    pub tags: BTreeMap<String, String>,
-    pub fingerprint: Fingerprint,
-    /// Column names of each per-GPU sample vector.
-    pub gpu_columns: Vec<String>,
-    /// Column names of the host sample vector.
-    pub host_columns: Vec<String>,
-    /// Free text: where and how a fixture was made.
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SampleRecord {
-    /// Milliseconds since the recording started (monotonic clock).
-    pub t: f64,
-    /// True for warm-up samples (kept, excluded from statistics).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub w: bool,
-    /// One vector per GPU, in the header's `gpu_columns` order.
-    pub g: Vec<Vec<Option<f64>>>,
-    /// Host vector, in the header's `host_columns` order.
-    pub h: Vec<Option<f64>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    TargetStart,
-    TargetExit,
-    Xid,
-    NvmlError,
-    GpmInvalid,
-    LateSample,
-    OutputTruncated,
-    Note,
-    /// A framework found in the target's mapped libraries (message: its
-    /// name, `diagnose::framework`); one event per framework.
-    Framework,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct EventRecord {
-    pub t: f64,
-    pub kind: EventKind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// Exit code for `target_exit`, Xid number for `xid`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<i64>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessInfo {
-    pub pid: u32,
-    pub name: String,
-    #[serde(default)]
-    pub cmdline: String,
-    /// Part of the target's process tree.
-    pub in_target: bool,
-    #[serde(default)]
-    pub gpu_mem_mib: Option<f64>,
-    #[serde(default)]
-    pub sm_share_pct: Option<f64>,
-    #[serde(default)]
-    pub cpu_pct: Option<f64>,
-    #[serde(default)]
-    pub rss_mib: Option<f64>,
-}
-
-/// Who is on a GPU; written when the set of PIDs changes and at the end.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessesRecord {
-    pub t: f64,
-    pub gpu: u32,
-    pub procs: Vec<ProcessInfo>,
-}
-
-/// How the recorder's `note` event that ends a `--warmup-until` warm-up
-/// begins (the matched line follows): user metrics count from it.
-pub const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
-
-/// How the recorder's `note` event that closes the measured window at an
-/// `--until` line begins (the matched line follows): every statistic and
-/// user metric ends there.
-pub const WINDOW_CLOSED_NOTE: &str = "window closed by --until at output line: ";
-
-/// One line the target printed on stdout (kept so user metrics can be
-/// parsed from a replayed trace).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OutputRecord {
-    pub t: f64,
-    pub line: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct EndRecord {
-    pub t: f64,
-    pub samples: u64,
-    pub late_samples: u64,
-    /// Exit code of the launched command (None when attached or killed by a signal).
-    pub exit_code: Option<i32>,
-    #[serde(default)]
-    pub signal: Option<i32>,
-    /// Wall time of the target, seconds (launch to exit), when launched.
-    pub target_wall_s: Option<f64>,
-    /// Why the recording stopped: "target_exited", "duration_reached",
-    /// "interrupted", "warmup_timeout" (`--warmup-until` never matched), or
-    /// "error" (gate failed; only in a `.partial`).
-    pub reason: String,
-    /// Contents of the `--metrics-file` the benchmark wrote, if any.
-    #[serde(default)]
-    pub metrics_file: Option<String>,
-    /// Why nothing of `--metrics-file` was kept (absent, written before the
-    /// run, too large...): `metric_sources::keep`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_file_problem: Option<crate::metric_sources::MetricsFileProblem>,
-    /// GPUs (NVML indices) on which the target's process tree was seen.
-    /// When GPUs were not chosen with `--gpu`, statistics use these only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_gpus: Option<Vec<u32>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Record {
-    Header(Box<Header>),
-    Sample(SampleRecord),
-    Event(EventRecord),
-    Processes(ProcessesRecord),
-    Output(OutputRecord),
-    End(EndRecord),
-}
+use crate::error::GateError;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 /// A trace loaded in memory, its samples in `Columns`.
 #[derive(Debug, Clone, Default)]
@@ -372,7 +140,7 @@ impl Trace {
         let exited = self
             .end
             .as_ref()
-            .is_some_and(|e| e.reason == "target_exited");
+            .is_some_and(|e| e.reason == StopReason::TargetExited);
         if !exited || self.gpu_count() == 0 {
             return 0;
         }
@@ -517,16 +285,39 @@ impl Trace {
     }
 
     /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
-    /// other malformed line is an error naming the file and line.
+    /// other malformed line is an error naming the file and line. A long
+    /// plain trace is parsed on every core (`chunks`, `GATE_THREADS`), to
+    /// the same values as on one.
     pub fn load(path: &Path) -> Result<Trace, GateError> {
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        Self::read_with(open_reader(path)?, path, true, size, spill_bytes())
+        let threads = if crate::parallel::in_worker() {
+            1
+        } else {
+            chunks::threads()
+        };
+        Self::load_with(path, threads, chunks::CHUNK_BYTES, spill_bytes())
+    }
+
+    /// `load` on `threads` threads, in chunks of `chunk_bytes` (the tests
+    /// compare thread counts and chunk sizes), columns past `spill_at`
+    /// bytes in a scratch file.
+    pub fn load_with(
+        path: &Path,
+        threads: usize,
+        chunk_bytes: usize,
+        spill_at: usize,
+    ) -> Result<Trace, GateError> {
+        let file = read::open_file(path)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if threads > 1 && size > 2 * chunk_bytes as u64 && !read::is_compressed(&file) {
+            return chunks::load(&file, path, size, threads, chunk_bytes.max(1), spill_at);
+        }
+        Self::read_with(read::reader_of(file, path)?, path, true, size, spill_at)
     }
 
     /// Read a trace from `reader`; `path` names it in messages. Beyond the
     /// syntax, times are checked (finite, from 0 to
     /// `limits::MAX_TRACE_SPAN_MS`, samples in order, nothing after the end
-    /// record): every later stage indexes time slices by them.
+    /// record): every later stage indexes time slices by them (`read`).
     pub fn read<R: BufRead>(reader: R, path: &Path) -> Result<Trace, GateError> {
         Self::read_with(reader, path, true, 0, spill_bytes())
     }
@@ -538,223 +329,108 @@ impl Trace {
     /// guess too large costs address space, not memory: pages never
     /// written are never resident). Columns past `spill_at` bytes go to a
     /// scratch file (`columns`).
-    fn read_with<R: BufRead>(
-        mut reader: R,
+    pub(crate) fn read_with<R: BufRead>(
+        reader: R,
         path: &Path,
         fast_samples: bool,
         size_bytes: u64,
         spill_at: usize,
     ) -> Result<Trace, GateError> {
-        let mut read_bytes = 0u64;
-        let mut sized = size_bytes == 0;
+        let mut lines = TraceReader::new(reader, path, fast_samples);
         let mut trace = Trace {
             path: path.to_path_buf(),
             ..Default::default()
         };
-        let mut bytes = Vec::new();
-        let mut lineno = 0usize;
-        let mut have_header = false;
-        let mut end_line = 0usize;
-        let mut row = fast_sample::Row::default();
-        let mut blank_lines = 0usize;
-        loop {
-            bytes.clear();
-            let n = match read_line_capped(&mut reader, &mut bytes, limits::MAX_TRACE_LINE_BYTES) {
-                Ok(n) => n,
-                // A zstd stream whose writer died: the frame never ended.
-                // Like a cut-off line, keep the complete prefix.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && have_header => {
-                    trace.truncated = true;
-                    break;
-                }
-                // A size limit: the message says which.
-                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
-                    return Err(GateError::bad_file(path, e.to_string()))
-                }
-                Err(e) => {
-                    return Err(GateError::bad_file(
-                        path,
-                        format!("line {}: read error: {e}", lineno + 1),
-                    ))
-                }
-            };
-            if n == 0 {
-                break;
-            }
-            lineno += 1;
-            read_bytes += n as u64;
-            if n > limits::MAX_TRACE_LINE_BYTES {
-                return Err(GateError::bad_file(
-                    path,
-                    format!(
-                        "line {lineno}: longer than the {} limit for one trace record (docs/limits.md); the trace is corrupt, record it again",
-                        limits::bytes_text(limits::MAX_TRACE_LINE_BYTES as u64)
-                    ),
-                ));
-            }
-            let complete = bytes.ends_with(b"\n");
-            // Nearly every line is a sample: straight into the columns.
-            if fast_samples
-                && have_header
-                && end_line == 0
-                && trace.push_sample_line(&bytes, &mut row, spill_at, path)?
-            {
-                if !sized {
-                    sized = true;
-                    // At most 2 bytes of the file per value reserved (a
-                    // value takes at least a digit and a comma).
-                    let more = (size_bytes.saturating_sub(read_bytes) / n as u64) as usize;
-                    trace.times_ms.reserve(more);
-                    trace.warmup.reserve(more);
-                    trace
-                        .columns
-                        .reserve(more, spill_at)
-                        .map_err(|e| spill_error(path, e))?;
-                }
-                continue;
-            }
-            let Ok(line) = std::str::from_utf8(&bytes) else {
-                if !complete && have_header {
-                    // The writer died mid-character: keep the complete prefix.
-                    trace.truncated = true;
-                    break;
-                }
-                return Err(GateError::bad_file(
-                    path,
-                    format!("line {lineno}: not UTF-8 text; the trace is corrupt, record it again"),
-                ));
-            };
-            let text = line.trim_end();
-            if text.is_empty() {
-                blank_lines += 1;
-                if blank_lines > limits::MAX_BLANK_TRACE_LINES {
-                    return Err(GateError::bad_file(
-                        path,
-                        format!(
-                            "line {lineno}: more than {} empty lines: not a trace as gate writes them (docs/limits.md)",
-                            limits::MAX_BLANK_TRACE_LINES
-                        ),
-                    ));
-                }
-                continue;
-            }
-            let record: Record = match serde_json::from_str(text) {
-                Ok(r) => r,
-                Err(_) if !complete && have_header => {
-                    // The writer died mid-line: keep the complete prefix.
-                    trace.truncated = true;
-                    break;
-                }
-                Err(e) => {
-                    if lineno == 1 {
-                        return Err(header_error(path, text, e));
+        let mut sized = size_bytes == 0;
+        let mut block = RowBlock::default();
+        while let Some(item) = lines.next_item()? {
+            match item {
+                // Nearly every line is a sample: rows go into the columns
+                // a block at a time.
+                Item::Sample {
+                    t_ms,
+                    warmup,
+                    gpu,
+                    host,
+                } => {
+                    trace.times_ms.push(t_ms);
+                    trace.warmup.push(warmup);
+                    block.push(gpu, host);
+                    if !sized {
+                        sized = true;
+                        let (read, n) = lines.consumed();
+                        trace
+                            .reserve(size_bytes.saturating_sub(read) / n.max(1) as u64, spill_at)?;
                     }
-                    return Err(GateError::bad_file(
-                        path,
-                        format!(
-                            "line {lineno}, column {}: {e}; the trace is corrupt, record it again",
-                            e.column()
-                        ),
-                    ));
-                }
-            };
-            match record {
-                Record::Header(h) => {
-                    if have_header {
-                        return Err(GateError::bad_file(
-                            path,
-                            format!("line {lineno}: a second header"),
-                        ));
+                    if block.is_full() {
+                        trace.push_block(&mut block, spill_at)?;
                     }
-                    if h.schema_version != SCHEMA_VERSION {
-                        return Err(GateError::bad_file(
-                            path,
-                            format!(
-                                "trace schema_version {} is not supported (this gate reads {}); re-record with this gate version",
-                                h.schema_version, SCHEMA_VERSION
-                            ),
-                        ));
-                    }
-                    trace.header = *h;
-                    trace.columns = Columns::new(
-                        trace.header.fingerprint.gpus.len(),
-                        trace.header.gpu_columns.len(),
-                        trace.header.host_columns.len(),
-                    );
-                    have_header = true;
                 }
-                _ if !have_header => {
-                    return Err(GateError::bad_file(
-                        path,
-                        "line 1: not a gate trace (the first line must be the header record)",
-                    ))
-                }
-                _ if end_line > 0 => {
-                    return Err(GateError::bad_file(
-                        path,
-                        format!(
-                            "line {lineno}: a record after the end record (line {end_line}); the trace was edited or joined with another, record it again"
-                        ),
-                    ))
-                }
-                Record::Sample(s) => {
-                    check_time(s.t, path, lineno)?;
-                    if let Some(&prev) = trace.times_ms.last() {
-                        if s.t < prev {
-                            return Err(GateError::bad_file(
-                                path,
-                                format!(
-                                    "line {lineno}: sample time {} ms is before the previous sample's ({prev} ms); samples must be in time order, record the trace again",
-                                    s.t
-                                ),
-                            ));
-                        }
-                    }
-                    trace.push_sample(s, path, lineno, spill_at)?
-                }
-                Record::Event(e) => {
-                    check_time(e.t, path, lineno)?;
-                    trace.events.push(e)
-                }
-                Record::Processes(p) => {
-                    check_time(p.t, path, lineno)?;
-                    trace.processes.push(p)
-                }
-                Record::Output(o) => {
-                    check_time(o.t, path, lineno)?;
-                    trace.output.push(o)
-                }
-                Record::End(e) => {
-                    check_time(e.t, path, lineno)?;
-                    if let Some(&last) = trace.times_ms.last() {
-                        if e.t < last {
-                            return Err(GateError::bad_file(
-                                path,
-                                format!(
-                                    "line {lineno}: the end record's time {} ms is before the last sample's ({last} ms); the trace is corrupt, record it again",
-                                    e.t
-                                ),
-                            ));
-                        }
-                    }
-                    end_line = lineno;
-                    trace.end = Some(e)
-                }
+                Item::Header(h) => trace.set_header(h.clone()),
+                Item::Record(r) => trace.take_record(r),
             }
         }
-        if !have_header {
-            return Err(GateError::bad_file(path, "empty file: not a gate trace"));
+        trace.push_block(&mut block, spill_at)?;
+        trace.truncated = lines.cut_short();
+        trace.finish_load()
+    }
+
+    /// The header read: columns of its shape.
+    fn set_header(&mut self, header: Header) {
+        self.header = header;
+        self.columns = Columns::new(
+            self.header.fingerprint.gpus.len(),
+            self.header.gpu_columns.len(),
+            self.header.host_columns.len(),
+        );
+    }
+
+    /// Room for `more` samples (at most 2 bytes of the file per value: a
+    /// value takes at least a digit and a comma).
+    fn reserve(&mut self, more: u64, spill_at: usize) -> Result<(), GateError> {
+        let more = more as usize;
+        self.times_ms.reserve(more);
+        self.warmup.reserve(more);
+        let path = &self.path;
+        self.columns
+            .reserve(more, spill_at)
+            .map_err(|e| spill_error(path, e))
+    }
+
+    fn push_block(&mut self, block: &mut RowBlock, spill_at: usize) -> Result<(), GateError> {
+        let path = &self.path;
+        self.columns
+            .push_block(block, spill_at)
+            .map_err(|e| spill_error(path, e))
+    }
+
+    /// A record other than a header or a sample, kept.
+    fn take_record(&mut self, record: Record) {
+        match record {
+            Record::Event(e) => self.events.push(e),
+            Record::Processes(p) => self.processes.push(p),
+            Record::Output(o) => self.output.push(o),
+            Record::End(e) => self.end = Some(e),
+            Record::Header(_) | Record::Sample(_) => {
+                unreachable!("the reader hands these over as items of their own")
+            }
         }
-        if trace.end.is_none() {
-            trace.truncated = true;
+    }
+
+    /// After the last line: the columns finished, the GPUs the target used
+    /// kept, the validity rules applied and a window closed at recording.
+    fn finish_load(mut self) -> Result<Trace, GateError> {
+        if self.end.is_none() {
+            self.truncated = true;
         }
-        trace.columns.finish().map_err(|e| spill_error(path, e))?;
-        trace.keep_target_gpus();
-        trace.apply_validity_rules();
-        if let Some(t) = trace.note_time(WINDOW_CLOSED_NOTE) {
-            trace.close_window_at(t);
+        let path = &self.path;
+        self.columns.finish().map_err(|e| spill_error(path, e))?;
+        self.keep_target_gpus();
+        self.apply_validity_rules();
+        if let Some(t) = self.note_time(WINDOW_CLOSED_NOTE) {
+            self.close_window_at(t);
         }
-        Ok(trace)
+        Ok(self)
     }
 
     /// When the recorder chose the GPUs itself (no `--gpu`), it sampled every
@@ -779,69 +455,6 @@ impl Trace {
         self.processes.retain(|p| used.contains(&p.gpu));
     }
 
-    /// The fast path for a sample line in the writer's exact shape (see
-    /// `fast_sample`); false when the line needs the general parser.
-    fn push_sample_line(
-        &mut self,
-        line: &[u8],
-        row: &mut fast_sample::Row,
-        spill_at: usize,
-        path: &Path,
-    ) -> Result<bool, GateError> {
-        let (ngpu, ncols, nhost) = (
-            self.header.fingerprint.gpus.len(),
-            self.header.gpu_columns.len(),
-            self.header.host_columns.len(),
-        );
-        if !fast_sample::parse_into(line.trim_ascii_end(), ngpu, ncols, nhost, row) {
-            return Ok(false);
-        }
-        // The time checks of the general path: a failing line is re-read
-        // there, which names the problem.
-        let t = row.t;
-        let time_ok = t.is_finite()
-            && (0.0..=limits::MAX_TRACE_SPAN_MS).contains(&t)
-            && self.times_ms.last().is_none_or(|&p| t >= p);
-        if time_ok {
-            self.times_ms.push(t);
-            self.warmup.push(row.w);
-            self.columns
-                .push_row(&row.gpu, &row.host, spill_at)
-                .map_err(|e| spill_error(path, e))?;
-        }
-        Ok(time_ok)
-    }
-
-    fn push_sample(
-        &mut self,
-        s: SampleRecord,
-        path: &Path,
-        lineno: usize,
-        spill_at: usize,
-    ) -> Result<(), GateError> {
-        let ngpu = self.gpu_count();
-        let ncols = self.header.gpu_columns.len();
-        if s.g.len() != ngpu
-            || s.g.iter().any(|v| v.len() != ncols)
-            || s.h.len() != self.header.host_columns.len()
-        {
-            return Err(GateError::bad_file(
-                path,
-                format!(
-                    "line {lineno}: sample shape does not match the header's GPU list and columns"
-                ),
-            ));
-        }
-        self.times_ms.push(s.t);
-        self.warmup.push(s.w);
-        let value = |v: &Option<f64>| v.map(|x| x as f32).unwrap_or(f32::NAN);
-        let gpu: Vec<f32> = s.g.iter().flatten().map(value).collect();
-        let host: Vec<f32> = s.h.iter().map(value).collect();
-        self.columns
-            .push_row(&gpu, &host, spill_at)
-            .map_err(|e| spill_error(path, e))
-    }
-
     /// Free the sample columns (times, warm-up flags, values), keeping the
     /// header, events, processes, output and end record. For callers that
     /// have derived what they need from the samples and hold many traces
@@ -861,162 +474,12 @@ impl Trace {
 }
 
 /// The columns of `path` could not go to a scratch file.
-fn spill_error(path: &Path, e: std::io::Error) -> GateError {
+pub(crate) fn spill_error(path: &Path, e: std::io::Error) -> GateError {
     GateError::infra(format!(
         "'{}': a trace this long keeps its columns in a temporary file in '{}' (4 bytes per value: ~1 GB for 8 GPUs x 24 h at 100 ms), and {e}; set TMPDIR to a directory with room",
         path.display(),
         std::env::temp_dir().display()
     ))
-}
-
-/// Open a trace file for reading, as `Trace::load` does (a regular file
-/// within the size limit; zstd-compressed or plain, told by its first
-/// bytes): for readers that stream its lines (`gate watch --replay`).
-pub fn open_reader(path: &Path) -> Result<Box<dyn BufRead>, GateError> {
-    let file = files::open_input(path, limits::MAX_TRACE_BYTES).map_err(|e| {
-        let fix = if e.kind() == std::io::ErrorKind::NotFound {
-            "record one with 'gate record --output FILE -- CMD'"
-        } else {
-            "give a trace file written by 'gate record'"
-        };
-        GateError::bad_file(path, format!("cannot open trace: {e}; {fix}"))
-    })?;
-    let mut reader =
-        BufReader::with_capacity(1 << 20, files::Capped::new(file, limits::MAX_TRACE_BYTES));
-    // By content, not by name: `run.jsonl.zst.partial` (a recording cut
-    // short) and a renamed file read back the same.
-    let compressed = reader
-        .fill_buf()
-        .map(|b| b.starts_with(&ZSTD_MAGIC))
-        .unwrap_or(false);
-    if compressed {
-        let compressed_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let consumed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counted = CountingBufRead {
-            inner: reader,
-            consumed: consumed.clone(),
-        };
-        let decoder = zstd::stream::read::Decoder::with_buffer(counted).map_err(|e| {
-            GateError::bad_file(path, format!("cannot read zstd-compressed trace: {e}"))
-        })?;
-        // zstd decodes whole blocks ahead of the lines: its errors say
-        // where in the file they are, not only the line being read.
-        let decoder = ZstdWhere {
-            inner: decoder,
-            decoded: 0,
-            consumed,
-            size: compressed_bytes,
-        };
-        // What a few MB of zstd may expand to is bounded by its size
-        // (limits::MAX_ZSTD_EXPANSION), so memory and work stay in
-        // proportion to the file, not to what a bomb would become.
-        let cap = limits::zstd_expanded_cap(compressed_bytes);
-        let expanded = files::Capped::new(decoder, cap).with_message(format!(
-            "expands past {} ({} times its compressed size of {}, docs/limits.md): not a trace as gate writes them; if it is one, decompress it with 'zstd -d' and give the plain file",
-            limits::bytes_text(cap),
-            limits::MAX_ZSTD_EXPANSION,
-            limits::bytes_text(compressed_bytes)
-        ));
-        return Ok(Box::new(BufReader::with_capacity(1 << 20, expanded)));
-    }
-    Ok(Box::new(reader))
-}
-
-/// A buffered reader that counts the bytes its reader took (the zstd
-/// decoder's position in the compressed file).
-struct CountingBufRead<R> {
-    inner: R,
-    consumed: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl<R: BufRead> Read for CountingBufRead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.consumed
-            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for CountingBufRead<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, n: usize) {
-        self.consumed
-            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        self.inner.consume(n);
-    }
-}
-
-/// The zstd decoder, its errors saying where the stream broke (the
-/// compressed byte reached, the text decoded before it); the error's kind
-/// is kept (an unfinished frame stays `UnexpectedEof`: a cut trace).
-struct ZstdWhere<R> {
-    inner: R,
-    decoded: u64,
-    consumed: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    size: u64,
-}
-
-impl<R: Read> Read for ZstdWhere<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self.inner.read(buf) {
-            Ok(n) => {
-                self.decoded += n as u64;
-                Ok(n)
-            }
-            Err(e) => Err(std::io::Error::new(
-                e.kind(),
-                format!(
-                    "the zstd stream breaks past compressed byte {} of {} ({} decoded before it): {e}",
-                    self.consumed.load(std::sync::atomic::Ordering::Relaxed),
-                    self.size,
-                    limits::bytes_text(self.decoded)
-                ),
-            )),
-        }
-    }
-}
-
-/// One sample line parsed by the fast path `Trace::read` uses.
-#[derive(Debug, Default)]
-pub struct SampleRow {
-    pub t_ms: Vec<f64>,
-    pub warmup: Vec<bool>,
-    /// `[gpu][column]` flattened, NaN = missing.
-    pub gpu: Vec<f32>,
-    pub host: Vec<f32>,
-}
-
-/// Parse a sample line in the writer's exact shape into `row` (replacing
-/// what it held), for readers that stream (`gate watch --replay`); false
-/// when the line needs the general parser (serde, then `Record`).
-pub fn parse_sample_row(
-    line: &[u8],
-    ngpu: usize,
-    ncols: usize,
-    nhost: usize,
-    row: &mut SampleRow,
-) -> bool {
-    row.t_ms.clear();
-    row.warmup.clear();
-    let mut parsed = fast_sample::Row {
-        gpu: std::mem::take(&mut row.gpu),
-        host: std::mem::take(&mut row.host),
-        ..Default::default()
-    };
-    let ok = fast_sample::parse_into(line.trim_ascii_end(), ngpu, ncols, nhost, &mut parsed);
-    row.gpu = parsed.gpu;
-    row.host = parsed.host;
-    if ok {
-        row.t_ms.push(parsed.t);
-        row.warmup.push(parsed.w);
-    } else {
-        row.gpu.clear();
-        row.host.clear();
-    }
-    ok
 }
 
 /// The values of `series` at the `steady` samples, as f64, those `keep`
@@ -1047,322 +510,12 @@ pub fn gather<T: Copy + Into<f64>>(
     }
 }
 
-/// A record time must be a finite number of ms from 0 to
-/// `limits::MAX_TRACE_SPAN_MS` (a time of 1e13 made reports allocate 240 GB).
-pub fn check_time(t: f64, path: &Path, lineno: usize) -> Result<(), GateError> {
-    if t.is_finite() && (0.0..=limits::MAX_TRACE_SPAN_MS).contains(&t) {
-        return Ok(());
-    }
-    Err(GateError::bad_file(
-        path,
-        format!(
-            "line {lineno}: time {} ms is outside 0 to {} ms (30 days, docs/limits.md); the trace is corrupt, record it again",
-            // 1e308 in full is 309 digits.
-            if t.abs() < 1e12 { t.to_string() } else { format!("{t:e}") },
-            limits::MAX_TRACE_SPAN_MS
-        ),
-    ))
-}
-
-/// Read one line (with its `\n`) into `buf`, keeping at most `cap + 1`
-/// bytes of it: returns the line's full length, so a caller sees a line
-/// over `cap` without ever holding it (a 1 GB line costs `cap`, not 1 GB).
-pub fn read_line_capped<R: BufRead>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<usize> {
-    let mut total = 0usize;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(total);
-        }
-        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (chunk.len(), false),
-        };
-        let room = (cap + 1).saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..used.min(room)]);
-        total += used;
-        reader.consume(used);
-        if done {
-            return Ok(total);
-        }
-    }
-}
-
-pub fn header_error(path: &Path, text: &str, e: serde_json::Error) -> GateError {
-    let hint = if text.contains("\"schema_version\"") && !text.contains("\"schema_version\":1,") {
-        "; this trace was written by another gate version"
-    } else {
-        ""
-    };
-    GateError::bad_file(
-        path,
-        format!(
-            "line 1, column {}: not a valid gate trace header: {e}{hint}",
-            e.column()
-        ),
-    )
-}
-
-/// Round to a few significant decimals so traces stay small and diffs stable.
-pub fn round_value(v: f64) -> f64 {
-    if !v.is_finite() {
-        return v;
-    }
-    let v = v + 0.0; // -0.0 -> 0.0
-    let a = v.abs();
-    let scale = if a >= 1000.0 {
-        1.0
-    } else if a >= 10.0 {
-        100.0
-    } else {
-        1000.0
-    };
-    (v * scale).round() / scale
-}
-
-/// Incremental trace writer. Writes `PATH.partial`, flushes on `flush` (the
-/// recorder calls it at most once a second), and renames onto `PATH` in
-/// `finish`.
-pub struct TraceWriter {
-    out: Sink,
-    partial: PathBuf,
-    final_path: PathBuf,
-    /// One sample line, built here and reused (`write_sample_line`).
-    line: Vec<u8>,
-}
-
-/// A sample record as one JSON line, byte for byte what `serde_json` writes
-/// for `Record::Sample` (field order, `w` only when true, `null` for a
-/// missing or non-finite value, numbers through serde_json's own float
-/// formatter), into `buf` (cleared first). The recorder writes one per tick:
-/// no serde machinery and no allocation once `buf` has grown.
-/// `tests::sample_lines_match_serde` holds it to serde's bytes.
-pub fn write_sample_line(buf: &mut Vec<u8>, s: &SampleRecord) {
-    fn number(buf: &mut Vec<u8>, v: f64) {
-        use serde_json::ser::{CompactFormatter, Formatter};
-        if v.is_finite() {
-            // Writing into a Vec cannot fail.
-            let _ = CompactFormatter.write_f64(buf, v);
-        } else {
-            buf.extend_from_slice(b"null");
-        }
-    }
-    fn values(buf: &mut Vec<u8>, vs: &[Option<f64>]) {
-        buf.push(b'[');
-        for (i, v) in vs.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
-            }
-            match v {
-                Some(v) => number(buf, *v),
-                None => buf.extend_from_slice(b"null"),
-            }
-        }
-        buf.push(b']');
-    }
-    buf.clear();
-    buf.extend_from_slice(b"{\"type\":\"sample\",\"t\":");
-    number(buf, s.t);
-    if s.w {
-        buf.extend_from_slice(b",\"w\":true");
-    }
-    buf.extend_from_slice(b",\"g\":[");
-    for (i, gpu) in s.g.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
-        values(buf, gpu);
-    }
-    buf.extend_from_slice(b"],\"h\":");
-    values(buf, &s.h);
-    buf.extend_from_slice(b"}\n");
-}
-
-/// Plain JSON Lines, or zstd-compressed when the path ends in `.zst`.
-/// Each `flush` of the compressed sink ends a zstd block, so a crash still
-/// leaves a readable prefix of whole ticks.
-enum Sink {
-    Plain(BufWriter<File>),
-    Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
-}
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Sink::Plain(w) => w.write(buf),
-            Sink::Zstd(w) => w.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(w) => w.write_all(buf),
-            Sink::Zstd(w) => w.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(w) => w.flush(),
-            Sink::Zstd(w) => w.flush(),
-        }
-    }
-}
-
-impl Sink {
-    /// End the stream (the zstd frame) and hand back the file.
-    fn finish(self) -> std::io::Result<File> {
-        let buffered = match self {
-            Sink::Plain(w) => w,
-            Sink::Zstd(w) => w.finish()?,
-        };
-        buffered.into_inner().map_err(|e| e.into_error())
-    }
-}
-
-impl TraceWriter {
-    /// Start `PATH.partial`. Refused: a `PATH` that is not a regular file
-    /// (a device node, a FIFO, a directory: the final rename would replace
-    /// it), and anything already at `PATH.partial` (created exclusively,
-    /// never through a planted symbolic link, never over a crashed
-    /// recording's prefix or a concurrent recording).
-    pub fn create(path: &Path, header: &Header) -> Result<TraceWriter, GateError> {
-        files::check_output(path, "the trace", &[])
-            .map_err(|e| files::output_error(format!("{e}; choose another --output"), &e))?;
-        let partial = partial_path(path);
-        let file = files::create_new(&partial).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
-                "it exists already (an earlier recording that did not finish, another gate recording to the same file, or a link): move or delete it, or choose another --output".to_string()
-            } else {
-                format!("{e}; choose a writable --output path")
-            };
-            files::output_error(
-                format!("cannot create trace file '{}': {why}", partial.display()),
-                &e,
-            )
-        })?;
-        let buffered = BufWriter::with_capacity(64 * 1024, file);
-        let out = if is_compressed_path(path) {
-            let encoder = zstd::stream::write::Encoder::new(buffered, ZSTD_LEVEL).map_err(|e| {
-                GateError::infra(format!("starting zstd for '{}': {e}", partial.display()))
-            })?;
-            Sink::Zstd(encoder)
-        } else {
-            Sink::Plain(buffered)
-        };
-        let mut w = TraceWriter {
-            out,
-            partial,
-            final_path: path.to_path_buf(),
-            line: Vec::new(),
-        };
-        w.write(&Record::Header(Box::new(header.clone())))?;
-        w.flush()?;
-        Ok(w)
-    }
-
-    pub fn write(&mut self, record: &Record) -> Result<(), GateError> {
-        let io = |e: std::io::Error| {
-            GateError::infra(format!(
-                "writing trace '{}': {e}",
-                self_display(&self.partial)
-            ))
-        };
-        if let Record::Sample(s) = record {
-            // Nearly every record: the direct writer, same bytes.
-            write_sample_line(&mut self.line, s);
-            return self.out.write_all(&self.line).map_err(io);
-        }
-        serde_json::to_writer(&mut self.out, record)
-            .map_err(|e| GateError::infra(format!("encoding trace record: {e}")))?;
-        self.out.write_all(b"\n").map_err(io)?;
-        Ok(())
-    }
-
-    /// Push buffered records to the file. The recorder calls this at most
-    /// once a second (`record::TRACE_FLUSH`: one write system call per
-    /// second, not one per tick), so a crash loses at most the last second.
-    pub fn flush(&mut self) -> Result<(), GateError> {
-        self.out.flush().map_err(|e| {
-            GateError::infra(format!(
-                "writing trace '{}': {e}",
-                self_display(&self.partial)
-            ))
-        })
-    }
-
-    /// Write the end record, fsync, and move the file into place.
-    pub fn finish(mut self, end: EndRecord) -> Result<PathBuf, GateError> {
-        self.write(&Record::End(end))?;
-        let file = self
-            .out
-            .finish()
-            .map_err(|e| GateError::infra(format!("flushing trace: {e}")))?;
-        file.sync_all()
-            .map_err(|e| GateError::infra(format!("syncing trace: {e}")))?;
-        // Checked again: something may have been put at the path meanwhile.
-        files::check_output(&self.final_path, "the trace", &[]).map_err(|e| {
-            GateError::usage(format!(
-                "{e}; the recording is kept in '{}'",
-                self.partial.display()
-            ))
-        })?;
-        std::fs::rename(&self.partial, &self.final_path).map_err(|e| {
-            GateError::infra(format!(
-                "moving '{}' to '{}': {e}",
-                self.partial.display(),
-                self.final_path.display()
-            ))
-        })?;
-        Ok(self.final_path)
-    }
-
-    pub fn partial_path(&self) -> &Path {
-        &self.partial
-    }
-
-    /// Nothing was recorded (the target could not be started): remove the
-    /// `.partial` this writer created.
-    pub fn abandon(self) {
-        let partial = self.partial.clone();
-        drop(self);
-        let _ = std::fs::remove_file(partial);
-    }
-
-    /// The recording failed: end the `.partial` with `end` so it reads as a
-    /// complete record of what happened, but leave it under its `.partial`
-    /// name (a failed recording never replaces a trace). Best effort: the
-    /// disk may be what failed.
-    pub fn close_as_partial(mut self, end: EndRecord) -> PathBuf {
-        let _ = self.write(&Record::End(end));
-        if let Ok(file) = self.out.finish() {
-            let _ = file.sync_all();
-        }
-        self.partial
-    }
-}
-
-fn self_display(p: &Path) -> String {
-    p.display().to_string()
-}
-
-pub fn partial_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".partial");
-    PathBuf::from(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+    use std::fs::File;
+    use std::io::BufReader;
 
     impl Trace {
         /// Every value's bits, GPU columns then host columns.
@@ -1513,7 +666,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             target_wall_s: Some(0.1),
-            reason: "target_exited".into(),
+            reason: StopReason::TargetExited,
             metrics_file: None,
             metrics_file_problem: None,
             target_gpus: Some(vec![2]),
@@ -1552,7 +705,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             target_wall_s: Some(0.2),
-            reason: "target_exited".into(),
+            reason: StopReason::TargetExited,
             metrics_file: None,
             metrics_file_problem: None,
             target_gpus: None,
@@ -1652,6 +805,220 @@ mod tests {
             assert_eq!(a.processes, b.processes);
             assert_eq!(a.end, b.end);
             assert_eq!(a.truncated, b.truncated);
+        }
+    }
+
+    /// Two loads of one file: the same error, or the same trace in every
+    /// part (header, times, flags, values' bits, records, windows).
+    fn assert_same_load(a: &Result<Trace, GateError>, b: &Result<Trace, GateError>, what: &str) {
+        let (a, b) = match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            (a, b) => {
+                assert_eq!(
+                    a.as_ref().err().map(|e| e.to_string()),
+                    b.as_ref().err().map(|e| e.to_string()),
+                    "{what}"
+                );
+                return;
+            }
+        };
+        let tbits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(a.header, b.header, "{what}");
+        assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{what}");
+        assert_eq!(a.warmup, b.warmup, "{what}");
+        assert_eq!(a.columns_bits(), b.columns_bits(), "{what}");
+        assert_eq!(a.events, b.events, "{what}");
+        assert_eq!(a.processes, b.processes, "{what}");
+        assert_eq!(a.output, b.output, "{what}");
+        assert_eq!(a.end, b.end, "{what}");
+        assert_eq!(
+            (a.truncated, a.teardown, a.closed_at_ms),
+            (b.truncated, b.teardown, b.closed_at_ms),
+            "{what}"
+        );
+    }
+
+    /// Every shipped trace loads the same parsed in chunks on several
+    /// threads as on one thread, for chunk sizes that cut lines anywhere,
+    /// with columns in memory or in a scratch file.
+    #[test]
+    fn a_trace_parsed_in_chunks_on_several_threads_loads_the_same() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut n = 0;
+        for e in std::fs::read_dir(root.join("fixtures/traces")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            n += 1;
+            let one = Trace::load_with(&p, 1, chunks::CHUNK_BYTES, usize::MAX);
+            let one = one.unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert!(one.sample_count() > 0, "{}", p.display());
+            let one = Ok(one);
+            for (threads, chunk, spill_at) in
+                [(2, 4096, usize::MAX), (3, 997, 0), (7, 50_000, 1 << 16)]
+            {
+                let many = Trace::load_with(&p, threads, chunk, spill_at);
+                let what = format!("{} on {threads} threads, chunks of {chunk}", p.display());
+                assert_same_load(&one, &many, &what);
+            }
+        }
+        assert!(n >= 10, "{n} fixture traces");
+    }
+
+    /// A trace of `samples` sample lines (in the writer's shape, 100 ms
+    /// apart) after the test header, with `edit` applied to its lines.
+    fn chunked_trace(samples: usize, edit: impl Fn(&mut Vec<String>)) -> Vec<String> {
+        let mut lines = vec![serde_json::to_string(&Record::Header(Box::new(header()))).unwrap()];
+        for i in 0..samples {
+            let mut buf = Vec::new();
+            let Record::Sample(s) = sample(i as f64 * 100.0) else {
+                unreachable!()
+            };
+            write_sample_line(&mut buf, &s);
+            lines.push(String::from_utf8(buf).unwrap().trim_end().to_string());
+        }
+        lines.push(line(&end(samples as f64 * 100.0)));
+        edit(&mut lines);
+        lines
+    }
+
+    /// Broken and unusual traces give the same error, at the same line, or
+    /// the same trace, whether parsed on one thread or in chunks: the
+    /// problem anywhere (first chunk, a later one, across a boundary).
+    #[test]
+    fn chunks_report_the_same_line_as_one_thread() {
+        let event = |t: &str| {
+            format!("{{\"type\":\"event\",\"t\":{t},\"kind\":\"note\",\"message\":\"x\"}}")
+        };
+        let serde_sample =
+            |t: f64| format!("{{\"type\": \"sample\", \"t\": {t}, \"g\": [[1, 2]], \"h\": [3]}}");
+        type Edit = Box<dyn Fn(&mut Vec<String>)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("clean", Box::new(|_: &mut Vec<String>| {})),
+            (
+                "bad json",
+                Box::new(|l: &mut Vec<String>| l[150] = "not json".into()),
+            ),
+            (
+                "out of order",
+                Box::new(|l: &mut Vec<String>| l.swap(120, 121)),
+            ),
+            (
+                "out of order at a run's start",
+                Box::new(move |l: &mut Vec<String>| {
+                    l[90] = event("1");
+                    l[91] = l[89].clone();
+                    l[89] = l[200].clone();
+                }),
+            ),
+            (
+                "serde sample out of order",
+                Box::new(move |l: &mut Vec<String>| l[170] = serde_sample(5.0)),
+            ),
+            (
+                "serde sample in order",
+                Box::new(move |l: &mut Vec<String>| l[170] = serde_sample(16_905.0)),
+            ),
+            (
+                "end in the middle",
+                Box::new(|l: &mut Vec<String>| {
+                    let end = l.pop().unwrap();
+                    l.insert(140, end.replace("30000", "13900"));
+                }),
+            ),
+            (
+                "end before the last sample",
+                Box::new(|l: &mut Vec<String>| {
+                    let n = l.len();
+                    l[n - 1] = l[n - 1].replace("30000", "100");
+                }),
+            ),
+            (
+                "event time out of range",
+                Box::new(move |l: &mut Vec<String>| l.insert(222, event("1e308"))),
+            ),
+            (
+                "second header",
+                Box::new(|l: &mut Vec<String>| {
+                    let h = l[0].clone();
+                    l.insert(77, h);
+                }),
+            ),
+            (
+                "blank lines",
+                Box::new(|l: &mut Vec<String>| {
+                    for _ in 0..crate::limits::MAX_BLANK_TRACE_LINES + 1 {
+                        l.insert(60, String::new());
+                    }
+                }),
+            ),
+            (
+                "some blank lines",
+                Box::new(|l: &mut Vec<String>| {
+                    for k in 0..40 {
+                        l.insert(10 + 5 * k, String::new());
+                    }
+                }),
+            ),
+            (
+                "wrong shape",
+                Box::new(|l: &mut Vec<String>| {
+                    l[250] = l[250].replace("[[50.0,null]]", "[[50.0]]")
+                }),
+            ),
+            (
+                "cut off",
+                Box::new(|l: &mut Vec<String>| {
+                    l.pop();
+                    let last = l.pop().unwrap();
+                    l.push(last[..last.len() / 2].to_string());
+                }),
+            ),
+            (
+                "cut before the newline",
+                Box::new(|l: &mut Vec<String>| {
+                    l.pop();
+                }),
+            ),
+            (
+                "not utf-8",
+                Box::new(|l: &mut Vec<String>| {
+                    l[99] = "{\"type\":\"output\",\"t\":1,\"line\":\"\u{fffd}\"}".into()
+                }),
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (name, edit) in cases {
+            let lines = chunked_trace(300, edit);
+            let path = dir.path().join(format!("{}.jsonl", name.replace(' ', "-")));
+            let mut text = lines.join("\n");
+            if name != "cut off" && name != "cut before the newline" {
+                text.push('\n');
+            }
+            let mut bytes = text.into_bytes();
+            if name == "not utf-8" {
+                let at = bytes
+                    .windows(3)
+                    .position(|w| w == "\u{fffd}".as_bytes())
+                    .unwrap();
+                bytes.splice(at..at + 3, [0xff]);
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let one = Trace::load_with(&path, 1, chunks::CHUNK_BYTES, usize::MAX);
+            if name == "clean"
+                || name.starts_with("some")
+                || name.starts_with("cut")
+                || name.ends_with("in order")
+            {
+                assert!(one.is_ok(), "{name}: {:?}", one.err());
+            } else {
+                assert!(one.is_err(), "{name}");
+            }
+            for chunk in [64, 333, 1000, 5000] {
+                let many = Trace::load_with(&path, 3, chunk, usize::MAX);
+                assert_same_load(&one, &many, &format!("{name}, chunks of {chunk}"));
+            }
         }
     }
 

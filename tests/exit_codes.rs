@@ -9,7 +9,7 @@ mod common;
 
 use common::gate;
 use gpugate::exit_code;
-use gpugate::trace::Trace;
+use gpugate::trace::{StopReason, Trace};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -181,8 +181,8 @@ fn a_benchmark_killed_by_its_own_sigsegv_or_sigabrt_failed() {
         );
         let end = Trace::load(&trace).unwrap().end.unwrap();
         assert_eq!(
-            (end.signal, end.reason.as_str()),
-            (Some(signal), "target_exited")
+            (end.signal, end.reason),
+            (Some(signal), StopReason::TargetExited)
         );
     }
 }
@@ -250,7 +250,7 @@ fn signals_gate_sends_itself_are_not_the_benchmarks_failure() {
         .unwrap()
         .end
         .unwrap();
-    assert_eq!(end.reason, "interrupted");
+    assert_eq!(end.reason, StopReason::Interrupted);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use assert_cmd::Command;
 use gpugate::metrics::ROLE_METRIC_IDS;
-use gpugate::trace::Trace;
+use gpugate::trace::{StopReason, Trace};
 use std::path::Path;
 
 fn gate() -> Command {
@@ -426,7 +426,7 @@ fn the_cgroup_is_removed_when_the_benchmark_fails_and_when_gate_is_interrupted()
     let t = Trace::load(&stopped).unwrap();
     assert_eq!(
         t.end.as_ref().unwrap().reason,
-        "interrupted",
+        StopReason::Interrupted,
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

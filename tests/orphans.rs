@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use gpugate::trace::{EventKind, Trace};
+use gpugate::trace::{EventKind, StopReason, Trace};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -134,7 +134,7 @@ fn members_that_ignore_sigterm_get_sigkill_after_the_grace() {
         started.elapsed()
     );
     let t = Trace::load(&dir.path().join("t.jsonl")).unwrap();
-    assert_eq!(t.end.unwrap().reason, "duration_reached");
+    assert_eq!(t.end.unwrap().reason, StopReason::DurationReached);
 }
 
 /// Send `sig` to a recording of `sh -c 'sleep A & sleep B'` once both run.
@@ -159,7 +159,7 @@ fn interrupt_with(sig: libc::c_int, a: &str, b: &str) {
     );
     let t = Trace::load(&dir.path().join("t.jsonl")).unwrap();
     assert!(!t.truncated, "the trace is finished");
-    assert_eq!(t.end.as_ref().unwrap().reason, "interrupted");
+    assert_eq!(t.end.as_ref().unwrap().reason, StopReason::Interrupted);
     assert!(
         notes(&t)
             .iter()
@@ -290,7 +290,7 @@ fn a_warmup_pattern_that_never_matches_ends_the_run_with_a_clear_line() {
     assert!(stderr.contains("--warmup-until never matched"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(20));
     let t = Trace::load(&dir.path().join("t.jsonl")).unwrap();
-    assert_eq!(t.end.as_ref().unwrap().reason, "warmup_timeout");
+    assert_eq!(t.end.as_ref().unwrap().reason, StopReason::WarmupTimeout);
     assert!(t.warmup.iter().all(|&w| w), "every sample is warm-up");
 }
 

@@ -3,7 +3,7 @@
 //! properties of the traces recorded on the H200 in `fixtures/traces/`.
 
 use assert_cmd::Command;
-use gpugate::trace::{EventKind, Trace};
+use gpugate::trace::{EventKind, StopReason, Trace};
 use std::path::Path;
 use std::time::Duration;
 
@@ -98,7 +98,7 @@ fn duration_stops_a_long_command_and_counts_as_complete() {
     assert!(started.elapsed() < Duration::from_secs(15));
     let t = Trace::load(&out).unwrap();
     let end = t.end.as_ref().unwrap();
-    assert_eq!(end.reason, "duration_reached");
+    assert_eq!(end.reason, StopReason::DurationReached);
     assert_eq!(end.signal, Some(15));
     assert!(t.warmup.iter().any(|w| *w) && t.warmup.iter().any(|w| !*w));
 }

@@ -41,7 +41,7 @@ fn exit_code_of(outcome: &RecordOutcome) -> i32 {
     let Some(failure) = crate::gate::end_failure(&outcome.end, &src) else {
         return exit_code::PASS;
     };
-    if outcome.end.reason == "warmup_timeout" {
+    if outcome.end.reason == crate::trace::StopReason::WarmupTimeout {
         crate::gate_eprintln!(
             "gate: --warmup-until never matched a line of the benchmark's stdout within --warmup-timeout, so nothing was measured; check the pattern against the output kept in the trace, or raise --warmup-timeout"
         );

@@ -17,7 +17,7 @@ use crate::diagnose::{RuleSet, Severity};
 use crate::error::GateError;
 use crate::limits::duration_text;
 use crate::record::{self, RecordPlan};
-use crate::trace::Record;
+use crate::trace::{Record, StopReason};
 use crate::watch::{Alert, WatchPlan, WindowEngine};
 use clap::Args;
 use std::io::Write;
@@ -429,10 +429,10 @@ fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> a
             Ok(o) => {
                 failures = 0;
                 prune(&args.trace_dir, args.keep);
-                match o.end.reason.as_str() {
-                    "duration_reached" => {}
-                    "stopped" => return Ok(crate::exit_code::REGRESSION),
-                    "target_exited" => {
+                match o.end.reason {
+                    StopReason::DurationReached => {}
+                    StopReason::Stopped => return Ok(crate::exit_code::REGRESSION),
+                    StopReason::TargetExited => {
                         crate::gate_eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
                         break;
                     }

@@ -412,17 +412,18 @@ pub fn end_failure(end: &crate::trace::EndRecord, src: &str) -> Option<RunFailur
             by_benchmark: true,
         })
     };
-    match end.reason.as_str() {
-        "warmup_timeout" => return measurement(format!(
+    use crate::trace::StopReason;
+    match end.reason {
+        StopReason::WarmupTimeout => return measurement(format!(
             "--warmup-until never matched within --warmup-timeout, so the benchmark was stopped before its window ('{src}')"
         )),
-        "interrupted" => return measurement(format!(
+        StopReason::Interrupted => return measurement(format!(
             "the recording was interrupted: gate received a signal and forwarded it to the benchmark ('{src}')"
         )),
         _ => {}
     }
     if let Some(sig) = end.signal {
-        if end.reason == "target_exited" {
+        if end.reason == StopReason::TargetExited {
             return benchmark(format!(
                 "the benchmark was killed by signal {sig}{} ('{src}')",
                 signal_name(sig)
@@ -431,7 +432,7 @@ pub fn end_failure(end: &crate::trace::EndRecord, src: &str) -> Option<RunFailur
             ));
         }
         // gate itself stops the target with SIGTERM when --duration is reached.
-        if end.reason != "duration_reached" {
+        if end.reason != StopReason::DurationReached {
             return measurement(format!(
                 "gate stopped the benchmark ({}) and it ended by signal {sig} ('{src}')",
                 end.reason
