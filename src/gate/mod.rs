@@ -316,6 +316,25 @@ impl CheckReport {
             .iter()
             .filter(|m| m.verdict == Verdict::Regression)
     }
+
+    /// A finding judged after `check` (drift over the history) that fails
+    /// the run: `reason` joins the reasons, and the verdict rises to `to`
+    /// when it is below it, its exit code with it (`RunVerdict::exit_code`).
+    /// A verdict already at or above `to` (an error, an invalid run) and its
+    /// exit code stay. The one way anything outside this module changes a
+    /// verdict.
+    pub fn raise(&mut self, to: RunVerdict, reason: String) {
+        self.reasons.push(reason);
+        if self.verdict < to {
+            self.verdict = to;
+            self.exit_code = to.exit_code();
+        }
+    }
+
+    /// A finding judged after `check` that does not fail the run: a warning.
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
 }
 
 /// Everything `check` needs; all pure data.
@@ -1499,5 +1518,23 @@ mod tests {
         assert_eq!(RunVerdict::Unmeasured.exit_code(), 3);
         assert_eq!(RunVerdict::Inconclusive.exit_code(), 4);
         assert_eq!(RunVerdict::Pass.exit_code(), 0);
+    }
+
+    #[test]
+    fn a_late_finding_raises_the_verdict_and_never_lowers_it() {
+        let mut r = crate::report::check::tests_support::sample_report();
+        r.verdict = RunVerdict::Pass;
+        r.exit_code = 0;
+        r.raise(RunVerdict::Regression, "drift".into());
+        assert_eq!((r.verdict, r.exit_code), (RunVerdict::Regression, 1));
+        assert_eq!(r.reasons.last().map(String::as_str), Some("drift"));
+        // A failed benchmark keeps its verdict and exit code (5).
+        r.verdict = RunVerdict::Error;
+        r.exit_code = crate::exit_code::BENCHMARK_FAILED;
+        r.raise(RunVerdict::Regression, "drift again".into());
+        assert_eq!((r.verdict, r.exit_code), (RunVerdict::Error, 5));
+        assert_eq!(r.reasons.last().map(String::as_str), Some("drift again"));
+        r.warn("a slide".into());
+        assert_eq!(r.warnings.last().map(String::as_str), Some("a slide"));
     }
 }
