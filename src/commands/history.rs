@@ -302,6 +302,7 @@ fn provenance(
 
 /// Where `check` or `capture` records its run, resolved once before
 /// anything runs (a malformed location is exit 2 at once).
+#[derive(Clone)]
 pub struct Recorder {
     location: Location,
     required: bool,
