@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Behaviour byte-identical between two builds of gate: runs check, capture,
-# suite, report and history on the fixture traces and suites with every
+# suite, report, watch and history on the fixture traces and suites with every
 # output (--json, --junit, --markdown, --html, --openmetrics, --bmf,
 # --pr-comment, stdout as text and JSON, GitHub annotations, step summary and
-# $GITHUB_OUTPUT written to temp files) with each binary, then diffs every
+# $GITHUB_OUTPUT written to temp files) and watch's alerts with each binary, then diffs every
 # file, stdout, stderr and exit code byte for byte.
 #
 #   scripts/same-output.sh BEFORE_BINARY AFTER_BINARY
@@ -46,8 +46,7 @@ run() {
             "$bin" "${args[@]}" >"$out/stdout" 2>"$out/stderr"
         echo $? >"$out/exit-code"
         # Mask the temp folder and the clock (see the header).
-        for f in "$out"/*; do
-            [ -f "$f" ] || continue
+        find "$out" -type f | sort | while read -r f; do
             case "$f" in *.sqlite*) rm -f "$f"; continue ;; esac
             sed -i -e "s#$out#OUT#g" -e "s#$root/$side#SIDE#g" \
                 -e 's/^created = "[^"]*"/created = "TIME"/' \
@@ -100,6 +99,9 @@ run capture-invalid capture --baseline b2 --baseline-dir OUT/baselines --replay 
 # Report on a trace, every format.
 run report-text report $T/sync-stall.jsonl --json OUT/r.json --markdown OUT/r.md --html OUT/r.html
 run report-json report $T/cnn-input.jsonl --format json
+# Watch: alerts (firing and resolved) on stdout and in a file.
+run watch-replay watch --window 10s --replay $T/sync-stall.jsonl $T/healthy-1.jsonl --min-severity info --eval-every 2s --alerts OUT/alerts.jsonl
+run watch-replay-stdout watch --window 10s --replay $T/launch-storm.jsonl --min-severity info
 # History: checks recorded (drift and trend read), then listed.
 hist=(--history "sqlite:$root/SIDE/history.sqlite" --branch main)
 for i in 1 2 3; do

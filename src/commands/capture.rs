@@ -112,13 +112,13 @@ pub(crate) struct CapturePlan {
     runs: usize,
     multi_node: bool,
     config: Config,
-    recorder: Option<super::history::Recorder>,
+    recorder: Option<crate::history::pipeline::Recorder>,
     measure: MeasureArgs,
     trace_dir: PathBuf,
     baseline_dir: PathBuf,
     replace: bool,
     commit: Option<String>,
-    history: super::history::HistoryArgs,
+    history: crate::history::pipeline::HistorySettings,
 }
 
 impl CapturePlan {
@@ -156,7 +156,8 @@ impl CapturePlan {
             Some(w) => config.for_workload(w),
             None => config,
         };
-        let recorder = super::history::Recorder::resolve(&args.history, &config)?;
+        let history = args.history.settings();
+        let recorder = crate::history::pipeline::Recorder::resolve(&history, &config)?;
         // The baseline path is checked before anything is measured: never a
         // FIFO, a device or a directory, never a file this command reads (a
         // trace it is built from, gate.toml, the history database).
@@ -186,7 +187,7 @@ impl CapturePlan {
             baseline_dir: args.baseline_dir.clone(),
             replace: args.replace,
             commit: args.commit.clone(),
-            history: args.history.clone(),
+            history,
         })
     }
 
@@ -239,7 +240,7 @@ impl CapturePlan {
             );
         }
         if let Some(rec) = &self.recorder {
-            super::history::after_capture(rec, &self.history, &b, &traces)?;
+            crate::history::pipeline::after_capture(rec, &self.history, &b, &traces)?;
         }
         Ok(crate::exit_code::PASS)
     }

@@ -225,7 +225,7 @@ fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     for (_, target) in &targets {
         inputs.extend(check::base_inputs(args, target));
     }
-    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
+    let recorder = crate::history::pipeline::Recorder::resolve(&args.history.settings(), &config)?;
     inputs.add_all(
         "the history database",
         recorder.iter().flat_map(|r| r.files()),
@@ -269,7 +269,7 @@ fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         code,
     };
     super::output::write(&check::outputs_of(args), &inputs, &suite)?;
-    // The history after every report (commands::history): a store that
+    // The history after every report (history::pipeline): a store that
     // fails can only raise the exit code with --history-required.
     let history_codes: Vec<i32> = pending
         .into_iter()
@@ -312,9 +312,12 @@ fn plan_all(
 }
 
 /// The first measurement of every workload, when all of them replay
-/// recorded traces: acquired at once on the cores (`parallel`), each one's
-/// stderr held and returned beside it, in the suite's order. Empty when the
-/// suite runs its benchmarks (they share the GPUs: one after another).
+/// recorded traces: acquired at once on the cores (`parallel`), as many at
+/// a time as `measure::loads_at_once` loads traces of their size (a trace
+/// over its threshold: one workload at a time, so a suite's peak memory is
+/// one long trace's, as before), each one's stderr held and returned
+/// beside it, in the suite's order. Empty when the suite runs its
+/// benchmarks (they share the GPUs: one after another).
 type Held = (anyhow::Result<check::Acquired>, String);
 fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
     let replayed = plans
@@ -323,7 +326,13 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
     if !replayed {
         return Vec::new();
     }
-    crate::parallel::map(plans, |p| {
+    let traces: Vec<PathBuf> = plans
+        .iter()
+        .filter_map(|p| p.plan.as_ref().ok())
+        .flat_map(|p| p.measure.replay.iter().cloned())
+        .collect();
+    let threads = super::measure::loads_at_once(&traces);
+    crate::parallel::map_with(threads, plans, |p| {
         let plan = p.plan.as_ref().ok()?;
         Some(crate::console::hold_err(|| plan.acquire()))
     })

@@ -9,9 +9,9 @@
 //! its replayed workloads at once and judge them in its own order.
 
 use super::plan::CheckPlan;
-use crate::commands::history::{self, CheckHistory, PendingCheck};
 use crate::commands::measure;
 use crate::gate::{self, CheckReport};
+use crate::history::pipeline::{self, CheckHistory, PendingCheck};
 use crate::summary::{RunDerived, RunInput};
 use crate::trace::Trace;
 
@@ -37,7 +37,7 @@ impl HistoryTail {
     /// `--history-required` and the store failed (the verdict is out; the
     /// exit code says the infrastructure failed).
     pub fn finish(self) -> Option<i32> {
-        let e = history::finish_check(self.0?).err()?;
+        let e = pipeline::finish_check(self.0?).err()?;
         crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
         Some(crate::error::exit_code_of(&e.into()))
     }
@@ -111,9 +111,9 @@ impl CheckPlan {
         // History in two bounded steps around the reports: drift (which may add
         // findings) is read before they are rendered; the run is appended only
         // after the verdict and every report are out, so nothing the store does
-        // can take them away (commands::history).
+        // can take them away (history::pipeline).
         let pending = history.map(|h| {
-            history::before_check_report(
+            pipeline::before_check_report(
                 h,
                 &self.history,
                 &self.config,

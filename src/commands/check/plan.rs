@@ -11,12 +11,12 @@
 
 use super::CheckArgs;
 use crate::baseline::{self, Baseline};
-use crate::commands::history::{HistoryArgs, Recorder};
 use crate::commands::measure::MeasureArgs;
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::files::Inputs;
+use crate::history::pipeline::{HistorySettings, Recorder};
 use crate::report::check as report;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,7 +71,7 @@ pub(crate) struct CheckPlan {
     /// Reruns this check may make (0 on replay): the sequential test's
     /// looks are 1 + that many.
     pub max_reruns: usize,
-    pub history: HistoryArgs,
+    pub history: HistorySettings,
 }
 
 impl CheckPlan {
@@ -88,7 +88,11 @@ impl CheckPlan {
         baseline::validate_name(&target.baseline)?;
         refuse_contradictions(args, &target.measure)?;
         let (config, baseline, baseline_source) = load_inputs(args, &target)?;
-        let recorder = Recorder::resolve(&args.history, &config)?;
+        let mut history = args.history.settings();
+        let recorder = Recorder::resolve(&history, &config)?;
+        if recorder.is_some() {
+            history.commit = crate::commands::detect_commit(None);
+        }
         inputs.add_all(
             "the history database",
             recorder.iter().flat_map(|r| r.files()),
@@ -137,7 +141,7 @@ impl CheckPlan {
             },
             confirm: args.confirm,
             max_reruns,
-            history: args.history.clone(),
+            history,
         })
     }
 }
