@@ -317,7 +317,8 @@ fn plan_all(
 /// over its threshold: one workload at a time, so a suite's peak memory is
 /// one long trace's, as before), each one's stderr held and returned
 /// beside it, in the suite's order. Empty when the suite runs its
-/// benchmarks (they share the GPUs: one after another).
+/// benchmarks (they share the GPUs: one after another) or when one thread
+/// is all it may use (each workload is then executed in its turn).
 type Held = (anyhow::Result<check::Acquired>, String);
 fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
     let replayed = plans
@@ -331,7 +332,12 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
         .filter_map(|p| p.plan.as_ref().ok())
         .flat_map(|p| p.measure.replay.iter().cloned())
         .collect();
-    let threads = super::measure::loads_at_once(&traces);
+    let threads = super::measure::loads_at_once(&traces).min(crate::parallel::threads());
+    if threads <= 1 {
+        // One at a time: each workload acquires when its turn comes, so
+        // no workload's runs wait in memory for the others'.
+        return Vec::new();
+    }
     crate::parallel::map_with(threads, plans, |p| {
         let plan = p.plan.as_ref().ok()?;
         Some(crate::console::hold_err(|| plan.acquire()))
