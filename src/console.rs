@@ -195,11 +195,45 @@ macro_rules! gate_eprint {
     };
 }
 
-/// Write to stderr, ignoring a failure (see `gate_eprintln!`).
+/// Write to stderr, ignoring a failure (see `gate_eprintln!`); held
+/// instead while this thread is inside `hold_err`.
 pub fn err(args: std::fmt::Arguments) {
+    let held = HELD_ERR.with(|h| {
+        let mut h = h.borrow_mut();
+        let text = h.as_mut()?;
+        let _ = std::fmt::Write::write_fmt(text, args);
+        Some(())
+    });
+    if held.is_some() {
+        return;
+    }
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_fmt(args);
     let _ = stderr.flush();
+}
+
+thread_local! {
+    /// What `err` holds on this thread (`hold_err`), None when it writes.
+    static HELD_ERR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `f`, with what this thread's diagnostics (`gate_eprintln!`) say held
+/// rather than written: it comes back beside the result, for the caller to
+/// write in its own order (`err_text`). A suite judging its replayed
+/// workloads at once writes each one's words in the suite's order, the
+/// same bytes as one after another. Nested holds keep their own text.
+pub fn hold_err<R>(f: impl FnOnce() -> R) -> (R, String) {
+    let outer = HELD_ERR.with(|h| h.borrow_mut().replace(String::new()));
+    let r = f();
+    let text = HELD_ERR.with(|h| std::mem::replace(&mut *h.borrow_mut(), outer));
+    (r, text.unwrap_or_default())
+}
+
+/// Write text `hold_err` held (to stderr, or to the hold around this one).
+pub fn err_text(text: &str) {
+    if !text.is_empty() {
+        err(format_args!("{text}"));
+    }
 }
 
 /// Create the folder a file is about to be written in (`--html

@@ -42,11 +42,29 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use window::{FeatureColumns, Ring, Window, WindowView};
 
+/// Where an alert stands: a closed set, written `firing` / `resolved`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertState {
+    /// The rule's condition holds over a full window.
+    Firing,
+    /// It held before and no longer does.
+    Resolved,
+}
+
+impl AlertState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+        }
+    }
+}
+
 /// One alert line (JSON on stdout or a file; a human line on stderr).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Alert {
-    /// "firing" or "resolved".
-    pub state: String,
+    pub state: AlertState,
     /// Rule name, or "xid" / "nvml_error" for the built-in alerts.
     pub rule: String,
     pub severity: Severity,
@@ -103,7 +121,7 @@ impl Alert {
             .join(", ");
         format!(
             "gate watch: {} {} [{}] at {:.1} s{} over {} s: {}{}{}",
-            self.state.to_uppercase(),
+            self.state.as_str().to_uppercase(),
             self.rule,
             self.severity.as_str(),
             self.t_ms / 1000.0,
@@ -400,7 +418,7 @@ impl WindowEngine {
         }
         let start = e.t - self.plan.default_window.as_secs_f64() * 1000.0;
         Some(Alert {
-            state: "firing".into(),
+            state: AlertState::Firing,
             rule: rule.into(),
             severity,
             title,
@@ -520,7 +538,7 @@ fn transitions(
         match (fired.get(name), firing.contains_key(name)) {
             (Some(f), false) => {
                 let alert = Alert {
-                    state: "firing".into(),
+                    state: AlertState::Firing,
                     rule: f.rule.clone(),
                     severity: f.severity,
                     title: f.title.clone(),
@@ -573,7 +591,7 @@ fn resolved(rule: &Rule, was: Firing, src: &dyn MetricSource, at: &At) -> Alert 
         .collect();
     let fired_at = was.alert.t_ms;
     Alert {
-        state: "resolved".into(),
+        state: AlertState::Resolved,
         t_ms: at.now_ms,
         window_s: at.len_ms / 1000.0,
         window_start_ms: at.start_ms,
@@ -783,12 +801,12 @@ mod tests {
         let (alerts, _) = replay(&trace, r, 60);
         let busy: Vec<&Alert> = alerts.iter().filter(|a| a.rule == "busy").collect();
         assert_eq!(busy.len(), 2, "{alerts:#?}");
-        assert_eq!(busy[0].state, "firing");
+        assert_eq!(busy[0].state, AlertState::Firing);
         assert_eq!(busy[0].window_s, 10.0);
         // Not before the window is full (samples every 100 ms from t = 0).
         assert!(busy[0].t_ms >= 9_900.0, "{}", busy[0].t_ms);
         assert!(busy[0].evidence.iter().any(|e| e.contains("gpu_busy_pct")));
-        assert_eq!(busy[1].state, "resolved");
+        assert_eq!(busy[1].state, AlertState::Resolved);
         assert!(busy[1].t_ms > busy[0].t_ms);
         // RESOLVED reads "then -> now", not FIRING's evidence again.
         assert_eq!(busy[1].fired_at_ms, Some(busy[0].t_ms));
@@ -1019,7 +1037,7 @@ severity = "low"
         let (alerts, _) = replay(&trace, r, 60);
         let a = alerts
             .iter()
-            .find(|a| a.rule == "shared" && a.state == "firing")
+            .find(|a| a.rule == "shared" && a.state == AlertState::Firing)
             .unwrap_or_else(|| panic!("{alerts:#?}"));
         assert!(a.pids.iter().any(|p| !p.in_target), "{:?}", a.pids);
     }

@@ -433,3 +433,53 @@ fn a_suite_records_each_workload_after_its_reports_and_never_over_the_history() 
         assert!(stderr.contains("bad.sqlite"), "{stderr}");
     }
 }
+
+/// Issue 32.2: replayed workloads are loaded and summarised at once on the
+/// cores, then judged in the suite's order: stdout, stderr (each
+/// workload's lines under its own heading) and every report are the same
+/// bytes as with one thread, one workload after another; a workload that
+/// cannot be judged keeps its place.
+#[test]
+fn replayed_workloads_judged_at_once_give_the_bytes_of_one_after_another() {
+    let dir = checkout("[[suite.workload]]\nname = \"vit\"\nbaseline = \"vit-h200\"\ncommand = [\"python3\", \"fixtures/workloads/vit_infer.py\"]\n");
+    let d = dir.path();
+    let run = |threads: &str, sub: &str| {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+        let mut c = gate(d);
+        c.env("GATE_THREADS", threads).args(["check", "--suite"]);
+        for (w, t) in [
+            ("train", "sync-stall"),
+            ("cnn", "cnn-healthy-3"),
+            ("gpt", "gpt-launch"),
+            ("vit", "vit-healthy-1"),
+        ] {
+            c.arg("--suite-replay").arg(format!("{w}={}", trace(t)));
+        }
+        for (flag, file) in [
+            ("--json", "r.json"),
+            ("--junit", "r.xml"),
+            ("--markdown", "r.md"),
+        ] {
+            c.arg(flag).arg(format!("{sub}/{file}"));
+        }
+        let out = c.output().unwrap();
+        let files: Vec<Vec<u8>> = ["r.json", "r.xml", "r.md"]
+            .iter()
+            .map(|f| std::fs::read(d.join(sub).join(f)).unwrap())
+            .collect();
+        let stderr = String::from_utf8_lossy(&out.stderr).replace(sub, "OUT");
+        (out.status.code(), out.stdout, stderr, files)
+    };
+    let one = run("1", "out-threads-1");
+    let many = run("4", "out-threads-4");
+    assert_eq!(one.0, Some(2), "vit-h200 is not committed: {}", one.2);
+    assert_eq!(one.0, many.0);
+    assert_eq!(one.1, many.1, "stdout");
+    assert_eq!(one.2, many.2, "stderr");
+    assert_eq!(one.3, many.3, "reports");
+    // Each workload's heading precedes its own lines, in the suite's order.
+    let at = |s: &str| many.2.find(s).unwrap_or_else(|| panic!("{s}: {}", many.2));
+    assert!(at("workload 1/4 'train'") < at("workload 2/4 'cnn'"));
+    assert!(at("workload 3/4 'gpt'") < at("workload 4/4 'vit'"));
+    assert!(at("workload 4/4 'vit'") < at("workload 'vit': "));
+}

@@ -1,7 +1,9 @@
 //! `gate capture`: measure known-good runs (or replay traces) and store
 //! them as `baselines/NAME.toml`. Refuses to baseline a failed run, and
 //! never overwrites an existing baseline silently: it shows the diff and
-//! wants `--replace`.
+//! wants `--replace`. Its flags become a `CapturePlan` (every validation
+//! before anything runs), which `execute` measures and stores; a suite is
+//! one plan per workload.
 
 use super::measure::{self, MeasureArgs};
 use crate::baseline::pool::{Kept, SteadyStore};
@@ -31,11 +33,6 @@ pub struct CaptureArgs {
     /// With --suite: replay TRACE for workload NAME (repeatable: one trace per run)
     #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
     pub suite_replay: Vec<String>,
-
-    /// The suite workload this capture is for (set by `--suite`, never a
-    /// flag): its gate.toml sees only that workload's user metrics.
-    #[arg(skip)]
-    pub scope: Option<String>,
 
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
@@ -82,158 +79,249 @@ pub struct CaptureArgs {
 pub const DEFAULT_LIVE_RUNS: usize = 3;
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
-    let name = args.baseline.clone().unwrap_or_default();
-    baseline::validate_name(&name)?;
-    let runs = match (args.measure.is_replay(), args.runs) {
-        (_, Some(0)) => return Err(GateError::usage("--runs must be at least 1").into()),
-        (true, Some(n)) if n != args.measure.replay.len() && !args.multi_node => {
-            return Err(GateError::usage(format!(
-                "--runs {n} but {} trace(s) given to --replay; each trace is one run (drop --runs)",
-                args.measure.replay.len()
-            ))
-            .into())
+    CapturePlan::build(&args, CaptureTarget::of(&args))?.execute()
+}
+
+/// What one capture makes: a baseline (its name), the workload whose part
+/// of gate.toml applies (a suite's; None: all of it), how it is measured
+/// and how many runs (None: `--runs`' default for the measurement).
+#[derive(Debug, Clone)]
+pub(crate) struct CaptureTarget {
+    pub baseline: String,
+    pub scope: Option<String>,
+    pub measure: MeasureArgs,
+    pub runs: Option<usize>,
+}
+
+impl CaptureTarget {
+    /// The target of one `gate capture` (empty baseline with `--suite`).
+    pub fn of(args: &CaptureArgs) -> CaptureTarget {
+        CaptureTarget {
+            baseline: args.baseline.clone().unwrap_or_default(),
+            scope: None,
+            measure: args.measure.clone(),
+            runs: args.runs,
         }
-        (true, _) => args.measure.replay.len(),
-        (false, Some(n)) => n,
-        (false, None) if args.measure.pid.is_some() => 1,
-        (false, None) => DEFAULT_LIVE_RUNS,
-    };
-    if args.multi_node && !args.measure.is_replay() {
-        return Err(GateError::usage(
-            "--multi-node needs one recorded trace per node: --replay NODE0.jsonl NODE1.jsonl ...",
-        )
-        .into());
     }
-    let config_path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&config_path, args.config.is_some())?;
-    let config = match &args.scope {
-        Some(w) => config.for_workload(w),
-        None => config,
-    };
-    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
-    // The baseline path is checked before anything is measured: never a
-    // FIFO, a device or a directory, never a file this command reads (a
-    // trace it is built from, gate.toml, the history database).
-    let mut inputs = crate::files::Inputs::default();
-    for t in &args.measure.replay {
-        inputs.add("the replayed trace", t);
-    }
-    inputs.add("the gate config", &config_path);
-    inputs.add_all(
-        "the history database",
-        recorder.iter().flat_map(|r| r.files()),
-    );
-    inputs
-        .check_output(
-            &baseline::path_for(&args.baseline_dir, &name),
-            "the baseline",
-        )
-        .map_err(|e| GateError::usage(e.to_string()))?;
+}
 
-    // Each run is summarised as it is loaded and its samples freed: memory
-    // holds one run's columns at a time, not every run's. Pooled statistics
-    // (several runs, or the nodes of one) need every run's steady values
-    // of a column at once: those are kept in a scratch file (`pool`).
-    let store = if runs > 1 || args.multi_node {
-        Some(SteadyStore::new()?)
-    } else {
-        None
-    };
-    let derive = |t: &crate::trace::Trace| {
-        let d = RunInput::derive(t, &config);
-        let kept = store.as_ref().map(|s| s.keep(t, &d.steady)).transpose();
-        Some((d, kept))
-    };
-    let mut traces = Vec::new();
-    let mut derived = Vec::new();
-    let mut kept = Vec::new();
-    // Each run is judged fit for a baseline as soon as it ends: a failed
-    // or invalid first run is refused before the next one costs GPU time.
-    let fit_so_far = |so_far: &[(crate::trace::Trace, Option<_>)]| -> anyhow::Result<()> {
-        let inputs: Vec<RunInput> = so_far
-            .iter()
-            .filter_map(|(t, d): &(_, Option<(crate::summary::RunDerived, _)>)| {
-                Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
-            })
+/// One capture, validated, with gate.toml read and the baseline's path
+/// checked against every input: `execute` measures and stores it.
+pub(crate) struct CapturePlan {
+    name: String,
+    runs: usize,
+    multi_node: bool,
+    config: Config,
+    recorder: Option<crate::history::pipeline::Recorder>,
+    measure: MeasureArgs,
+    trace_dir: PathBuf,
+    baseline_dir: PathBuf,
+    replace: bool,
+    commit: Option<String>,
+    history: crate::history::pipeline::HistorySettings,
+}
+
+impl CapturePlan {
+    /// Every validation of a capture of `target`, before anything runs.
+    pub fn build(args: &CaptureArgs, target: CaptureTarget) -> anyhow::Result<CapturePlan> {
+        let name = target.baseline;
+        baseline::validate_name(&name)?;
+        let measure = target.measure;
+        let runs = match (measure.is_replay(), target.runs) {
+            (_, Some(0)) => return Err(GateError::usage("--runs must be at least 1").into()),
+            (true, Some(n)) if n != measure.replay.len() && !args.multi_node => {
+                return Err(GateError::usage(format!(
+                    "--runs {n} but {} trace(s) given to --replay; each trace is one run (drop --runs)",
+                    measure.replay.len()
+                ))
+                .into())
+            }
+            (true, _) => measure.replay.len(),
+            (false, Some(n)) => n,
+            (false, None) if measure.pid.is_some() => 1,
+            (false, None) => DEFAULT_LIVE_RUNS,
+        };
+        if args.multi_node && !measure.is_replay() {
+            return Err(GateError::usage(
+                "--multi-node needs one recorded trace per node: --replay NODE0.jsonl NODE1.jsonl ...",
+            )
+            .into());
+        }
+        let config_path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml"));
+        let config = Config::load(&config_path, args.config.is_some())?;
+        let config = match &target.scope {
+            Some(w) => config.for_workload(w),
+            None => config,
+        };
+        let history = args.history.settings();
+        let recorder = crate::history::pipeline::Recorder::resolve(&history, &config)?;
+        // The baseline path is checked before anything is measured: never a
+        // FIFO, a device or a directory, never a file this command reads (a
+        // trace it is built from, gate.toml, the history database).
+        let mut inputs = crate::files::Inputs::default();
+        for t in &measure.replay {
+            inputs.add("the replayed trace", t);
+        }
+        inputs.add("the gate config", &config_path);
+        inputs.add_all(
+            "the history database",
+            recorder.iter().flat_map(|r| r.files()),
+        );
+        inputs
+            .check_output(
+                &baseline::path_for(&args.baseline_dir, &name),
+                "the baseline",
+            )
+            .map_err(|e| GateError::usage(e.to_string()))?;
+        Ok(CapturePlan {
+            name,
+            runs,
+            multi_node: args.multi_node,
+            config,
+            recorder,
+            measure,
+            trace_dir: args.trace_dir.clone(),
+            baseline_dir: args.baseline_dir.clone(),
+            replace: args.replace,
+            commit: args.commit.clone(),
+            history,
+        })
+    }
+
+    /// Measure (or replay) the runs, build the baseline, store it, and
+    /// record it in the history.
+    pub fn execute(&self) -> anyhow::Result<i32> {
+        let (name, config, multi_node) = (&self.name, &self.config, self.multi_node);
+        // Each run is summarised as it is loaded and its samples freed: memory
+        // holds one run's columns at a time, not every run's. Pooled statistics
+        // (several runs, or the nodes of one) need every run's steady values
+        // of a column at once: those are kept in a scratch file (`pool`).
+        let store = if self.runs > 1 || multi_node {
+            Some(SteadyStore::new()?)
+        } else {
+            None
+        };
+        let (traces, derived, kept) = self.acquire(store.as_ref())?;
+        let inputs: Vec<RunInput> = (traces.iter().zip(derived))
+            .map(|(t, d)| RunInput::from_parts(t, d))
             .collect();
-        Ok(ensure_known_good(&inputs, &config, args.multi_node)?)
-    };
-    let acquired =
-        measure::acquire_each_checked(&args.measure, runs, &args.trace_dir, derive, fit_so_far)?;
-    for (t, d) in acquired {
-        let (d, k) = d.expect("every trace is derived");
-        kept.extend(k?);
-        traces.push(t);
-        derived.push(d);
+
+        ensure_known_good(&inputs, config, multi_node)?;
+
+        let meta = BuildMeta {
+            created: crate::format::now_rfc3339(),
+            commit: super::detect_commit(self.commit.as_deref()),
+            tags: self.measure.tags.iter().cloned().collect(),
+        };
+        let values: &dyn baseline::SteadyValues = match &store {
+            Some(store) => &Kept { store, runs: &kept },
+            // One run: its statistics are its summary's, no values are read.
+            None => &baseline::InMemory,
+        };
+        let b = baseline::build_from(name, &inputs, values, config, multi_node, &meta)?;
+        ensure_something_gated(&b)?;
+        self.store(&b)?;
+        print_summary(&b);
+        // A harness's number carries its own within-run interval (pytest-
+        // benchmark rounds, repetitions): only the others lack a noise estimate.
+        let no_noise: Vec<&str> = b
+            .metrics
+            .iter()
+            .filter(|(_, m)| m.gated && m.runs.iter().all(|r| r.ci95.is_none()))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        if b.capture.runs < 2 && !multi_node && !no_noise.is_empty() {
+            crate::gate_eprintln!(
+                "gate: warning: one run: {} measured once per run with no interval of its own: no noise estimate, so a check can call it inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N",
+                crate::escape::terminal(&no_noise.join(", "))
+            );
+        }
+        if let Some(rec) = &self.recorder {
+            crate::history::pipeline::after_capture(rec, &self.history, &b, &traces)?;
+        }
+        Ok(crate::exit_code::PASS)
     }
-    let inputs: Vec<RunInput> = (traces.iter().zip(derived))
-        .map(|(t, d)| RunInput::from_parts(t, d))
-        .collect();
 
-    ensure_known_good(&inputs, &config, args.multi_node)?;
+    /// The runs, each judged fit for a baseline as soon as it ends (a
+    /// failed or invalid first run is refused before the next one costs
+    /// GPU time), with their summaries and kept steady values.
+    #[allow(clippy::type_complexity)]
+    fn acquire(
+        &self,
+        store: Option<&SteadyStore>,
+    ) -> anyhow::Result<(
+        Vec<crate::trace::Trace>,
+        Vec<crate::summary::RunDerived>,
+        Vec<crate::baseline::pool::KeptRun>,
+    )> {
+        let config = &self.config;
+        let derive = |t: &crate::trace::Trace| {
+            let d = RunInput::derive(t, config);
+            let kept = store.map(|s| s.keep(t, &d.steady)).transpose();
+            Some((d, kept))
+        };
+        let fit_so_far = |so_far: &[(crate::trace::Trace, Option<_>)]| -> anyhow::Result<()> {
+            let inputs: Vec<RunInput> = so_far
+                .iter()
+                .filter_map(|(t, d): &(_, Option<(crate::summary::RunDerived, _)>)| {
+                    Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
+                })
+                .collect();
+            Ok(ensure_known_good(&inputs, config, self.multi_node)?)
+        };
+        let acquired = measure::acquire_each_checked(
+            &self.measure,
+            self.runs,
+            &self.trace_dir,
+            derive,
+            fit_so_far,
+        )?;
+        let (mut traces, mut derived, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, d) in acquired {
+            let (d, k) = d.expect("every trace is derived");
+            kept.extend(k?);
+            traces.push(t);
+            derived.push(d);
+        }
+        Ok((traces, derived, kept))
+    }
 
-    let meta = BuildMeta {
-        created: crate::format::now_rfc3339(),
-        commit: super::detect_commit(args.commit.as_deref()),
-        tags: args.measure.tags.iter().cloned().collect(),
-    };
-    let values: &dyn baseline::SteadyValues = match &store {
-        Some(store) => &Kept { store, runs: &kept },
-        // One run: its statistics are its summary's, no values are read.
-        None => &baseline::InMemory,
-    };
-    let b = baseline::build_from(&name, &inputs, values, &config, args.multi_node, &meta)?;
-    ensure_something_gated(&b)?;
-    let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
-    let path = baseline::path_for(&args.baseline_dir, &name);
-    match baseline::store(&path, &text, args.replace)? {
-        StoreOutcome::Refused { diff } => {
-            crate::gate_eprint!("{}", terminal_lines(&diff));
-            return Err(GateError::usage(format!(
+    /// Write the baseline (a diff and `--replace` to overwrite one).
+    fn store(&self, b: &crate::baseline::Baseline) -> anyhow::Result<()> {
+        let name = &self.name;
+        let text = baseline::to_toml(b, &baseline::refresh_hint(name, &b.capture.command));
+        let path = baseline::path_for(&self.baseline_dir, name);
+        match baseline::store(&path, &text, self.replace)? {
+            StoreOutcome::Refused { diff } => {
+                crate::gate_eprint!("{}", terminal_lines(&diff));
+                return Err(GateError::usage(format!(
                 "baseline '{}' already exists at '{}'; review the diff above and pass --replace to overwrite it",
                 name,
                 path.display()
             ))
             .into());
+            }
+            StoreOutcome::Replaced { diff } => {
+                crate::gate_eprint!("{}", terminal_lines(&diff));
+                crate::console::outln(format_args!(
+                    "gate: replaced baseline '{}' ({})",
+                    name,
+                    crate::escape::terminal(&path.display().to_string())
+                ));
+            }
+            StoreOutcome::Created => {
+                crate::console::outln(format_args!(
+                    "gate: wrote baseline '{}' ({})",
+                    name,
+                    crate::escape::terminal(&path.display().to_string())
+                ));
+            }
         }
-        StoreOutcome::Replaced { diff } => {
-            crate::gate_eprint!("{}", terminal_lines(&diff));
-            crate::console::outln(format_args!(
-                "gate: replaced baseline '{}' ({})",
-                name,
-                crate::escape::terminal(&path.display().to_string())
-            ));
-        }
-        StoreOutcome::Created => {
-            crate::console::outln(format_args!(
-                "gate: wrote baseline '{}' ({})",
-                name,
-                crate::escape::terminal(&path.display().to_string())
-            ));
-        }
+        Ok(())
     }
-    print_summary(&b);
-    // A harness's number carries its own within-run interval (pytest-
-    // benchmark rounds, repetitions): only the others lack a noise estimate.
-    let no_noise: Vec<&str> = b
-        .metrics
-        .iter()
-        .filter(|(_, m)| m.gated && m.runs.iter().all(|r| r.ci95.is_none()))
-        .map(|(id, _)| id.as_str())
-        .collect();
-    if b.capture.runs < 2 && !args.multi_node && !no_noise.is_empty() {
-        crate::gate_eprintln!(
-            "gate: warning: one run: {} measured once per run with no interval of its own: no noise estimate, so a check can call it inconclusive but never a regression; capture --runs 3 (or replay several traces), or check with --confirm N",
-            crate::escape::terminal(&no_noise.join(", "))
-        );
-    }
-    if let Some(rec) = &recorder {
-        super::history::after_capture(rec, &args.history, &b, &traces)?;
-    }
-    Ok(crate::exit_code::PASS)
 }
 
 /// A baseline is a promise of "known good": never build one from a run

@@ -301,7 +301,7 @@ const MAX_LOADS_AT_ONCE: usize = 4;
 const LOAD_ALONE_BYTES: u64 = 256 << 20;
 
 /// How many of `paths` `acquire_each` loads at once.
-fn loads_at_once(paths: &[PathBuf]) -> usize {
+pub(crate) fn loads_at_once(paths: &[PathBuf]) -> usize {
     let big = paths.iter().any(|p| {
         let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let len = if crate::trace::is_compressed_path(p) {

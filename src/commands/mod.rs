@@ -11,6 +11,7 @@ pub mod github;
 pub mod history;
 pub mod measure;
 pub mod metrics;
+mod output;
 pub mod record;
 pub mod report;
 pub mod suite;

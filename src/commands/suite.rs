@@ -17,18 +17,23 @@
 //! failures rank above
 //! the retryable one, so CI does not rerun a whole suite on the GPU when a
 //! regression or a crash is already certain.
+//!
+//! The suite is one `CheckPlan` per workload, built before anything runs.
+//! Live workloads run one after another (they share the GPUs); when every
+//! workload replays recorded traces, their traces are loaded and summarised
+//! at once on the cores (`parallel`), then judged in the suite's order, so
+//! every report and every line on stdout and stderr is the same bytes as
+//! one after another.
 
-use super::check::{self, CheckArgs};
-use super::Format;
+use super::check::{self, CheckArgs, CheckPlan};
 use crate::config::{Config, WorkloadDef};
 use crate::error::GateError;
-use crate::exit_code;
-use crate::gate::CheckReport;
-use crate::report::check::{self as report, Reporter};
-use std::path::{Path, PathBuf};
+use crate::report::check::suite::Outcome;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::exit_code::{worst_exit_code, EXIT_CODE_ORDER};
+pub use crate::report::check::suite::verdict_word;
 
 /// One workload, validated.
 #[derive(Debug, Clone)]
@@ -177,115 +182,183 @@ pub fn measure_for(
     m
 }
 
-/// What one workload of a check gave.
-pub struct Outcome {
-    pub workload: Workload,
-    pub result: Result<CheckReport, (i32, String)>,
-}
-
-impl Outcome {
-    pub fn exit_code(&self) -> i32 {
-        match &self.result {
-            Ok(r) => r.exit_code,
-            Err((code, _)) => *code,
-        }
-    }
-
-    pub fn verdict(&self) -> &'static str {
-        match &self.result {
-            Ok(r) => r.verdict.as_str(),
-            Err((code, _)) if *code == exit_code::USAGE => "usage error",
-            Err(_) => "error",
-        }
-    }
-}
-
 /// `gate check --suite`. A suite that cannot start still tells GitHub
 /// Actions (`verdict=error`), as one check does.
 pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
     check_inner(args).inspect_err(|_| {
-        super::github::output(&check::base_inputs(args), "error", 0);
+        super::github::output(
+            &check::base_inputs(args, &check::Target::of(args)),
+            "error",
+            0,
+        );
     })
 }
 
+/// One workload of the suite and its plan, or why it has none.
+struct Planned {
+    workload: Workload,
+    plan: Result<CheckPlan, (i32, String)>,
+    /// What the suite said on stderr while planning it (held, and written
+    /// in the suite's order when its turn comes).
+    said: String,
+}
+
 fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
-    let config = check::load_config(args)?;
+    let config = check::load_config(args, None)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
-    // Each workload is one check without report files (the suite writes
-    // one of each).
-    let checks: Vec<(Workload, CheckArgs)> = workloads
+    // Each workload is one check of its own target, writing no report
+    // files (the suite writes one of each).
+    let targets: Vec<(Workload, check::Target)> = workloads
         .into_iter()
         .map(|w| {
-            let wargs = CheckArgs {
-                baseline: Some(w.baseline.clone()),
-                suite: false,
+            let target = check::Target {
+                baseline: w.baseline.clone(),
                 scope: Some(w.name.clone()),
                 measure: measure_for(&args.measure, &w),
-                ..args.without_outputs()
             };
-            (w, wargs)
+            (w, target)
         })
         .collect();
     // Outputs first: a path that would be refused must not cost live runs,
     // nor replace anything the suite reads (the history database included).
     let mut inputs = crate::files::Inputs::default();
-    for (_, wargs) in &checks {
-        inputs.extend(check::base_inputs(wargs));
+    for (_, target) in &targets {
+        inputs.extend(check::base_inputs(args, target));
     }
-    let recorder = super::history::Recorder::resolve(&args.history, &config)?;
+    let recorder = crate::history::pipeline::Recorder::resolve(&args.history.settings(), &config)?;
     inputs.add_all(
         "the history database",
         recorder.iter().flat_map(|r| r.files()),
     );
-    check::refuse_shared_outputs(args)?;
-    for (flag, path) in check::outputs(args) {
+    let outputs = check::outputs(args);
+    check::refuse_shared_outputs(&outputs)?;
+    for (flag, path) in &outputs {
         inputs
             .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
-    let n = checks.len();
+    let plans = plan_all(args, targets, &inputs);
+    let mut acquired = acquire_replays(&plans);
     let mut outcomes = Vec::new();
     let mut pending = Vec::new();
-    for (i, (w, wargs)) in checks.into_iter().enumerate() {
-        crate::gate_eprintln!(
-            "gate: suite: workload {}/{n} '{}' against baseline '{}'",
-            i + 1,
-            crate::escape::terminal(&w.name),
-            crate::escape::terminal(&w.baseline)
-        );
-        let mut judged_inputs = inputs.clone();
-        let result = check::judge(&wargs, &mut judged_inputs).map_err(|e| {
-            let code = crate::error::exit_code_of(&e);
-            let message = e
-                .chain()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(": ");
-            crate::gate_eprintln!(
-                "gate: suite: workload '{}': {}",
-                crate::escape::terminal(&w.name),
-                crate::escape::terminal(&message)
-            );
-            (code, message)
+    for (i, p) in plans.into_iter().enumerate() {
+        crate::console::err_text(&p.said);
+        let result = p.plan.and_then(|plan| {
+            let judged = match acquired.get_mut(i).and_then(Option::take) {
+                Some((first, said)) => {
+                    crate::console::err_text(&said);
+                    first.and_then(|first| plan.conclude(first))
+                }
+                None => plan.execute(),
+            };
+            judged.map_err(|e| failed(&p.workload, &e))
         });
         let result = result.map(|j| {
             pending.push(j.history);
             j.report
         });
         outcomes.push(Outcome {
-            workload: w,
+            name: p.workload.name,
+            baseline: p.workload.baseline,
             result,
         });
     }
     let code = worst_exit_code(outcomes.iter().map(Outcome::exit_code));
-    emit(args, &outcomes, code, &inputs)?;
-    // The history after every report (commands::history): a store that
+    let suite = super::output::Suite {
+        outcomes: &outcomes,
+        code,
+    };
+    super::output::write(&check::outputs_of(args), &inputs, &suite)?;
+    // The history after every report (history::pipeline): a store that
     // fails can only raise the exit code with --history-required.
     let history_codes: Vec<i32> = pending
         .into_iter()
         .filter_map(check::HistoryTail::finish)
         .collect();
     Ok(worst_exit_code(std::iter::once(code).chain(history_codes)))
+}
+
+/// The suite as plans, one per workload in the suite's order (a workload
+/// whose plan fails, e.g. its baseline is missing, is reported as such and
+/// the others still run). What each says on stderr is held for its turn.
+fn plan_all(
+    args: &CheckArgs,
+    targets: Vec<(Workload, check::Target)>,
+    inputs: &crate::files::Inputs,
+) -> Vec<Planned> {
+    let n = targets.len();
+    targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, (workload, target))| {
+            let (plan, said) = crate::console::hold_err(|| {
+                crate::gate_eprintln!(
+                    "gate: suite: workload {}/{n} '{}' against baseline '{}'",
+                    i + 1,
+                    crate::escape::terminal(&workload.name),
+                    crate::escape::terminal(&workload.baseline)
+                );
+                let mut judged_inputs = inputs.clone();
+                CheckPlan::build(args, target, &[], &mut judged_inputs)
+                    .map_err(|e| failed(&workload, &e))
+            });
+            Planned {
+                workload,
+                plan,
+                said,
+            }
+        })
+        .collect()
+}
+
+/// The first measurement of every workload, when all of them replay
+/// recorded traces: acquired at once on the cores (`parallel`), as many at
+/// a time as `measure::loads_at_once` loads traces of their size (a trace
+/// over its threshold: one workload at a time, so a suite's peak memory is
+/// one long trace's, as before), each one's stderr held and returned
+/// beside it, in the suite's order. Empty when the suite runs its
+/// benchmarks (they share the GPUs: one after another) or when one thread
+/// is all it may use (each workload is then executed in its turn).
+type Held = (anyhow::Result<check::Acquired>, String);
+fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
+    let replayed = plans
+        .iter()
+        .all(|p| p.plan.as_ref().map_or(true, CheckPlan::is_replay));
+    if !replayed {
+        return Vec::new();
+    }
+    let traces: Vec<PathBuf> = plans
+        .iter()
+        .filter_map(|p| p.plan.as_ref().ok())
+        .flat_map(|p| p.measure.replay.iter().cloned())
+        .collect();
+    let threads = super::measure::loads_at_once(&traces).min(crate::parallel::threads());
+    if threads <= 1 {
+        // One at a time: each workload acquires when its turn comes, so
+        // no workload's runs wait in memory for the others'.
+        return Vec::new();
+    }
+    crate::parallel::map_with(threads, plans, |p| {
+        let plan = p.plan.as_ref().ok()?;
+        Some(crate::console::hold_err(|| plan.acquire()))
+    })
+}
+
+/// A workload that could not be judged: its exit code and message, said
+/// on stderr.
+fn failed(w: &Workload, e: &anyhow::Error) -> (i32, String) {
+    let code = crate::error::exit_code_of(e);
+    let message = e
+        .chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ");
+    crate::gate_eprintln!(
+        "gate: suite: workload '{}': {}",
+        crate::escape::terminal(&w.name),
+        crate::escape::terminal(&message)
+    );
+    (code, message)
 }
 
 /// `gate capture --suite`: every workload's baseline, one after another
@@ -308,18 +381,16 @@ pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
             crate::escape::terminal(&w.name),
             crate::escape::terminal(&w.baseline)
         );
-        let wargs = super::capture::CaptureArgs {
-            baseline: Some(w.baseline.clone()),
-            suite: false,
-            workload: Vec::new(),
-            suite_replay: Vec::new(),
+        // Replayed: one run per trace; live: --runs (or the default).
+        let target = super::capture::CaptureTarget {
+            baseline: w.baseline.clone(),
             scope: Some(w.name.clone()),
             measure: measure_for(&args.measure, &w),
-            // Replayed: one run per trace; live: --runs (or the default).
             runs: if w.replay.is_empty() { args.runs } else { None },
-            ..args.clone()
         };
-        let code = match super::capture::run(wargs) {
+        let captured =
+            super::capture::CapturePlan::build(args, target).and_then(|plan| plan.execute());
+        let code = match captured {
             Ok(c) => c,
             Err(e) => {
                 crate::gate_eprintln!(
@@ -345,429 +416,9 @@ pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// The word of a suite's exit code.
-pub fn verdict_word(code: i32) -> &'static str {
-    match code {
-        exit_code::PASS => "PASS",
-        exit_code::REGRESSION => "REGRESSION",
-        exit_code::USAGE => "USAGE ERROR",
-        exit_code::INCONCLUSIVE => "INCONCLUSIVE",
-        exit_code::BENCHMARK_FAILED => "BENCHMARK FAILED",
-        _ => "ERROR",
-    }
-}
-
-fn emit(
-    args: &CheckArgs,
-    outcomes: &[Outcome],
-    code: i32,
-    inputs: &crate::files::Inputs,
-) -> anyhow::Result<()> {
-    let write = |flag: &str, path: &Path, text: &str| -> Result<(), GateError> {
-        crate::console::make_parent(path);
-        inputs
-            .write_output(path, flag, text.as_bytes())
-            .map_err(|e| {
-                crate::files::output_error(
-                    format!("cannot write the {flag} report '{}': {e}", path.display()),
-                    &e,
-                )
-            })?;
-        crate::console::wrote(&format!("the {flag} report"), path);
-        Ok(())
-    };
-    let link = |text: String, f: fn(&str, &str) -> String| match &args.html_url {
-        Some(url) => f(&text, url),
-        None => text,
-    };
-    let markdown = link(render_markdown(outcomes, code), report::html::link_markdown);
-    for (flag, path) in check::outputs(args) {
-        let text = match flag {
-            "--junit" => render_junit(outcomes),
-            "--markdown" => markdown.clone(),
-            "--json" => render_json(outcomes, code),
-            "--openmetrics" => {
-                let ok: Vec<&CheckReport> = outcomes
-                    .iter()
-                    .filter_map(|o| o.result.as_ref().ok())
-                    .collect();
-                report::openmetrics::render_many(&ok)
-            }
-            "--pr-comment" => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        GateError::usage(format!(
-                            "cannot create '{}' for --pr-comment: {e}",
-                            dir.display()
-                        ))
-                    })?;
-                }
-                link(
-                    render_pr_comment(outcomes, code),
-                    report::html::link_pr_comment,
-                )
-            }
-            "--bmf" => {
-                let mut all = serde_json::Map::new();
-                for r in outcomes.iter().filter_map(|o| o.result.as_ref().ok()) {
-                    let one: serde_json::Value = serde_json::from_str(&report::bmf::Bmf.render(r))?;
-                    if let serde_json::Value::Object(o) = one {
-                        all.extend(o);
-                    }
-                }
-                serde_json::to_string_pretty(&all)? + "\n"
-            }
-            "--html" => render_html(outcomes, code),
-            _ => continue,
-        };
-        write(flag, path, &text)?;
-    }
-    match args.format {
-        Format::Json => crate::console::out(&render_json(outcomes, code)),
-        Format::Text => crate::console::out(&render_terminal(outcomes, code, args.color.stdout())),
-    }
-    // GitHub Actions: the same writer as one check's (annotations capped
-    // over the whole suite, the summary under 1 MiB, verdict= for the action).
-    let items: Vec<report::github::Item> = outcomes
-        .iter()
-        .flat_map(|o| match &o.result {
-            Ok(r) => report::github::items(r, &format!("{}: ", o.workload.name)),
-            Err((_, m)) => vec![report::github::Item::error(
-                format!("gate: {}: {}", o.workload.name, o.verdict()),
-                m.clone(),
-            )],
-        })
-        .collect();
-    let lines = super::github::annotation_lines(&items);
-    super::github::print_annotations(&lines, args.format == Format::Json);
-    let verdict = verdict_word(code).to_lowercase();
-    super::github::finish(
-        inputs,
-        &super::github::Step {
-            markdown: &markdown,
-            verdict: &verdict,
-            regressions: outcomes
-                .iter()
-                .filter_map(|o| o.result.as_ref().ok())
-                .map(|r| r.counts.regression)
-                .sum(),
-        },
-    );
-    Ok(())
-}
-
-/// One check page for every workload (`--html`): the suite's verdict and
-/// table, then each judged workload's section with its curves.
-fn render_html(outcomes: &[Outcome], code: i32) -> String {
-    use report::html;
-    let judged: Vec<html::Workload> = outcomes
-        .iter()
-        .filter_map(|o| o.result.as_ref().ok())
-        .map(|r| html::Workload {
-            report: r,
-            runs: html::series_for(r),
-        })
-        .collect();
-    let failed: Vec<(String, i32, String)> = outcomes
-        .iter()
-        .filter_map(|o| {
-            let (c, why) = o.result.as_ref().err()?;
-            Some((o.workload.name.clone(), *c, why.clone()))
-        })
-        .collect();
-    let suite = html::Suite {
-        exit_code: code,
-        word: verdict_word(code),
-        failed: &failed,
-    };
-    html::render_page(&judged, Some(&suite), html::HTML_BUDGET_BYTES)
-}
-
-/// `| workload | baseline | verdict | exit |` rows.
-fn summary_rows(outcomes: &[Outcome]) -> Vec<[String; 4]> {
-    outcomes
-        .iter()
-        .map(|o| {
-            [
-                o.workload.name.clone(),
-                o.workload.baseline.clone(),
-                o.verdict().to_string(),
-                o.exit_code().to_string(),
-            ]
-        })
-        .collect()
-}
-
-pub fn render_terminal(outcomes: &[Outcome], code: i32, color: bool) -> String {
-    use crate::escape::terminal;
-    let mut out = String::new();
-    for o in outcomes {
-        out.push_str(&format!(
-            "== workload {} (baseline {}) ==\n",
-            terminal(&o.workload.name),
-            terminal(&o.workload.baseline)
-        ));
-        match &o.result {
-            Ok(r) => out.push_str(
-                &report::terminal::Terminal {
-                    color,
-                    width: crate::console::stdout_width(),
-                }
-                .render(r),
-            ),
-            Err((c, m)) => out.push_str(&format!(
-                "VERDICT: {} (exit {c}): {}\n",
-                o.verdict().to_uppercase(),
-                terminal(m)
-            )),
-        }
-        out.push('\n');
-    }
-    let mut rows = vec![["workload", "baseline", "verdict", "exit"]
-        .map(String::from)
-        .to_vec()];
-    rows.extend(
-        summary_rows(outcomes)
-            .iter()
-            .map(|row| row.iter().map(|c| terminal(c)).collect()),
-    );
-    out.push_str(&crate::console::aligned(&rows));
-    out.push_str(&format!(
-        "SUITE VERDICT: {} (exit {code}; worst of {} workload(s))\n",
-        verdict_word(code),
-        outcomes.len()
-    ));
-    out
-}
-
-pub fn render_markdown(outcomes: &[Outcome], code: i32) -> String {
-    use crate::escape::{markdown_code as mcode, markdown_text as text};
-    let mut out = format!(
-        "## gate suite: {} (exit {code}, worst of {} workloads)\n\n| workload | baseline | verdict | exit |\n|---|---|---|---:|\n",
-        verdict_word(code),
-        outcomes.len()
-    );
-    for row in summary_rows(outcomes) {
-        out.push_str(&format!(
-            "| `{}` | `{}` | {} | {} |\n",
-            mcode(&row[0]),
-            mcode(&row[1]),
-            text(&row[2]),
-            row[3]
-        ));
-    }
-    out.push('\n');
-    for o in outcomes {
-        match &o.result {
-            Ok(r) => out.push_str(&report::markdown::Markdown.render(r)),
-            Err((c, m)) => out.push_str(&format!(
-                "### gate: {} for workload `{}` (exit {c})\n\n{}\n",
-                o.verdict().to_uppercase(),
-                mcode(&o.workload.name),
-                text(m)
-            )),
-        }
-        out.push('\n');
-    }
-    out
-}
-
-pub fn render_junit(outcomes: &[Outcome]) -> String {
-    let docs: Vec<String> = outcomes
-        .iter()
-        .map(|o| match &o.result {
-            Ok(r) => report::junit::Junit.render(r),
-            Err((c, m)) => report::junit::render_error(
-                &o.workload.baseline,
-                if *c == exit_code::USAGE {
-                    "usage"
-                } else {
-                    "error"
-                },
-                m,
-            ),
-        })
-        .collect();
-    report::junit::combine(&docs)
-}
-
-/// Version of the suite JSON document.
-pub const SUITE_SCHEMA_VERSION: u32 = 1;
-
-pub fn render_json(outcomes: &[Outcome], code: i32) -> String {
-    let workloads: Vec<serde_json::Value> = outcomes
-        .iter()
-        .map(|o| {
-            let mut v = serde_json::json!({
-                "name": o.workload.name,
-                "baseline": o.workload.baseline,
-                "exit_code": o.exit_code(),
-                "verdict": o.verdict(),
-            });
-            match &o.result {
-                Ok(r) => {
-                    v["report"] = serde_json::from_str(&report::json::Json.render(r))
-                        .expect("the JSON reporter writes JSON")
-                }
-                Err((_, m)) => v["error"] = m.as_str().into(),
-            }
-            v
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "suite_schema_version": SUITE_SCHEMA_VERSION,
-        "gate_version": crate::GATE_VERSION,
-        "verdict": verdict_word(code).to_lowercase(),
-        "exit_code": code,
-        "workloads": workloads,
-    });
-    serde_json::to_string_pretty(&doc).expect("a JSON value always serializes") + "\n"
-}
-
-/// The suite's marker: the CI templates edit the comment that carries it.
-pub const SUITE_MARKER: &str = "<!-- gate-pr-comment:suite -->";
-
-/// One comment for the suite: the suite verdict and the worst workload's
-/// top cause in its first three lines, then each workload's own comment
-/// (its marker removed) in a folded section, the regressed ones open.
-pub fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
-    use crate::escape::{markdown_code as mcode, markdown_text as text};
-    let worst = outcomes.iter().min_by_key(|o| {
-        EXIT_CODE_ORDER
-            .iter()
-            .position(|&x| x == o.exit_code())
-            .unwrap_or(0)
-    });
-    let icon = match code {
-        exit_code::PASS => ":white_check_mark:",
-        exit_code::REGRESSION => ":x:",
-        _ => ":warning:",
-    };
-    let failing = outcomes
-        .iter()
-        .filter(|o| o.exit_code() != exit_code::PASS)
-        .count();
-    let mut out = format!(
-        "**gate suite: {icon} {}**: {failing} of {} workloads not passing (exit {code})\n",
-        verdict_word(code),
-        outcomes.len()
-    );
-    let cause = match worst.map(|o| &o.result) {
-        Some(Ok(r)) if code != exit_code::PASS => r
-            .diagnosis
-            .first()
-            .map(|d| format!("{}: {}", d.title, d.explanation))
-            .or_else(|| r.reasons.first().cloned())
-            .unwrap_or_default(),
-        Some(Err((_, m))) => m.clone(),
-        _ => "Every workload passed.".to_string(),
-    };
-    let who = worst
-        .filter(|_| code != exit_code::PASS)
-        .map(|o| format!("`{}`: ", mcode(&o.workload.name)))
-        .unwrap_or_default();
-    out.push_str(&format!("Top cause: {who}{}\n", text(&cause)));
-    let list: Vec<String> = outcomes
-        .iter()
-        .map(|o| format!("`{}` {}", mcode(&o.workload.name), o.verdict()))
-        .collect();
-    // Cut to one line by `fit_sections` (with "…") for a large suite.
-    out.push_str(&format!("Workloads: {}\n", list.join(", ")));
-    let sections: Vec<report::pr_comment::Section> = outcomes.iter().map(section).collect();
-    let changed = outcomes.iter().any(|o| match &o.result {
-        Ok(r) => report::pr_comment::changed(r),
-        Err(_) => true,
-    });
-    let tail = format!(
-        "\n{SUITE_MARKER}\n{}",
-        if changed {
-            "<!-- gate-changed:yes -->\n"
-        } else {
-            "<!-- gate-changed:no -->\n"
-        }
-    );
-    report::pr_comment::fit_sections(&out, &sections, &tail)
-}
-
-/// One workload's folded part of the suite comment: its own comment (its
-/// markers removed), open when it is not passing; the short form keeps
-/// the comment's first three lines (verdict, top cause, what moved).
-fn section(o: &Outcome) -> report::pr_comment::Section {
-    let body = match &o.result {
-        Ok(r) => report::pr_comment::PrComment.render(r),
-        Err((c, m)) => report::pr_comment::render_error(&o.workload.baseline, *c, m),
-    };
-    let lines: Vec<&str> = body
-        .lines()
-        .filter(|l| !(l.starts_with("<!-- gate-") && l.ends_with("-->")))
-        .collect();
-    let failing = o.exit_code() != exit_code::PASS;
-    let fold = |text: &str| {
-        format!(
-            "\n<details{}><summary>workload <code>{}</code>: {}</summary>\n\n{}\n</details>\n",
-            if failing { " open" } else { "" },
-            crate::escape::html(&o.workload.name),
-            o.verdict(),
-            text.trim_end()
-        )
-    };
-    let short: String = lines.iter().take(3).map(|l| format!("{l}\n")).collect();
-    report::pr_comment::Section {
-        name: o.workload.name.clone(),
-        full: fold(&lines.join("\n")),
-        short: fold(&short),
-        first: failing,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn outcome(i: usize, r: &CheckReport) -> Outcome {
-        Outcome {
-            workload: Workload {
-                name: format!("w{i:03}"),
-                baseline: format!("b{i:03}"),
-                command: vec!["true".into()],
-                tags: Vec::new(),
-                warmup: None,
-                duration: None,
-                warmup_until: None,
-                until: None,
-                metrics_file: None,
-                replay: Vec::new(),
-            },
-            result: Ok(r.clone()),
-        }
-    }
-
-    #[test]
-    fn a_suite_comment_of_150_regressed_workloads_fits_whole_sections_only() {
-        let r = crate::report::check::tests_support::sample_report();
-        for n in [1, 10, 150, 2000] {
-            let outcomes: Vec<Outcome> = (0..n).map(|i| outcome(i, &r)).collect();
-            let c = render_pr_comment(&outcomes, exit_code::REGRESSION);
-            assert!(
-                c.len() <= crate::limits::MAX_PR_COMMENT_BYTES,
-                "{n}: {}",
-                c.len()
-            );
-            assert_eq!(
-                c.matches("<details").count(),
-                c.matches("</details>").count()
-            );
-            let shown = c.matches("<summary>workload <code>").count();
-            let cut: usize = c
-                .lines()
-                .find_map(|l| l.strip_prefix("... "))
-                .and_then(|l| l.split(' ').next())
-                .map_or(0, |k| k.parse().unwrap());
-            assert_eq!(shown + cut, n, "{n}: every workload shown or counted");
-            assert!(c.ends_with("<!-- gate-changed:yes -->\n"), "{n}");
-            assert!(c.lines().all(|l| l.len() <= 2_100), "{n}: a line too long");
-        }
-    }
 
     #[test]
     fn the_worst_exit_code_follows_the_documented_order() {

@@ -114,7 +114,7 @@ impl Sink {
                 // went to stderr already.
                 let _ = writeln!(self.json, "{line}").and_then(|_| self.json.flush());
             }
-            if a.state == "firing" {
+            if a.state == crate::watch::AlertState::Firing {
                 self.fired += 1;
             }
         }

@@ -17,13 +17,14 @@
 //! - the terminal/JSON listing (`listing.rs`) and the trend page (`html.rs`).
 //!
 //! What it does not own: when to write (the `check` and `capture` commands
-//! call one hook each, `commands::history`), and the verdict (`gate/`). A
+//! call one hook each, `history::pipeline`), and the verdict (`gate/`). A
 //! database that cannot be reached is a warning there and never changes a
 //! verdict, unless the user asked for `--history-required`.
 
 pub mod drift;
 pub mod html;
 pub mod listing;
+pub mod pipeline;
 pub mod postgres;
 pub mod record;
 pub mod redact;

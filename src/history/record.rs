@@ -296,16 +296,12 @@ pub fn judge_drift(
 pub fn apply_drift(report: &mut CheckReport, drift: &[DriftRow]) {
     for d in drift {
         if d.failed {
-            report.reasons.push(format!(
-                "{} (gate.toml [history.drift] fail = true)",
-                d.message
-            ));
-            if report.verdict < RunVerdict::Regression {
-                report.verdict = RunVerdict::Regression;
-                report.exit_code = report.verdict.exit_code();
-            }
+            report.raise(
+                RunVerdict::Regression,
+                format!("{} (gate.toml [history.drift] fail = true)", d.message),
+            );
         } else {
-            report.warnings.push(d.message.clone());
+            report.warn(d.message.clone());
         }
     }
 }

@@ -14,28 +14,33 @@ pub struct Bmf;
 
 impl Reporter for Bmf {
     fn render(&self, report: &CheckReport) -> String {
-        let mut doc = serde_json::Map::new();
-        for m in &report.metrics {
-            let Some(value) = m.new.filter(|v| v.is_finite()) else {
-                continue;
-            };
-            let mut bench = report.baseline.name.clone();
-            if let Some(n) = m.node {
-                bench.push_str(&format!(".node{n}"));
-            }
-            if let Some(g) = m.gpu {
-                bench.push_str(&format!(".gpu{g}"));
-            }
-            let entry = doc
-                .entry(bench)
-                .or_insert_with(|| serde_json::Value::Object(Default::default()));
-            entry[m.id.as_str()] = serde_json::json!({ "value": value });
-        }
-        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(doc))
+        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(document(report)))
             .expect("a JSON value always serializes");
         s.push('\n');
         s
     }
+}
+
+/// The document's benchmarks, by name (a suite's BMF merges its workloads').
+pub fn document(report: &CheckReport) -> serde_json::Map<String, serde_json::Value> {
+    let mut doc = serde_json::Map::new();
+    for m in &report.metrics {
+        let Some(value) = m.new.filter(|v| v.is_finite()) else {
+            continue;
+        };
+        let mut bench = report.baseline.name.clone();
+        if let Some(n) = m.node {
+            bench.push_str(&format!(".node{n}"));
+        }
+        if let Some(g) = m.gpu {
+            bench.push_str(&format!(".gpu{g}"));
+        }
+        let entry = doc
+            .entry(bench)
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        entry[m.id.as_str()] = serde_json::json!({ "value": value });
+    }
+    doc
 }
 
 #[cfg(test)]

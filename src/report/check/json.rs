@@ -8,20 +8,26 @@ pub struct Json;
 
 impl Reporter for Json {
     fn render(&self, report: &CheckReport) -> String {
-        let mut v = serde_json::to_value(report).expect("a check report always serializes");
-        // The verdict's sentence beside its machine-readable `why`.
-        if let Some(metrics) = v.get_mut("metrics").and_then(|m| m.as_array_mut()) {
-            for (json, m) in metrics.iter_mut().zip(&report.metrics) {
-                json["reason"] = super::words::metric_reason(m).into();
-                // What every other reporter shows of the context metrics
-                // (issue 30.2): moved beyond the floor and the noise.
-                json["moved"] = super::moved_beyond_noise(m).into();
-            }
-        }
-        let mut s = serde_json::to_string_pretty(&v).expect("a JSON value always serializes");
+        let mut s =
+            serde_json::to_string_pretty(&value(report)).expect("a JSON value always serializes");
         s.push('\n');
         s
     }
+}
+
+/// The JSON document as a value (a suite's JSON holds one per workload).
+pub fn value(report: &CheckReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).expect("a check report always serializes");
+    // The verdict's sentence beside its machine-readable `why`.
+    if let Some(metrics) = v.get_mut("metrics").and_then(|m| m.as_array_mut()) {
+        for (json, m) in metrics.iter_mut().zip(&report.metrics) {
+            json["reason"] = super::words::metric_reason(m).into();
+            // What every other reporter shows of the context metrics
+            // (issue 30.2): moved beyond the floor and the noise.
+            json["moved"] = super::moved_beyond_noise(m).into();
+        }
+    }
+    v
 }
 
 #[cfg(test)]

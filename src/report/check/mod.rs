@@ -12,6 +12,7 @@ pub mod junit;
 pub mod markdown;
 pub mod openmetrics;
 pub mod pr_comment;
+pub mod suite;
 pub mod terminal;
 pub mod words;
 

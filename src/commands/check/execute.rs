@@ -1,0 +1,186 @@
+//! A check's plan carried out: acquire (run the benchmark, or load the
+//! replayed traces, each summarised as it is loaded) -> derive -> judge
+//! (`gate::check`, with the history's prior) -> reruns while the noise
+//! leaves the verdict open -> the history's reads (drift, trend). No report
+//! is written here (the check's or the suite's writer does) and the run is
+//! not yet appended to the history (`HistoryTail::finish`).
+//!
+//! `acquire` and `conclude` are separate steps so that a suite can acquire
+//! its replayed workloads at once and judge them in its own order.
+
+use super::plan::CheckPlan;
+use crate::commands::measure;
+use crate::gate::{self, CheckReport};
+use crate::history::pipeline::{self, CheckHistory, PendingCheck};
+use crate::summary::{RunDerived, RunInput};
+use crate::trace::Trace;
+
+/// The runs measured so far, each with what `RunInput::derive` made of it
+/// (its samples already freed).
+pub(crate) struct Acquired {
+    traces: Vec<Trace>,
+    derived: Vec<RunDerived>,
+}
+
+/// A judged check whose run is not yet in the history: the reports are
+/// written first, then `history.finish()`.
+pub struct Judged {
+    pub report: CheckReport,
+    pub history: HistoryTail,
+}
+
+/// The history's second step of one check (appending the run), if any.
+pub struct HistoryTail(Option<PendingCheck>);
+
+impl HistoryTail {
+    /// Append the run (bounded). None, or the exit code when
+    /// `--history-required` and the store failed (the verdict is out; the
+    /// exit code says the infrastructure failed).
+    pub fn finish(self) -> Option<i32> {
+        let e = pipeline::finish_check(self.0?).err()?;
+        crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
+        Some(crate::error::exit_code_of(&e.into()))
+    }
+}
+
+impl CheckPlan {
+    /// Whether the runs come from recorded traces (nothing is run).
+    pub fn is_replay(&self) -> bool {
+        self.measure.is_replay()
+    }
+
+    /// Measure (or replay) and judge: `acquire` then `conclude`.
+    pub fn execute(&self) -> anyhow::Result<Judged> {
+        let first = self.acquire()?;
+        self.conclude(first)
+    }
+
+    /// One measurement: a live run, or every replayed trace (loaded on
+    /// several cores). Each trace is summarised as it is loaded and its
+    /// samples freed: the verdict needs only summaries, so 64 nodes cost
+    /// one node's samples.
+    pub fn acquire(&self) -> anyhow::Result<Acquired> {
+        let derive = |t: &Trace| Some(RunInput::derive(t, &self.config));
+        let (traces, derived) = measure::acquire_each(&self.measure, 1, &self.trace_dir, derive)?
+            .into_iter()
+            .filter_map(|(t, d)| d.map(|d| (t, d)))
+            .unzip();
+        Ok(Acquired { traces, derived })
+    }
+
+    /// Judge the first measurement, rerun while the verdict is open (live
+    /// runs only), then read the history (drift may raise the verdict).
+    pub fn conclude(&self, first: Acquired) -> anyhow::Result<Judged> {
+        let Acquired {
+            mut traces,
+            mut derived,
+        } = first;
+        // The history store, opened once: its healthy checks are the noise
+        // model's prior; drift and the trend are read from it after the verdict.
+        let mut history = self.recorder.clone().map(CheckHistory::open);
+        let history_spread = history
+            .as_mut()
+            .map(|h| h.healthy_spread(&self.baseline))
+            .unwrap_or_default();
+        let verdict = |traces: &[Trace], derived: &[RunDerived]| {
+            self.verdict_of(traces, derived, &history_spread)
+        };
+        let mut report = verdict(&traces, &derived);
+        let first = report.verdict;
+        let max_reruns = self.max_reruns;
+        let mut reruns = 0;
+        while reruns < max_reruns && needs_rerun(&report, reruns < self.confirm) {
+            reruns += 1;
+            crate::gate_eprintln!(
+                "gate: the verdict is {} so far; rerun {reruns}/{max_reruns} to judge the runs together",
+                report.verdict.as_str(),
+            );
+            let more = self.acquire()?;
+            traces.extend(more.traces);
+            derived.extend(more.derived);
+            report = verdict(&traces, &derived);
+        }
+        if reruns > 0 {
+            report.warnings.push(format!(
+                "the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise; {} looks at a Bonferroni-split 5 %)",
+                first.as_str(),
+                traces.len(),
+                1 + max_reruns
+            ));
+        }
+        // History in two bounded steps around the reports: drift (which may add
+        // findings) is read before they are rendered; the run is appended only
+        // after the verdict and every report are out, so nothing the store does
+        // can take them away (history::pipeline).
+        let pending = history.map(|h| {
+            pipeline::before_check_report(
+                h,
+                &self.history,
+                &self.config,
+                &self.baseline,
+                &traces,
+                &self.cli_tags,
+                &mut report,
+            )
+        });
+        Ok(Judged {
+            report,
+            history: HistoryTail(pending),
+        })
+    }
+
+    /// `gate::check` of the runs so far.
+    fn verdict_of(
+        &self,
+        traces: &[Trace],
+        derived: &[RunDerived],
+        history_spread: &std::collections::BTreeMap<String, (f64, f64)>,
+    ) -> CheckReport {
+        let inputs: Vec<RunInput> = traces
+            .iter()
+            .zip(derived)
+            .map(|(t, d)| RunInput::from_parts(t, d.clone()))
+            .collect();
+        let j = &self.judging;
+        gate::check(&gate::CheckInput {
+            baseline: &self.baseline,
+            baseline_source: self.baseline_source.clone(),
+            config: &self.config,
+            cli_threshold: j.threshold,
+            runs: &inputs,
+            multi_node: j.multi_node,
+            allow_env_mismatch: j.allow_env_mismatch,
+            allow_command_change: j.allow_command_change,
+            cli_tags: self.cli_tags.clone(),
+            fail_on_improvement: j.fail_on_improvement,
+            rules: &self.rules,
+            acceptances: Some(&self.acceptances),
+            looks: 1 + self.max_reruns,
+            history_spread: history_spread.clone(),
+        })
+    }
+}
+
+/// Whether a live check should rerun: a gated metric moved the bad way and
+/// the noise left it open (the sequential test goes on), or, within
+/// `--confirm`'s reruns, the run regressed. A failed benchmark, an
+/// environment mismatch or too few samples are not noise: rerunning does
+/// not judge them.
+fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
+    use gate::{RunVerdict, Verdict};
+    match r.verdict {
+        RunVerdict::Error | RunVerdict::Invalid | RunVerdict::Unmeasured => false,
+        // Every regression was acknowledged: nothing left to decide.
+        RunVerdict::Accepted => false,
+        RunVerdict::Regression => confirming,
+        RunVerdict::Inconclusive => true,
+        // A gated metric left open that did not decide the run (wall time
+        // beside the benchmark's number): --confirm may still look again.
+        RunVerdict::Pass => {
+            confirming
+                && r.metrics
+                    .iter()
+                    .any(|m| m.gated && m.verdict == Verdict::Inconclusive)
+        }
+    }
+}

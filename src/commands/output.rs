@@ -1,0 +1,219 @@
+//! Where a check's results go, written by ONE writer for a single check
+//! and a suite alike: the report files asked for (`Output`, one per
+//! `--junit`, `--markdown`, ... flag), stdout (text or JSON), and what
+//! GitHub Actions reads (annotations, the step summary, `verdict=`), with
+//! the `--html-url` link in the Markdown report, the step summary and the
+//! PR comment. What each document says is the reporters' (`report::check`,
+//! `report::check::suite` for a suite).
+
+use super::Format;
+use crate::error::GateError;
+use crate::files::Inputs;
+use crate::gate::CheckReport;
+use crate::report::check::{self as report, suite, Reporter};
+use std::path::Path;
+
+/// A report file a check can write, one per flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    Junit,
+    Markdown,
+    Json,
+    OpenMetrics,
+    PrComment,
+    Bmf,
+    Html,
+}
+
+impl Output {
+    /// The flag that asks for it (and names it in messages).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Output::Junit => "--junit",
+            Output::Markdown => "--markdown",
+            Output::Json => "--json",
+            Output::OpenMetrics => "--openmetrics",
+            Output::PrComment => "--pr-comment",
+            Output::Bmf => "--bmf",
+            Output::Html => "--html",
+        }
+    }
+}
+
+/// Where the results go: the report files asked for (in the order they are
+/// written), the `--html-url` link, and stdout's format and color.
+pub(crate) struct Outputs<'a> {
+    pub files: Vec<(Output, &'a Path)>,
+    pub html_url: Option<&'a str>,
+    pub format: Format,
+    pub color: bool,
+}
+
+/// What the writer writes: one check's report, or a suite's.
+pub(crate) trait Document {
+    /// The report file `output` (the `--html-url` link added by `write`).
+    fn render(&self, output: Output) -> String;
+    /// What stdout shows.
+    fn stdout(&self, format: Format, color: bool) -> String;
+    /// The GitHub annotations (capped and escaped by `github`).
+    fn annotations(&self) -> Vec<report::github::Item>;
+    /// `verdict=` for `$GITHUB_OUTPUT`.
+    fn verdict(&self) -> String;
+    /// `regressions=` for `$GITHUB_OUTPUT`.
+    fn regressions(&self) -> usize;
+}
+
+impl Document for CheckReport {
+    fn render(&self, output: Output) -> String {
+        match output {
+            Output::Junit => report::junit::Junit.render(self),
+            Output::Markdown => report::markdown::Markdown.render(self),
+            Output::Json => report::json::Json.render(self),
+            Output::OpenMetrics => report::openmetrics::OpenMetrics.render(self),
+            Output::PrComment => report::pr_comment::PrComment.render(self),
+            Output::Bmf => report::bmf::Bmf.render(self),
+            Output::Html => report::html::render(self, report::html::series_for(self)),
+        }
+    }
+
+    fn stdout(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Text => {
+                let width = crate::console::stdout_width();
+                report::terminal::Terminal { color, width }.render(self)
+            }
+            Format::Json => report::json::Json.render(self),
+        }
+    }
+
+    fn annotations(&self) -> Vec<report::github::Item> {
+        report::github::items(self, "")
+    }
+
+    fn verdict(&self) -> String {
+        self.verdict.as_str().to_string()
+    }
+
+    fn regressions(&self) -> usize {
+        self.counts.regression
+    }
+}
+
+/// A suite's results: every workload's outcome and the suite's exit code.
+pub(crate) struct Suite<'a> {
+    pub outcomes: &'a [suite::Outcome],
+    pub code: i32,
+}
+
+impl Document for Suite<'_> {
+    fn render(&self, output: Output) -> String {
+        let (o, code) = (self.outcomes, self.code);
+        match output {
+            Output::Junit => suite::render_junit(o),
+            Output::Markdown => suite::render_markdown(o, code),
+            Output::Json => suite::render_json(o, code),
+            Output::OpenMetrics => suite::render_openmetrics(o),
+            Output::PrComment => suite::render_pr_comment(o, code),
+            Output::Bmf => suite::render_bmf(o),
+            Output::Html => suite::render_html(o, code),
+        }
+    }
+
+    fn stdout(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Json => suite::render_json(self.outcomes, self.code),
+            Format::Text => suite::render_terminal(
+                self.outcomes,
+                self.code,
+                color,
+                crate::console::stdout_width(),
+            ),
+        }
+    }
+
+    // Capped over the whole suite, each workload's prefixed with its name.
+    fn annotations(&self) -> Vec<report::github::Item> {
+        self.outcomes
+            .iter()
+            .flat_map(|o| match &o.result {
+                Ok(r) => report::github::items(r, &format!("{}: ", o.name)),
+                Err((_, m)) => vec![report::github::Item::error(
+                    format!("gate: {}: {}", o.name, o.verdict()),
+                    m.clone(),
+                )],
+            })
+            .collect()
+    }
+
+    fn verdict(&self) -> String {
+        suite::verdict_word(self.code).to_lowercase()
+    }
+
+    fn regressions(&self) -> usize {
+        suite::Outcome::judged(self.outcomes)
+            .map(|r| r.counts.regression)
+            .sum()
+    }
+}
+
+/// Write every requested output of `doc`, print stdout, and talk to GitHub.
+pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow::Result<()> {
+    let link = |text: String, f: fn(&str, &str) -> String| match to.html_url {
+        Some(url) => f(&text, url),
+        None => text,
+    };
+    let markdown = link(doc.render(Output::Markdown), report::html::link_markdown);
+    let pr_comment = to.files.iter().find(|(o, _)| *o == Output::PrComment);
+    if let Some((_, p)) = pr_comment {
+        // The CI templates keep the comment in a folder of its own (it is
+        // uploaded alone for the comment job): create it.
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                GateError::usage(format!(
+                    "cannot create '{}' for --pr-comment: {e}",
+                    dir.display()
+                ))
+            })?;
+        }
+    }
+    for &(output, path) in &to.files {
+        let text = match output {
+            Output::Markdown => markdown.clone(),
+            Output::PrComment => link(doc.render(output), report::html::link_pr_comment),
+            _ => doc.render(output),
+        };
+        write_file(inputs, output.flag(), path, &text)?;
+    }
+    crate::console::out(&doc.stdout(to.format, to.color));
+    let annotations = super::github::annotation_lines(&doc.annotations());
+    super::github::print_annotations(&annotations, to.format == Format::Json);
+    super::github::finish(
+        inputs,
+        &super::github::Step {
+            markdown: &markdown,
+            verdict: &doc.verdict(),
+            regressions: doc.regressions(),
+        },
+    );
+    Ok(())
+}
+
+/// Write one report file whole (temporary + rename; see `files`).
+pub(crate) fn write_file(
+    inputs: &Inputs,
+    flag: &str,
+    path: &Path,
+    text: &str,
+) -> Result<(), GateError> {
+    crate::console::make_parent(path);
+    inputs
+        .write_output(path, flag, text.as_bytes())
+        .map_err(|e| {
+            crate::files::output_error(
+                format!("cannot write the {flag} report '{}': {e}", path.display()),
+                &e,
+            )
+        })?;
+    crate::console::wrote(&format!("the {flag} report"), path);
+    Ok(())
+}

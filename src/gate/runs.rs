@@ -1,0 +1,389 @@
+//! The run-level checks made before any metric is judged: a failed
+//! benchmark (`RunFailure`), another environment or benchmark than the
+//! baseline's (`comparable`), too few valid samples, the user metrics'
+//! problems; and `RunLevel`, the run verdict as it is assembled (the
+//! strongest reason wins) with its exit code.
+
+use super::*;
+
+/// Fewer valid steady samples than this give no verdict: 20 samples at
+/// 100 ms is 2 s, less than two batch-means batches, too little to tell a
+/// regression from a pause.
+pub const MIN_STEADY_SAMPLES: usize = 20;
+
+/// Why a run cannot count as a successful benchmark run, and whose failure
+/// it is: the benchmark's own (exit 5, never retried) or the measurement's
+/// (exit 3, retryable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    pub message: String,
+    /// The benchmark itself failed: it exited nonzero, or a signal that gate
+    /// did not send killed it (SIGSEGV, SIGABRT, the OOM killer's SIGKILL).
+    pub by_benchmark: bool,
+}
+
+impl RunFailure {
+    /// The error for this failure, saying `msg`: the benchmark's (exit 5)
+    /// or the measurement's (exit 3).
+    pub fn error(&self, msg: impl Into<String>) -> crate::error::GateError {
+        if self.by_benchmark {
+            crate::error::GateError::BenchmarkFailed(msg.into())
+        } else {
+            crate::error::GateError::Infra(msg.into())
+        }
+    }
+
+    /// The exit code this failure gives.
+    pub fn exit_code(&self) -> i32 {
+        if self.by_benchmark {
+            exit_code::BENCHMARK_FAILED
+        } else {
+            exit_code::INFRA
+        }
+    }
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why a trace cannot count as a successful benchmark run, if it cannot.
+pub fn run_failure(trace: &crate::trace::Trace) -> Option<RunFailure> {
+    let src = trace.path.display().to_string();
+    if trace.truncated {
+        return Some(RunFailure {
+            message: format!(
+                "trace '{src}' is truncated (no end record): the benchmark or the recording was cut short"
+            ),
+            by_benchmark: false,
+        });
+    }
+    end_failure(trace.end.as_ref()?, &src)
+}
+
+/// `run_failure` for an end record (`gate record` has no loaded trace).
+/// Signals gate sends itself (the stop at the end of `--duration` or of
+/// `--warmup-timeout`, a forwarded Ctrl-C or SIGTERM) are not the
+/// benchmark's failure; any other signal, or a nonzero exit status, is.
+pub fn end_failure(end: &crate::trace::EndRecord, src: &str) -> Option<RunFailure> {
+    let measurement = |message: String| {
+        Some(RunFailure {
+            message,
+            by_benchmark: false,
+        })
+    };
+    let benchmark = |message: String| {
+        Some(RunFailure {
+            message,
+            by_benchmark: true,
+        })
+    };
+    use crate::trace::StopReason;
+    match end.reason {
+        StopReason::WarmupTimeout => return measurement(format!(
+            "--warmup-until never matched within --warmup-timeout, so the benchmark was stopped before its window ('{src}')"
+        )),
+        StopReason::Interrupted => return measurement(format!(
+            "the recording was interrupted: gate received a signal and forwarded it to the benchmark ('{src}')"
+        )),
+        _ => {}
+    }
+    if let Some(sig) = end.signal {
+        if end.reason == StopReason::TargetExited {
+            return benchmark(format!(
+                "the benchmark was killed by signal {sig}{} ('{src}')",
+                signal_name(sig)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
+        }
+        // gate itself stops the target with SIGTERM when --duration is reached.
+        if end.reason != StopReason::DurationReached {
+            return measurement(format!(
+                "gate stopped the benchmark ({}) and it ended by signal {sig} ('{src}')",
+                end.reason
+            ));
+        }
+    }
+    if let Some(code) = end.exit_code {
+        if code != 0 {
+            return benchmark(format!("the benchmark exited with code {code} ('{src}')"));
+        }
+    }
+    None
+}
+
+/// The name of a common fatal signal, for messages.
+pub(super) fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// Valid steady samples: the largest count any gated sampled metric has
+/// (a GPM glitch sample counts as missing, not as a sample); the steady
+/// sample count when no gated metric is sampled (host-only runs).
+pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
+    let s = &r.summary;
+    let gated = |id: &&String| config.policy(id, None).map(|p| p.gated).unwrap_or(false);
+    s.gpu_aggregate
+        .iter()
+        .chain(s.host.iter())
+        .filter(|(id, _)| gated(id))
+        .map(|(_, m)| m.n)
+        .max()
+        .unwrap_or(s.steady_samples)
+}
+
+/// The exit code of a run verdict under gate.toml: `[verdict]
+/// inconclusive = "pass"` makes an inconclusive run green (still reported
+/// as inconclusive).
+pub fn exit_code_of(verdict: RunVerdict, config: &Config) -> i32 {
+    if verdict == RunVerdict::Inconclusive
+        && config.file.verdict.inconclusive == crate::config::InconclusiveExit::Pass
+    {
+        exit_code::PASS
+    } else {
+        verdict.exit_code()
+    }
+}
+
+/// The run verdict as it is assembled: the strongest reason wins.
+#[derive(Default)]
+pub(super) struct RunLevel {
+    pub(super) verdict: RunVerdict,
+    pub(super) reasons: Vec<String>,
+    pub(super) warnings: Vec<String>,
+    /// A run failed by the benchmark's own fault (`RunFailure::by_benchmark`).
+    pub(super) benchmark_failed: bool,
+    /// A reader of gate.toml asked for what the file does not have, or the
+    /// metrics file is over its limit: the input is wrong (exit 2).
+    pub(super) input_error: bool,
+    /// The runs were too short for the counters, but the benchmark's own
+    /// number is there: it is judged, the counters are context.
+    pub(super) counters_unmeasured: bool,
+}
+
+impl RunLevel {
+    /// A failed benchmark decides the exit code over every other reason:
+    /// retrying it (exit 3) would only fail again.
+    pub(super) fn exit_code(&self, config: &Config) -> i32 {
+        if self.input_error {
+            exit_code::USAGE
+        } else if self.benchmark_failed {
+            exit_code::BENCHMARK_FAILED
+        } else {
+            exit_code_of(self.verdict, config)
+        }
+    }
+
+    pub(super) fn raise(&mut self, to: RunVerdict, reason: String) {
+        self.verdict = self.verdict.max(to);
+        self.reasons.push(reason);
+    }
+}
+
+/// Another benchmark than the baseline's (`comparable`): not comparable,
+/// or warned about when allowed; other arguments or tags: a warning, or
+/// not comparable with `[compare] arguments = "refuse"`.
+pub(super) fn comparable(
+    input: &CheckInput,
+    t: &crate::trace::Trace,
+    who: &str,
+    run: &mut RunLevel,
+) {
+    let cfg = &input.config.file.compare;
+    let mut tags = t.header.tags.clone();
+    tags.extend(input.cli_tags.clone());
+    let d = comparable::differences(
+        &input.baseline.capture.command,
+        &input.baseline.tags,
+        &t.header.command,
+        &tags,
+        &cfg.tags,
+    );
+    let allowed = input.allow_command_change || cfg.allow_command_change;
+    if !d.identity.is_empty() {
+        let text = format!(
+            "{who}: not the baseline's benchmark: {}",
+            d.identity.join("; ")
+        );
+        if allowed {
+            run.warnings.push(format!(
+                "{text} (judged anyway: allowed by [compare] allow_command_change)"
+            ));
+        } else {
+            run.raise(RunVerdict::Invalid, format!(
+                "{text}; judge a run of the same benchmark, capture a baseline for this one, or set [compare] allow_command_change = true in gate.toml"
+            ));
+        }
+    }
+    if !d.details.is_empty() {
+        let text = format!(
+            "{who}: differs from the baseline's run: {}",
+            d.details.join("; ")
+        );
+        if cfg.arguments == crate::config::ArgumentsPolicy::Refuse && !allowed {
+            run.raise(
+                RunVerdict::Invalid,
+                format!(
+                "{text}; compare like with like, or set [compare] arguments = \"warn\" in gate.toml"
+            ),
+            );
+        } else {
+            run.warnings.push(text);
+        }
+    }
+}
+
+/// Checked before any metric: a failed benchmark, another environment,
+/// too few samples. One `RunInfo` per run (or node).
+pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
+    let mut runs_info = Vec::new();
+    for (i, r) in input.runs.iter().enumerate() {
+        let t = r.trace;
+        let env = Environment::from_fingerprint(&t.header.fingerprint);
+        let valid = valid_samples(r, input.config);
+        let who = if input.multi_node {
+            format!("node {i}")
+        } else if input.runs.len() > 1 {
+            format!("run {}", i + 1)
+        } else {
+            "this run".to_string()
+        };
+        if let Some(f) = run_failure(t) {
+            run.benchmark_failed |= f.by_benchmark;
+            run.raise(
+                RunVerdict::Error,
+                format!("{who}: {f}; a failed benchmark is never a pass"),
+            );
+        }
+        let mism = input.baseline.environment.mismatches(&env);
+        if !mism.is_empty() {
+            let text = format!(
+                "{who}: environment differs from the baseline: {}",
+                mism.join("; ")
+            );
+            if input.allow_env_mismatch {
+                run.warnings
+                    .push(format!("{text} (allowed by --allow-env-mismatch)"));
+            } else {
+                run.raise(RunVerdict::Invalid, format!(
+                    "{text}; compare like with like, re-capture on this hardware, or pass --allow-env-mismatch"
+                ));
+            }
+        }
+        comparable(input, t, &who, run);
+        // The benchmark's own verdict on itself (MLPerf LoadGen's `Result
+        // is : INVALID`: latency or early-stopping constraints not met) is
+        // a gate of its own: the run fails as a regression would.
+        for invalid in &r.user_invalid {
+            run.raise(
+                RunVerdict::Regression,
+                format!("{who}: {invalid}; the benchmark's own result check failed"),
+            );
+        }
+        // Nodes of one run: a number one node printed (rank 0) is the run's.
+        let elsewhere =
+            |m: &str| input.multi_node && input.runs.iter().any(|o| o.user.contains_key(m));
+        user_problems(r, input.config, &who, &elsewhere, run);
+        if valid < MIN_STEADY_SAMPLES {
+            if harness_number_decides(r, input.config) {
+                run.counters_unmeasured = true;
+                run.warnings.push(format!(
+                    "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed for the counters): judged on the benchmark's own number, the counters are unmeasured context"
+                ));
+            } else {
+                run.raise(RunVerdict::Unmeasured, format!(
+                    "{who}: only {valid} valid steady samples (at least {MIN_STEADY_SAMPLES} needed); measure longer (--duration) or shorten --warmup"
+                ));
+            }
+        }
+        runs_info.push(RunInfo {
+            source: t.path.display().to_string(),
+            command: t.header.command.join(" "),
+            node: input.multi_node.then_some(i),
+            gpu_model: env.gpu_model,
+            gpu_count: env.gpu_count,
+            steady_samples: r.summary.steady_samples,
+            valid_samples: valid,
+            total_samples: r.summary.total_samples,
+            wall_time_s: r.summary.wall_time_s,
+            startup_s: r.summary.startup_s,
+            teardown_s: r.summary.teardown_s,
+            closed_by_until: r.summary.closed_by_until,
+            exit_code: t.exit_code(),
+            signal: t.end.as_ref().and_then(|e| e.signal),
+            truncated: t.truncated,
+            gpus: r
+                .summary
+                .gpus
+                .iter()
+                .map(|g| GpuIdentity {
+                    index: g.index,
+                    uuid: g.uuid.clone(),
+                    model: g.name.clone(),
+                })
+                .collect(),
+        });
+    }
+    runs_info
+}
+
+/// A declared number the run did not give fails it: the reader's mistake
+/// (exit 2) or the benchmark's (exit 5, "did not produce its number").
+/// An `optional = true` metric is only warned about.
+pub(super) fn user_problems(
+    r: &RunInput,
+    config: &Config,
+    who: &str,
+    elsewhere: &dyn Fn(&str) -> bool,
+    run: &mut RunLevel,
+) {
+    for p in r.user_problems.iter().filter(|p| !elsewhere(&p.metric)) {
+        if p.optional {
+            run.warnings.push(format!(
+                "{who}: {p} (optional in gate.toml: judged without it)"
+            ));
+            continue;
+        }
+        match p.fault {
+            crate::metric_sources::Fault::Config => {
+                run.input_error = true;
+                run.raise(
+                    RunVerdict::Error,
+                    format!("{who}: {p}; fix {}", config.user_table_at(&p.metric)),
+                );
+            }
+            crate::metric_sources::Fault::NotProduced => {
+                run.benchmark_failed = true;
+                run.raise(
+                    RunVerdict::Error,
+                    format!("{who}: {p}; a run without its declared number is never a pass (set optional = true in gate.toml if it may be absent)"),
+                );
+            }
+        }
+    }
+}
+
+/// The benchmark's own number decides this run: a gated user metric was
+/// read. Its value does not depend on how many samples the counters got.
+pub fn harness_number_decides(r: &RunInput, config: &Config) -> bool {
+    r.user
+        .keys()
+        .any(|id| config.policy(id, None).is_some_and(|p| p.gated))
+}
