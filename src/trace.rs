@@ -842,6 +842,14 @@ impl Trace {
             .map_err(|e| spill_error(path, e))
     }
 
+    /// Keep the sample values for later reads in a scratch file, holding
+    /// none of them in memory (`Columns::park`): a capture that pools
+    /// several runs parks each once it is summarised.
+    pub fn park_samples(&mut self) -> Result<(), GateError> {
+        let path = self.path.clone();
+        self.columns.park().map_err(|e| spill_error(&path, e))
+    }
+
     /// Free the sample columns (times, warm-up flags, values), keeping the
     /// header, events, processes, output and end record. For callers that
     /// have derived what they need from the samples and hold many traces

@@ -4,7 +4,6 @@
 //! wants `--replace`.
 
 use super::measure::{self, MeasureArgs};
-use crate::baseline::pool::{Kept, SteadyStore};
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
@@ -133,42 +132,33 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         )
         .map_err(|e| GateError::usage(e.to_string()))?;
 
-    // Each run is summarised as it is loaded and its samples freed: memory
-    // holds one run's columns at a time, not every run's. Pooled statistics
-    // (several runs, or the nodes of one) need every run's steady values
-    // of a column at once: those are kept in a scratch file (`pool`).
-    let store = if runs > 1 || args.multi_node {
-        Some(SteadyStore::new()?)
-    } else {
-        None
-    };
-    let derive = |t: &crate::trace::Trace| {
-        let d = RunInput::derive(t, &config);
-        let kept = store.as_ref().map(|s| s.keep(t, &d.steady)).transpose();
-        Some((d, kept))
-    };
-    let mut traces = Vec::new();
-    let mut derived = Vec::new();
-    let mut kept = Vec::new();
+    // Each run is summarised as it is loaded (its load holding room in the
+    // memory budget), then its samples are freed, or, when the baseline
+    // pools several runs (or the nodes of one), parked in a scratch file:
+    // the pooled statistics read every run's own column back, a column at
+    // a time, and select across them (no pooled copy).
+    let pools = runs > 1 || args.multi_node;
+    let derive = |t: &crate::trace::Trace| Some(RunInput::derive(t, &config));
     // Each run is judged fit for a baseline as soon as it ends: a failed
     // or invalid first run is refused before the next one costs GPU time.
-    let fit_so_far = |so_far: &[(crate::trace::Trace, Option<_>)]| -> anyhow::Result<()> {
-        let inputs: Vec<RunInput> = so_far
-            .iter()
-            .filter_map(|(t, d): &(_, Option<(crate::summary::RunDerived, _)>)| {
-                Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
-            })
+    let fit_so_far = |so_far: &[(crate::trace::Trace, Option<crate::summary::RunDerived>)]| {
+        let inputs: Vec<RunInput> = (so_far.iter())
+            .filter_map(|(t, d)| Some(RunInput::from_parts(t, d.clone()?)))
             .collect();
         Ok(ensure_known_good(&inputs, &config, args.multi_node)?)
     };
-    let acquired =
-        measure::acquire_each_checked(&args.measure, runs, &args.trace_dir, derive, fit_so_far)?;
-    for (t, d) in acquired {
-        let (d, k) = d.expect("every trace is derived");
-        kept.extend(k?);
-        traces.push(t);
-        derived.push(d);
-    }
+    let acquired = measure::acquire_each_checked(
+        &args.measure,
+        runs,
+        &args.trace_dir,
+        derive,
+        fit_so_far,
+        pools,
+    )?;
+    let (traces, derived): (Vec<_>, Vec<_>) = acquired
+        .into_iter()
+        .map(|(t, d)| (t, d.expect("every trace is derived")))
+        .unzip();
     let inputs: Vec<RunInput> = (traces.iter().zip(derived))
         .map(|(t, d)| RunInput::from_parts(t, d))
         .collect();
@@ -180,12 +170,8 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
         commit: super::detect_commit(args.commit.as_deref()),
         tags: args.measure.tags.iter().cloned().collect(),
     };
-    let values: &dyn baseline::SteadyValues = match &store {
-        Some(store) => &Kept { store, runs: &kept },
-        // One run: its statistics are its summary's, no values are read.
-        None => &baseline::InMemory,
-    };
-    let b = baseline::build_from(&name, &inputs, values, &config, args.multi_node, &meta)?;
+    // One run: its statistics are its summary's, no values are read.
+    let b = baseline::build(&name, &inputs, &config, args.multi_node, &meta)?;
     ensure_something_gated(&b)?;
     let text = baseline::to_toml(&b, &baseline::refresh_hint(&name, &b.capture.command));
     let path = baseline::path_for(&args.baseline_dir, &name);
