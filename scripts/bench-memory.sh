@@ -24,17 +24,17 @@
 # TMPDIR should be a disk with room: 3 x 1.4-1.8 GB at 24 h plus scratch.
 #
 # Usage: scripts/bench-memory.sh [--hours 24] [--nodes 64] [--old PATH]
-#        scripts/bench-memory.sh --matrix "1 6 24" [--threads "1 2 4 8"] [--old PATH]
+#        scripts/bench-memory.sh --matrix "1 6 24" [--threads "1 2 4 8"] [--matrix-nodes N] [--old PATH]
 # GATE (default target/release/gate), MK (default
 # target/release/examples/make-big-trace); NO_BUILD=1 uses them as built.
 # Disk: the traces go to a temporary directory under TMPDIR (default /tmp)
 # and are deleted at the end: 3 x 1.4 GB at 24 h plus NODES x 58 MB
-# (about 8 GB with the defaults); a pooled capture also keeps its runs'
-# steady samples in a scratch file under TMPDIR (about as large as the
-# columns of the runs it pools: ~2.9 GB for 3 x 24 h), and a trace whose
-# columns pass GATE_SPILL_MB (256) keeps them in another while it is read
-# (~1 GB for 24 h). OLD may be a wrapper that sets GATE_SPILL_MB=1048576:
-# the same binary with every trace's columns in memory.
+# (about 8 GB with the defaults); a pooled capture also parks its runs'
+# columns in scratch files under TMPDIR (4 bytes a value: ~2.9 GB for
+# 3 x 24 h), and a trace whose columns pass GATE_SPILL_MB (64) keeps them
+# in one while it is read (~1 GB for 24 h). OLD may be a wrapper that sets
+# GATE_SPILL_MB=1048576: the same binary with every trace's columns in
+# memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hours=24; nodes=64; old=""; matrix=""; threads="1 2 4 8"
@@ -45,6 +45,7 @@ while [[ $# -gt 0 ]]; do
     --old) old=$2; shift 2 ;;
     --matrix) matrix=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --matrix-nodes) matrix_nodes=$2; shift 2 ;;
     *) echo "usage: $0 [--hours H] [--nodes N] [--old PATH] | --matrix \"H...\" [--threads \"T...\"] [--old PATH]" >&2; exit 2 ;;
   esac
 done
@@ -56,12 +57,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gate-memory.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # scratch_watch PID OUT: the most bytes PID's unnamed (deleted) files
-# held at once, polled until PID exits.
+# held at once (their allocated blocks), polled until PID exits.
 scratch_watch() {
   local pid=$1 out=$2 most=0 now
   while kill -0 "$pid" 2>/dev/null; do
-    now=$(find "/proc/$pid/fd" -lname '*(deleted)' -printf '%p\n' 2>/dev/null \
-      | xargs -r stat -L -c '%b %B' 2>/dev/null | awk '{s += $1 * $2} END {print s + 0}')
+    # Open (fd) or only mapped (map_files: parked columns), each file once.
+    now=$({ find "/proc/$pid/fd" "/proc/$pid/map_files" -lname '*(deleted)' -printf '%p\n'; } 2>/dev/null \
+      | xargs -r stat -L -c '%d:%i %b %B' 2>/dev/null | sort -u -k1,1 \
+      | awk '{s += $2 * $3} END {printf "%.0f\n", s}')
     (( now > most )) && most=$now
     sleep 0.2
   done
@@ -74,12 +77,16 @@ mrow() {
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
+  rm -f "$work/scratch"
   set +e
   env "${envs[@]}" /usr/bin/time -f "%U %S %e %M" -o "$work/t" "$@" >"$work/out" 2>"$work/err" &
   local tpid=$!
-  sleep 0.1
-  local gpid
-  gpid=$(pgrep -P "$tpid" | head -n1)
+  local gpid=""
+  for _ in $(seq 50); do
+    gpid=$(pgrep -P "$tpid" | head -n1)
+    [[ -n $gpid ]] && break
+    sleep 0.02
+  done
   [[ -n $gpid ]] && scratch_watch "$gpid" "$work/scratch" &
   local wpid=$!
   wait "$tpid"; local code=$?
@@ -131,6 +138,28 @@ if [[ -n $matrix ]]; then
     done
     rm -f "${runs[@]}"
   done
+  # --matrix-nodes N: `report --format json` of N nodes x 1 h (the JSON
+  # timeline's document bound), and the same nodes' multi-node capture.
+  if (( ${matrix_nodes:-0} > 0 )); then
+    nf=()
+    for n in $(seq 0 $((matrix_nodes - 1))); do
+      "$mk" --synthetic healthy --gpus 8 --samples 36000 --seed $((100 + n)) -o "$work/node$n.jsonl" 2>/dev/null
+      nf+=("$work/node$n.jsonl")
+    done
+    echo "|   $matrix_nodes nodes x 1 h: $(( $(stat -c %s "${nf[0]}") / 1000000 )) MB each | | | | | |"
+    for t in $threads; do
+      for b in "${bins[@]}"; do
+        bin=$gate; [[ $b == old ]] && bin=$old
+        mrow "$matrix_nodes nodes, $t thr, $b, capture --multi-node" GATE_THREADS="$t" -- "$bin" capture --baseline "n$t" --baseline-dir "$work/b-$b" --commit bench --multi-node --replay "${nf[@]}"
+        mrow "$matrix_nodes nodes, $t thr, $b, report (JSON)" GATE_THREADS="$t" -- "$bin" report --format json "${nf[@]}"
+      done
+      if [[ -n $old ]]; then
+        same_b=DIFFERS; diff <(grep -v '^created' "$work/b-gate/n$t.toml") <(grep -v '^created' "$work/b-old/n$t.toml") >/dev/null && same_b=identical
+        echo "|   $matrix_nodes nodes, $t thr: baseline $same_b to old's | | | | | |"
+      fi
+    done
+    rm -f "${nf[@]}"
+  fi
   exit 0
 fi
 

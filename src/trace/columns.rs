@@ -236,6 +236,7 @@ impl Columns {
         if let Store::Mapped(m) = &mut self.store {
             m.flush()?;
             m.pending = Vec::new();
+            m.file = None;
             m.resident_bytes = PARKED_RESIDENT_BYTES;
             m.touched.store(0, Ordering::Relaxed);
             m.release();
@@ -349,8 +350,9 @@ const PAGE_VALUES: usize = 1024;
 /// written; `pending_rows` more wait in `pending`.
 struct Mapped {
     /// Written with `pwrite`, read through the mapping (no name: nothing
-    /// else opens it).
-    file: File,
+    /// else opens it). Parked columns close it (the mapping stays): a
+    /// capture of thousands of nodes holds no descriptor per node.
+    file: Option<File>,
     base: NonNull<f32>,
     map_bytes: usize,
     nseries: usize,
@@ -409,7 +411,7 @@ impl Mapped {
             ));
         }
         Ok(Mapped {
-            file,
+            file: Some(file),
             base: NonNull::new(ptr.cast()).expect("mmap returned null"),
             map_bytes: map_bytes.max(1),
             nseries,
@@ -517,8 +519,11 @@ impl Mapped {
     fn write(&self, s: usize, at: usize, values: &[f32]) -> std::io::Result<()> {
         assert!(s < self.nseries && at + values.len() <= self.cap);
         let offset = ((s * self.cap + at) * 4) as u64;
-        self.file
-            .write_all_at(crate::files::f32_bytes(values), offset)
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("parked columns are not written"))?;
+        file.write_all_at(crate::files::f32_bytes(values), offset)
             .map_err(|e| os_error("cannot write the scratch file", e))
     }
 
@@ -673,7 +678,7 @@ mod tests {
             let Store::Mapped(m) = &c.store else {
                 panic!("not parked in a scratch file")
             };
-            assert!(m.pending.is_empty());
+            assert!(m.pending.is_empty() && m.file.is_none());
             assert_eq!(m.resident_bytes, PARKED_RESIDENT_BYTES);
             assert_eq!(c.len(), 6000);
             assert_eq!(bits(c, 2, ncols, nhost), bits(&heap, 2, ncols, nhost));
