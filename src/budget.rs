@@ -77,6 +77,24 @@ pub fn try_reserve(bytes: usize) -> Option<Grant> {
     Some(Grant { bytes })
 }
 
+/// How many grants of `bytes` fit in the budget at once (at least one).
+pub fn fitting(bytes: usize) -> usize {
+    (BUDGET_BYTES / bytes.max(1)).max(1)
+}
+
+/// Hand the memory freed by a finished load back to the system: glibc
+/// keeps what a thread freed in that thread's arena, so the peak would
+/// grow with the threads that ever loaded (`malloc_trim`; elsewhere a
+/// no-op).
+pub fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of the allocator's
+    // arenas to the kernel; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Bytes held by every grant now.
 pub fn held() -> usize {
     *USED.lock().unwrap_or_else(|e| e.into_inner())

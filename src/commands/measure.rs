@@ -355,10 +355,18 @@ pub fn acquire_each_checked<R: Send>(
     };
     if args.is_replay() {
         let load = |p: &PathBuf| {
-            let _room = crate::budget::reserve(load_bytes(p));
-            Trace::load(p).and_then(take)
+            let room = crate::budget::reserve(load_bytes(p));
+            let out = Trace::load(p).and_then(take);
+            drop(room);
+            crate::budget::trim();
+            out
         };
-        let loaded = crate::parallel::map(&args.replay, load)
+        // No more threads than loads fit at once: a thread that waits
+        // holds nothing, but each thread's allocator arena keeps what its
+        // loads freed (64 nodes on 8 threads peaked at 556 MB, 252 MB on 1).
+        let most = args.replay.iter().map(|p| load_bytes(p)).max().unwrap_or(0);
+        let threads = crate::budget::fitting(most).min(crate::parallel::threads());
+        let loaded = crate::parallel::map_with(threads, &args.replay, load)
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
