@@ -294,8 +294,8 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
 /// are freed: its columns, ~0.7x its size on disk (8 GPUs x 1 h: 58 MB of
 /// JSON, 40 MB of columns; a `.zst` trace counts at 8x its size, real
 /// traces compress ~7x), or, past the spill threshold, what a scratch
-/// file keeps resident (`trace::columns::RESIDENT_BYTES`) and its write
-/// buffers. Loads that do not fit wait for room: `GATE_THREADS` decides
+/// file keeps resident (`trace::columns::RESIDENT_BYTES`), its write
+/// buffers and the summary's working copy (72 MiB: one at a time). Loads that do not fit wait for room: `GATE_THREADS` decides
 /// how fast traces load, not how many are held.
 pub fn load_bytes(path: &Path) -> usize {
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -306,7 +306,10 @@ pub fn load_bytes(path: &Path) -> usize {
     };
     let columns = usize::try_from(len / 10 * 7).unwrap_or(usize::MAX);
     if columns > crate::trace::spill_bytes() {
-        crate::trace::columns::RESIDENT_BYTES + (8 << 20)
+        // Its resident pages, write buffers, and the working copy of one
+        // statistic its summary computes on the loading thread (~28 MB
+        // at 24 h): three 24 h loads at once peaked at 315 MB.
+        crate::trace::columns::RESIDENT_BYTES + (40 << 20)
     } else {
         columns
     }
