@@ -13,6 +13,8 @@
 /// Acknowledged regressions: the accept file, labels, the target's `[accept]`.
 pub mod accept;
 pub mod baseline;
+/// One memory budget shared by every thread: loads wait for room.
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -43,6 +45,8 @@ pub mod parallel;
 pub mod record;
 pub mod report;
 pub mod sampler;
+/// Where scratch files go, and the warning when that is a tmpfs.
+pub mod scratch;
 pub mod shell_words;
 pub mod stats;
 pub mod summary;

@@ -57,24 +57,44 @@ pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) 
     map_with(threads(), items, f)
 }
 
-/// Working memory the threads of `map_within` may hold at once. Each job
-/// copies its column (f64, with scratch): ~21 MB for a 24-hour series at
-/// 100 ms, so 128 cores would hold ~2.7 GB where 2 hold ~40 MB.
-pub const WORKING_BYTES: usize = 256 << 20;
-
-/// `map` on as many threads as keep `bytes_per_item` of working memory
-/// each within `WORKING_BYTES` (at least one).
+/// `map`, each worker past the first holding `bytes_per_item` of working
+/// memory in the shared budget (`budget`) while it works: as many workers
+/// as find room now, at least one. The first works on the caller's room
+/// (a load's grant, or the program's own), so no call ever waits.
 pub fn map_within<'a, T: Sync, R: Send>(
     bytes_per_item: usize,
     items: &'a [T],
     f: impl Fn(&'a T) -> R + Sync,
 ) -> Vec<R> {
-    map_with(threads_within(bytes_per_item), items, f)
+    let grants = extra_workers(bytes_per_item, items.len());
+    let out = map_with(1 + grants.len(), items, f);
+    drop(grants);
+    out
 }
 
-/// `threads()`, fewer when each needs `bytes_per_item` of working memory.
-pub fn threads_within(bytes_per_item: usize) -> usize {
-    threads().min((WORKING_BYTES / bytes_per_item.max(1)).max(1))
+/// Room in the shared budget for the workers past the first of a task of
+/// `items` items, `bytes_per_item` each: as many as fit now (none inside a
+/// worker). The workers are one more than the grants; they hold their room
+/// until the grants drop.
+pub fn extra_workers(bytes_per_item: usize, items: usize) -> Vec<crate::budget::Grant> {
+    let mut grants = Vec::new();
+    if !IN_WORKER.with(Cell::get) {
+        let want = threads().min(items).saturating_sub(1);
+        while grants.len() < want {
+            match crate::budget::try_reserve(bytes_per_item.max(1)) {
+                Some(g) => grants.push(g),
+                None => break,
+            }
+        }
+    }
+    grants
+}
+
+/// Workers `map_within` would start now for items of `bytes_per_item`.
+#[cfg(test)]
+fn threads_within(bytes_per_item: usize) -> usize {
+    let room = crate::budget::BUDGET_BYTES.saturating_sub(crate::budget::held());
+    threads().min(1 + room / bytes_per_item.max(1))
 }
 
 /// `map` on at most `threads` threads.
@@ -344,11 +364,19 @@ mod tests {
     }
 
     #[test]
-    fn threads_are_limited_by_working_memory() {
-        assert_eq!(threads_within(WORKING_BYTES), 1);
+    fn workers_past_the_first_hold_room_in_the_budget() {
+        let big = crate::budget::BUDGET_BYTES;
         assert_eq!(threads_within(usize::MAX), 1);
-        assert_eq!(threads_within(1), threads());
-        assert!(threads_within(WORKING_BYTES / 2) <= 2);
+        assert!(threads_within(big / 2) <= 3);
+        // Items too large for any room still run, on the caller's thread.
+        let items: Vec<u64> = (0..64).collect();
+        assert_eq!(
+            map_within(usize::MAX, &items, |x| x + 1),
+            map_with(1, &items, |x| x + 1)
+        );
+        // The grants are returned when the work is done.
+        let during = map_within(big / 8, &items, |_| crate::budget::held());
+        assert!(during.iter().all(|&h| h <= big));
     }
 
     #[test]

@@ -289,12 +289,8 @@ impl Trace {
     /// plain trace is parsed on every core (`chunks`, `GATE_THREADS`), to
     /// the same values as on one.
     pub fn load(path: &Path) -> Result<Trace, GateError> {
-        let threads = if crate::parallel::in_worker() {
-            1
-        } else {
-            chunks::threads()
-        };
-        Self::load_with(path, threads, chunks::CHUNK_BYTES, spill_bytes())
+        let room = chunks::workers();
+        Self::load_with(path, 1 + room.len(), chunks::CHUNK_BYTES, spill_bytes())
     }
 
     /// `load` on `threads` threads, in chunks of `chunk_bytes` (the tests
@@ -453,6 +449,14 @@ impl Trace {
         let kept: Vec<GpuInfo> = keep.iter().map(|&s| gpus[s].clone()).collect();
         self.header.fingerprint.gpus = kept;
         self.processes.retain(|p| used.contains(&p.gpu));
+    }
+
+    /// Keep the sample values for later reads in a scratch file, holding
+    /// none of them in memory (`Columns::park`): a capture that pools
+    /// several runs parks each once it is summarised.
+    pub fn park_samples(&mut self) -> Result<(), GateError> {
+        let path = self.path.clone();
+        self.columns.park().map_err(|e| spill_error(&path, e))
     }
 
     /// Free the sample columns (times, warm-up flags, values), keeping the

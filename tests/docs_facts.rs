@@ -283,6 +283,35 @@ fn the_readme_states_the_spill_threshold_and_resident_budget() {
     }
 }
 
+/// Issue 32.4-6: the README's memory budget and the report JSON's
+/// timeline bound (docs/limits.md) are the code's.
+#[test]
+fn the_docs_state_the_memory_budget_and_the_json_timeline_bound() {
+    let squash = |f: &str| {
+        let t = std::fs::read_to_string(Path::new(ROOT).join(f)).unwrap();
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let readme = squash("README.md");
+    let budget = format!("one budget of {} MiB", gpugate::budget::BUDGET_BYTES >> 20);
+    assert!(readme.contains(&budget), "README should say '{budget}'");
+    let points = gpugate::report::run::TIMELINE_POINTS;
+    let with_comma = format!("{},{:03}", points / 1000, points % 1000);
+    let timeline = format!("timeline to {with_comma} slices per GPU");
+    assert!(readme.contains(&timeline), "README should say '{timeline}'");
+    let limits = squash("docs/limits.md");
+    let row = limits
+        .split("| report JSON timeline")
+        .nth(1)
+        .expect("docs/limits.md has the report JSON timeline row");
+    for fact in [
+        format!("{with_comma} panorama slices per GPU in the whole document"),
+        format!("each of N runs keeps {with_comma} / N"),
+        format!("the same {with_comma} points"),
+    ] {
+        assert!(row.contains(&fact), "docs/limits.md should say '{fact}'");
+    }
+}
+
 /// Issue 30.3: every place that lists exit codes names all six, from their
 /// one source (`exit_code::ALL`): `gate --help`, the man page, `gate check
 /// --help` (its summary line too), the README's table, docs/local.md's

@@ -22,56 +22,15 @@ pub struct BuildMeta {
     pub tags: BTreeMap<String, String>,
 }
 
-/// Where pooled statistics read a run's steady values of a column: the
-/// run's trace in memory (`InMemory`), or what a capture kept of it while
-/// it read its runs one at a time (`pool::Kept`).
-pub trait SteadyValues: Sync {
-    /// `summary::steady_finite` of input `run`: the finite values of
-    /// `column` over its steady samples, in time order.
-    fn steady_finite(
-        &self,
-        inputs: &[RunInput],
-        run: usize,
-        column: &Column,
-    ) -> Result<Vec<f64>, GateError>;
-}
-
-/// The inputs' traces still hold their samples.
-pub struct InMemory;
-
-impl SteadyValues for InMemory {
-    fn steady_finite(
-        &self,
-        inputs: &[RunInput],
-        run: usize,
-        column: &Column,
-    ) -> Result<Vec<f64>, GateError> {
-        let r = &inputs[run];
-        Ok(steady_finite(r.trace, &r.steady, column))
-    }
-}
-
 /// Build a baseline from runs. Without `multi_node` each input is one run;
 /// with it, all inputs are the nodes of one run (their samples are pooled
-/// into that run's summary). The inputs' traces hold their samples.
+/// into that run's summary). The inputs' traces hold their samples, in
+/// memory or parked in scratch files (`Trace::park_samples`): pooled
+/// statistics read each run's own column and select across them. A
+/// baseline of one run reads none: its statistics are its summary's.
 pub fn build(
     name: &str,
     inputs: &[RunInput],
-    config: &Config,
-    multi_node: bool,
-    meta: &BuildMeta,
-) -> Result<Baseline, GateError> {
-    build_from(name, inputs, &InMemory, config, multi_node, meta)
-}
-
-/// `build`, the pooled statistics reading the runs' steady values from
-/// `values` (a capture that freed each run's samples once summarised keeps
-/// them in a `pool::SteadyStore`). A baseline of one run reads none: its
-/// statistics are its summary's.
-pub fn build_from(
-    name: &str,
-    inputs: &[RunInput],
-    values: &dyn SteadyValues,
     config: &Config,
     multi_node: bool,
     meta: &BuildMeta,
@@ -87,7 +46,6 @@ pub fn build_from(
             (0..inputs.len()).map(|i| vec![i]).collect()
         },
         inputs,
-        values,
         config,
     };
     // Columns are independent: spread over the cores, kept in order.
@@ -132,7 +90,6 @@ pub fn build_from(
 struct Runs<'a, 't> {
     groups: Vec<Vec<usize>>,
     inputs: &'a [RunInput<'t>],
-    values: &'a dyn SteadyValues,
     config: &'a Config,
 }
 
@@ -157,12 +114,14 @@ impl Runs<'_, '_> {
             .collect()
     }
 
-    /// The steady values of `column` in the inputs `group`, one after
-    /// another (what pooling them in memory concatenates).
+    /// The steady values of `column` in the inputs `group`, read from each
+    /// run's own column one after another: the one working copy the
+    /// selection of their percentiles needs (`MetricStats::from_finite`).
     fn pooled(&self, group: &[usize], column: &Column) -> Result<Vec<f64>, GateError> {
         let mut all = Vec::new();
         for &i in group {
-            all.extend(self.values.steady_finite(self.inputs, i, column)?);
+            let r = &self.inputs[i];
+            all.extend(steady_finite(r.trace, &r.steady, column));
         }
         Ok(all)
     }

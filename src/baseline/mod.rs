@@ -16,11 +16,9 @@
 mod build;
 /// Load-time checks of a baseline's numbers and name.
 mod check;
-/// The steady samples of the runs a capture pools, kept on disk.
-pub mod pool;
 pub(crate) mod store;
 
-pub use build::{build, build_from, BuildMeta, InMemory, SteadyValues};
+pub use build::{build, BuildMeta};
 pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcome};
 
 use crate::error::GateError;

@@ -6,7 +6,6 @@
 //! one plan per workload.
 
 use super::measure::{self, MeasureArgs};
-use crate::baseline::pool::{Kept, SteadyStore};
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
@@ -195,16 +194,12 @@ impl CapturePlan {
     /// record it in the history.
     pub fn execute(&self) -> anyhow::Result<i32> {
         let (name, config, multi_node) = (&self.name, &self.config, self.multi_node);
-        // Each run is summarised as it is loaded and its samples freed: memory
-        // holds one run's columns at a time, not every run's. Pooled statistics
-        // (several runs, or the nodes of one) need every run's steady values
-        // of a column at once: those are kept in a scratch file (`pool`).
-        let store = if self.runs > 1 || multi_node {
-            Some(SteadyStore::new()?)
-        } else {
-            None
-        };
-        let (traces, derived, kept) = self.acquire(store.as_ref())?;
+        // Each run is summarised as it is loaded (its load holding room in
+        // the memory budget), then its samples are freed, or, when the
+        // baseline pools several runs (or the nodes of one), parked in a
+        // scratch file: the pooled statistics read every run's own column
+        // back, a column at a time, and select across them (no pooled copy).
+        let (traces, derived) = self.acquire(self.runs > 1 || multi_node)?;
         let inputs: Vec<RunInput> = (traces.iter().zip(derived))
             .map(|(t, d)| RunInput::from_parts(t, d))
             .collect();
@@ -216,12 +211,8 @@ impl CapturePlan {
             commit: super::detect_commit(self.commit.as_deref()),
             tags: self.measure.tags.iter().cloned().collect(),
         };
-        let values: &dyn baseline::SteadyValues = match &store {
-            Some(store) => &Kept { store, runs: &kept },
-            // One run: its statistics are its summary's, no values are read.
-            None => &baseline::InMemory,
-        };
-        let b = baseline::build_from(name, &inputs, values, config, multi_node, &meta)?;
+        // One run: its statistics are its summary's, no values are read.
+        let b = baseline::build(name, &inputs, config, multi_node, &meta)?;
         ensure_something_gated(&b)?;
         self.store(&b)?;
         print_summary(&b);
@@ -247,46 +238,34 @@ impl CapturePlan {
 
     /// The runs, each judged fit for a baseline as soon as it ends (a
     /// failed or invalid first run is refused before the next one costs
-    /// GPU time), with their summaries and kept steady values.
+    /// GPU time), with their summaries; with `pools`, each run's samples
+    /// parked for the pooled statistics.
     #[allow(clippy::type_complexity)]
     fn acquire(
         &self,
-        store: Option<&SteadyStore>,
-    ) -> anyhow::Result<(
-        Vec<crate::trace::Trace>,
-        Vec<crate::summary::RunDerived>,
-        Vec<crate::baseline::pool::KeptRun>,
-    )> {
+        pools: bool,
+    ) -> anyhow::Result<(Vec<crate::trace::Trace>, Vec<crate::summary::RunDerived>)> {
         let config = &self.config;
-        let derive = |t: &crate::trace::Trace| {
-            let d = RunInput::derive(t, config);
-            let kept = store.map(|s| s.keep(t, &d.steady)).transpose();
-            Some((d, kept))
-        };
-        let fit_so_far = |so_far: &[(crate::trace::Trace, Option<_>)]| -> anyhow::Result<()> {
-            let inputs: Vec<RunInput> = so_far
-                .iter()
-                .filter_map(|(t, d): &(_, Option<(crate::summary::RunDerived, _)>)| {
-                    Some(RunInput::from_parts(t, d.as_ref()?.0.clone()))
-                })
-                .collect();
-            Ok(ensure_known_good(&inputs, config, self.multi_node)?)
-        };
+        let derive = |t: &crate::trace::Trace| Some(RunInput::derive(t, config));
+        let fit_so_far =
+            |so_far: &[(crate::trace::Trace, Option<crate::summary::RunDerived>)]| {
+                let inputs: Vec<RunInput> = (so_far.iter())
+                    .filter_map(|(t, d)| Some(RunInput::from_parts(t, d.clone()?)))
+                    .collect();
+                Ok(ensure_known_good(&inputs, config, self.multi_node)?)
+            };
         let acquired = measure::acquire_each_checked(
             &self.measure,
             self.runs,
             &self.trace_dir,
             derive,
             fit_so_far,
+            pools,
         )?;
-        let (mut traces, mut derived, mut kept) = (Vec::new(), Vec::new(), Vec::new());
-        for (t, d) in acquired {
-            let (d, k) = d.expect("every trace is derived");
-            kept.extend(k?);
-            traces.push(t);
-            derived.push(d);
-        }
-        Ok((traces, derived, kept))
+        Ok(acquired
+            .into_iter()
+            .map(|(t, d)| (t, d.expect("every trace is derived")))
+            .unzip())
     }
 
     /// Write the baseline (a diff and `--replace` to overwrite one).

@@ -289,32 +289,29 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
     Ok(loaded.into_iter().map(|(t, _)| t).collect())
 }
 
-/// Replayed traces loaded at once, at most: each holds its samples until
-/// `each` has derived what it needs, so this bounds memory (64 nodes x 8
-/// GPUs x 1 h are ~2.5 GB of samples in all, ~40 MB each).
-const MAX_LOADS_AT_ONCE: usize = 4;
-/// A replayed trace this large loads alone, its columns then summarised on
-/// every core: in memory its samples take ~0.7x its size on disk (8 GPUs
-/// x 24 h: 1.4 GB of JSON, 0.95 GB of columns), and two at once doubled
-/// the peak of `capture` and `check` of long runs. A `.zst` trace counts
-/// at 8x its size (real traces compress ~7x).
-const LOAD_ALONE_BYTES: u64 = 256 << 20;
-
-/// How many of `paths` `acquire_each` loads at once.
-pub(crate) fn loads_at_once(paths: &[PathBuf]) -> usize {
-    let big = paths.iter().any(|p| {
-        let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let len = if crate::trace::is_compressed_path(p) {
-            len.saturating_mul(8)
-        } else {
-            len
-        };
-        len > LOAD_ALONE_BYTES
-    });
-    if big {
-        1
+/// Room a replayed trace's load holds in the memory budget (`budget`)
+/// from its load until `each` has derived what it needs and its samples
+/// are freed: its columns, ~0.7x its size on disk (8 GPUs x 1 h: 58 MB of
+/// JSON, 40 MB of columns; a `.zst` trace counts at 8x its size, real
+/// traces compress ~7x), or, past the spill threshold, what a scratch
+/// file keeps resident (`trace::columns::RESIDENT_BYTES`), its write
+/// buffers and the summary's working copy (72 MiB: one at a time). Loads that do not fit wait for room: `GATE_THREADS` decides
+/// how fast traces load, not how many are held.
+pub fn load_bytes(path: &Path) -> usize {
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let len = if crate::trace::is_compressed_path(path) {
+        len.saturating_mul(8)
     } else {
-        crate::parallel::threads().min(MAX_LOADS_AT_ONCE)
+        len
+    };
+    let columns = usize::try_from(len / 10 * 7).unwrap_or(usize::MAX);
+    if columns > crate::trace::spill_bytes() {
+        // Its resident pages, write buffers, and the working copy of one
+        // statistic its summary computes on the loading thread (~28 MB
+        // at 24 h): three 24 h loads at once peaked at 315 MB.
+        crate::trace::columns::RESIDENT_BYTES + (40 << 20)
+    } else {
+        columns
     }
 }
 
@@ -329,34 +326,50 @@ pub fn acquire_each<R: Send>(
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    acquire_each_checked(args, runs, trace_dir, each, |_| Ok(()))
+    acquire_each_checked(args, runs, trace_dir, each, |_| Ok(()), false)
 }
 
 /// `acquire_each`, with `after` called on the runs so far as soon as each
 /// live run ends: an error there stops before the next run (`capture
 /// --runs 3` refuses an invalid first run without spending two more).
 /// Replayed files are all loaded first, then `after` sees them once.
+/// With `park`, a derived trace's samples are parked in a scratch file
+/// (`Trace::park_samples`), not freed: a capture pools them later.
 pub fn acquire_each_checked<R: Send>(
     args: &MeasureArgs,
     runs: usize,
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
     mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
+    park: bool,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
     let until = args.until_regex()?;
-    let take = |mut t: Trace| {
+    let take = |mut t: Trace| -> Result<(Trace, Option<R>), GateError> {
         if let Some(re) = &until {
             close_window(&mut t, re);
         }
         let derived = each(&t);
-        if derived.is_some() {
-            t.drop_samples();
+        match (derived.is_some(), park) {
+            (true, true) => t.park_samples()?,
+            (true, false) => t.drop_samples(),
+            (false, _) => {}
         }
-        (t, derived)
+        Ok((t, derived))
     };
     if args.is_replay() {
-        let threads = loads_at_once(&args.replay);
-        let loaded = crate::parallel::map_with(threads, &args.replay, |p| Trace::load(p).map(take))
+        let load = |p: &PathBuf| {
+            let room = crate::budget::reserve(load_bytes(p));
+            let out = Trace::load(p).and_then(take);
+            drop(room);
+            crate::budget::trim();
+            out
+        };
+        // No more threads than loads fit at once: a thread that waits
+        // holds nothing, but each thread's allocator arena keeps what its
+        // loads freed (64 nodes on 8 threads peaked at 556 MB, 252 MB on 1).
+        let most = args.replay.iter().map(|p| load_bytes(p)).max().unwrap_or(0);
+        let threads = crate::budget::fitting(most).min(crate::parallel::threads());
+        let loaded = crate::parallel::map_with(threads, &args.replay, load)
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -390,7 +403,8 @@ pub fn acquire_each_checked<R: Send>(
                 let _ = std::fs::remove_file(&path);
             }
         })?;
-        traces.push(take(Trace::load(&outcome.path)?));
+        let _room = crate::budget::reserve(load_bytes(&outcome.path));
+        traces.push(take(Trace::load(&outcome.path)?)?);
         after(&traces)?;
     }
     Ok(traces)

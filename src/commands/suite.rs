@@ -313,9 +313,9 @@ fn plan_all(
 
 /// The first measurement of every workload, when all of them replay
 /// recorded traces: acquired at once on the cores (`parallel`), as many at
-/// a time as `measure::loads_at_once` loads traces of their size (a trace
-/// over its threshold: one workload at a time, so a suite's peak memory is
-/// one long trace's, as before), each one's stderr held and returned
+/// a time as their loads fit in the memory budget (a trace over the spill
+/// threshold: one workload at a time, so a suite's peak memory is one long
+/// trace's, as before), each one's stderr held and returned
 /// beside it, in the suite's order. Empty when the suite runs its
 /// benchmarks (they share the GPUs: one after another) or when one thread
 /// is all it may use (each workload is then executed in its turn).
@@ -332,7 +332,14 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
         .filter_map(|p| p.plan.as_ref().ok())
         .flat_map(|p| p.measure.replay.iter().cloned())
         .collect();
-    let threads = super::measure::loads_at_once(&traces).min(crate::parallel::threads());
+    // As many at once as their loads fit in the memory budget (`budget`):
+    // traces past the spill threshold, one workload at a time.
+    let most = traces
+        .iter()
+        .map(|p| super::measure::load_bytes(p))
+        .max()
+        .unwrap_or(0);
+    let threads = crate::budget::fitting(most).min(crate::parallel::threads());
     if threads <= 1 {
         // One at a time: each workload acquires when its turn comes, so
         // no workload's runs wait in memory for the others'.

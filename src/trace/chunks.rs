@@ -38,10 +38,12 @@ const AHEAD_PER_WORKER: usize = 2;
 /// values take about half the text's bytes).
 const CHUNK_FOOTPRINT: usize = CHUNK_BYTES * 2;
 
-/// Threads that parse one trace: `GATE_THREADS` (or the cores), as many as
-/// keep the chunks in flight within `parallel::WORKING_BYTES`.
-pub fn threads() -> usize {
-    crate::parallel::threads_within(AHEAD_PER_WORKER * CHUNK_FOOTPRINT)
+/// Room for the threads that parse one trace: `GATE_THREADS` (or the
+/// cores), each past the first holding its chunks in flight in the shared
+/// memory budget (`budget`), as many as find room now; the threads are one
+/// more than the grants, held while the trace loads.
+pub fn workers() -> Vec<crate::budget::Grant> {
+    crate::parallel::extra_workers(AHEAD_PER_WORKER * CHUNK_FOOTPRINT, usize::MAX)
 }
 
 /// A chunk's lines after its worker. The merge hands it back to be

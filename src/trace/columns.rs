@@ -7,7 +7,7 @@
 //!
 //! A long trace's columns do not fit a small memory budget (8 GPUs x 24 h
 //! at 100 ms: 954 MB), and every statistic is exact, so every value must be
-//! kept somewhere. Columns past `spill_bytes()` (256 MiB unless
+//! kept somewhere. Columns past `spill_bytes()` (64 MiB unless
 //! `GATE_SPILL_MB` says otherwise) move to an unnamed scratch file in
 //! `$TMPDIR`, mapped shared into memory. Callers still read plain slices
 //! of the same values in the same order, so the statistics are the same,
@@ -36,14 +36,19 @@ use std::sync::OnceLock;
 /// Environment variable: columns larger than this many MiB go to a
 /// scratch file (`0`: every trace's, which the tests use).
 pub const SPILL_ENV: &str = "GATE_SPILL_MB";
-/// Default of `GATE_SPILL_MB`: a 6-hour trace of 8 GPUs (~240 MB of
-/// columns) stays in memory, a 24-hour one (954 MB) goes to disk.
-pub const DEFAULT_SPILL_MB: usize = 256;
+/// Default of `GATE_SPILL_MB`: half the memory budget
+/// (`budget::BUDGET_BYTES`): a 1-hour trace of 8 GPUs (~40 MB of columns)
+/// stays in memory, a 6-hour one (~240 MB) goes to disk, so no trace's
+/// columns outgrow the room its load holds.
+pub const DEFAULT_SPILL_MB: usize = 64;
 /// Largest `GATE_SPILL_MB` accepted (1 TiB).
 pub const MAX_SPILL_MB: usize = 1 << 20;
 /// Bytes of a scratch file's values read between two drops of its pages
 /// from the process: what a spilled trace keeps resident.
 pub const RESIDENT_BYTES: usize = 32 << 20;
+/// `RESIDENT_BYTES` of parked columns (`Columns::park`): a capture reads
+/// every pooled run's column in turn, so what each keeps adds up.
+pub const PARKED_RESIDENT_BYTES: usize = 1 << 20;
 
 /// `GATE_SPILL_MB` parsed: None when unset, an error line when it is not
 /// a number from 0 to `MAX_SPILL_MB`.
@@ -265,15 +270,34 @@ impl Columns {
         }
     }
 
+    /// Keep the values for later reads without holding them: columns in
+    /// memory move to a scratch file, and a scratch file's pages, write
+    /// buffers and resident share (`PARKED_RESIDENT_BYTES`) are dropped.
+    /// A capture parks each run it pools once it is summarised, then reads
+    /// the runs' own columns back a column at a time (no copy of them).
+    pub fn park(&mut self) -> std::io::Result<()> {
+        let len = self.len();
+        self.spill(len)?;
+        if let Store::Mapped(m) = &mut self.store {
+            m.flush()?;
+            m.pending = Vec::new();
+            m.file = None;
+            m.resident_bytes = PARKED_RESIDENT_BYTES;
+            m.touched.store(0, Ordering::Relaxed);
+            m.release();
+        }
+        Ok(())
+    }
+
     /// Move the values to a scratch file with room for `cap` samples.
     fn spill(&mut self, cap: usize) -> std::io::Result<()> {
+        let len = self.len();
         let Store::Heap(series) = &mut self.store else {
             return Ok(());
         };
         if series.is_empty() {
             return Ok(());
         }
-        let len = series.first().map_or(0, Vec::len);
         let mut mapped = Mapped::new(series.len(), cap.max(len).max(1))?;
         for (s, values) in series.iter().enumerate() {
             mapped.write(s, 0, values)?;
@@ -398,8 +422,9 @@ const PAGE_VALUES: usize = 1024;
 /// written; `pending_rows` more wait in `pending`.
 struct Mapped {
     /// Written with `pwrite`, read through the mapping (no name: nothing
-    /// else opens it).
-    file: File,
+    /// else opens it). Parked columns close it (the mapping stays): a
+    /// capture of thousands of nodes holds no descriptor per node.
+    file: Option<File>,
     base: NonNull<f32>,
     map_bytes: usize,
     nseries: usize,
@@ -431,6 +456,8 @@ impl Mapped {
             .checked_mul(cap)
             .and_then(|v| v.checked_mul(4))
             .ok_or_else(|| std::io::Error::other("columns too large to address"))?;
+        // Values written: the samples so far, or the estimate of them.
+        crate::scratch::note_scratch(map_bytes as u64);
         let file =
             tempfile::tempfile().map_err(|e| os_error("cannot create the scratch file", e))?;
         // Sparse: room never written costs no disk. Values are written
@@ -456,7 +483,7 @@ impl Mapped {
             ));
         }
         Ok(Mapped {
-            file,
+            file: Some(file),
             base: NonNull::new(ptr.cast()).expect("mmap returned null"),
             map_bytes: map_bytes.max(1),
             nseries,
@@ -603,8 +630,11 @@ impl Mapped {
     fn write(&self, s: usize, at: usize, values: &[f32]) -> std::io::Result<()> {
         assert!(s < self.nseries && at + values.len() <= self.cap);
         let offset = ((s * self.cap + at) * 4) as u64;
-        self.file
-            .write_all_at(crate::files::f32_bytes(values), offset)
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("parked columns are not written"))?;
+        file.write_all_at(crate::files::f32_bytes(values), offset)
             .map_err(|e| os_error("cannot write the scratch file", e))
     }
 
@@ -733,6 +763,37 @@ mod tests {
         );
         assert_eq!(spilled.host(0)[0], 7.0);
         assert_eq!(spilled.gpu(1, 0)[5], data[5].0[2 * ncols]);
+    }
+
+    #[test]
+    fn parked_columns_hold_what_memory_holds() {
+        let (ngpu, ncols, nhost) = (3, 2, 2);
+        let data = rows(6000, ngpu, ncols, nhost);
+        let mut heap = Columns::new(ngpu, ncols, nhost);
+        let mut spilled = Columns::new(ngpu, ncols, nhost);
+        for (g, h) in &data {
+            heap.push_row(g, h, usize::MAX).unwrap();
+            spilled.push_row(g, h, 0).unwrap();
+        }
+        for c in [&mut heap, &mut spilled] {
+            c.finish().unwrap();
+        }
+        let mut parked = heap.clone();
+        // GPU 0 left out: its series is freed, the length comes from the others.
+        parked.keep_gpus(&[1, 2]);
+        heap.keep_gpus(&[1, 2]);
+        parked.park().unwrap();
+        spilled.keep_gpus(&[1, 2]);
+        spilled.park().unwrap();
+        for c in [&parked, &spilled] {
+            let Store::Mapped(m) = &c.store else {
+                panic!("not parked in a scratch file")
+            };
+            assert!(m.pending.is_empty() && m.file.is_none());
+            assert_eq!(m.resident_bytes, PARKED_RESIDENT_BYTES);
+            assert_eq!(c.len(), 6000);
+            assert_eq!(bits(c, 2, ncols, nhost), bits(&heap, 2, ncols, nhost));
+        }
     }
 
     #[test]

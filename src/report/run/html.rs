@@ -20,8 +20,9 @@ use crate::format::{number as format_number, number_or_na as num};
 use crate::trace::Trace;
 use std::fmt::Write as _;
 
-/// At most this many points per line: one per ~pixel of plot width.
-const MAX_POINTS: usize = 1200;
+/// At most this many points per line: one per ~pixel of plot width (the
+/// report JSON's timeline keeps to the same number: `json.rs`).
+const MAX_POINTS: usize = super::TIMELINE_POINTS;
 
 const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fff;max-width:1320px}

@@ -20,6 +20,12 @@ use std::collections::BTreeMap;
 
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
+/// Points of a run's timeline over its whole length, at most: the HTML
+/// plots draw each line with this many time-bucket means (one per ~pixel),
+/// and the JSON keeps each GPU's panorama to this many slices per
+/// document (`json.rs`), whatever the runs' length.
+pub const TIMELINE_POINTS: usize = 1200;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuLabel {
     pub index: u32,
