@@ -38,5 +38,6 @@ fn main() {
             exit_code_of(&err)
         }
     };
+    gpugate::sampler::CpuProfile::from_env().print_peak_rss();
     std::process::exit(code);
 }

@@ -214,3 +214,42 @@ fn several_traces_make_one_report_each() {
     assert_eq!(v["runs"][0]["suspects"][0]["rule"], "memory_bound");
     assert_eq!(v["runs"][1]["suspects"][0]["rule"], "pcie_h2d_bound");
 }
+
+/// A JSON-only report joins each run's timeline as it is explained (the
+/// memory a 64-node report held was its full panoramas): the document is
+/// the same bytes as when a Markdown file is also written and the timeline
+/// is joined only while the JSON is written.
+#[test]
+fn a_json_only_report_joins_the_timeline_early_to_the_same_document() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2,500 s at 1 s slices: past the document's 1,200 slices per GPU.
+    let traces: Vec<PathBuf> = (1..=3)
+        .map(|seed| {
+            let sig = Signature::healthy().with_samples(25_000).with_seed(seed);
+            synthetic::write_in(&sig, 2, dir.path(), &format!("long-{seed}.jsonl")).unwrap()
+        })
+        .collect();
+    for runs in [&traces[..1], &traces[..]] {
+        let json_only = stdout_of(gate().arg("report").args(["--format", "json"]).args(runs));
+        let md = dir.path().join("r.md");
+        let _ = std::fs::remove_file(&md);
+        let with_md = stdout_of(
+            gate()
+                .arg("report")
+                .args(["--format", "json", "--markdown"])
+                .arg(&md)
+                .args(runs),
+        );
+        assert_eq!(json_only, with_md, "{} run(s)", runs.len());
+        let doc: serde_json::Value = serde_json::from_str(&json_only).unwrap();
+        let slices = doc["runs"][0]["panorama"]["gpus"][0]["slices"]
+            .as_array()
+            .unwrap();
+        assert!(slices.len() <= 1200 / runs.len(), "{} slices", slices.len());
+        assert!(
+            slices.len() >= 1200 / runs.len() / 2,
+            "{} slices",
+            slices.len()
+        );
+    }
+}

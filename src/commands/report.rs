@@ -106,6 +106,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let config = load_config(args.config.as_deref())?;
     let rules = config.rule_set()?;
     let slice_ms = args.slice.as_secs_f64() * 1000.0;
+    // When JSON is all it writes, each run keeps only the timeline the JSON
+    // document keeps (`json::timeline_rows`), joined as the document would
+    // join it: 64 nodes' full panoramas were most of the report's memory.
+    let runs_given = (args.traces.len() + args.measure.replay.len()).max(1);
+    let json_only =
+        matches!(args.format, ReportFormat::Json) && args.markdown.is_none() && args.html.is_none();
+    let keep_rows = json_only.then(|| crate::report::run::json::timeline_rows(runs_given));
     // Each run is explained as it is loaded (and the series its HTML plots
     // draw taken), then its samples are freed: a report of 64 nodes holds
     // 64 explanations, not 64 traces. A trace without samples is kept as
@@ -114,7 +121,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         if t.sample_count() == 0 {
             return None;
         }
-        let report = RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary);
+        let mut report =
+            RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary);
+        if let Some(rows) = keep_rows {
+            if let Some(p) = crate::report::run::json::downsample(&report.panorama, rows) {
+                report.panorama = p;
+            }
+        }
         let plots = args.html.is_some().then(|| Plots::of(&report, t));
         Some((report, plots))
     };

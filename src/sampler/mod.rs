@@ -91,6 +91,19 @@ impl CpuProfile {
         }
     }
 
+    /// gate's own peak resident set (`VmHWM`: this program's pages since
+    /// its exec, not those of the process that started it, which a
+    /// parent's `wait4` counts in), printed last under `GATE_PROFILE`.
+    pub fn print_peak_rss(&self) {
+        if !self.enabled {
+            return;
+        }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if let Some(hwm) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+            crate::gate_eprintln!("gate: GATE_PROFILE peak resident set: {}", hwm.trim());
+        }
+    }
+
     pub fn print(&self) {
         if !self.enabled {
             return;
