@@ -27,13 +27,25 @@ fn no_gpu_record_of_a_busy_loop_shows_one_core_and_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("busy.jsonl");
     let assert = gate()
-        .args(["record", "--no-gpu", "--warmup", "300ms", "--tag", "kind=busy", "-o"])
+        .args([
+            "record",
+            "--no-gpu",
+            "--warmup",
+            "300ms",
+            "--tag",
+            "kind=busy",
+            "-o",
+        ])
         .arg(&out)
         .args([
             "--",
             "python3",
             "-c",
-            "import time\nt=time.time()\nwhile time.time()-t<2.0: pass\nprint('samples_per_s: 42.5')",
+            // The loop says what share of a core the kernel gave it: on a
+            // loaded machine (CI beside other jobs) it is less than one.
+            "import time\nt=time.time()\nc=time.process_time()\nwhile time.time()-t<2.0: pass\n\
+             print('samples_per_s: 42.5')\n\
+             print('got_pct:', 100*(time.process_time()-c)/(time.time()-t))",
         ])
         .assert()
         .success();
@@ -45,9 +57,13 @@ fn no_gpu_record_of_a_busy_loop_shows_one_core_and_its_output() {
     assert_eq!(t.header.tags.get("kind").map(String::as_str), Some("busy"));
     assert_eq!(t.exit_code(), Some(0));
     let cpu = host_mean(&t, "target_cpu_pct");
+    let got: f64 = (t.output.iter())
+        .find_map(|o| o.line.strip_prefix("got_pct: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the loop's own share of a core");
     assert!(
-        (70.0..=130.0).contains(&cpu),
-        "busy loop should read ~100 % of one core, got {cpu}"
+        (cpu - got).abs() <= 30.0 && got > 20.0,
+        "the busy loop got {got:.1} % of a core (its own process time); gate read {cpu:.1} %"
     );
     assert!(host_mean(&t, "target_rss_mib") > 1.0);
     assert!(t.output.iter().any(|o| o.line == "samples_per_s: 42.5"));
