@@ -308,10 +308,12 @@ fn remember_tree(
     me: u32,
 ) {
     // Remembered members still alive as themselves are roots too (one that
-    // left the tree's parent links, e.g. by a subreaper of its own).
+    // left the tree's parent links, e.g. by a subreaper of its own); their
+    // start times were read just now, so the walk does not read them again.
     members.retain(|pid, start| read_proc(*pid).is_some_and(|p| p.start_ticks == *start));
     let mut roots: Vec<u32> = vec![cmd];
     roots.extend(members.keys().copied());
+    let checked: BTreeSet<u32> = members.keys().copied().collect();
     for pid in children_of(gate_pid) {
         if pid != me && !roots.contains(&pid) {
             let adopted = read_proc(pid).is_some_and(|p| Some(p.pgrp) != gate_pgrp);
@@ -321,6 +323,9 @@ fn remember_tree(
         }
     }
     for pid in scanner.scan_roots(&roots) {
+        if checked.contains(&pid) {
+            continue;
+        }
         if let Some(p) = read_proc(pid) {
             members.insert(pid, p.start_ticks);
         }

@@ -332,14 +332,7 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
         .filter_map(|p| p.plan.as_ref().ok())
         .flat_map(|p| p.measure.replay.iter().cloned())
         .collect();
-    // As many at once as their loads fit in the memory budget (`budget`):
-    // traces past the spill threshold, one workload at a time.
-    let most = traces
-        .iter()
-        .map(|p| super::measure::load_bytes(p))
-        .max()
-        .unwrap_or(0);
-    let threads = crate::budget::fitting(most).min(crate::parallel::threads());
+    let threads = super::measure::load_threads(&traces);
     if threads <= 1 {
         // One at a time: each workload acquires when its turn comes, so
         // no workload's runs wait in memory for the others'.
