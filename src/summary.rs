@@ -5,7 +5,8 @@
 //! `diff` and `report` all summarise a run through `RunInput::new`, so they
 //! judge, store and explain the same numbers.
 
-use crate::config::{Aggregate, Config, UserSource};
+use crate::config::Config;
+use crate::metric_sources::settings::{Aggregate, UserSource};
 use crate::stats::{MetricSource, MetricStats};
 use crate::trace::{gather, Trace};
 use serde::{Deserialize, Serialize};

@@ -26,7 +26,8 @@
 //! one after another.
 
 use super::check::{self, CheckArgs, CheckPlan};
-use crate::config::{Config, WorkloadDef};
+use crate::config::suite::WorkloadDef;
+use crate::config::Config;
 use crate::error::GateError;
 use crate::report::check::suite::Outcome;
 use std::path::PathBuf;

@@ -23,7 +23,7 @@
 //! benchmark is never a pass, whatever its counters say.
 
 use crate::baseline::{Baseline, BaselineMetric, Environment};
-use crate::config::{Config, Policy};
+use crate::config::Config;
 use crate::diagnose::{Finding, RuleSet};
 use crate::exit_code;
 use crate::metrics::{self, Direction, Statistic};
@@ -38,6 +38,7 @@ mod judging;
 mod passes;
 mod report;
 mod runs;
+pub mod settings;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 use judging::*;
 pub use judging::{baseline_observation, decides_the_run, is_gated, Policies};
@@ -51,6 +52,7 @@ pub use runs::{
     end_failure, exit_code_of, harness_number_decides, run_failure, valid_samples, RunFailure,
     MIN_STEADY_SAMPLES,
 };
+use settings::Policy;
 
 /// Everything `check` needs; all pure data.
 pub struct CheckInput<'a, 'b> {

@@ -154,7 +154,7 @@ pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
 /// as inconclusive).
 pub fn exit_code_of(verdict: RunVerdict, config: &Config) -> i32 {
     if verdict == RunVerdict::Inconclusive
-        && config.file.verdict.inconclusive == crate::config::InconclusiveExit::Pass
+        && config.file.verdict.inconclusive == super::settings::InconclusiveExit::Pass
     {
         exit_code::PASS
     } else {
@@ -237,7 +237,7 @@ pub(super) fn comparable(
             "{who}: differs from the baseline's run: {}",
             d.details.join("; ")
         );
-        if cfg.arguments == crate::config::ArgumentsPolicy::Refuse && !allowed {
+        if cfg.arguments == super::settings::ArgumentsPolicy::Refuse && !allowed {
             run.raise(
                 RunVerdict::Invalid,
                 format!(

@@ -29,6 +29,7 @@ pub mod postgres;
 pub mod record;
 pub mod redact;
 pub mod schema;
+pub mod settings;
 pub mod sql;
 pub mod sqlite;
 pub mod trend;
@@ -433,8 +434,6 @@ pub fn open_bounded(
         Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::connect(url, timeout)?)),
     }
 }
-
-pub use crate::config::HistoryConfig;
 
 /// Unix time now as RFC 3339 UTC (the only clock read of this module,
 /// used when a run is recorded).

@@ -26,7 +26,8 @@
 //! anything runs.
 
 use super::record::{self, Provenance};
-use super::{HistoryConfig, HistoryError, Location, MetricFilter, Query, RunKind, RunRecord};
+use super::settings::HistoryConfig;
+use super::{HistoryError, Location, MetricFilter, Query, RunKind, RunRecord};
 use crate::baseline::{Baseline, Environment};
 use crate::config::Config;
 use crate::error::GateError;

@@ -5,7 +5,8 @@
 //! Pure: provenance that needs the environment or git (commit, branch,
 //! clock) is handed in by the command as a `Provenance`.
 
-use super::drift::{self, DriftConfig, Series};
+use super::drift::{self, Series};
+use super::settings::DriftConfig;
 use super::{DriftRow, MetricRow, RunKind, RunRecord};
 use crate::baseline::{Baseline, Environment};
 use crate::gate::{CheckReport, Observation, RunVerdict, Verdict};

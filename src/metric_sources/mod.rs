@@ -1,6 +1,7 @@
 //! Where a benchmark's own number (gate.toml `[user_metrics.NAME]`) is read
-//! from: the formats teams already write. Owns the readers; `config`
-//! validates the table into a `Reader`, `summary` applies it to a trace's
+//! from: the formats teams already write. Owns the readers and the table's
+//! schema; `settings` validates the table into a `Reader` (when `config`
+//! loads gate.toml), `summary` applies it to a trace's
 //! stdout lines or to the metrics file kept in its end record (`keep`
 //! decides what of the file is kept, and when a file is not this run's).
 //!
@@ -58,6 +59,7 @@
 
 mod harness;
 pub mod keep;
+pub mod settings;
 
 pub use keep::{keep_metrics_file, MetricsFileProblem, ProblemKind};
 
@@ -349,7 +351,7 @@ impl Reader {
                 let doc: serde_json::Value = serde_json::from_str(t).ok()?;
                 number(doc.pointer(pointer)?)
             }
-            // Whole-file formats are refused for stdout by `config`.
+            // Whole-file formats are refused for stdout by `settings`.
             _ => None,
         }
     }
@@ -725,7 +727,7 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("py.test_x_a_b_"), "{a}");
         for id in [&a, &b, &bulk_id("nv", "copy/Device=0 T=I8")] {
-            assert!(crate::config::valid_name(id), "{id}");
+            assert!(crate::config::checks::valid_name(id), "{id}");
         }
         assert!(bulk_id("t", &"x".repeat(500)).len() < 140);
     }

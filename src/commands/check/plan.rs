@@ -117,7 +117,7 @@ impl CheckPlan {
         let max_reruns = if target.measure.is_live() {
             args.max_reruns
                 .or(config.file.verdict.max_reruns)
-                .unwrap_or(crate::config::DEFAULT_MAX_RERUNS)
+                .unwrap_or(crate::gate::settings::DEFAULT_MAX_RERUNS)
                 .max(args.confirm)
         } else {
             0

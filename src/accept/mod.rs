@@ -21,10 +21,12 @@
 //! that expired, names another commit, or matches nothing is reported, so
 //! a stale acknowledgement never hides.
 
-use crate::config::AcceptPolicy;
+pub mod settings;
+
 use crate::error::GateError;
 use crate::metrics::Direction;
 use serde::Deserialize;
+use settings::{check_pct, AcceptPolicy};
 
 /// The accept file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -56,7 +58,7 @@ pub struct AcceptEntry {
 /// Parse and validate an accept file; `origin` names it in messages.
 pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
     let file: AcceptFile = toml::from_str(text).map_err(|e| {
-        crate::config::toml_error(
+        crate::config::checks::toml_error(
             origin,
             text,
             &e,
@@ -86,8 +88,7 @@ pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
                 "metrics is empty; name the metric ids it accepts, e.g. [\"samples_per_s\"]".into(),
             ));
         }
-        crate::config::check_pct(e.max_change_pct)
-            .map_err(|m| bad(format!("max_change_pct: {m}")))?;
+        check_pct(e.max_change_pct).map_err(|m| bad(format!("max_change_pct: {m}")))?;
         if let Some(d) = &e.expires {
             if !is_date(d) {
                 return Err(bad(format!(

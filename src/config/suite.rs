@@ -1,0 +1,171 @@
+//! `[[suite.workload]]` of gate.toml: the workloads `--suite` runs
+//! (docs/suites.md), their validation, and the policy as one workload sees
+//! it (`Config::for_workload`). Library code reads it (`Config`), so it
+//! stays with the document rather than beside `commands/suite.rs`.
+
+use super::checks::valid_name;
+use super::{Config, GateConfig};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// `[suite]` of gate.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    #[serde(default)]
+    pub workload: Vec<WorkloadDef>,
+}
+
+/// One `[[suite.workload]]`: durations stay text here (the command layer
+/// parses them like the flags they stand for).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadDef {
+    pub name: String,
+    pub baseline: String,
+    /// argv, never run through a shell.
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    pub warmup: Option<String>,
+    pub duration: Option<String>,
+    pub warmup_until: Option<String>,
+    /// The workload's end-of-timed-section marker (`--until`).
+    pub until: Option<String>,
+    pub metrics_file: Option<String>,
+    /// The `[user_metrics]` tables this workload produces; None: those no
+    /// other workload names (`Config::for_workload`).
+    pub metrics: Option<Vec<Spanned<String>>>,
+}
+
+impl SuiteConfig {
+    /// Names and baselines valid and unique, commands not empty.
+    pub(super) fn validate(&self) -> Result<(), String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut baselines = std::collections::BTreeSet::new();
+        for w in &self.workload {
+            if w.name.chars().count() > 128 {
+                return Err(format!(
+                    "[[suite.workload]] name '{}…' is {} characters long; at most 128 are allowed",
+                    w.name.chars().take(40).collect::<String>(),
+                    w.name.chars().count()
+                ));
+            }
+            let at = format!("[[suite.workload]] '{}'", w.name);
+            if !valid_name(&w.name) {
+                return Err(format!(
+                    "{at}: name may only use letters, digits, '.', '_' and '-'"
+                ));
+            }
+            if !names.insert(&w.name) {
+                return Err(format!(
+                    "{at}: two workloads have this name; names must be unique"
+                ));
+            }
+            if !valid_name(&w.baseline) {
+                return Err(format!(
+                    "{at}: baseline '{}' may only use letters, digits, '.', '_' and '-'",
+                    w.baseline
+                ));
+            }
+            if !baselines.insert(&w.baseline) {
+                return Err(format!(
+                    "{at}: baseline '{}' belongs to another workload too; give each workload its own baseline",
+                    w.baseline
+                ));
+            }
+            if w.command.is_empty() || w.command[0].is_empty() {
+                return Err(format!(
+                    "{at}: command is empty; give the argv, e.g. command = [\"python3\", \"bench.py\"]"
+                ));
+            }
+            for (k, v) in &w.tags {
+                if k.is_empty() || k.chars().chain(v.chars()).any(crate::escape::is_hostile) {
+                    return Err(format!(
+                        "{at}: tag {k:?} = {v:?}: keys must be non-empty, no control characters"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// This policy as one suite workload sees it: only the user metrics it
+    /// names in `metrics = [...]`, or, when it names none, those that no
+    /// other workload of the suite names. A workload is never judged or
+    /// warned on another's number.
+    pub fn for_workload(&self, name: &str) -> Config {
+        let Some(suite) = &self.file.suite else {
+            return self.clone();
+        };
+        let names = |w: &WorkloadDef| -> Vec<String> {
+            w.metrics
+                .iter()
+                .flatten()
+                .map(|m| m.get_ref().clone())
+                .collect()
+        };
+        let keep: Box<dyn Fn(&str) -> bool> = match suite.workload.iter().find(|w| w.name == name) {
+            Some(w) if w.metrics.is_some() => {
+                let own = names(w);
+                Box::new(move |m| own.iter().any(|o| o == m))
+            }
+            _ => {
+                let others: Vec<String> = suite
+                    .workload
+                    .iter()
+                    .filter(|w| w.name != name)
+                    .flat_map(names)
+                    .collect();
+                Box::new(move |m| !others.iter().any(|o| o == m))
+            }
+        };
+        let mut c = self.clone();
+        c.file.user_metrics.retain(|k, _| keep(k.get_ref()));
+        c.user_sources.retain(|k, _| keep(k));
+        c
+    }
+}
+
+/// Each `metrics = [...]` of a `[[suite.workload]]` names a
+/// `[user_metrics]` table, at most once in the suite.
+pub(super) fn check_workload_metrics(
+    file: &GateConfig,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<(), String> {
+    let Some(suite) = &file.suite else {
+        return Ok(());
+    };
+    let tables: Vec<&String> = file.user_metrics.keys().map(|k| k.get_ref()).collect();
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    for w in &suite.workload {
+        for m in w.metrics.iter().flatten() {
+            let name = m.get_ref().as_str();
+            if !tables.iter().any(|t| *t == name) {
+                let close = tables
+                    .iter()
+                    .map(|t| (crate::diagnose::dsl::levenshtein(name, t), *t))
+                    .min()
+                    .filter(|(d, _)| *d <= name.len() / 3 + 2)
+                    .map(|(_, t)| format!("did you mean '{t}'? "))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{}: [[suite.workload]] '{}' metrics names '{name}', which is not a [user_metrics] table; {close}declare [user_metrics.{name}] or remove it",
+                    at(m.span()),
+                    w.name
+                ));
+            }
+            if let Some(other) = owner.insert(name, &w.name) {
+                return Err(format!(
+                    "{}: user metric '{name}' is named by workloads '{other}' and '{}'; each number belongs to one workload (declare one table per workload)",
+                    at(m.span()),
+                    w.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
