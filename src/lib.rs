@@ -12,6 +12,8 @@
 
 /// Acknowledged regressions: the accept file, labels, the target's `[accept]`.
 pub mod accept;
+/// Run analysis under the summary: time-window features, framework, panorama.
+pub mod analysis;
 pub mod baseline;
 /// One memory budget shared by every thread: loads wait for room.
 pub mod budget;

@@ -230,7 +230,7 @@ impl Vocabulary {
     /// The catalogue, the built-in features, and no user metrics.
     pub fn standard() -> Vocabulary {
         Vocabulary {
-            features: super::features::NAMES
+            features: crate::analysis::features::NAMES
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
@@ -1019,7 +1019,7 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
 /// work). None when neither side knows it.
 pub fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
     let base = src.baseline()?;
-    let rate = crate::diagnose::features::WORK_RATE;
+    let rate = crate::analysis::features::WORK_RATE;
     match (src.feature(rate), base.feature(rate)) {
         (Some(n), Some(b)) if n > 0.0 && b > 0.0 => Some(n / b),
         _ => {

@@ -358,7 +358,7 @@ pub(super) fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> V
         .map(|m| (m.label(), m.change_pct))
         .collect();
     if !moved.is_empty() && !named {
-        let rate = crate::diagnose::features::WORK_RATE;
+        let rate = crate::analysis::features::WORK_RATE;
         let declared = crate::stats::MetricSource::feature(input.baseline, rate).is_some();
         diagnosis.push(crate::diagnose::unexplained(&moved, declared));
     }

@@ -25,10 +25,10 @@ pub const GPU_COLUMNS: &[(&str, &str)] = &[
 pub const HOST_COLUMN: (&str, &str) = ("target_cpu_pct", "cpu%");
 
 /// Slice thresholds (the sources' standing alert and the idle threshold of
-/// the features; see `diagnose::features`).
-pub const STARVED_BUSY_PCT: f64 = crate::diagnose::features::STARVED_BUSY_PCT;
-pub const STARVED_SM_PCT: f64 = crate::diagnose::features::STARVED_SM_PCT;
-pub const IDLE_BUSY_PCT: f64 = crate::diagnose::features::IDLE_BUSY_PCT;
+/// the features; see `analysis::features`).
+pub const STARVED_BUSY_PCT: f64 = crate::analysis::features::STARVED_BUSY_PCT;
+pub const STARVED_SM_PCT: f64 = crate::analysis::features::STARVED_SM_PCT;
+pub const IDLE_BUSY_PCT: f64 = crate::analysis::features::IDLE_BUSY_PCT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
