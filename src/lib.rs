@@ -50,6 +50,8 @@ pub mod sampler;
 /// Where scratch files go, and the warning when that is a tmpfs.
 pub mod scratch;
 pub mod shell_words;
+/// Edit distance for did-you-mean hints.
+pub mod spelling;
 pub mod stats;
 pub mod summary;
 /// Test support, not part of the release library: SYNTHETIC traces (header
