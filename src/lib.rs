@@ -12,6 +12,8 @@
 
 /// Acknowledged regressions: the accept file, labels, the target's `[accept]`.
 pub mod accept;
+/// Run analysis under the summary: time-window features, framework, panorama.
+pub mod analysis;
 pub mod baseline;
 /// One memory budget shared by every thread: loads wait for room.
 pub mod budget;
@@ -48,6 +50,8 @@ pub mod sampler;
 /// Where scratch files go, and the warning when that is a tmpfs.
 pub mod scratch;
 pub mod shell_words;
+/// Edit distance for did-you-mean hints.
+pub mod spelling;
 pub mod stats;
 pub mod summary;
 /// Test support, not part of the release library: SYNTHETIC traces (header

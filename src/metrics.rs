@@ -596,7 +596,7 @@ pub fn suggest<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> Optio
     }
     candidates
         .into_iter()
-        .map(|c| (crate::diagnose::dsl::levenshtein(bare, c), c))
+        .map(|c| (crate::spelling::levenshtein(bare, c), c))
         .filter(|(d, c)| *d <= 3.max(c.len() / 5) && *d < c.len())
         .min()
         .map(|(_, c)| word.replacen(bare, c, 1))

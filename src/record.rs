@@ -531,7 +531,7 @@ impl FrameworkScan {
             let Ok(maps) = read.map(|_| String::from_utf8_lossy(&self.buf)) else {
                 continue;
             };
-            for fw in crate::diagnose::framework::from_maps(&maps) {
+            for fw in crate::analysis::framework::from_maps(&maps) {
                 if self.found.insert(fw) {
                     new.push(fw);
                 }

@@ -1,6 +1,6 @@
 //! A run's summary, built in ONE place: the steady window of a trace (the
 //! samples after warm-up), the statistics of every column over it, the
-//! time-window features the rules read (`diagnose::features`), and the
+//! time-window features the rules read (`analysis::features`), and the
 //! benchmark's own metrics (gate.toml `[user_metrics]`). `check`, `capture`,
 //! `diff` and `report` all summarise a run through `RunInput::new`, so they
 //! judge, store and explain the same numbers.
@@ -70,7 +70,7 @@ pub struct RunSummary {
     #[serde(default)]
     pub user_metrics: BTreeMap<String, f64>,
     /// Derived time-window features (idle fraction, periodicity, imbalance...)
-    /// computed by `diagnose::features`; keyed "metric.feature".
+    /// computed by `analysis::features`; keyed "metric.feature".
     #[serde(default)]
     pub features: BTreeMap<String, f64>,
 }
@@ -136,7 +136,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
 /// `summarize` over a steady window already computed.
 fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
     let mut run = statistics(trace, steady);
-    run.features = crate::diagnose::features::compute(trace, steady);
+    run.features = crate::analysis::features::compute(trace, steady);
     run
 }
 
@@ -518,7 +518,7 @@ impl<'a> RunInput<'a> {
         let user = readings.values;
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         if let Some(rate) = config.work_rate(&summary.user_metrics) {
-            let key = crate::diagnose::features::WORK_RATE;
+            let key = crate::analysis::features::WORK_RATE;
             summary.features.insert(key.to_string(), rate);
         }
         RunDerived {

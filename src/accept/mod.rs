@@ -158,7 +158,7 @@ pub fn check_baselines(
         );
         let close = available
             .iter()
-            .map(|a| (crate::diagnose::dsl::levenshtein(&e.baseline, a), a))
+            .map(|a| (crate::spelling::levenshtein(&e.baseline, a), a))
             .filter(|(d, _)| *d <= (e.baseline.chars().count() / 4).max(2))
             .min();
         match close {

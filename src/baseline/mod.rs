@@ -45,7 +45,7 @@ pub struct Baseline {
     pub tags: BTreeMap<String, String>,
     pub environment: Environment,
     pub capture: CaptureSettings,
-    /// Derived features (`diagnose::features`), averaged over runs, so rules
+    /// Derived features (`analysis::features`), averaged over runs, so rules
     /// can evaluate the baseline like a run.
     #[serde(default)]
     pub features: BTreeMap<String, f64>,

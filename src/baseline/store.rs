@@ -183,7 +183,7 @@ pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
             let limit = (name_hint.chars().count() / 4).max(2);
             let close = available
                 .iter()
-                .map(|a| (crate::diagnose::dsl::levenshtein(name_hint, a), a))
+                .map(|a| (crate::spelling::levenshtein(name_hint, a), a))
                 .filter(|(d, _)| *d <= limit)
                 .min();
             let hint = match close {

@@ -163,9 +163,34 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
     let config = Config::load(&cpath, args.config.is_some())?;
     let a = resolve(&args.a, &args.baseline_dir, &config)?;
     let b = resolve(&args.b, &args.baseline_dir, &config)?;
+    let ids = metric_ids(&config, &a.baseline, &b.baseline);
+    let report = DiffReport {
+        schema_version: crate::gate::REPORT_SCHEMA_VERSION,
+        a: a.label.clone(),
+        b: b.label.clone(),
+        environment_differences: a
+            .baseline
+            .environment
+            .mismatches(&b.baseline.environment)
+            .into_iter()
+            .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
+            .collect(),
+        metrics: metric_rows(&config, &a.baseline, &b.baseline, ids),
+        toml_diff: args.toml_diff.then(|| toml_diff(&a, &b)),
+    };
+    match args.format {
+        Format::Json => {
+            crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        }
+        Format::Text => crate::console::out(&render_text(&report)),
+    }
+    Ok(crate::exit_code::PASS)
+}
 
-    // Catalogue order first (first-class on top), then anything else.
-    let seen = a.baseline.metrics.keys().chain(b.baseline.metrics.keys());
+/// The metrics to compare: catalogue order first (first-class on top),
+/// then anything else either side has.
+fn metric_ids(config: &Config, a: &Baseline, b: &Baseline) -> Vec<String> {
+    let seen = a.metrics.keys().chain(b.metrics.keys());
     let mut ids: Vec<String> = std::iter::once(metrics::WALL_TIME.id.to_string())
         .chain(config.user_metric_ids(seen))
         .chain(
@@ -175,22 +200,27 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
                 .map(|d| d.id.to_string()),
         )
         .collect();
-    for id in a.baseline.metrics.keys().chain(b.baseline.metrics.keys()) {
+    for id in a.metrics.keys().chain(b.metrics.keys()) {
         if !ids.contains(id) {
             ids.push(id.clone());
         }
     }
+    ids
+}
+
+/// One row per metric either side has, gated as check would gate it.
+fn metric_rows(config: &Config, a: &Baseline, b: &Baseline, ids: Vec<String>) -> Vec<MetricDiff> {
     // As check: a benchmark metric of gate.toml that both sides measured
     // decides, and the sampled counters are context.
     let policy = |id: &str| config.policy(id, None);
     let benchmark_decides = ids.iter().any(|id| {
         policy(id).is_some_and(|p| crate::gate::decides_the_run(id, p.first_class))
-            && a.baseline.metrics.contains_key(id)
-            && b.baseline.metrics.contains_key(id)
+            && a.metrics.contains_key(id)
+            && b.metrics.contains_key(id)
     });
     let mut rows = Vec::new();
     for id in ids {
-        let (ma, mb) = (a.baseline.metrics.get(&id), b.baseline.metrics.get(&id));
+        let (ma, mb) = (a.metrics.get(&id), b.metrics.get(&id));
         if ma.is_none() && mb.is_none() {
             continue;
         }
@@ -224,37 +254,20 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
                 .map(|(x, y)| (y - x) / x.abs() * 100.0),
         });
     }
-    let report = DiffReport {
-        schema_version: crate::gate::REPORT_SCHEMA_VERSION,
-        a: a.label.clone(),
-        b: b.label.clone(),
-        environment_differences: a
-            .baseline
-            .environment
-            .mismatches(&b.baseline.environment)
-            .into_iter()
-            .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
-            .collect(),
-        metrics: rows,
-        toml_diff: args.toml_diff.then(|| {
-            similar::TextDiff::from_lines(&a.text, &b.text)
-                .unified_diff()
-                .context_radius(3)
-                // The header is one line each: a file name may hold a line break.
-                .header(
-                    &crate::escape::terminal(&a.label),
-                    &crate::escape::terminal(&b.label),
-                )
-                .to_string()
-        }),
-    };
-    match args.format {
-        Format::Json => {
-            crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
-        }
-        Format::Text => crate::console::out(&render_text(&report)),
-    }
-    Ok(crate::exit_code::PASS)
+    rows
+}
+
+/// The unified diff of the two sides' TOML (--toml-diff).
+fn toml_diff(a: &Side, b: &Side) -> String {
+    similar::TextDiff::from_lines(&a.text, &b.text)
+        .unified_diff()
+        .context_radius(3)
+        // The header is one line each: a file name may hold a line break.
+        .header(
+            &crate::escape::terminal(&a.label),
+            &crate::escape::terminal(&b.label),
+        )
+        .to_string()
 }
 
 fn render_text(r: &DiffReport) -> String {

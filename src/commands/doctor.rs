@@ -5,7 +5,7 @@
 use crate::error::GateError;
 use crate::exit_code;
 use crate::metrics::GPU_METRICS;
-use crate::sampler::nvml::{DeviceProbe, NvmlContext};
+use crate::sampler::nvml::{DeviceProbe, GpuSampler, NvmlContext};
 use clap::Args;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -126,11 +126,37 @@ fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Res
             ..Default::default()
         },
     )?;
-    let mut series: Vec<Vec<Vec<Option<f64>>>> = vec![Vec::new(); indices.len()];
+    let series = dry_run(&mut sampler, indices.len(), start, args.dry_run);
+    let unsupported = sampler.unsupported();
+    for (slot, &index) in indices.iter().enumerate() {
+        let info = nvml.gpu_info(index)?;
+        let probe = nvml.probe(index)?;
+        let unsupported = unsupported.get(&index).cloned().unwrap_or_default();
+        probe_problems(index, &info.name, &probe, report);
+        let metrics = metric_checks(index, &series[slot], &unsupported, report);
+        report.gpus.push(GpuCheck {
+            index,
+            name: info.name,
+            uuid: info.uuid,
+            probe,
+            metrics,
+        });
+    }
+    Ok(())
+}
+
+/// One GPU's samples of the dry run: a row per sample, a column per
+/// `GPU_METRICS` entry.
+type Series = Vec<Vec<Option<f64>>>;
+
+/// Sample the GPUs every 100 ms from `start` for `length` (`--dry-run`):
+/// each GPU's series.
+fn dry_run(sampler: &mut GpuSampler, gpus: usize, start: Instant, length: Duration) -> Vec<Series> {
+    let mut series: Vec<Series> = vec![Vec::new(); gpus];
     let none = HashSet::new();
     let interval = Duration::from_millis(100);
     let mut next = Instant::now();
-    while start.elapsed() < args.dry_run {
+    while start.elapsed() < length {
         next += interval;
         if let Some(wait) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
@@ -144,91 +170,101 @@ fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Res
             series[slot].push(v);
         }
     }
-    let unsupported = sampler.unsupported();
-    for (slot, &index) in indices.iter().enumerate() {
-        let info = nvml.gpu_info(index)?;
-        let probe = nvml.probe(index)?;
-        let unsupported = unsupported.get(&index).cloned().unwrap_or_default();
-        if !probe.gpm_supported {
-            report.problems.push(format!(
-                "GPU {index} ({}): no GPM (needs Hopper or newer, and in containers may need privileges): \
-                 SM active, tensor, DRAM and PCIe metrics will be missing",
-                info.name
-            ));
+    series
+}
+
+/// What the probe found wrong with GPU `index`: no GPM, no per-process
+/// utilization, PIDs from another namespace.
+fn probe_problems(index: u32, name: &str, probe: &DeviceProbe, report: &mut Report) {
+    if !probe.gpm_supported {
+        report.problems.push(format!(
+            "GPU {index} ({}): no GPM (needs Hopper or newer, and in containers may need privileges): \
+             SM active, tensor, DRAM and PCIe metrics will be missing",
+            name
+        ));
+    }
+    if !probe.process_utilization_ok {
+        report.problems.push(format!(
+            "GPU {index}: per-process utilization {}",
+            probe.process_utilization
+        ));
+    }
+    if !probe.invisible_pids.is_empty() {
+        report.problems.push(format!(
+            "GPU {index}: NVML reports PIDs {:?} that this /proc cannot see: gate runs in another PID namespace; \
+             run the container with --pid=host so processes can be attributed",
+            probe.invisible_pids
+        ));
+    }
+}
+
+/// Each metric of one GPU's dry run judged; failures are also problems.
+fn metric_checks(
+    index: u32,
+    series: &Series,
+    unsupported: &[String],
+    report: &mut Report,
+) -> Vec<MetricCheck> {
+    let busy_col = GPU_METRICS
+        .iter()
+        .position(|d| d.id == "gpu_busy_pct")
+        .unwrap_or(0);
+    let busy_seen = series.iter().any(|v| v[busy_col].is_some_and(|b| b > 0.0));
+    let mut metrics = Vec::new();
+    for (col, def) in GPU_METRICS.iter().enumerate() {
+        let values: Vec<f64> = series.iter().filter_map(|v| v[col]).collect();
+        let (status, detail) = metric_status(def, &values, unsupported, busy_seen);
+        if status == "fail" {
+            report
+                .problems
+                .push(format!("GPU {index}: {}: {detail}", def.id));
         }
-        if !probe.process_utilization_ok {
-            report.problems.push(format!(
-                "GPU {index}: per-process utilization {}",
-                probe.process_utilization
-            ));
-        }
-        if !probe.invisible_pids.is_empty() {
-            report.problems.push(format!(
-                "GPU {index}: NVML reports PIDs {:?} that this /proc cannot see: gate runs in another PID namespace; \
-                 run the container with --pid=host so processes can be attributed",
-                probe.invisible_pids
-            ));
-        }
-        let busy_col = GPU_METRICS
-            .iter()
-            .position(|d| d.id == "gpu_busy_pct")
-            .unwrap_or(0);
-        let busy_seen = series[slot]
-            .iter()
-            .any(|v| v[busy_col].is_some_and(|b| b > 0.0));
-        let mut metrics = Vec::new();
-        for (col, def) in GPU_METRICS.iter().enumerate() {
-            let values: Vec<f64> = series[slot].iter().filter_map(|v| v[col]).collect();
-            let nonzero = values.iter().any(|v| *v != 0.0);
-            let (status, detail) = if unsupported.iter().any(|u| u == def.id) {
-                (
-                    "unsupported",
-                    "this GPU cannot report it; recorded as missing, never 0".to_string(),
-                )
-            } else if values.is_empty() {
-                ("fail", "no value in the dry run".to_string())
-            } else if nonzero {
-                (
-                    "ok",
-                    format!("last {}", values.last().copied().unwrap_or_default()),
-                )
-            } else if ALWAYS_NONZERO.contains(&def.id) {
-                ("fail", "always 0: the counter is broken".to_string())
-            } else if busy_seen
-                && def.source.starts_with("GPM")
-                && ["sm_active_pct", "graphics_pct"].contains(&def.id)
-            {
-                (
-                    "fail",
-                    "0 while the GPU was busy: GPM readings look invalid".to_string(),
-                )
-            } else {
-                (
-                    "idle-zero",
-                    "0 (nothing ran on the GPU during the dry run)".to_string(),
-                )
-            };
-            if status == "fail" {
-                report
-                    .problems
-                    .push(format!("GPU {index}: {}: {detail}", def.id));
-            }
-            metrics.push(MetricCheck {
-                metric: def.id,
-                status,
-                samples: values.len(),
-                detail,
-            });
-        }
-        report.gpus.push(GpuCheck {
-            index,
-            name: info.name,
-            uuid: info.uuid,
-            probe,
-            metrics,
+        metrics.push(MetricCheck {
+            metric: def.id,
+            status,
+            samples: values.len(),
+            detail,
         });
     }
-    Ok(())
+    metrics
+}
+
+/// One metric's status and why, from its dry-run values.
+fn metric_status(
+    def: &crate::metrics::MetricDef,
+    values: &[f64],
+    unsupported: &[String],
+    busy_seen: bool,
+) -> (&'static str, String) {
+    let nonzero = values.iter().any(|v| *v != 0.0);
+    if unsupported.iter().any(|u| u == def.id) {
+        (
+            "unsupported",
+            "this GPU cannot report it; recorded as missing, never 0".to_string(),
+        )
+    } else if values.is_empty() {
+        ("fail", "no value in the dry run".to_string())
+    } else if nonzero {
+        (
+            "ok",
+            format!("last {}", values.last().copied().unwrap_or_default()),
+        )
+    } else if ALWAYS_NONZERO.contains(&def.id) {
+        ("fail", "always 0: the counter is broken".to_string())
+    } else if busy_seen
+        && def.source.starts_with("GPM")
+        && ["sm_active_pct", "graphics_pct"].contains(&def.id)
+    {
+        (
+            "fail",
+            "0 while the GPU was busy: GPM readings look invalid".to_string(),
+        )
+    } else {
+        (
+            "idle-zero",
+            "0 (nothing ran on the GPU during the dry run)".to_string(),
+        )
+    }
 }
 
 fn device_files() -> Vec<String> {

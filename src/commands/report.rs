@@ -85,23 +85,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         .into());
     }
     // Outputs first: a path that would be refused must not cost a live run.
-    let input_paths: Vec<&Path> = args
-        .traces
-        .iter()
-        .chain(args.measure.replay.iter())
-        .map(|p| p.as_path())
-        .chain(args.config.as_deref())
-        .collect();
-    for (flag, path) in [
-        ("--json", &args.json),
-        ("--markdown", &args.markdown),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = path {
-            crate::files::check_output(p, flag, &input_paths)
-                .map_err(|e| GateError::usage(e.to_string()))?;
-        }
-    }
+    let input_paths = input_paths(&args);
+    check_outputs(&args, &input_paths)?;
     // Rules first: a broken gate.toml fails before any measurement.
     let config = load_config(args.config.as_deref())?;
     let rules = config.rule_set()?;
@@ -132,6 +117,43 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         Some((report, plots))
     };
     let (traces, explained): (Vec<Trace>, Vec<_>) = acquire(&args, explain)?.into_iter().unzip();
+    let runs = explained_runs(&traces, explained)?;
+    write_reports(&args, &runs, &input_paths)?;
+    Ok(crate::exit_code::PASS)
+}
+
+/// The files the report reads (traces, replays, gate.toml): no output may
+/// overwrite one.
+fn input_paths(args: &ReportArgs) -> Vec<&Path> {
+    args.traces
+        .iter()
+        .chain(args.measure.replay.iter())
+        .map(|p| p.as_path())
+        .chain(args.config.as_deref())
+        .collect()
+}
+
+/// Refuse an output path before anything runs.
+fn check_outputs(args: &ReportArgs, input_paths: &[&Path]) -> anyhow::Result<()> {
+    for (flag, path) in [
+        ("--json", &args.json),
+        ("--markdown", &args.markdown),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = path {
+            crate::files::check_output(p, flag, input_paths)
+                .map_err(|e| GateError::usage(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The runs to report, each trace with its explanation; a trace cut short
+/// is warned about, one without samples (not explained) is an error.
+fn explained_runs(
+    traces: &[Trace],
+    explained: Vec<Option<(RunReport, Option<Plots>)>>,
+) -> anyhow::Result<Vec<Run<'_>>> {
     for (t, e) in traces.iter().zip(&explained) {
         if t.truncated {
             crate::gate_eprintln!(
@@ -148,7 +170,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
-    let runs: Vec<Run> = (traces.iter().zip(explained))
+    Ok((traces.iter().zip(explained))
         .map(|(trace, e)| {
             let (report, plots) = e.expect("a trace with samples is explained");
             Run {
@@ -157,7 +179,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
                 plots,
             }
         })
-        .collect();
+        .collect())
+}
+
+/// The text (or JSON) on stdout and the report files the flags ask for.
+fn write_reports(args: &ReportArgs, runs: &[Run], input_paths: &[&Path]) -> anyhow::Result<()> {
     // The JSON document is streamed to stdout at the end (64 nodes' is
     // ~460 MB: never held whole); the text is rendered first, as before.
     let text = match args.format {
@@ -166,7 +192,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             Text {
                 color: args.color.stdout(),
             }
-            .render(&runs),
+            .render(runs),
         ),
     };
     let files: [(&str, &Option<PathBuf>, &dyn RunReporter); 3] = [
@@ -176,15 +202,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     ];
     for (flag, path, reporter) in files {
         if let Some(path) = path {
-            write_output(path, flag, &reporter.render(&runs), &input_paths)?;
+            write_output(path, flag, &reporter.render(runs), input_paths)?;
             crate::console::wrote(&format!("the {flag} report"), path);
         }
     }
     match text {
         Some(text) => crate::console::out(&text),
-        None => crate::console::out_with(|w| Json.write(&runs, w)),
+        None => crate::console::out_with(|w| Json.write(runs, w)),
     }
-    Ok(crate::exit_code::PASS)
+    Ok(())
 }
 
 /// The traces to report, each handed to `each` as it is loaded (on the

@@ -230,7 +230,7 @@ impl Vocabulary {
     /// The catalogue, the built-in features, and no user metrics.
     pub fn standard() -> Vocabulary {
         Vocabulary {
-            features: super::features::NAMES
+            features: crate::analysis::features::NAMES
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
@@ -847,20 +847,8 @@ fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
         .map(|(_, c)| c)
 }
 
-/// Edit distance (insertions, deletions, substitutions) between two words.
-pub fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+/// The edit distance, from its leaf module (`config.rs` names it here).
+pub use crate::spelling::levenshtein;
 
 // ---------------------------------------------------------------- printing
 
@@ -1019,7 +1007,7 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
 /// work). None when neither side knows it.
 pub fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
     let base = src.baseline()?;
-    let rate = crate::diagnose::features::WORK_RATE;
+    let rate = crate::analysis::features::WORK_RATE;
     match (src.feature(rate), base.feature(rate)) {
         (Some(n), Some(b)) if n > 0.0 && b > 0.0 => Some(n / b),
         _ => {

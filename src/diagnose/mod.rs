@@ -9,8 +9,10 @@
 //!   new run and not on the baseline, with before/after evidence.
 //!
 //! Layout: `dsl` (the condition language), `rules` (loading and rendering
-//! rules; the built-in ones are in `rules.toml`, embedded), `features`
-//! (time-window features of a trace). Synthetic traces of each bottleneck,
+//! rules; the built-in ones are in `rules.toml`, embedded), `audit` (the
+//! built-in rules' prose checked). Rules read a run through its summary
+//! (`MetricSource`); the features they name are computed under the summary
+//! (`crate::analysis::features`). Synthetic traces of each bottleneck,
 //! for tests and docs, are in `crate::synthetic`.
 //!
 //! Ranking: findings of a change are ordered by the share of the slowdown
@@ -28,9 +30,6 @@
 
 pub mod audit;
 pub mod dsl;
-pub mod features;
-pub mod framework;
-pub mod panorama;
 pub mod rules;
 
 use crate::error::GateError;
@@ -624,7 +623,7 @@ pub fn has_gpm(run: &dyn MetricSource) -> bool {
 /// The framework a run was detected to use (`features::framework_features`
 /// sets `framework.<name>` to 1), when exactly one was.
 pub fn framework_of(run: &dyn MetricSource) -> Option<&'static str> {
-    let found: Vec<&'static str> = framework::NAMES
+    let found: Vec<&'static str> = crate::analysis::framework::NAMES
         .iter()
         .copied()
         .filter(|fw| {

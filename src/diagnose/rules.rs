@@ -30,7 +30,7 @@ pub const FIELDS: &[&str] = &[
 ];
 
 /// Frameworks `next_steps_for` may name (`framework::NAMES`).
-pub use super::framework::NAMES as FRAMEWORKS;
+pub use crate::analysis::framework::NAMES as FRAMEWORKS;
 
 /// Reading order given to user rules that do not say.
 pub const DEFAULT_USER_ORDER: u32 = 5;
@@ -370,7 +370,7 @@ pub fn label_of(e: &Expr) -> String {
                 s => format!("{name}, {s}"),
             }
         }
-        Expr::Ident(Ident::Feature(f)) => super::features::label(f)
+        Expr::Ident(Ident::Feature(f)) => crate::analysis::features::label(f)
             .map(str::to_string)
             .unwrap_or_else(|| f.clone()),
         Expr::Ident(Ident::GpuCount) => "GPUs".to_string(),

@@ -2,6 +2,7 @@
 //! built-in rule fires on its own signature and stays silent on a healthy run.
 
 use super::*;
+use crate::analysis::features;
 use crate::summary::{summarize, RunSummary};
 use crate::synthetic::{self, Signature};
 

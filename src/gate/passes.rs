@@ -166,6 +166,16 @@ pub(super) fn verdict_from_metrics(
     results: &[MetricResult],
     run: &mut RunLevel,
 ) -> Counts {
+    let counts = count_verdicts(results);
+    raise_for_decisive_moves(input, results, &counts, run);
+    raise_for_missing(results, run);
+    raise_for_open_moves(results, run);
+    raise_if_nothing_judged(results, run);
+    counts
+}
+
+/// How many metrics got each verdict.
+fn count_verdicts(results: &[MetricResult]) -> Counts {
     let mut counts = Counts::default();
     for m in results {
         match m.verdict {
@@ -178,14 +188,34 @@ pub(super) fn verdict_from_metrics(
             Verdict::Info => counts.info += 1,
         }
     }
-    let labels = |keep: &dyn Fn(&MetricResult) -> bool| -> Vec<String> {
-        results
-            .iter()
-            .filter(|m| keep(m))
-            .map(|m| m.label())
-            .collect()
-    };
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    counts
+}
+
+/// The labels of the metrics `keep` selects, in report order.
+fn labels(results: &[MetricResult], keep: impl Fn(&MetricResult) -> bool) -> Vec<String> {
+    results
+        .iter()
+        .filter(|m| keep(m))
+        .map(|m| m.label())
+        .collect()
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Regressions fail the run, acknowledged ones mark it accepted, and
+/// improvements fail it under `--fail-on-improvement`.
+fn raise_for_decisive_moves(
+    input: &CheckInput,
+    results: &[MetricResult],
+    counts: &Counts,
+    run: &mut RunLevel,
+) {
     if counts.regression > 0 {
         run.raise(
             RunVerdict::Regression,
@@ -193,7 +223,7 @@ pub(super) fn verdict_from_metrics(
                 "{} regression{} beyond the floor and the noise: {}",
                 counts.regression,
                 plural(counts.regression),
-                labels(&|m| m.verdict == Verdict::Regression).join(", ")
+                labels(results, |m| m.verdict == Verdict::Regression).join(", ")
             ),
         );
     }
@@ -232,33 +262,46 @@ pub(super) fn verdict_from_metrics(
             if counts.improvement == 1 { "it" } else { "them" },
         ));
     }
-    let missing_new = labels(&|m| m.verdict == Verdict::Missing && m.new.is_none());
+}
+
+/// A gated metric this run did not measure leaves it unmeasured; one the
+/// baseline lacks is warned about.
+fn raise_for_missing(results: &[MetricResult], run: &mut RunLevel) {
+    let missing_new = labels(results, |m| {
+        m.verdict == Verdict::Missing && m.new.is_none()
+    });
     if !missing_new.is_empty() {
         run.raise(RunVerdict::Unmeasured, format!(
             "gated metrics not measured in this run: {}; a gate that measured nothing must not pass",
             missing_new.join(", ")
         ));
     }
-    let missing_base = labels(&|m| m.verdict == Verdict::Missing && m.baseline.is_none()).len();
+    let missing_base = labels(results, |m| {
+        m.verdict == Verdict::Missing && m.baseline.is_none()
+    })
+    .len();
     if missing_base > 0 {
         run.warnings.push(format!(
             "{missing_base} gated metric(s) are not in the baseline and were not judged; re-capture it"
         ));
     }
-    // A bad move the noise leaves open is not a pass (issue 17): when it is
-    // the decisive metric's, the run is inconclusive (exit 4, unless
-    // gate.toml prefers green). When the benchmark's own declared number
-    // decided, other metrics left open (wall time) are only warned about.
+}
+
+/// A bad move the noise leaves open is not a pass (issue 17): when it is
+/// the decisive metric's, the run is inconclusive (exit 4, unless
+/// gate.toml prefers green). When the benchmark's own declared number
+/// decided, other metrics left open (wall time) are only warned about.
+fn raise_for_open_moves(results: &[MetricResult], run: &mut RunLevel) {
     let decided = decided_by_benchmark(results);
     let open = |why: Why| {
-        labels(&|m| {
+        labels(results, |m| {
             m.verdict == Verdict::Inconclusive
                 && m.why == why
                 && (!decided || is_benchmark_number(m))
         })
     };
     let warn_only = |why: Why| {
-        labels(&|m| {
+        labels(results, |m| {
             m.verdict == Verdict::Inconclusive && m.why == why && decided && !is_benchmark_number(m)
         })
     };
@@ -286,9 +329,12 @@ pub(super) fn verdict_from_metrics(
             aside.join(", ")
         ));
     }
-    // A gate that judged nothing must not pass: a baseline cut short (no
-    // [metrics.*] tables left) or with none of this run's gated metrics
-    // leaves every gated result `Missing`, which is not a judgement.
+}
+
+/// A gate that judged nothing must not pass: a baseline cut short (no
+/// [metrics.*] tables left) or with none of this run's gated metrics
+/// leaves every gated result `Missing`, which is not a judgement.
+fn raise_if_nothing_judged(results: &[MetricResult], run: &mut RunLevel) {
     let judged = results
         .iter()
         .filter(|m| m.gated && m.verdict != Verdict::Missing)
@@ -299,7 +345,6 @@ pub(super) fn verdict_from_metrics(
             "no gated metric was judged (none is both in the baseline and measured in this run); re-capture the baseline or check that it is complete".into(),
         );
     }
-    counts
 }
 
 /// What changed, most likely cause first; `unexplained` when something
@@ -358,7 +403,7 @@ pub(super) fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> V
         .map(|m| (m.label(), m.change_pct))
         .collect();
     if !moved.is_empty() && !named {
-        let rate = crate::diagnose::features::WORK_RATE;
+        let rate = crate::analysis::features::WORK_RATE;
         let declared = crate::stats::MetricSource::feature(input.baseline, rate).is_some();
         diagnosis.push(crate::diagnose::unexplained(&moved, declared));
     }

@@ -120,7 +120,7 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
                 .iter()
                 .map(|e| {
                     (
-                        crate::diagnose::dsl::levenshtein(pattern.text(), &e.name),
+                        crate::spelling::levenshtein(pattern.text(), &e.name),
                         &e.name,
                     )
                 })

@@ -144,7 +144,7 @@ pub enum EventKind {
     OutputTruncated,
     Note,
     /// A framework found in the target's mapped libraries (message: its
-    /// name, `diagnose::framework`); one event per framework.
+    /// name, `analysis::framework`); one event per framework.
     Framework,
 }
 

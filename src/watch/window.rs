@@ -20,7 +20,7 @@
 //! - p5, p50, p95, p99: every finite value of the window in a sorted array
 //!   (binary search to insert and to remove): O(log W) to find, one memmove
 //!   of up to W values, exact (the same order statistics `check` selects).
-//! - the diagnosis features (`diagnose::features`): counts (idle,
+//! - the diagnosis features (`analysis::features`): counts (idle,
 //!   saturated, starved, pairs of finite values), running sums, the gap
 //!   starts in a deque, and the positive time steps sorted (their median is
 //!   the sampling interval). Periodicity (an FFT over the window) is the
@@ -33,7 +33,7 @@
 //! `tests::incremental_alerts_equal_a_recomputation` (src/watch.rs) replays
 //! fixtures through both.
 
-use crate::diagnose::features::{
+use crate::analysis::features::{
     periodicity, IDLE_BUSY_PCT, SATURATED_BUSY_PCT, STARVED_BUSY_PCT, STARVED_SM_PCT,
     TARGET_CPU_BUSY_PCT,
 };
@@ -342,7 +342,7 @@ impl FeatureColumns {
     }
 }
 
-/// The counts and sums behind the features (`diagnose::features::compute`).
+/// The counts and sums behind the features (`analysis::features::compute`).
 #[derive(Debug, Clone, Default)]
 struct FeatureCounts {
     busy_n: usize,

@@ -13,7 +13,7 @@
 
 use super::svg::{chart, Line, Shade, HALF, WARM_COLOR, WIDTH};
 use super::{Run, RunReport, RunReporter};
-use crate::diagnose::panorama::{self, Problem};
+use crate::analysis::panorama::{self, Problem};
 use crate::diagnose::Severity;
 use crate::escape::html as escape;
 use crate::format::{number as format_number, number_or_na as num};

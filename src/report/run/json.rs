@@ -10,7 +10,7 @@
 //! 450 MB.
 
 use super::{Run, RunReport, RunReporter, REPORT_SCHEMA_VERSION, TIMELINE_POINTS};
-use crate::diagnose::panorama::{Panorama, Problem, Slice};
+use crate::analysis::panorama::{Panorama, Problem, Slice};
 use serde::Serialize;
 use std::io::Write as _;
 
@@ -91,7 +91,7 @@ pub fn downsample(p: &Panorama, rows: usize) -> Option<Panorama> {
         warmup_end_ms: p.warmup_end_ms,
     };
     for g in &p.gpus {
-        out.gpus.push(crate::diagnose::panorama::GpuSlices {
+        out.gpus.push(crate::analysis::panorama::GpuSlices {
             gpu: g.gpu,
             name: g.name.clone(),
             slices: g.slices.chunks(k).map(join).collect(),

@@ -2,7 +2,7 @@
 
 use super::text::provenance;
 use super::{scope_title, Run, RunReport, RunReporter};
-use crate::diagnose::panorama;
+use crate::analysis::panorama;
 use crate::escape;
 use crate::format::number_or_na as num;
 

@@ -9,7 +9,7 @@ pub mod markdown;
 mod svg;
 pub mod text;
 
-use crate::diagnose::panorama::{self, Panorama};
+use crate::analysis::panorama::{self, Panorama};
 use crate::diagnose::{Finding, RuleSet, Severity};
 use crate::metrics;
 use crate::stats::MetricStats;

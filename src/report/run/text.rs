@@ -2,7 +2,7 @@
 //! ranked suspects, processes, and the statistics of the steady window.
 
 use super::{scope_title, Run, RunReport, RunReporter};
-use crate::diagnose::panorama::{self, Panorama};
+use crate::analysis::panorama::{self, Panorama};
 use crate::diagnose::Severity;
 use crate::escape;
 use crate::format::number_or_na as num;

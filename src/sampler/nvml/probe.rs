@@ -20,7 +20,7 @@ use nvml_wrapper::gpm::{gpm_metrics_get, GpmSample};
 use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id as fi;
-use nvml_wrapper::Device;
+use nvml_wrapper::{Device, Nvml};
 use std::time::{Duration, Instant};
 
 /// One row of the cost table.
@@ -61,53 +61,55 @@ pub fn call_costs(
 ) -> Result<Vec<CallCost>, GateError> {
     let device: Device<'static> = ctx.device(index)?;
     let d = &device;
-    let nvml = ctx.nvml;
-    let gate_ids: Vec<GpmMetricId> = GPM_COLUMNS.iter().map(|c| c.0).collect();
-    let lean_ids = super::gpm_ids_for(d)
-        .into_iter()
-        .map(|c| c.0)
-        .collect::<Vec<_>>();
-    let mut calls: Vec<Call> = vec![
+    let mut calls = device_calls(d);
+    calls.extend(gpm_get_calls(ctx.nvml, d));
+    calls.extend(field_value_calls(d));
+    Ok(measure(calls, rounds, spacing))
+}
+
+/// The device queries a sampler makes, one call each.
+fn device_calls<'a>(d: &'a Device<'static>) -> Vec<Call<'a>> {
+    vec![
         (
             "utilization".into(),
-            Box::new(|_| d.utilization_rates().map(drop)),
+            Box::new(move |_| d.utilization_rates().map(drop)),
         ),
         (
             "memory info (v2)".into(),
-            Box::new(|_| d.memory_info().map(drop)),
+            Box::new(move |_| d.memory_info().map(drop)),
         ),
         (
             "memory info (v1)".into(),
-            Box::new(|_| super::memory_info_v1(d).map(drop)),
+            Box::new(move |_| super::memory_info_v1(d).map(drop)),
         ),
         (
             "SM clock".into(),
-            Box::new(|_| d.clock_info(Clock::SM).map(drop)),
+            Box::new(move |_| d.clock_info(Clock::SM).map(drop)),
         ),
         (
             "memory clock".into(),
-            Box::new(|_| d.clock_info(Clock::Memory).map(drop)),
+            Box::new(move |_| d.clock_info(Clock::Memory).map(drop)),
         ),
-        ("power".into(), Box::new(|_| d.power_usage().map(drop))),
+        ("power".into(), Box::new(move |_| d.power_usage().map(drop))),
         (
             "temperature".into(),
-            Box::new(|_| d.temperature(TemperatureSensor::Gpu).map(drop)),
+            Box::new(move |_| d.temperature(TemperatureSensor::Gpu).map(drop)),
         ),
         (
             "throttle reasons".into(),
-            Box::new(|_| d.current_throttle_reasons().map(drop)),
+            Box::new(move |_| d.current_throttle_reasons().map(drop)),
         ),
         (
             "running compute processes".into(),
-            Box::new(|_| d.running_compute_processes().map(drop)),
+            Box::new(move |_| d.running_compute_processes().map(drop)),
         ),
         (
             "running graphics processes".into(),
-            Box::new(|_| d.running_graphics_processes().map(drop)),
+            Box::new(move |_| d.running_graphics_processes().map(drop)),
         ),
         (
             "process utilization".into(),
-            Box::new(|s| match d.process_utilization_stats(s.proc_util_ts) {
+            Box::new(move |s| match d.process_utilization_stats(s.proc_util_ts) {
                 Ok(v) => {
                     for p in v {
                         s.proc_util_ts = s.proc_util_ts.max(p.timestamp);
@@ -120,11 +122,11 @@ pub fn call_costs(
         ),
         (
             "energy counter".into(),
-            Box::new(|_| d.total_energy_consumption().map(drop)),
+            Box::new(move |_| d.total_energy_consumption().map(drop)),
         ),
         (
             "GPM sample".into(),
-            Box::new(|s| {
+            Box::new(move |s| {
                 let sample = d.gpm_sample()?;
                 s.gpm.push(sample);
                 if s.gpm.len() > 2 {
@@ -133,7 +135,18 @@ pub fn call_costs(
                 Ok(())
             }),
         ),
-    ];
+    ]
+}
+
+/// GPM metrics reads of growing id sets, each from the last pair of GPM
+/// samples (`device_calls`' "GPM sample").
+fn gpm_get_calls<'a>(nvml: &'static Nvml, d: &'a Device<'static>) -> Vec<Call<'a>> {
+    let gate_ids: Vec<GpmMetricId> = GPM_COLUMNS.iter().map(|c| c.0).collect();
+    let lean_ids = super::gpm_ids_for(d)
+        .into_iter()
+        .map(|c| c.0)
+        .collect::<Vec<_>>();
+    let mut calls: Vec<Call> = Vec::new();
     let mut gpm_sets: Vec<(String, Vec<GpmMetricId>)> = [1usize, 2, 4, 8]
         .iter()
         .map(|&k| (format!("GPM metrics get ({k} ids)"), gate_ids[..k].to_vec()))
@@ -160,6 +173,12 @@ pub fn call_costs(
             }),
         ));
     }
+    calls
+}
+
+/// Field-value reads: the energy set, without energy, power alone.
+fn field_value_calls<'a>(d: &'a Device<'static>) -> Vec<Call<'a>> {
+    let mut calls: Vec<Call> = Vec::new();
     let energy6 = [
         fi::NVML_FI_DEV_POWER_INSTANT,
         fi::NVML_FI_DEV_POWER_AVERAGE,
@@ -193,7 +212,12 @@ pub fn call_costs(
             }),
         ));
     }
+    calls
+}
 
+/// Each call once per round, rounds `spacing` apart: its thread CPU time
+/// per call, and its first error.
+fn measure(mut calls: Vec<Call>, rounds: usize, spacing: Duration) -> Vec<CallCost> {
     let mut state = ProbeState::default();
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); calls.len()];
     let mut errors: Vec<Option<String>> = vec![None; calls.len()];
@@ -214,7 +238,7 @@ pub fn call_costs(
             }
         }
     }
-    Ok(calls
+    calls
         .iter()
         .zip(times)
         .zip(errors)
@@ -229,7 +253,7 @@ pub fn call_costs(
                 error,
             }
         })
-        .collect())
+        .collect()
 }
 
 fn median(sorted: &[f64]) -> f64 {

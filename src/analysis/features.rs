@@ -117,24 +117,43 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
         busy_features(busy, interval_s, steady_s, &mut out);
     }
     if let (Some(busy), Some(sm)) = (&busy, &sm) {
-        let pairs: Vec<(f64, f64)> = both_finite(busy, sm);
-        if !pairs.is_empty() {
-            let mb = pairs.iter().map(|p| p.0).sum::<f64>() / pairs.len() as f64;
-            let ms = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
-            if mb > 0.0 {
-                out.insert("sm_active_pct.busy_ratio".into(), ms / mb);
-            }
-            let starved = pairs
-                .iter()
-                .filter(|(b, s)| *b > STARVED_BUSY_PCT && *s < STARVED_SM_PCT)
-                .count();
-            out.insert(
-                "sm_active_pct.starved_frac".into(),
-                starved as f64 / pairs.len() as f64,
-            );
-        }
+        sm_features(busy, sm, &mut out);
     }
+    spread_features(trace, steady, &mut out);
+    if let Some(cpu) = &target_cpu {
+        target_cpu_features(cpu, busy.as_deref(), &mut out);
+    }
+    if let (Some(host), Some(cpu)) = (&host_cpu, &target_cpu) {
+        others_cpu_feature(trace, host, cpu, &mut out);
+    }
+    process_and_event_features(trace, &mut out);
+    out
+}
 
+/// SM active against GPU busy: their ratio, and the share of samples busy
+/// but starved.
+fn sm_features(busy: &[f64], sm: &[f64], out: &mut BTreeMap<String, f64>) {
+    let pairs: Vec<(f64, f64)> = both_finite(busy, sm);
+    if pairs.is_empty() {
+        return;
+    }
+    let mb = pairs.iter().map(|p| p.0).sum::<f64>() / pairs.len() as f64;
+    let ms = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+    if mb > 0.0 {
+        out.insert("sm_active_pct.busy_ratio".into(), ms / mb);
+    }
+    let starved = pairs
+        .iter()
+        .filter(|(b, s)| *b > STARVED_BUSY_PCT && *s < STARVED_SM_PCT)
+        .count();
+    out.insert(
+        "sm_active_pct.starved_frac".into(),
+        starved as f64 / pairs.len() as f64,
+    );
+}
+
+/// How far apart the GPUs' means are, and which GPU lags (busy).
+fn spread_features(trace: &Trace, steady: &[usize], out: &mut BTreeMap<String, f64>) {
     for metric in ["gpu_busy_pct", "sm_active_pct", "tensor_pct"] {
         let means = per_gpu_means(trace, steady, metric);
         if means.len() >= 2 {
@@ -151,42 +170,48 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
             }
         }
     }
+}
 
-    if let Some(cpu) = &target_cpu {
-        if let Some(mean) = mean_finite(cpu) {
-            out.insert("target_cpu_pct.cores".into(), mean / 100.0);
-        }
-        if let Some(busy) = &busy {
-            let pairs = both_finite(busy, cpu);
-            if !pairs.is_empty() {
-                let n = pairs
-                    .iter()
-                    .filter(|(b, c)| *b < 50.0 && *c > TARGET_CPU_BUSY_PCT)
-                    .count();
-                out.insert(
-                    "target_cpu_pct.busy_when_gpu_idle".into(),
-                    n as f64 / pairs.len() as f64,
-                );
-            }
-        }
+/// The target's CPU: cores used, and how often it is busy while the GPU idles.
+fn target_cpu_features(cpu: &[f64], busy: Option<&[f64]>, out: &mut BTreeMap<String, f64>) {
+    if let Some(mean) = mean_finite(cpu) {
+        out.insert("target_cpu_pct.cores".into(), mean / 100.0);
     }
-
-    // The machine's CPU minus the target's own share of it: other jobs,
-    // daemons, a noisy neighbour. target_cpu_pct counts one core as 100,
-    // host_cpu_busy_pct counts all cores as 100.
-    let cpus = trace.header.fingerprint.host.cpu_count;
-    if let (Some(host), Some(cpu)) = (&host_cpu, &target_cpu) {
-        if cpus > 0 {
-            let others: Vec<f64> = both_finite(host, cpu)
+    if let Some(busy) = busy {
+        let pairs = both_finite(busy, cpu);
+        if !pairs.is_empty() {
+            let n = pairs
                 .iter()
-                .map(|(h, t)| (h - t / cpus as f64).max(0.0))
-                .collect();
-            if let Some(m) = mean_finite(&others) {
-                out.insert("host_cpu_busy_pct.others_pct".into(), m);
-            }
+                .filter(|(b, c)| *b < 50.0 && *c > TARGET_CPU_BUSY_PCT)
+                .count();
+            out.insert(
+                "target_cpu_pct.busy_when_gpu_idle".into(),
+                n as f64 / pairs.len() as f64,
+            );
         }
     }
+}
 
+/// The machine's CPU minus the target's own share of it: other jobs,
+/// daemons, a noisy neighbour. target_cpu_pct counts one core as 100,
+/// host_cpu_busy_pct counts all cores as 100.
+fn others_cpu_feature(trace: &Trace, host: &[f64], cpu: &[f64], out: &mut BTreeMap<String, f64>) {
+    let cpus = trace.header.fingerprint.host.cpu_count;
+    if cpus > 0 {
+        let others: Vec<f64> = both_finite(host, cpu)
+            .iter()
+            .map(|(h, t)| (h - t / cpus as f64).max(0.0))
+            .collect();
+        if let Some(m) = mean_finite(&others) {
+            out.insert("host_cpu_busy_pct.others_pct".into(), m);
+        }
+    }
+}
+
+/// Other processes on the GPUs, faults and the frameworks found. Events
+/// are counted over the whole recording: an Xid during warm-up is still a
+/// fault.
+fn process_and_event_features(trace: &Trace, out: &mut BTreeMap<String, f64>) {
     if !trace.processes.is_empty() {
         let others: BTreeSet<u32> = trace
             .processes
@@ -197,9 +222,6 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
             .collect();
         out.insert("other_processes.distinct_pids".into(), others.len() as f64);
     }
-
-    // Events are counted over the whole recording: an Xid during warm-up is
-    // still a fault.
     let xid = trace
         .events
         .iter()
@@ -215,7 +237,6 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
     for fw in frameworks(trace) {
         out.insert(format!("framework.{fw}"), 1.0);
     }
-    out
 }
 
 /// The frameworks the recorder found in the target's mapped libraries

@@ -25,10 +25,10 @@ pub const GPU_COLUMNS: &[(&str, &str)] = &[
 pub const HOST_COLUMN: (&str, &str) = ("target_cpu_pct", "cpu%");
 
 /// Slice thresholds (the sources' standing alert and the idle threshold of
-/// the features; see `diagnose::features`).
-pub const STARVED_BUSY_PCT: f64 = crate::diagnose::features::STARVED_BUSY_PCT;
-pub const STARVED_SM_PCT: f64 = crate::diagnose::features::STARVED_SM_PCT;
-pub const IDLE_BUSY_PCT: f64 = crate::diagnose::features::IDLE_BUSY_PCT;
+/// the features; see `analysis::features`).
+pub const STARVED_BUSY_PCT: f64 = crate::analysis::features::STARVED_BUSY_PCT;
+pub const STARVED_SM_PCT: f64 = crate::analysis::features::STARVED_SM_PCT;
+pub const IDLE_BUSY_PCT: f64 = crate::analysis::features::IDLE_BUSY_PCT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -137,106 +137,14 @@ pub fn bounded_slice_ms(span_ms: f64) -> f64 {
 /// Cut `trace` into `slice_ms` slices (wider when the run is long: see
 /// `TABLE_ROWS`).
 pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
-    // Slices are allocated up front: a long or sparse trace gets wider
-    // slices rather than millions of them (times are bounded at load).
-    let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
-    let slice_ms = slice_ms
-        .max(1.0)
-        .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil())
-        .max(bounded_slice_ms(span_ms));
-    let columns: Vec<String> = GPU_COLUMNS.iter().map(|c| c.0.to_string()).collect();
-    let col_idx: Vec<Option<usize>> = GPU_COLUMNS.iter().map(|c| trace.gpu_column(c.0)).collect();
-    let busy_i = 0;
-    let sm_i = 1;
-    let other_col = trace.gpu_column("other_processes");
-    let cpu_col = trace.host_column(HOST_COLUMN.0);
-    let nslices = trace
-        .times_ms
-        .iter()
-        .map(|t| (t / slice_ms).floor().max(0.0) as usize + 1)
-        .max()
-        .unwrap_or(0);
-    // Sample indices per slice.
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nslices];
-    for (i, t) in trace.times_ms.iter().enumerate() {
-        members[(t / slice_ms).floor().max(0.0) as usize].push(i);
-    }
-    let mean = |vals: &mut dyn Iterator<Item = f32>| -> Option<f64> {
-        let (mut s, mut n) = (0.0f64, 0usize);
-        for v in vals {
-            if v.is_finite() {
-                s += v as f64;
-                n += 1;
-            }
-        }
-        (n > 0).then(|| s / n as f64)
-    };
+    let slice_ms = effective_slice_ms(trace, slice_ms);
+    let members = slice_members(trace, slice_ms);
+    let cols = Columns::of(trace);
     let mut gpus = Vec::new();
     let mut intervals = Vec::new();
     for (slot, info) in trace.header.fingerprint.gpus.iter().enumerate() {
-        let mut slices = Vec::with_capacity(nslices);
-        for (k, idx) in members.iter().enumerate() {
-            let warm = idx.iter().filter(|&&i| trace.warmup[i]).count();
-            let warmup = !idx.is_empty() && warm * 2 > idx.len();
-            let values: Vec<Option<f64>> = col_idx
-                .iter()
-                .map(|c| {
-                    c.and_then(|c| mean(&mut idx.iter().map(|&i| trace.gpu_value(i, slot, c))))
-                })
-                .collect();
-            let target_cpu_pct =
-                cpu_col.and_then(|c| mean(&mut idx.iter().map(|&i| trace.host_value(i, c))));
-            let others =
-                other_col.and_then(|c| mean(&mut idx.iter().map(|&i| trace.gpu_value(i, slot, c))));
-            let mut problems = Vec::new();
-            if !warmup && !idx.is_empty() {
-                if let (Some(b), Some(s)) = (values[busy_i], values[sm_i]) {
-                    if b > STARVED_BUSY_PCT && s < STARVED_SM_PCT {
-                        problems.push(Problem::Starved);
-                    }
-                }
-                if values[busy_i].is_some_and(|b| b < IDLE_BUSY_PCT) {
-                    problems.push(Problem::Idle);
-                }
-                if others.is_some_and(|o| o > 0.0) {
-                    problems.push(Problem::Contended);
-                }
-            }
-            slices.push(Slice {
-                start_ms: k as f64 * slice_ms,
-                end_ms: (k + 1) as f64 * slice_ms,
-                warmup,
-                values,
-                target_cpu_pct,
-                problems,
-            });
-        }
-        for p in Problem::ALL {
-            let mut open: Option<f64> = None;
-            for s in &slices {
-                match (s.problems.contains(&p), open) {
-                    (true, None) => open = Some(s.start_ms),
-                    (false, Some(start)) => {
-                        intervals.push(ProblemInterval {
-                            gpu: info.index,
-                            problem: p,
-                            start_ms: start,
-                            end_ms: s.start_ms,
-                        });
-                        open = None;
-                    }
-                    _ => {}
-                }
-            }
-            if let (Some(start), Some(last)) = (open, slices.last()) {
-                intervals.push(ProblemInterval {
-                    gpu: info.index,
-                    problem: p,
-                    start_ms: start,
-                    end_ms: last.end_ms,
-                });
-            }
-        }
+        let slices = gpu_slices(trace, slot, &members, slice_ms, &cols);
+        push_intervals(info.index, &slices, &mut intervals);
         gpus.push(GpuSlices {
             gpu: info.index,
             name: info.name.clone(),
@@ -249,20 +157,169 @@ pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
             .then(a.gpu.cmp(&b.gpu))
             .then(a.problem.cmp(&b.problem))
     });
-    let warmup_end_ms = trace
+    Panorama {
+        slice_ms,
+        columns: GPU_COLUMNS.iter().map(|c| c.0.to_string()).collect(),
+        gpus,
+        intervals,
+        warmup_end_ms: warmup_end_ms(trace),
+    }
+}
+
+/// The slice width used: slices are allocated up front, so a long or
+/// sparse trace gets wider slices rather than millions of them (times are
+/// bounded at load).
+fn effective_slice_ms(trace: &Trace, slice_ms: f64) -> f64 {
+    let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
+    slice_ms
+        .max(1.0)
+        .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil())
+        .max(bounded_slice_ms(span_ms))
+}
+
+/// Sample indices per slice.
+fn slice_members(trace: &Trace, slice_ms: f64) -> Vec<Vec<usize>> {
+    let nslices = trace
+        .times_ms
+        .iter()
+        .map(|t| (t / slice_ms).floor().max(0.0) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nslices];
+    for (i, t) in trace.times_ms.iter().enumerate() {
+        members[(t / slice_ms).floor().max(0.0) as usize].push(i);
+    }
+    members
+}
+
+/// The trace's columns a slice reads (None: not recorded).
+struct Columns {
+    /// `GPU_COLUMNS`, in order.
+    gpu: Vec<Option<usize>>,
+    other_processes: Option<usize>,
+    cpu: Option<usize>,
+}
+
+impl Columns {
+    fn of(trace: &Trace) -> Columns {
+        Columns {
+            gpu: GPU_COLUMNS.iter().map(|c| trace.gpu_column(c.0)).collect(),
+            other_processes: trace.gpu_column("other_processes"),
+            cpu: trace.host_column(HOST_COLUMN.0),
+        }
+    }
+}
+
+/// The mean of the finite values (None: there are none).
+fn mean(vals: impl Iterator<Item = f32>) -> Option<f64> {
+    let (mut s, mut n) = (0.0f64, 0usize);
+    for v in vals {
+        if v.is_finite() {
+            s += v as f64;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| s / n as f64)
+}
+
+/// One GPU's slices: each slice's means and problems.
+fn gpu_slices(
+    trace: &Trace,
+    slot: usize,
+    members: &[Vec<usize>],
+    slice_ms: f64,
+    cols: &Columns,
+) -> Vec<Slice> {
+    let mut slices = Vec::with_capacity(members.len());
+    for (k, idx) in members.iter().enumerate() {
+        let warm = idx.iter().filter(|&&i| trace.warmup[i]).count();
+        let warmup = !idx.is_empty() && warm * 2 > idx.len();
+        let values: Vec<Option<f64>> = cols
+            .gpu
+            .iter()
+            .map(|c| c.and_then(|c| mean(idx.iter().map(|&i| trace.gpu_value(i, slot, c)))))
+            .collect();
+        let target_cpu_pct = cols
+            .cpu
+            .and_then(|c| mean(idx.iter().map(|&i| trace.host_value(i, c))));
+        let others = cols
+            .other_processes
+            .and_then(|c| mean(idx.iter().map(|&i| trace.gpu_value(i, slot, c))));
+        let problems = if !warmup && !idx.is_empty() {
+            slice_problems(&values, others)
+        } else {
+            Vec::new()
+        };
+        slices.push(Slice {
+            start_ms: k as f64 * slice_ms,
+            end_ms: (k + 1) as f64 * slice_ms,
+            warmup,
+            values,
+            target_cpu_pct,
+            problems,
+        });
+    }
+    slices
+}
+
+/// The problems of a steady slice with samples, from its means (`values`
+/// in `GPU_COLUMNS` order) and other processes' count.
+fn slice_problems(values: &[Option<f64>], others: Option<f64>) -> Vec<Problem> {
+    let (busy_i, sm_i) = (0, 1);
+    let mut problems = Vec::new();
+    if let (Some(b), Some(s)) = (values[busy_i], values[sm_i]) {
+        if b > STARVED_BUSY_PCT && s < STARVED_SM_PCT {
+            problems.push(Problem::Starved);
+        }
+    }
+    if values[busy_i].is_some_and(|b| b < IDLE_BUSY_PCT) {
+        problems.push(Problem::Idle);
+    }
+    if others.is_some_and(|o| o > 0.0) {
+        problems.push(Problem::Contended);
+    }
+    problems
+}
+
+/// The runs of consecutive flagged slices of one GPU, problem by problem.
+fn push_intervals(gpu: u32, slices: &[Slice], intervals: &mut Vec<ProblemInterval>) {
+    for p in Problem::ALL {
+        let mut open: Option<f64> = None;
+        for s in slices {
+            match (s.problems.contains(&p), open) {
+                (true, None) => open = Some(s.start_ms),
+                (false, Some(start)) => {
+                    intervals.push(ProblemInterval {
+                        gpu,
+                        problem: p,
+                        start_ms: start,
+                        end_ms: s.start_ms,
+                    });
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if let (Some(start), Some(last)) = (open, slices.last()) {
+            intervals.push(ProblemInterval {
+                gpu,
+                problem: p,
+                start_ms: start,
+                end_ms: last.end_ms,
+            });
+        }
+    }
+}
+
+/// Where the recorded warm-up ends: the last warm-up sample plus one interval.
+fn warmup_end_ms(trace: &Trace) -> f64 {
+    trace
         .times_ms
         .iter()
         .zip(&trace.warmup)
         .filter(|(_, w)| **w)
         .map(|(t, _)| *t + trace.header.interval_ms as f64)
-        .fold(0.0, f64::max);
-    Panorama {
-        slice_ms,
-        columns,
-        gpus,
-        intervals,
-        warmup_end_ms,
-    }
+        .fold(0.0, f64::max)
 }
 
 #[cfg(test)]
