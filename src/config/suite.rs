@@ -147,7 +147,7 @@ pub(super) fn check_workload_metrics(
             if !tables.iter().any(|t| *t == name) {
                 let close = tables
                     .iter()
-                    .map(|t| (crate::diagnose::dsl::levenshtein(name, t), *t))
+                    .map(|t| (crate::spelling::levenshtein(name, t), *t))
                     .min()
                     .filter(|(d, _)| *d <= name.len() / 3 + 2)
                     .map(|(_, t)| format!("did you mean '{t}'? "))

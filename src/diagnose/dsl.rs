@@ -841,14 +841,12 @@ fn contains_gpu_call(e: &Expr) -> bool {
 /// Closest candidate by edit distance, when close enough to be a typo.
 fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates
-        .map(|c| (levenshtein(word, c), c))
+        .map(|c| (crate::spelling::levenshtein(word, c), c))
         .filter(|(d, _)| *d <= 3)
         .min()
         .map(|(_, c)| c)
 }
 
-/// The edit distance, from its leaf module (`config.rs` names it here).
-pub use crate::spelling::levenshtein;
 
 // ---------------------------------------------------------------- printing
 
