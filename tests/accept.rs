@@ -5,7 +5,7 @@
 //! against the committed baseline `gpt-h200` and this repository's
 //! gate.toml (throughput declared).
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! and the line/column, leaves the baseline untouched, and still produces a
 //! valid JUnit report so CI shows the cause.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `gate capture` / `gate check` / `gate diff` end to end on the real
 //! binary, with SYNTHETIC traces (gpugate::synthetic).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

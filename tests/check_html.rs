@@ -5,7 +5,7 @@
 //! every reporter shows the metrics that moved beyond their noise, a
 //! counter at 0 in the baseline included.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

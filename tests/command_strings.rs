@@ -2,7 +2,7 @@
 //! reach gate whole and gate splits them (shlex rules). Real binary, real
 //! child process: nothing in the strings is ever evaluated by a shell.
 
-mod common;
+use crate::common;
 
 use common::gate;
 

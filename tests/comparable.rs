@@ -3,7 +3,7 @@
 //! when gate.toml or the flag allows it; other arguments and tags warn, or
 //! are refused with `[compare] arguments = "refuse"`.
 
-mod common;
+use crate::common;
 use common::*;
 use gpugate::synthetic::Signature;
 use std::path::Path;

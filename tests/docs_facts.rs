@@ -6,7 +6,7 @@
 //! `Cargo.toml` and `Cargo.lock` (the rule count: tests/scoreboard.rs); and the
 //! help texts state the real defaults (threshold floors from `config`).
 
-mod common;
+use crate::common;
 
 use clap::CommandFactory;
 use common::*;
@@ -663,4 +663,61 @@ fn the_readme_names_every_committed_baseline() {
             assert!(line.contains(stem), "README's '{line}' leaves out {stem}");
         }
     }
+}
+
+/// The integration tests are one binary (`autotests = false`, README):
+/// a file in tests/ that tests/tests.rs does not name would never be
+/// compiled nor run, so every one must be named there.
+#[test]
+fn every_test_file_is_a_module_of_the_one_test_binary() {
+    let root = Path::new(ROOT);
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("autotests = false")
+            && manifest.contains("[[test]]\nname = \"integration\"\npath = \"tests/tests.rs\""),
+        "Cargo.toml should declare the one test binary"
+    );
+    let tests_rs = std::fs::read_to_string(root.join("tests/tests.rs")).unwrap();
+    let named: BTreeSet<String> = (tests_rs.lines())
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .map(String::from)
+        .collect();
+    let files: BTreeSet<String> = std::fs::read_dir(root.join("tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") || p.join("mod.rs").exists())
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .filter(|n| n != "tests")
+        .collect();
+    assert!(files.len() > 40, "{files:?}");
+    assert_eq!(
+        named, files,
+        "tests/tests.rs should name every file in tests/"
+    );
+}
+
+/// Every `cargo test ... --test NAME FILE::` the docs and CI give names
+/// the one test binary and a module of it.
+#[test]
+fn every_test_command_the_docs_give_names_a_real_target() {
+    let mut texts = documents();
+    for f in [".ci/run", "fuzz/README.md"] {
+        texts.push((
+            f.to_string(),
+            std::fs::read_to_string(Path::new(ROOT).join(f)).unwrap(),
+        ));
+    }
+    let target = regex::Regex::new(r"--test ([a-z_]+)(?: ([a-z_]+)::)?").unwrap();
+    let mut seen = 0;
+    for (name, text) in &texts {
+        for c in target.captures_iter(text) {
+            seen += 1;
+            assert_eq!(&c[1], "integration", "{name}: {}", &c[0]);
+            if let Some(m) = c.get(2) {
+                let file = Path::new(ROOT).join(format!("tests/{}.rs", m.as_str()));
+                assert!(file.exists(), "{name}: {} names no test file", &c[0]);
+            }
+        }
+    }
+    assert!(seen >= 4, "found {seen} test commands");
 }

@@ -5,7 +5,7 @@
 //! stays 3. And the documented tables (README, docs/gating.md, `--help`)
 //! against the constants, so the docs cannot drift from the code.
 
-mod common;
+use crate::common;
 
 use common::gate;
 use gpugate::exit_code;

@@ -3,7 +3,7 @@
 //! passes healthy-3, and every pathology fails naming what moved.
 //! The traces ship with the repository: a missing one fails the test.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! any run was recorded, and `gate diff` marking metrics gated or context
 //! exactly as `check` judges them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! writers (threads and processes) never lose a row, and a database of
 //! schema 1 is migrated. Traces are SYNTHETIC (gpugate::synthetic).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::history::{self, Location, MetricFilter, MetricRow, Query, RunKind, RunRecord};

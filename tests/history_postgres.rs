@@ -10,7 +10,7 @@
 //! start, or how to provide one. Under CI (`CI` set) a missing URL with
 //! no such reason fails instead: CI must never skip silently.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::history::{self, Location, MetricFilter, MetricRow, Query, RunKind, RunRecord};

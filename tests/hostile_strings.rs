@@ -7,7 +7,7 @@
 //! schema), Markdown, HTML, OpenMetrics, GitHub annotations, `$GITHUB_OUTPUT`
 //! and the step summary, the PR comment, `diff`, `capture`, `record`, errors.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::escape::is_hostile;

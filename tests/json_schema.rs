@@ -3,7 +3,7 @@
 //! real binary: a pass, a regression with a diagnosis, a multi-node run and
 //! a failed benchmark (error verdict), on the shipped H200 traces.
 
-mod common;
+use crate::common;
 
 use common::gate;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! that prints its throughput; a counter file makes each run print the next
 //! value of a script.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

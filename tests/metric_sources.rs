@@ -5,7 +5,7 @@
 //! of every metric id. The format samples are in tests/data (README there
 //! says where each format comes from).
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! numbers, must never pass. Each test is a reproduction from the issue,
 //! run through the real binary or the real functions.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::baseline;

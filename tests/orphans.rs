@@ -4,7 +4,7 @@
 //! is never signalled. Real processes through the real binary; each test
 //! uses its own sleep durations and checks /proc that nothing is left.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::trace::{EventKind, StopReason, Trace};

@@ -3,7 +3,7 @@
 //! writes through a planted link, and a reader that goes away (`| head -1`)
 //! or a full disk does not cost the exit code or the CI files.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;
@@ -333,7 +333,6 @@ fn three_thousand_regressed_metrics_cost_linear_output_and_bounded_memory() {
     let capture_s = t0.elapsed().as_secs_f64();
     let slow = trace(d, "slow.jsonl", &printing(4, 50.0));
     let t0 = std::time::Instant::now();
-    // The child's own peak memory (wait4), not the test process's.
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gate"));
     cmd.current_dir(d)
         .args([
@@ -356,22 +355,17 @@ fn three_thousand_regressed_metrics_cost_linear_output_and_bounded_memory() {
         ])
         .arg(&slow)
         .env("GITHUB_ACTIONS", "true")
+        .env("GATE_PROFILE", "1")
         .env("GITHUB_STEP_SUMMARY", d.join("summary.md"))
         .stdout(std::fs::File::create(d.join("stdout.txt")).unwrap())
         .stderr(std::fs::File::create(d.join("stderr.txt")).unwrap());
-    // Reaped by wait4 below (which also gives its rusage), not Child::wait.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().unwrap();
-    let mut status = 0;
-    // SAFETY: rusage is plain data; waiting for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t);
-    let code = libc::WEXITSTATUS(status);
+    let code = cmd.status().unwrap().code().unwrap();
     let check_s = t0.elapsed().as_secs_f64();
     let stderr = std::fs::read_to_string(d.join("stderr.txt")).unwrap();
     assert_eq!(code, 1, "{stderr}");
-    let peak_mib = usage.ru_maxrss as f64 / 1024.0;
+    // gate's own peak (`GATE_PROFILE`), not a rusage of the child, which
+    // counts the pages of this test process it carried until its exec.
+    let peak_mib = common::peak_kib(&stderr) as f64 / 1024.0;
     let size = |name: &str| std::fs::metadata(d.join(name)).unwrap().len();
     let report = format!(
         "capture {capture_s:.1} s, check {check_s:.1} s (debug build); peak RSS {peak_mib:.0} MiB; junit {} B, json {} B, markdown {} B, pr comment {} B, openmetrics {} B, stdout {} B, step summary {} B",

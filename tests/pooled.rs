@@ -7,7 +7,7 @@
 //! And the warning when those scratch files are memory (`TMPDIR` on a
 //! tmpfs): one escaped line naming their size.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpugate::summary::{steady_finite, Column, RunInput};

@@ -1,7 +1,7 @@
 //! `gate check --pr-comment FILE` through the real binary: what the CI
 //! templates post as the one pull/merge request comment.
 
-mod common;
+use crate::common;
 
 use common::gate;
 

@@ -3,7 +3,7 @@
 //! fixtures and this repository's gate.toml and baselines. Each test failed
 //! on the binary before the fix (gate 0.3.0 at 8dbd5be) and passes after it.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Output;

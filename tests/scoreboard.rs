@@ -11,7 +11,7 @@
 //! over NVLink), and the hold-out `bert-*` (BERT-base, recorded after the
 //! rules were settled; fixtures/README.md says what it changed).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

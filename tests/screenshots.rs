@@ -10,7 +10,7 @@
 //! committed PNGs are the ones recorded (a PNG replaced by hand, or a sums
 //! file written without its PNGs, fails here too).
 
-mod common;
+use crate::common;
 
 #[allow(dead_code)]
 #[path = "../examples/history-demo/demo.rs"]

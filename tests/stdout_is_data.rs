@@ -2,7 +2,7 @@
 //! benchmark's own stdout goes to gate's stderr. Real binary, real child
 //! process (host counters only, `--no-gpu`, so it runs without a GPU).
 
-mod common;
+use crate::common;
 
 use common::gate;
 

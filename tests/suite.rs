@@ -4,7 +4,7 @@
 //! kind (JUnit validated with xmllint, OpenMetrics parsed, JSON validated
 //! against the check-report schema) and the documented exit-code order.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

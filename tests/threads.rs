@@ -5,7 +5,7 @@
 //! same holds with every trace's columns in a scratch file
 //! (`GATE_SPILL_MB=0`, `gpugate::trace::Columns`) and in memory.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

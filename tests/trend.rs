@@ -5,7 +5,7 @@
 //! `gpt-h200` baseline: three healthy checks on `main`, then a pull request
 //! (`gpt-tensor`, -12.6 % throughput) whose base is `main`.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

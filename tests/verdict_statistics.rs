@@ -3,7 +3,7 @@
 //! baselines, the noise model with few baseline runs, INCONCLUSIVE (exit 4),
 //! a run of another command.
 
-mod common;
+use crate::common;
 use common::gate;
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `gate watch --replay`: the deterministic twin of a live watch, through
 //! the real binary (the window engine itself is unit-tested in src/watch.rs).
 
-mod common;
+use crate::common;
 
 use common::gate;
 use std::path::Path;

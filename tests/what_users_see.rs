@@ -4,7 +4,7 @@
 //! "did you mean" for mistyped metric ids, words for a run without GPU,
 //! "wrote F" for files written, aligned suite table.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

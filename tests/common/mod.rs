@@ -148,3 +148,12 @@ pub fn check_replay(
         .output()
         .unwrap()
 }
+
+/// gate's own peak resident set in KiB (`VmHWM`, which gate prints last
+/// under `GATE_PROFILE`), from its stderr.
+pub fn peak_kib(stderr: &str) -> u64 {
+    (stderr.lines())
+        .find_map(|l| l.strip_prefix("gate: GATE_PROFILE peak resident set: "))
+        .and_then(|v| v.trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak resident set in {stderr:?}"))
+}
