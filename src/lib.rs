@@ -62,6 +62,8 @@ pub mod summary;
 pub mod synthetic;
 pub mod target;
 pub mod trace;
+/// The checks every file gate reads shares: names, tolerances, TOML errors.
+pub mod validate;
 pub mod watch;
 /// Makes a launched tree die with gate, even when gate is killed (SIGKILL).
 pub mod watchdog;

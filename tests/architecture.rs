@@ -114,8 +114,10 @@ fn import_graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
             targets.extend(resolve(&mods, &parts).or(Some(base)));
         }
         for t in targets {
-            // A module and its own submodules are one room.
-            if &t != me && !t.starts_with(me) && !me.starts_with(&t) {
+            // A module and its own submodules are one room (but a section
+            // of gate.toml is a room of its own: `room_of`).
+            let nested = t.starts_with(me) || me.starts_with(&t);
+            if &t != me && (!nested || room_of(&t) != room_of(me)) {
                 graph.entry(me.clone()).or_default().insert(t);
             }
         }
@@ -188,14 +190,25 @@ fn no_clap_type_below_the_commands() {
 /// The top of the layering: what may import any room, and no room may import.
 const TOP: [&str; 3] = ["", "cli", "commands"];
 
-/// Which room imports which (rooms are first path segments under `src/`),
-/// with one file-level import that makes each arrow, for the messages.
+/// The room a source file is in: its first path segment under `src/`,
+/// except a section of gate.toml (`ROOM/settings.rs`): the room keeps its
+/// section's schema beside it, and `config` assembles the document from
+/// them, so each is a small room of its own below both.
+fn room_of(path: &[String]) -> String {
+    match path {
+        [room, leaf] if leaf == "settings" => format!("{room}::settings"),
+        _ => path.first().cloned().unwrap_or_default(),
+    }
+}
+
+/// Which room imports which (`room_of`), with one file-level import that
+/// makes each arrow, for the messages.
 fn room_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let mut rooms: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (from, targets) in import_graph() {
-        let a = from.first().cloned().unwrap_or_default();
+        let a = room_of(&from);
         for to in targets {
-            let b = to.first().cloned().unwrap_or_default();
+            let b = room_of(&to);
             if a != b {
                 let why = format!("{} -> {}", from.join("::"), to.join("::"));
                 rooms.entry(a.clone()).or_default().entry(b).or_insert(why);

@@ -58,7 +58,7 @@ pub struct AcceptEntry {
 /// Parse and validate an accept file; `origin` names it in messages.
 pub fn parse_file(text: &str, origin: &str) -> Result<AcceptFile, GateError> {
     let file: AcceptFile = toml::from_str(text).map_err(|e| {
-        crate::config::checks::toml_error(
+        crate::validate::toml_error(
             origin,
             text,
             &e,

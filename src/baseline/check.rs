@@ -51,7 +51,7 @@ fn locate(text: &str, path: &[Step]) -> String {
     let start = DeTable::parse(text)
         .map(|doc| span_at(&doc, path).start)
         .unwrap_or(0);
-    let (l, c) = crate::config::checks::line_col(text, start);
+    let (l, c) = crate::validate::line_col(text, start);
     format!("line {l}, column {c}")
 }
 

@@ -350,7 +350,7 @@ pub const MAX_NAME_CHARS: usize = 128;
 pub fn validate_name(name: &str) -> Result<(), GateError> {
     // Each refusal names its own cause: a long name of good characters is
     // told it is too long, not that it has a bad character.
-    if !crate::config::checks::valid_name(name) {
+    if !crate::validate::valid_name(name) {
         return Err(GateError::usage(format!(
             "baseline name '{}' may only use letters, digits, '.', '_' and '-', and may not start with '.' (e.g. resnet50-h200)",
             crate::escape::terminal(&name.chars().take(MAX_NAME_CHARS).collect::<String>())

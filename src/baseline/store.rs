@@ -5,7 +5,7 @@
 //! replace, temp file + fsync + rename).
 
 use super::{Baseline, SCHEMA_VERSION};
-use crate::config::checks::toml_error;
+use crate::validate::toml_error;
 use crate::error::GateError;
 use crate::escape;
 use serde::Deserialize;
@@ -162,7 +162,7 @@ pub fn available(dir: &Path) -> Vec<String> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.strip_suffix(".toml")?.to_string();
-            crate::config::checks::valid_name(&name).then_some(name)
+            crate::validate::valid_name(&name).then_some(name)
         })
         .collect();
     names.sort();
@@ -232,7 +232,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Baseline, GateError> {
             ))
         }
         Some(v) if v.get_ref().as_integer() != Some(SCHEMA_VERSION as i64) => {
-            let (l, c) = crate::config::checks::line_col(text, v.span().start);
+            let (l, c) = crate::validate::line_col(text, v.span().start);
             let written_by = table
                 .get("gate_version")
                 .and_then(|g| g.as_str())

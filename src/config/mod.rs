@@ -46,9 +46,8 @@
 //! and the resolved `Policy` in `gate::settings`, `[history]` in
 //! `history::settings`, `[accept]` in `accept::settings`, and
 //! `[[suite.workload]]` in `suite` here (library code reads it). The checks
-//! they share, and the TOML error text, are in `checks`.
+//! they share, and the TOML error text, are in `crate::validate`.
 
-pub mod checks;
 pub mod suite;
 
 use crate::accept::settings::AcceptPolicy;
@@ -57,7 +56,7 @@ use crate::gate::settings::{CompareConfig, Policy, VerdictConfig};
 use crate::history::settings::HistoryConfig;
 use crate::metric_sources::settings::{readers, UserMetricDef};
 use crate::metrics::{self, Direction, Statistic};
-use checks::{check_absolute, check_fraction, line_col, toml_error};
+use crate::validate::{check_absolute, check_fraction, line_col, toml_error};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

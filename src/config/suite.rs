@@ -3,7 +3,7 @@
 //! it (`Config::for_workload`). Library code reads it (`Config`), so it
 //! stays with the document rather than beside `commands/suite.rs`.
 
-use super::checks::valid_name;
+use crate::validate::valid_name;
 use super::{Config, GateConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;

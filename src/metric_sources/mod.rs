@@ -727,7 +727,7 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("py.test_x_a_b_"), "{a}");
         for id in [&a, &b, &bulk_id("nv", "copy/Device=0 T=I8")] {
-            assert!(crate::config::checks::valid_name(id), "{id}");
+            assert!(crate::validate::valid_name(id), "{id}");
         }
         assert!(bulk_id("t", &"x".repeat(500)).len() < 140);
     }

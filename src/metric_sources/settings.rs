@@ -7,7 +7,7 @@ use super::{
     Format, Pattern, Reader, BMF_STATS, GOOGLE_DEFAULT_STAT, MLPERF_DEFAULT_FIELD,
     NVBENCH_DEFAULT_STAT, PYTEST_STATS,
 };
-use crate::config::checks::{check_absolute, check_fraction, valid_name};
+use crate::validate::{check_absolute, check_fraction, valid_name};
 use crate::metrics::{self, Direction};
 use serde::Deserialize;
 use std::collections::BTreeMap;

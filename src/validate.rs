@@ -1,5 +1,6 @@
 //! The checks every section of gate.toml shares, and that the other TOML
-//! files (baselines, accept files) use too: safe names, fractions and
+//! files (baselines, accept files) use too (a room of its own, below every
+//! room that reads a file, so no room imports `config` back): safe names, fractions and
 //! tolerances, and where in the text a TOML error is (line, column) with
 //! the one-line message that names it.
 
