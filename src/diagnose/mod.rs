@@ -34,7 +34,8 @@ pub mod panorama;
 pub mod rules;
 
 use crate::error::GateError;
-use crate::stats::MetricSource;
+use crate::metrics::Statistic;
+use crate::stats::{MetricSource, Stat};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -550,7 +551,7 @@ pub struct Change<'a> {
 }
 
 impl MetricSource for Change<'_> {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         self.new.stat(metric, stat, gpu)
     }
     fn feature(&self, name: &str) -> Option<f64> {
@@ -562,7 +563,7 @@ impl MetricSource for Change<'_> {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         self.new.runs(metric, stat, gpu)
@@ -589,7 +590,7 @@ impl Pooled<'_> {
 }
 
 impl MetricSource for Pooled<'_> {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         self.mean(|r| r.stat(metric, stat, gpu))
     }
     fn feature(&self, name: &str) -> Option<f64> {
@@ -601,7 +602,7 @@ impl MetricSource for Pooled<'_> {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         let all: Vec<(f64, Option<f64>)> = self
@@ -618,7 +619,8 @@ impl MetricSource for Pooled<'_> {
 /// T4, `--no-gpm`) rules reason from NVML and host counters only, and say
 /// which causes those cannot tell apart (`change_nogpm`).
 pub fn has_gpm(run: &dyn MetricSource) -> bool {
-    run.stat("sm_active_pct", "mean", None).is_some()
+    run.stat("sm_active_pct", Stat::Of(Statistic::Mean), None)
+        .is_some()
 }
 
 /// The framework a run was detected to use (`features::framework_features`
