@@ -17,7 +17,54 @@
 //!   0); n = 1 gives stdev 0 and no confidence interval; constant series give
 //!   a zero-width interval.
 
+use crate::metrics::Statistic;
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A statistic rules and verdicts read by name (`MetricSource::stat`): a
+/// judged statistic of the steady window, its spread, or its sample count.
+/// Parsed once where the name is read (the rules DSL; a baseline's or
+/// gate.toml's `Statistic`), never at each lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    /// `mean`, `p5`, `p50` (`median`), `p95`, `p99`, `min`, `max`.
+    Of(Statistic),
+    /// `stdev`: sample standard deviation over the window.
+    Stdev,
+    /// `n`: how many samples the window holds.
+    N,
+}
+
+impl Stat {
+    /// The statistic called `name` (`median` is `p50`), if any.
+    pub fn parse(name: &str) -> Option<Stat> {
+        match name {
+            "stdev" => Some(Stat::Stdev),
+            "n" => Some(Stat::N),
+            other => Statistic::parse(other).map(Stat::Of),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stat::Of(s) => s.as_str(),
+            Stat::Stdev => "stdev",
+            Stat::N => "n",
+        }
+    }
+}
+
+impl From<Statistic> for Stat {
+    fn from(s: Statistic) -> Self {
+        Stat::Of(s)
+    }
+}
+
+impl fmt::Display for Stat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Summary statistics of one metric over one run's steady window.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -103,8 +150,8 @@ impl MetricStats {
         }
     }
 
-    pub fn get(&self, stat: crate::metrics::Statistic) -> f64 {
-        use crate::metrics::Statistic::*;
+    pub fn get(&self, stat: Statistic) -> f64 {
+        use Statistic::*;
         match stat {
             Mean => self.mean,
             P5 => self.p5,
@@ -116,12 +163,12 @@ impl MetricStats {
         }
     }
 
-    /// Look a statistic up by name, including `stdev` and `n`.
-    pub fn get_named(&self, name: &str) -> Option<f64> {
-        match name {
-            "stdev" => Some(self.stdev),
-            "n" => Some(self.n as f64),
-            other => crate::metrics::Statistic::parse(other).map(|s| self.get(s)),
+    /// Any statistic, including `stdev` and `n`.
+    pub fn get_stat(&self, stat: Stat) -> f64 {
+        match stat {
+            Stat::Stdev => self.stdev,
+            Stat::N => self.n as f64,
+            Stat::Of(s) => self.get(s),
         }
     }
 }
@@ -269,8 +316,8 @@ pub fn student_t_975(df: usize) -> f64 {
 /// Anything rules and verdicts can read numbers from: a run summary or a
 /// stored baseline. `gpu: None` means the aggregate over GPUs.
 pub trait MetricSource {
-    /// Statistic `stat` ("mean", "p50", "p95", "stdev", ...) of `metric`.
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64>;
+    /// Statistic `stat` (mean, p50, p95, stdev, ...) of `metric`.
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64>;
     /// A derived feature ("gpu_busy_pct.idle_frac", ...).
     fn feature(&self, name: &str) -> Option<f64>;
     fn gpu_count(&self) -> usize;
@@ -279,7 +326,7 @@ pub trait MetricSource {
     fn runs(
         &self,
         _metric: &str,
-        _stat: &str,
+        _stat: Stat,
         _gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         None

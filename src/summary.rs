@@ -7,7 +7,7 @@
 
 use crate::config::Config;
 use crate::metric_sources::settings::{Aggregate, UserSource};
-use crate::stats::{MetricSource, MetricStats};
+use crate::stats::{MetricSource, MetricStats, Stat};
 use crate::trace::{gather, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -76,10 +76,10 @@ pub struct RunSummary {
 }
 
 impl MetricSource for RunSummary {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         match gpu {
-            Some(g) => self.gpus.get(g)?.metrics.get(metric)?.get_named(stat),
-            None => self.metric(metric)?.get_named(stat),
+            Some(g) => Some(self.gpus.get(g)?.metrics.get(metric)?.get_stat(stat)),
+            None => Some(self.metric(metric)?.get_stat(stat)),
         }
     }
 
@@ -94,14 +94,14 @@ impl MetricSource for RunSummary {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         let m = match gpu {
             Some(g) => self.gpus.get(g)?.metrics.get(metric)?.clone(),
             None => self.metric(metric)?,
         };
-        Some(vec![(m.get_named(stat)?, m.mean_ci95)])
+        Some(vec![(m.get_stat(stat), m.mean_ci95)])
     }
 }
 

@@ -985,3 +985,124 @@ fn many_connections_opening_a_fresh_file_at_once_all_succeed() {
         });
     }
 }
+
+/// The words of a table's TEXT column, in row order, with their SQLite type.
+fn stored_words(db: &Path, sql: &str) -> Vec<(String, String)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c.prepare(sql).unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn closed_set_words_are_stored_as_before_and_unknown_ones_read_back_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), CONFIG).unwrap();
+    let db = d.join("history.sqlite");
+    capture(d, "train", &db);
+    let ok = check(d, &db, 11, 1.0, "c0ffee1111");
+    assert_eq!(ok.status.code(), Some(0), "{:?}", output(&ok));
+    // The same TEXT words the string fields stored: nothing else in the file.
+    let runs = stored_words(&db, "SELECT verdict, typeof(verdict) FROM runs ORDER BY id");
+    assert_eq!(
+        runs,
+        [("captured", "text"), ("pass", "text")].map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let words = stored_words(
+        &db,
+        "SELECT direction || ' ' || statistic || ' ' || verdict, typeof(direction) || typeof(statistic) || typeof(verdict) FROM run_metrics WHERE metric = 'samples_per_s' ORDER BY run_id",
+    );
+    assert_eq!(words.len(), 2, "{words:?}");
+    assert_eq!(words[0].0, "higher_is_better mean captured");
+    assert_eq!(words[1].0, "higher_is_better mean pass");
+    assert!(words.iter().all(|(_, t)| t == "texttexttext"), "{words:?}");
+
+    // A newer or foreign writer's words: kept, shown and serialised verbatim.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "INSERT INTO runs (recorded_at, kind, baseline, baseline_created, baseline_runs, commit_sha, branch, tags, gpu_model, environment, verdict, exit_code, regressions, top_rule, top_cause, gate_version, source)
+         SELECT '2026-12-01T00:00:00Z', 'check', baseline, baseline_created, baseline_runs, 'f0re16n', 'main', '{}', gpu_model, environment, 'vetoed', 0, 0, NULL, NULL, '9.9.9', 'foreign.jsonl' FROM runs WHERE id = 2",
+        [],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO run_metrics (run_id, metric, unit, direction, statistic, gated, baseline_value, value, change_pct, verdict)
+         VALUES (3, 'samples_per_s', '1/s', 'sideways', 'p42', 1, 1000.0, 500.0, -50.0, 'waived')",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let j = history_json(d, &db, &["--metric", "samples_per_s"]);
+    let newest = &j["runs"][0];
+    assert_eq!(newest["verdict"], "vetoed", "{j:#}");
+    let m = &newest["metrics"][0];
+    assert_eq!(
+        (&m["direction"], &m["statistic"], &m["verdict"]),
+        (
+            &serde_json::json!("sideways"),
+            &serde_json::json!("p42"),
+            &serde_json::json!("waived")
+        ),
+        "{j:#}"
+    );
+    let out = gate(d)
+        .args(["history", "--metric", "samples_per_s", "--history"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (text, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{stderr}");
+    assert!(text.contains("waived"), "{text}");
+    let page = d.join("trend.html");
+    gate(d)
+        .args(["history", "--history"])
+        .arg(&db)
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("samples_per_s"));
+
+    // Through the library: unknown words are `Stored::Unknown`, match no
+    // known value, and a copy appended elsewhere stores the same bytes.
+    let loc = Location::Sqlite(db.clone());
+    let mut store = history::open(&loc, false).unwrap();
+    let read = store
+        .runs(&Query {
+            metrics: MetricFilter::All,
+            limit: Some(1),
+            ..Query::default()
+        })
+        .unwrap();
+    let run = &read[0];
+    assert_eq!(run.verdict, history::Stored::Unknown("vetoed".into()));
+    assert!(run.verdict != gpugate::gate::RunVerdict::Pass);
+    assert_eq!(run.metrics[0].direction.known(), None);
+    assert_eq!(run.metrics[0].statistic.as_str(), "p42");
+    let copy = d.join("copy.sqlite");
+    history::open(&Location::Sqlite(copy.clone()), true)
+        .unwrap()
+        .append(run)
+        .unwrap();
+    assert_eq!(
+        stored_words(&copy, "SELECT verdict, typeof(verdict) FROM runs")[0].0,
+        "vetoed"
+    );
+    assert_eq!(
+        stored_words(
+            &copy,
+            "SELECT direction || ' ' || statistic || ' ' || verdict, '' FROM run_metrics"
+        )[0]
+        .0,
+        "sideways p42 waived"
+    );
+
+    // A later check reads those rows for drift and its trend: still judged.
+    let again = check(d, &db, 12, 1.0, "c0ffee3333");
+    assert_eq!(again.status.code(), Some(0), "{:?}", output(&again));
+}

@@ -162,6 +162,42 @@ fn postgres_round_trips_a_run_exactly() {
     let mut expect = r.clone();
     expect.id = Some(id);
     assert_eq!(back[0], expect, "what goes in comes out");
+    // Closed sets are stored as the same TEXT words, and a word this
+    // binary does not know (a newer or foreign writer) comes back verbatim.
+    let mut foreign = run(0, 6, 1);
+    foreign.verdict = "vetoed".into();
+    foreign.metrics[0].direction = "sideways".into();
+    foreign.metrics[0].statistic = "p42".into();
+    foreign.metrics[0].verdict = "waived".into();
+    let foreign_id = store.append(&foreign).unwrap();
+    let mut raw = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let words: Vec<String> = raw
+        .query(
+            "SELECT r.verdict || ' ' || m.direction || ' ' || m.statistic || ' ' || m.verdict FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE m.metric = 'metric_00' ORDER BY r.id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "regression higher_is_better mean pass",
+            "vetoed sideways p42 waived"
+        ]
+    );
+    let newest = store
+        .runs(&Query {
+            metrics: MetricFilter::All,
+            limit: Some(1),
+            ..Query::default()
+        })
+        .unwrap();
+    foreign.id = Some(foreign_id);
+    assert_eq!(newest[0], foreign);
+    assert_eq!(newest[0].verdict, history::Stored::Unknown("vetoed".into()));
+    assert_eq!(newest[0].metrics[0].direction.known(), None);
     // Filters behave as on SQLite.
     let gated = store
         .runs(&Query {

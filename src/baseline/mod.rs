@@ -23,7 +23,7 @@ pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcom
 
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
-use crate::stats::{MetricSource, MetricStats};
+use crate::stats::{MetricSource, MetricStats, Stat};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -262,8 +262,8 @@ impl RunStat {
 }
 
 impl BaselineMetric {
-    /// A statistic by name ("mean", "p95", "stdev", "n"...), as the rules read it.
-    pub fn get_named(&self, name: &str) -> Option<f64> {
+    /// Any statistic (mean, p95, stdev, n...), as the rules read it.
+    pub fn get_stat(&self, stat: Stat) -> f64 {
         MetricStats {
             n: self.n,
             mean: self.mean,
@@ -276,7 +276,7 @@ impl BaselineMetric {
             max: self.max,
             mean_ci95: None,
         }
-        .get_named(name)
+        .get_stat(stat)
     }
 }
 
@@ -286,10 +286,10 @@ impl MetricSource for Baseline {
     /// (`Observation::from_baseline`), so a diagnosis never cites 179 %
     /// for a baseline the table prints as 178.9 %. Other statistics
     /// (stdev, n) read the pooled samples.
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         let m = self.metric(metric, gpu)?;
-        match Statistic::parse(stat) {
-            Some(s) if !m.runs.is_empty() => {
+        match stat {
+            Stat::Of(s) if !m.runs.is_empty() => {
                 let vals: Vec<f64> = m
                     .runs
                     .iter()
@@ -298,7 +298,7 @@ impl MetricSource for Baseline {
                     .collect();
                 (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
             }
-            _ => m.get_named(stat),
+            _ => Some(m.get_stat(stat)),
         }
     }
 
@@ -313,13 +313,15 @@ impl MetricSource for Baseline {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         let m = self.metric(metric, gpu)?;
-        let stat = Statistic::parse(stat)?;
+        let Stat::Of(stat) = stat else {
+            return None;
+        };
         if m.runs.is_empty() {
-            return Some(vec![(m.get_named(stat.as_str())?, None)]);
+            return Some(vec![(m.get_stat(stat.into()), None)]);
         }
         Some(m.runs.iter().map(|r| (r.get(stat), r.ci95)).collect())
     }

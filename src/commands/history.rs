@@ -157,44 +157,7 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         None if args.html.is_some() => Some(500),
         None => Some(20),
     };
-    // What each output shows: a metric's series loads that metric; JSON
-    // carries the gated rows; the table (what regressed, and the context
-    // counters that moved) and the trend page (a metric gated in a capture
-    // is context in the checks the benchmark's number decided) read all.
-    let metrics = match (&args.metric, args.html.is_some(), args.format) {
-        (Some(m), _, _) => MetricFilter::Only(vec![m.clone()]),
-        (None, false, Format::Json) => MetricFilter::Gated,
-        (None, _, _) => MetricFilter::All,
-    };
-    let query = Query {
-        baseline: args.baseline.clone(),
-        branch: args.branch.clone(),
-        kind: None,
-        baseline_created: None,
-        regressions_only: args.regressions,
-        metrics,
-        limit,
-    };
-    // A repository that has not recorded a run yet has no database: that is
-    // an empty history (exit 0), not a broken one (exit 3).
-    let runs = match &location {
-        Location::Sqlite(p) if !p.exists() => {
-            crate::gate_eprintln!(
-                "gate: no history yet: '{}' does not exist; run 'gate check --history {} ...' (or set [history] in gate.toml) to record runs",
-                crate::escape::terminal(&p.display().to_string()),
-                crate::escape::shell_word(&p.display().to_string())
-            );
-            Vec::new()
-        }
-        _ => {
-            let deadline = history::step_deadline(&location, args.history_timeout);
-            let (loc, timeout) = (location.clone(), args.history_timeout);
-            history::within(&location, deadline, move || {
-                history::open_bounded(&loc, false, timeout)?.runs(&query)
-            })
-            .map_err(to_gate)?
-        }
-    };
+    let runs = read_runs(&location, &args, query(&args, limit))?;
     if let Some(m) = &args.metric {
         warn_if_unrecorded(m, &runs, &config);
     }
@@ -206,31 +169,7 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         limit,
     };
     if let Some(path) = &args.html {
-        let scope = [
-            args.baseline.as_ref().map(|b| format!("baseline {b}")),
-            args.branch.as_ref().map(|b| format!("branch {b}")),
-            args.metric.as_ref().map(|m| format!("metric {m}")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(", ");
-        let scope = if scope.is_empty() {
-            "all baselines".to_string()
-        } else {
-            scope
-        };
-        let page = history::html::render(&runs, &location.display(), &scope);
-        // Never over the database itself (`--html .gate/history.sqlite`).
-        let db_files = location.files();
-        let db_files: Vec<&std::path::Path> = db_files.iter().map(|p| p.as_path()).collect();
-        crate::files::write_output(path, "--html", page.as_bytes(), &db_files).map_err(|e| {
-            GateError::usage(format!(
-                "cannot write the trend page '{}': {e}",
-                path.display()
-            ))
-        })?;
-        crate::console::wrote("the trend page", path);
+        write_page(path, &args, &runs, &location)?;
     }
     let l = Listing {
         schema_version: listing::JSON_SCHEMA_VERSION,
@@ -243,4 +182,89 @@ pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
         Format::Json => crate::console::out(&listing::render_json(&l)),
     }
     Ok(crate::exit_code::PASS)
+}
+
+/// The runs `gate history` asks for, at most `limit` of them.
+fn query(args: &HistoryCmdArgs, limit: Option<usize>) -> Query {
+    // What each output shows: a metric's series loads that metric; JSON
+    // carries the gated rows; the table (what regressed, and the context
+    // counters that moved) and the trend page (a metric gated in a capture
+    // is context in the checks the benchmark's number decided) read all.
+    let metrics = match (&args.metric, args.html.is_some(), args.format) {
+        (Some(m), _, _) => MetricFilter::Only(vec![m.clone()]),
+        (None, false, Format::Json) => MetricFilter::Gated,
+        (None, _, _) => MetricFilter::All,
+    };
+    Query {
+        baseline: args.baseline.clone(),
+        branch: args.branch.clone(),
+        kind: None,
+        baseline_created: None,
+        regressions_only: args.regressions,
+        metrics,
+        limit,
+    }
+}
+
+/// The runs `query` selects at `location`, within `--history-timeout`.
+fn read_runs(
+    location: &Location,
+    args: &HistoryCmdArgs,
+    query: Query,
+) -> anyhow::Result<Vec<RunRecord>> {
+    // A repository that has not recorded a run yet has no database: that is
+    // an empty history (exit 0), not a broken one (exit 3).
+    Ok(match location {
+        Location::Sqlite(p) if !p.exists() => {
+            crate::gate_eprintln!(
+                "gate: no history yet: '{}' does not exist; run 'gate check --history {} ...' (or set [history] in gate.toml) to record runs",
+                crate::escape::terminal(&p.display().to_string()),
+                crate::escape::shell_word(&p.display().to_string())
+            );
+            Vec::new()
+        }
+        _ => {
+            let deadline = history::step_deadline(location, args.history_timeout);
+            let (loc, timeout) = (location.clone(), args.history_timeout);
+            history::within(location, deadline, move || {
+                history::open_bounded(&loc, false, timeout)?.runs(&query)
+            })
+            .map_err(to_gate)?
+        }
+    })
+}
+
+/// `--html FILE`: the trend page of `runs`, never over the database itself.
+fn write_page(
+    path: &std::path::Path,
+    args: &HistoryCmdArgs,
+    runs: &[RunRecord],
+    location: &Location,
+) -> anyhow::Result<()> {
+    let scope = [
+        args.baseline.as_ref().map(|b| format!("baseline {b}")),
+        args.branch.as_ref().map(|b| format!("branch {b}")),
+        args.metric.as_ref().map(|m| format!("metric {m}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    let scope = if scope.is_empty() {
+        "all baselines".to_string()
+    } else {
+        scope
+    };
+    let page = history::html::render(runs, &location.display(), &scope);
+    // Never over the database itself (`--html .gate/history.sqlite`).
+    let db_files = location.files();
+    let db_files: Vec<&std::path::Path> = db_files.iter().map(|p| p.as_path()).collect();
+    crate::files::write_output(path, "--html", page.as_bytes(), &db_files).map_err(|e| {
+        GateError::usage(format!(
+            "cannot write the trend page '{}': {e}",
+            path.display()
+        ))
+    })?;
+    crate::console::wrote("the trend page", path);
+    Ok(())
 }

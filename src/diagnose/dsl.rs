@@ -27,7 +27,8 @@
 //! fires only when its condition is definitely true: missing data is never
 //! evidence for a diagnosis.
 
-use crate::stats::MetricSource;
+use crate::metrics::Statistic;
+use crate::stats::{MetricSource, Stat};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -43,7 +44,11 @@ pub const MAX_EXPR_TOKENS: usize = 512;
 /// (the parser recurses once per level: 5,000 levels overflowed the stack).
 pub const MAX_EXPR_NESTING: usize = 32;
 
-/// Statistic names an identifier may end with (`metric.stat`).
+/// The mean, as the speed ratio reads wall time.
+const MEAN: Stat = Stat::Of(Statistic::Mean);
+
+/// Statistic names an identifier may end with (`metric.stat`); each is a
+/// `Stat` (`Stat::parse`), `median` being `p50`.
 pub const STATS: &[&str] = &[
     "mean", "p5", "p50", "median", "p95", "p99", "min", "max", "stdev", "n",
 ];
@@ -182,7 +187,7 @@ impl Func {
 /// A value reference: `metric.stat`, `metric.feature` or `gpu_count`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ident {
-    Stat { metric: String, stat: String },
+    Stat { metric: String, stat: Stat },
     Feature(String),
     GpuCount,
 }
@@ -794,11 +799,14 @@ impl Parser<'_> {
                 message: format!("unknown metric '{metric}'{hint}"),
             });
         }
-        if STATS.contains(&suffix) {
-            let stat = if suffix == "median" { "p50" } else { suffix };
+        if let Some(stat) = STATS
+            .contains(&suffix)
+            .then(|| Stat::parse(suffix))
+            .flatten()
+        {
             return Ok(Ident::Stat {
                 metric: metric.to_string(),
-                stat: stat.to_string(),
+                stat,
             });
         }
         if self.vocab.features.contains(name) {
@@ -988,7 +996,7 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
             (b != 0.0).then_some(eval_num(&args[0], src, gpu)? / b)
         }
         Func::Z => match &args[0] {
-            Expr::Ident(Ident::Stat { metric, stat }) => z(metric, stat, src, gpu),
+            Expr::Ident(Ident::Stat { metric, stat }) => z(metric, *stat, src, gpu),
             _ => None,
         },
         Func::Share => slowdown_share(&args[0], src, gpu),
@@ -1010,8 +1018,8 @@ pub fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
         (Some(n), Some(b)) if n > 0.0 && b > 0.0 => Some(n / b),
         _ => {
             let (n, b) = (
-                src.stat("wall_time_s", "mean", None)?,
-                base.stat("wall_time_s", "mean", None)?,
+                src.stat("wall_time_s", MEAN, None)?,
+                base.stat("wall_time_s", MEAN, None)?,
             );
             (n > 0.0 && b > 0.0).then_some(b / n)
         }
@@ -1043,7 +1051,7 @@ fn slowdown_share(e: &Expr, src: &dyn MetricSource, gpu: Option<usize>) -> Optio
 
 /// The change of `metric.stat` from the baseline in noise bands (at the
 /// normal quantile: `Noise::band_at_normal_quantile` says why).
-fn z(metric: &str, stat: &str, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
+fn z(metric: &str, stat: Stat, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
     use crate::noise::{noise, Observation};
     let gpu = per_gpu(metric).then_some(gpu).flatten();
     let base = Observation::from_runs(&src.baseline()?.runs(metric, stat, gpu)?)?;
@@ -1065,7 +1073,7 @@ fn lookup(id: &Ident, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64>
             // function they read the run's value.
             let per_gpu =
                 crate::metrics::find(metric).is_some_and(|d| d.scope == crate::metrics::Scope::Gpu);
-            src.stat(metric, stat, if per_gpu { gpu } else { None })
+            src.stat(metric, *stat, if per_gpu { gpu } else { None })
         }
         Ident::Feature(name) => src.feature(name),
         Ident::GpuCount => Some(src.gpu_count() as f64),
@@ -1205,7 +1213,7 @@ mod tests {
     }
 
     impl MetricSource for Src {
-        fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+        fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
             let key = format!("{metric}.{stat}");
             match gpu {
                 Some(g) => self.per_gpu.get(g)?.get(&key).copied(),
@@ -1271,6 +1279,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(eval_bool(&p("sm_active_pct.median < 30"), &s), Some(true));
+        // The statistic is parsed once, when the rule is read: `median` is
+        // `p50`, and a name that is none is refused there, listing them.
+        let Expr::Cmp(_, a, _) = p("sm_active_pct.median < 30") else {
+            panic!("not a comparison")
+        };
+        assert_eq!(
+            *a,
+            Expr::Ident(Ident::Stat {
+                metric: "sm_active_pct".into(),
+                stat: Stat::Of(Statistic::P50)
+            })
+        );
+        assert_eq!(a.to_string(), "sm_active_pct.p50");
+        for (name, stat) in [("stdev", Stat::Stdev), ("n", Stat::N)] {
+            assert_eq!(Stat::parse(name), Some(stat));
+            assert_eq!(stat.to_string(), name);
+        }
+        let msg = err("sm_active_pct.p42 > 1").message;
+        assert!(
+            msg.starts_with("unknown statistic or feature 'p42' of 'sm_active_pct'; statistics: mean p5 p50 median p95 p99 min max stdev n"),
+            "{msg}"
+        );
         assert_eq!(
             eval_bool(&p("gpu_busy_pct.idle_frac >= 0.5"), &s),
             Some(true)

@@ -33,7 +33,8 @@ pub mod dsl;
 pub mod rules;
 
 use crate::error::GateError;
-use crate::stats::MetricSource;
+use crate::metrics::Statistic;
+use crate::stats::{MetricSource, Stat};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -549,7 +550,7 @@ pub struct Change<'a> {
 }
 
 impl MetricSource for Change<'_> {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         self.new.stat(metric, stat, gpu)
     }
     fn feature(&self, name: &str) -> Option<f64> {
@@ -561,7 +562,7 @@ impl MetricSource for Change<'_> {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         self.new.runs(metric, stat, gpu)
@@ -588,7 +589,7 @@ impl Pooled<'_> {
 }
 
 impl MetricSource for Pooled<'_> {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         self.mean(|r| r.stat(metric, stat, gpu))
     }
     fn feature(&self, name: &str) -> Option<f64> {
@@ -600,7 +601,7 @@ impl MetricSource for Pooled<'_> {
     fn runs(
         &self,
         metric: &str,
-        stat: &str,
+        stat: Stat,
         gpu: Option<usize>,
     ) -> Option<Vec<(f64, Option<f64>)>> {
         let all: Vec<(f64, Option<f64>)> = self
@@ -617,7 +618,8 @@ impl MetricSource for Pooled<'_> {
 /// T4, `--no-gpm`) rules reason from NVML and host counters only, and say
 /// which causes those cannot tell apart (`change_nogpm`).
 pub fn has_gpm(run: &dyn MetricSource) -> bool {
-    run.stat("sm_active_pct", "mean", None).is_some()
+    run.stat("sm_active_pct", Stat::Of(Statistic::Mean), None)
+        .is_some()
 }
 
 /// The framework a run was detected to use (`features::framework_features`

@@ -8,7 +8,8 @@
 
 use super::dsl::{self, Expr, ParseError, Type, Vocabulary};
 use super::Severity;
-use crate::stats::MetricSource;
+use crate::metrics::Statistic;
+use crate::stats::{MetricSource, Stat};
 use std::collections::BTreeMap;
 
 /// Fields a rule table may have.
@@ -293,7 +294,7 @@ pub fn change_words(before: Option<f64>, now: Option<f64>, e: &Expr) -> String {
 pub fn unit_of(e: &Expr) -> Option<&'static str> {
     match e {
         Expr::Ident(dsl::Ident::Stat { metric, stat }) => {
-            if stat == "n" {
+            if *stat == Stat::N {
                 return None;
             }
             crate::metrics::find(metric)
@@ -364,9 +365,9 @@ pub fn label_of(e: &Expr) -> String {
     match e {
         Expr::Ident(Ident::Stat { metric, stat }) => {
             let name = crate::metrics::label(metric);
-            match stat.as_str() {
-                "mean" => name.to_string(),
-                "n" => format!("{name}, samples"),
+            match stat {
+                Stat::Of(Statistic::Mean) => name.to_string(),
+                Stat::N => format!("{name}, samples"),
                 s => format!("{name}, {s}"),
             }
         }

@@ -14,7 +14,7 @@ impl Observation {
     /// See `baseline_observation`.
     pub fn from_baseline(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
         if m.runs.is_empty() {
-            let v = m.get_named(statistic.as_str())?;
+            let v = m.get_stat(statistic.into());
             return Observation::from_runs(&[(v, None)]);
         }
         let per_run: Vec<(f64, Option<f64>)> =

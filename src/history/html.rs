@@ -16,9 +16,10 @@
 //! Deterministic for the same runs (no clock): numbers at fixed precision,
 //! maps iterated in order. Every string from the database is escaped.
 
-use super::{RunKind, RunRecord};
+use super::{RunKind, RunRecord, StoredDirection, StoredStatistic};
 use crate::escape::html as escape;
 use crate::format::number as fmt_num;
+use crate::gate::Verdict;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -52,8 +53,8 @@ struct Chart<'a> {
     baseline: &'a str,
     metric: &'a str,
     unit: String,
-    statistic: String,
-    direction: String,
+    statistic: StoredStatistic,
+    direction: StoredDirection,
     /// (x index, run, row) for runs that have this metric.
     points: Vec<(usize, &'a RunRecord, &'a super::MetricRow)>,
     refreshes: Vec<(usize, &'a RunRecord)>,
@@ -186,7 +187,7 @@ fn is_flat(c: &Chart) -> bool {
     c.points.len() == c.runs
         && c.points.iter().all(|(_, r, m)| {
             m.value == m.baseline_value
-                && m.verdict != "regression"
+                && m.verdict != Verdict::Regression
                 && !r.drift.iter().any(|d| d.metric == m.metric)
         })
 }
@@ -206,9 +207,9 @@ fn draw_chart(html: &mut String, c: &Chart, colour: &BTreeMap<&str, &str>) {
         html,
         "<h2>{} <span class=\"meta\">({}{}, {}; baseline '{}'){}</span></h2>",
         escape(c.metric),
-        escape(&c.statistic),
+        escape(c.statistic.as_str()),
         escape(&unit),
-        escape(&c.direction.replace('_', " ")),
+        escape(&c.direction.as_str().replace('_', " ")),
         escape(c.baseline),
         if context > 0 {
             format!(
@@ -305,7 +306,7 @@ impl Scale {
         let mut lo = f64::INFINITY;
         let mut hi = f64::NEG_INFINITY;
         for (_, _, m) in &c.points {
-            let value = m.value.filter(|_| m.verdict != "regression");
+            let value = m.value.filter(|_| m.verdict != Verdict::Regression);
             for v in [value, m.baseline_value].into_iter().flatten() {
                 lo = lo.min(v);
                 hi = hi.max(v);
@@ -564,7 +565,7 @@ fn draw_marks(html: &mut String, c: &Chart, s: &Scale, unit: &str) -> Vec<String
         let Some(v) = m.value else { continue };
         let (xx, yy) = (s.x(*i), s.y(v));
         let who = run_words(r);
-        if m.verdict == "regression" {
+        if m.verdict == Verdict::Regression {
             let cause = match (&r.top_cause, &r.top_rule) {
                 (Some(t), Some(rule)) => format!("{t} ({rule})"),
                 (None, Some(rule)) => rule.clone(),

@@ -10,6 +10,8 @@
 use super::record::{clean, clean_text};
 use super::{RunKind, RunRecord};
 use crate::format::number as fmt_num;
+use crate::gate::Verdict;
+use crate::metrics::Direction;
 use serde::Serialize;
 
 /// Version of the `gate history --format json` document.
@@ -172,8 +174,8 @@ fn metric_table(l: &Listing, metric: &str) -> String {
 /// benchmark's declared number decided, or the metric is not gated), not
 /// a verdict.
 fn verdict_word(m: &super::MetricRow) -> String {
-    if m.gated || m.verdict != "info" {
-        clean(&m.verdict)
+    if m.gated || m.verdict != Verdict::Info {
+        clean(m.verdict.as_str())
     } else {
         "context (not gated)".into()
     }
@@ -205,7 +207,7 @@ fn runs_table(l: &Listing) -> String {
         .map(|r| {
             let mut cells = run_cells(r);
             cells.extend([
-                clean(&r.verdict),
+                clean(r.verdict.as_str()),
                 if r.kind == RunKind::Capture {
                     "-".into()
                 } else {
@@ -230,7 +232,7 @@ fn notes(l: &Listing) -> String {
         let regressed: Vec<String> = r
             .metrics
             .iter()
-            .filter(|m| m.verdict == "regression")
+            .filter(|m| m.verdict == Verdict::Regression)
             .map(|m| {
                 format!(
                     "{} {}",
@@ -251,7 +253,7 @@ fn notes(l: &Listing) -> String {
         let mut context: Vec<(&str, f64)> = r
             .metrics
             .iter()
-            .filter(|m| !m.gated && m.direction != "neutral" && !m.metric.contains('['))
+            .filter(|m| !m.gated && m.direction != Direction::Neutral && !m.metric.contains('['))
             .filter_map(|m| Some((m.metric.as_str(), m.change_pct?)))
             .filter(|(_, p)| p.abs() >= CONTEXT_MOVE_PCT)
             .collect();

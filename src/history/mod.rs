@@ -10,6 +10,8 @@
 //!   embedded, bundled with the binary, the default) and PostgreSQL
 //!   (`postgres.rs`, for teams whose CI runners are ephemeral);
 //! - the versioned schema and its migrations (`schema.rs`), shared by both;
+//! - the closed sets a row holds (verdicts, direction, statistic) as types
+//!   stored as the same words (`stored.rs`);
 //! - where a database is (`Location::parse`: a path, `sqlite:PATH` or
 //!   `postgres://...`), with passwords kept out of every message;
 //! - building a record from a `CheckReport` or a new baseline (`record.rs`);
@@ -32,11 +34,15 @@ pub mod schema;
 pub mod settings;
 pub mod sql;
 pub mod sqlite;
+pub mod stored;
 pub mod trend;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+pub use stored::{
+    RowVerdict, Stored, StoredDirection, StoredRunVerdict, StoredStatistic, StoredVerdict,
+};
 
 /// Where history goes when `[history]` is present in gate.toml without a
 /// `url`, and where `gate history` looks when nothing is configured.
@@ -304,7 +310,7 @@ pub struct RunRecord {
     /// The environment fingerprint (`baseline::Environment`) as JSON.
     pub environment: serde_json::Value,
     /// Run verdict (`pass`, `regression`, ...; `captured` for a capture).
-    pub verdict: String,
+    pub verdict: StoredRunVerdict,
     pub exit_code: i32,
     /// Gated metrics that regressed in this run.
     pub regressions: usize,
@@ -329,9 +335,9 @@ pub struct MetricRow {
     pub metric: String,
     pub unit: String,
     /// `higher_is_better` | `lower_is_better` | `neutral`.
-    pub direction: String,
+    pub direction: StoredDirection,
     /// Which statistic `value` is (`mean`, `p95`, ...).
-    pub statistic: String,
+    pub statistic: StoredStatistic,
     pub gated: bool,
     pub baseline_value: Option<f64>,
     /// Standard deviation of the statistic between the baseline's runs
@@ -344,7 +350,7 @@ pub struct MetricRow {
     /// Noise band in the metric's unit (schema 2).
     pub noise: Option<f64>,
     /// `gate::Verdict::as_str()`; `captured` for a capture.
-    pub verdict: String,
+    pub verdict: StoredVerdict,
 }
 
 /// A drift finding as stored with the run that raised it (schema 2).

@@ -31,7 +31,7 @@ use super::{HistoryError, Location, MetricFilter, Query, RunKind, RunRecord};
 use crate::baseline::{Baseline, Environment};
 use crate::config::Config;
 use crate::error::GateError;
-use crate::gate::CheckReport;
+use crate::gate::{CheckReport, RunVerdict};
 use crate::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -106,7 +106,7 @@ const PRIOR_RUNS: usize = 50;
 fn spread_of_passes(runs: &[RunRecord]) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.verdict == "pass") {
+    for run in runs.iter().filter(|r| r.verdict == RunVerdict::Pass) {
         for m in &run.metrics {
             if let Some(v) = m.value.filter(|v| v.is_finite()) {
                 values.entry(m.metric.as_str()).or_default().push(v);
@@ -431,9 +431,9 @@ pub fn before_check_report(
     });
     if let Some((previous, earlier)) = read {
         if let Some(previous) = previous {
-            run.drift = record::judge_drift(&run, &previous, &drift_cfg);
+            run.drift = record::find_drift(&run, &previous, &drift_cfg);
             record::apply_drift(report, &run.drift);
-            run.verdict = report.verdict.as_str().into();
+            run.verdict = report.verdict.into();
             run.exit_code = report.exit_code;
         }
         report.trend = Some(super::trend::build(report, &earlier, target, &run.drift));

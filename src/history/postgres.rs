@@ -29,7 +29,9 @@
 
 use super::schema::{self, MIGRATIONS};
 use super::sql::{self, Param};
-use super::{DriftRow, HistoryError, HistoryStore, Location, MetricRow, Query, RunKind, RunRecord};
+use super::{
+    DriftRow, HistoryError, HistoryStore, Location, MetricRow, Query, RunKind, RunRecord, Stored,
+};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls};
 use std::time::Duration;
@@ -170,7 +172,7 @@ impl HistoryStore for PostgresStore {
                     &tags,
                     &run.gpu_model,
                     &env,
-                    &run.verdict,
+                    &run.verdict.as_str(),
                     &run.exit_code,
                     &(run.regressions as i64),
                     &run.top_rule,
@@ -196,8 +198,8 @@ impl HistoryStore for PostgresStore {
                         &id,
                         &m.metric,
                         &m.unit,
-                        &m.direction,
-                        &m.statistic,
+                        &m.direction.as_str(),
+                        &m.statistic.as_str(),
                         &m.gated,
                         &m.baseline_value,
                         &m.baseline_sd,
@@ -205,7 +207,7 @@ impl HistoryStore for PostgresStore {
                         &m.change_pct,
                         &m.tolerance,
                         &m.noise,
-                        &m.verdict,
+                        &m.verdict.as_str(),
                     ],
                 )
                 .map_err(fail)?;
@@ -344,7 +346,7 @@ fn read_run(r: &postgres::Row) -> Result<RunRecord, String> {
         tags: sql::json_column(&tags, "tags", id)?,
         gpu_model: r.try_get(9).map_err(e)?,
         environment: sql::json_column(&env, "environment", id)?,
-        verdict: r.try_get(11).map_err(e)?,
+        verdict: Stored::parse(r.try_get::<_, &str>(11).map_err(e)?),
         exit_code: r.try_get(12).map_err(e)?,
         regressions: r.try_get::<_, i64>(13).map_err(e)?.max(0) as usize,
         top_rule: r.try_get(14).map_err(e)?,
@@ -363,8 +365,8 @@ fn read_metric(r: &postgres::Row) -> Result<(i64, MetricRow), String> {
         MetricRow {
             metric: r.try_get(1).map_err(e)?,
             unit: r.try_get(2).map_err(e)?,
-            direction: r.try_get(3).map_err(e)?,
-            statistic: r.try_get(4).map_err(e)?,
+            direction: Stored::parse(r.try_get::<_, &str>(3).map_err(e)?),
+            statistic: Stored::parse(r.try_get::<_, &str>(4).map_err(e)?),
             gated: r.try_get(5).map_err(e)?,
             baseline_value: r.try_get(6).map_err(e)?,
             baseline_sd: r.try_get(7).map_err(e)?,
@@ -372,7 +374,7 @@ fn read_metric(r: &postgres::Row) -> Result<(i64, MetricRow), String> {
             change_pct: r.try_get(9).map_err(e)?,
             tolerance: r.try_get(10).map_err(e)?,
             noise: r.try_get(11).map_err(e)?,
-            verdict: r.try_get(12).map_err(e)?,
+            verdict: Stored::parse(r.try_get::<_, &str>(12).map_err(e)?),
         },
     ))
 }

@@ -7,7 +7,7 @@
 
 use super::drift::{self, Series};
 use super::settings::DriftConfig;
-use super::{DriftRow, MetricRow, RunKind, RunRecord};
+use super::{DriftRow, MetricRow, RowVerdict, RunKind, RunRecord, StoredVerdict};
 use crate::baseline::{Baseline, Environment};
 use crate::gate::{CheckReport, Observation, RunVerdict, Verdict};
 use crate::metrics::Direction;
@@ -26,7 +26,7 @@ pub struct Provenance {
 }
 
 /// Verdict stored for a capture's run and metric rows.
-pub const CAPTURED: &str = "captured";
+pub use super::stored::CAPTURED;
 
 fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
@@ -58,8 +58,8 @@ pub fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -
         .map(|m| MetricRow {
             metric: m.label(),
             unit: m.unit.clone(),
-            direction: m.direction.as_str().into(),
-            statistic: m.statistic.as_str().into(),
+            direction: m.direction.into(),
+            statistic: m.statistic.into(),
             gated: m.gated,
             baseline_value: finite(m.baseline),
             baseline_sd: if m.node.is_none() {
@@ -71,7 +71,7 @@ pub fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -
             change_pct: finite(m.change_pct),
             tolerance: finite(m.tolerance),
             noise: finite(m.noise),
-            verdict: m.verdict.as_str().into(),
+            verdict: m.verdict.into(),
         })
         .collect();
     let top = report.diagnosis.first();
@@ -87,7 +87,7 @@ pub fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -
         tags: prov.tags,
         gpu_model: prov.environment.gpu_model.clone(),
         environment: environment_json(&prov.environment),
-        verdict: report.verdict.as_str().into(),
+        verdict: report.verdict.into(),
         exit_code: report.exit_code,
         regressions: report.counts.regression,
         top_rule: top.map(|f| f.rule.clone()),
@@ -109,8 +109,8 @@ pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
         metrics.push(MetricRow {
             metric: label,
             unit: m.unit.clone(),
-            direction: m.direction.as_str().into(),
-            statistic: m.statistic.as_str().into(),
+            direction: m.direction.into(),
+            statistic: m.statistic.into(),
             gated: m.gated,
             baseline_value: value,
             baseline_sd: finite(obs.and_then(|o| o.run_stdev())),
@@ -118,7 +118,7 @@ pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
             change_pct: None,
             tolerance: None,
             noise: None,
-            verdict: CAPTURED.into(),
+            verdict: RowVerdict::Captured.into(),
         });
     };
     for (id, m) in &b.metrics {
@@ -142,7 +142,7 @@ pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
         tags: prov.tags,
         gpu_model: prov.environment.gpu_model.clone(),
         environment: environment_json(&prov.environment),
-        verdict: CAPTURED.into(),
+        verdict: RowVerdict::Captured.into(),
         exit_code: crate::exit_code::PASS,
         regressions: 0,
         top_rule: None,
@@ -158,8 +158,8 @@ pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
 /// errored or environment-mismatched run says nothing about the code).
 pub fn counts_for_drift(run: &RunRecord) -> bool {
     run.kind == RunKind::Check
-        && run.verdict != RunVerdict::Error.as_str()
-        && run.verdict != RunVerdict::Invalid.as_str()
+        && run.verdict != RunVerdict::Error
+        && run.verdict != RunVerdict::Invalid
 }
 
 /// Hostile characters (controls, bidi overrides) shown visibly
@@ -184,111 +184,130 @@ fn short_commit(c: &str) -> String {
     clean(&c.chars().take(12).collect::<String>())
 }
 
-/// Judge drift for the new run `current` (not yet stored) against the
+/// Find drift for the new run `current` (not yet stored) against the
 /// earlier runs `previous` (newest first, as `HistoryStore::runs` returns
 /// them: same baseline version and branch, metric rows loaded). Returns
 /// one row per drifting gated metric, with its sentence.
-pub fn judge_drift(
+pub fn find_drift(
     current: &RunRecord,
     previous: &[RunRecord],
     config: &DriftConfig,
 ) -> Vec<DriftRow> {
-    let mut out = Vec::new();
     if !config.enabled || !counts_for_drift(current) {
-        return out;
+        return Vec::new();
     }
     let earlier: Vec<&RunRecord> = previous
         .iter()
         .filter(|r| counts_for_drift(r) && r.baseline_created == current.baseline_created)
         .take(config.window.saturating_sub(1))
         .collect();
-    // Only values that passed their own check (pass, inconclusive,
-    // improvement) make a drift series: a regression is already a finding
-    // of its own (and usually reverted), and one such outlier in the window
-    // would inflate the moving-range noise estimate and hide a real slide.
-    let passed = |verdict: &str| {
-        verdict == Verdict::Pass.as_str()
-            || verdict == Verdict::Inconclusive.as_str()
-            || verdict == Verdict::Improvement.as_str()
-    };
-    for m in current.metrics.iter().filter(|m| m.gated) {
-        if !passed(&m.verdict) {
-            continue;
-        }
-        let (Some(b), Some(x)) = (m.baseline_value, m.value) else {
-            continue;
-        };
-        let direction = match m.direction.as_str() {
-            "higher_is_better" => Direction::HigherIsBetter,
-            "lower_is_better" => Direction::LowerIsBetter,
-            _ => continue,
-        };
-        // Oldest first: the runs before (newest first) reversed, then this one.
-        let mut points: Vec<(f64, Option<&str>)> = earlier
-            .iter()
-            .rev()
-            .filter_map(|r| {
-                let row = r.metrics.iter().find(|p| p.metric == m.metric)?;
-                if !passed(&row.verdict) {
-                    return None;
-                }
-                Some((row.value?, r.commit.as_deref()))
-            })
-            .collect();
-        points.push((x, current.commit.as_deref()));
-        let series = Series {
-            direction,
-            baseline: b,
-            baseline_sd: m.baseline_sd,
-            baseline_runs: current.baseline_runs,
-            tolerance: m.tolerance.unwrap_or(0.0),
-            values: points.iter().map(|p| p.0).collect(),
-        };
-        let Some(d) = drift::detect(&series, config) else {
-            continue;
-        };
-        let since_commit = points[d.segment_start].1.map(short_commit);
-        let unit = if m.unit.is_empty() || m.unit == "count" {
-            String::new()
-        } else {
-            format!(" {}", m.unit)
-        };
-        let pct = d
-            .shift_pct
-            .map(|p| format!("{p:+.1} %"))
-            .unwrap_or_else(|| format!("{:+}{unit}", crate::format::number(d.shift)));
-        let branch = current
-            .branch
-            .as_deref()
-            .map(|b| format!(" on branch '{}'", clean(b)))
-            .unwrap_or_default();
-        let since = since_commit
-            .as_deref()
-            .map(|c| format!(", starting at commit {c}"))
-            .unwrap_or_default();
-        let message = format!(
-            "drift: {} ({}) has slid {pct} ({} -> {}{unit}) over the last {} run(s){branch}{since}; each run passed its own check, together they are beyond the run-to-run noise (CUSUM {:.1} > {} noise units of {}{unit}); look at the commits in that range, or refresh the baseline if the change is intended",
-            clean(&m.metric),
-            m.statistic,
-            crate::format::number(b),
-            crate::format::number(d.level),
-            d.segment_runs,
-            d.cusum,
-            drift::H_SIGMA,
-            crate::format::number(d.sigma),
-        );
-        out.push(DriftRow {
-            metric: m.metric.clone(),
-            shift_pct: d.shift_pct,
-            shift: d.shift,
-            cusum: d.cusum,
-            runs: d.segment_runs,
-            since_commit,
-            failed: config.fail,
-            message,
-        });
+    current
+        .metrics
+        .iter()
+        .filter(|m| m.gated)
+        .filter_map(|m| metric_drift(current, &earlier, m, config))
+        .collect()
+}
+
+/// Only values that passed their own check (pass, inconclusive,
+/// improvement) make a drift series: a regression is already a finding of
+/// its own (and usually reverted), and one such outlier in the window would
+/// inflate the moving-range noise estimate and hide a real slide.
+fn passed(verdict: &StoredVerdict) -> bool {
+    *verdict == Verdict::Pass
+        || *verdict == Verdict::Inconclusive
+        || *verdict == Verdict::Improvement
+}
+
+/// The drift finding of one gated metric `m` of `current` over the runs
+/// `earlier` (newest first), if it drifts.
+fn metric_drift(
+    current: &RunRecord,
+    earlier: &[&RunRecord],
+    m: &MetricRow,
+    config: &DriftConfig,
+) -> Option<DriftRow> {
+    if !passed(&m.verdict) {
+        return None;
     }
-    out
+    let (b, x) = (m.baseline_value?, m.value?);
+    let direction = match m.direction.known()? {
+        d @ (Direction::HigherIsBetter | Direction::LowerIsBetter) => d,
+        Direction::Neutral => return None,
+    };
+    // Oldest first: the runs before (newest first) reversed, then this one.
+    let mut points: Vec<(f64, Option<&str>)> = earlier
+        .iter()
+        .rev()
+        .filter_map(|r| {
+            let row = r.metrics.iter().find(|p| p.metric == m.metric)?;
+            if !passed(&row.verdict) {
+                return None;
+            }
+            Some((row.value?, r.commit.as_deref()))
+        })
+        .collect();
+    points.push((x, current.commit.as_deref()));
+    let series = Series {
+        direction,
+        baseline: b,
+        baseline_sd: m.baseline_sd,
+        baseline_runs: current.baseline_runs,
+        tolerance: m.tolerance.unwrap_or(0.0),
+        values: points.iter().map(|p| p.0).collect(),
+    };
+    let d = drift::detect(&series, config)?;
+    let since_commit = points[d.segment_start].1.map(short_commit);
+    let message = drift_message(current, m, b, &d, since_commit.as_deref());
+    Some(DriftRow {
+        metric: m.metric.clone(),
+        shift_pct: d.shift_pct,
+        shift: d.shift,
+        cusum: d.cusum,
+        runs: d.segment_runs,
+        since_commit,
+        failed: config.fail,
+        message,
+    })
+}
+
+/// The sentence reported for drift `d` of metric `m` (baseline value `b`)
+/// in run `current`.
+fn drift_message(
+    current: &RunRecord,
+    m: &MetricRow,
+    b: f64,
+    d: &drift::Drift,
+    since_commit: Option<&str>,
+) -> String {
+    let unit = if m.unit.is_empty() || m.unit == "count" {
+        String::new()
+    } else {
+        format!(" {}", m.unit)
+    };
+    let pct = d
+        .shift_pct
+        .map(|p| format!("{p:+.1} %"))
+        .unwrap_or_else(|| format!("{:+}{unit}", crate::format::number(d.shift)));
+    let branch = current
+        .branch
+        .as_deref()
+        .map(|b| format!(" on branch '{}'", clean(b)))
+        .unwrap_or_default();
+    let since = since_commit
+        .map(|c| format!(", starting at commit {c}"))
+        .unwrap_or_default();
+    format!(
+        "drift: {} ({}) has slid {pct} ({} -> {}{unit}) over the last {} run(s){branch}{since}; each run passed its own check, together they are beyond the run-to-run noise (CUSUM {:.1} > {} noise units of {}{unit}); look at the commits in that range, or refresh the baseline if the change is intended",
+        clean(&m.metric),
+        m.statistic,
+        crate::format::number(b),
+        crate::format::number(d.level),
+        d.segment_runs,
+        d.cusum,
+        drift::H_SIGMA,
+        crate::format::number(d.sigma),
+    )
 }
 
 /// Put drift findings into the check's report: a warning each, or, where
@@ -362,7 +381,7 @@ mod tests {
             .collect();
         previous.reverse();
         let current = run(10, "v1", "pass", 940.0);
-        let found = judge_drift(&current, &previous, &DriftConfig::default());
+        let found = find_drift(&current, &previous, &DriftConfig::default());
         assert_eq!(found.len(), 1, "{found:?}");
         let d = &found[0];
         assert!(
@@ -386,7 +405,7 @@ mod tests {
             fail: true,
             ..DriftConfig::default()
         };
-        assert!(judge_drift(&current, &previous, &fail)[0].failed);
+        assert!(find_drift(&current, &previous, &fail)[0].failed);
     }
 
     #[test]
@@ -396,13 +415,13 @@ mod tests {
             .collect();
         previous.reverse();
         let current = run(10, "new", "pass", 900.0);
-        assert!(judge_drift(&current, &previous, &DriftConfig::default()).is_empty());
+        assert!(find_drift(&current, &previous, &DriftConfig::default()).is_empty());
         let mut errored: Vec<RunRecord> = (1..=9)
             .map(|i| run(i, "v1", "error", 1000.0 - 10.0 * i as f64))
             .collect();
         errored.reverse();
         let current = run(10, "v1", "pass", 900.0);
-        assert!(judge_drift(&current, &errored, &DriftConfig::default()).is_empty());
+        assert!(find_drift(&current, &errored, &DriftConfig::default()).is_empty());
         let off = DriftConfig {
             enabled: false,
             ..DriftConfig::default()
@@ -411,9 +430,9 @@ mod tests {
             .map(|i| run(i, "v1", "pass", 1000.0 - 10.0 * i as f64))
             .collect();
         slide.reverse();
-        assert!(judge_drift(&current, &slide, &off).is_empty());
+        assert!(find_drift(&current, &slide, &off).is_empty());
         assert_eq!(
-            judge_drift(&current, &slide, &DriftConfig::default()).len(),
+            find_drift(&current, &slide, &DriftConfig::default()).len(),
             1
         );
     }
@@ -434,7 +453,7 @@ mod tests {
         previous.reverse();
         let current = run(10, "v1", "pass", 940.0);
         assert_eq!(
-            judge_drift(&current, &previous, &DriftConfig::default()).len(),
+            find_drift(&current, &previous, &DriftConfig::default()).len(),
             1
         );
     }

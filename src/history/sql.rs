@@ -4,6 +4,7 @@
 //! text is built from constants (no user string is ever spliced in).
 
 use super::{MetricFilter, Query};
+use crate::gate::Verdict;
 
 /// A bound parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +95,7 @@ pub fn select(q: &Query, ph: fn(usize) -> String) -> Select {
         MetricFilter::None => None,
         MetricFilter::All => Some(String::new()),
         MetricFilter::Gated => Some(" AND gated = TRUE".to_string()),
-        MetricFilter::Regressed => Some(" AND verdict = 'regression'".to_string()),
+        MetricFilter::Regressed => Some(format!(" AND verdict = '{}'", Verdict::Regression.as_str())),
         MetricFilter::Only(list) => {
             let mut alts = Vec::new();
             for m in list {

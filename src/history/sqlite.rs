@@ -23,7 +23,9 @@
 
 use super::schema::{self, MIGRATIONS};
 use super::sql::{self, Param};
-use super::{DriftRow, HistoryError, HistoryStore, Location, MetricRow, Query, RunKind, RunRecord};
+use super::{
+    DriftRow, HistoryError, HistoryStore, Location, MetricRow, Query, RunKind, RunRecord, Stored,
+};
 use rusqlite::{params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
@@ -204,7 +206,7 @@ impl HistoryStore for SqliteStore {
                 tags,
                 run.gpu_model,
                 env,
-                run.verdict,
+                run.verdict.as_str(),
                 run.exit_code,
                 run.regressions as i64,
                 run.top_rule,
@@ -228,8 +230,8 @@ impl HistoryStore for SqliteStore {
                     id,
                     m.metric,
                     m.unit,
-                    m.direction,
-                    m.statistic,
+                    m.direction.as_str(),
+                    m.statistic.as_str(),
                     m.gated,
                     m.baseline_value,
                     m.baseline_sd,
@@ -237,7 +239,7 @@ impl HistoryStore for SqliteStore {
                     m.change_pct,
                     m.tolerance,
                     m.noise,
-                    m.verdict,
+                    m.verdict.as_str(),
                 ])
                 .map_err(fail)?;
             }
@@ -356,7 +358,7 @@ fn read_run(r: &rusqlite::Row) -> Result<RunRecord, RowError> {
         tags: sql::json_column(&tags, "tags", id).map_err(RowError)?,
         gpu_model: r.get(9)?,
         environment: sql::json_column(&env, "environment", id).map_err(RowError)?,
-        verdict: r.get(11)?,
+        verdict: Stored::parse(&r.get::<_, String>(11)?),
         exit_code: r.get(12)?,
         regressions: r.get::<_, i64>(13)?.max(0) as usize,
         top_rule: r.get(14)?,
@@ -374,8 +376,8 @@ fn read_metric(r: &rusqlite::Row) -> Result<(i64, MetricRow), RowError> {
         MetricRow {
             metric: r.get(1)?,
             unit: r.get(2)?,
-            direction: r.get(3)?,
-            statistic: r.get(4)?,
+            direction: Stored::parse(&r.get::<_, String>(3)?),
+            statistic: Stored::parse(&r.get::<_, String>(4)?),
             gated: r.get(5)?,
             baseline_value: r.get(6)?,
             baseline_sd: r.get(7)?,
@@ -383,7 +385,7 @@ fn read_metric(r: &rusqlite::Row) -> Result<(i64, MetricRow), RowError> {
             change_pct: r.get(9)?,
             tolerance: r.get(10)?,
             noise: r.get(11)?,
-            verdict: r.get(12)?,
+            verdict: Stored::parse(&r.get::<_, String>(12)?),
         },
     ))
 }

@@ -38,7 +38,7 @@ use crate::analysis::features::{
     TARGET_CPU_BUSY_PCT,
 };
 use crate::metrics::Statistic;
-use crate::stats::{percentile_sorted, MetricSource};
+use crate::stats::{percentile_sorted, MetricSource, Stat};
 use crate::trace::{EventKind, EventRecord, Header, ProcessesRecord};
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -833,19 +833,19 @@ impl WindowView<'_> {
 }
 
 impl MetricSource for WindowView<'_> {
-    fn stat(&self, metric: &str, stat: &str, gpu: Option<usize>) -> Option<f64> {
+    fn stat(&self, metric: &str, stat: Stat, gpu: Option<usize>) -> Option<f64> {
         let s = self.series(metric, gpu)?;
         let (ring, w) = (self.ring, self.window);
         let sums = w.sums(ring, s);
         if sums.n == 0 {
             return None; // no statistic at all, as `MetricStats::from_series`
         }
+        let stat = match stat {
+            Stat::N => return Some(sums.n as f64),
+            Stat::Stdev => return sums.stdev(),
+            Stat::Of(s) => s,
+        };
         match stat {
-            "n" => return Some(sums.n as f64),
-            "stdev" => return sums.stdev(),
-            _ => {}
-        }
-        match Statistic::parse(stat)? {
             Statistic::Mean => sums.mean(),
             Statistic::Min => w.extreme(ring, s, false),
             Statistic::Max => w.extreme(ring, s, true),
