@@ -27,12 +27,13 @@ static FREED: Condvar = Condvar::new();
 
 /// Room held in the budget until dropped.
 #[derive(Debug)]
-pub struct Grant {
+pub(crate) struct Grant {
     bytes: usize,
 }
 
 impl Grant {
     /// Bytes held.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -57,7 +58,7 @@ fn fits(used: usize, bytes: usize) -> bool {
 
 /// Hold `bytes` (at most the whole budget), waiting until they fit. Only
 /// for a thread that holds no other grant.
-pub fn reserve(bytes: usize) -> Grant {
+pub(crate) fn reserve(bytes: usize) -> Grant {
     let bytes = bytes.min(BUDGET_BYTES);
     let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
     while !fits(*used, bytes) {
@@ -68,7 +69,7 @@ pub fn reserve(bytes: usize) -> Grant {
 }
 
 /// Hold `bytes` now if they fit beside what is held, else None.
-pub fn try_reserve(bytes: usize) -> Option<Grant> {
+pub(crate) fn try_reserve(bytes: usize) -> Option<Grant> {
     let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
     if bytes > BUDGET_BYTES || *used + bytes > BUDGET_BYTES {
         return None;
@@ -78,7 +79,7 @@ pub fn try_reserve(bytes: usize) -> Option<Grant> {
 }
 
 /// How many grants of `bytes` fit in the budget at once (at least one).
-pub fn fitting(bytes: usize) -> usize {
+pub(crate) fn fitting(bytes: usize) -> usize {
     (BUDGET_BYTES / bytes.max(1)).max(1)
 }
 

@@ -30,7 +30,7 @@ pub struct Cli {
     /// Flags and their values only: '--', a command or other positional word,
     /// --command-string, --help and --version are refused
     #[arg(long, global = true, value_name = "FLAGS", allow_hyphen_values = true)]
-    pub args_string: Option<String>,
+    pub(crate) args_string: Option<String>,
 }
 
 /// `gate --help`'s (and the man page's) description; the exit codes come
@@ -135,7 +135,9 @@ fn forgotten_dashdash(e: clap::Error, argv: &[std::ffi::OsString]) -> clap::Erro
 /// `--command-string`, or a flag that prints and exits (`--help`,
 /// `--version`) is refused, so a CI template's "extra args" input can
 /// neither run a command nor turn the job into an exit 0 without a verdict.
-pub fn expand_args_string(argv: &[std::ffi::OsString]) -> Result<Vec<std::ffi::OsString>, String> {
+pub(crate) fn expand_args_string(
+    argv: &[std::ffi::OsString],
+) -> Result<Vec<std::ffi::OsString>, String> {
     const FLAG: &str = "--args-string";
     // Which flags take values, from the subcommand the line names.
     let mut cli = Cli::command();

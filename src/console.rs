@@ -34,7 +34,7 @@ pub enum ColorChoice {
 /// Whether to colour a stream, given the choice, whether the stream is a
 /// terminal, and the environment (`env(name)`; a function so tests need not
 /// touch the process environment).
-pub fn color_enabled(
+pub(crate) fn color_enabled(
     choice: ColorChoice,
     is_terminal: bool,
     env: impl Fn(&str) -> Option<OsString>,
@@ -59,7 +59,7 @@ fn process_env(name: &str) -> Option<OsString> {
 }
 
 /// Colour for what goes to stdout.
-pub fn stdout_color(choice: ColorChoice) -> bool {
+pub(crate) fn stdout_color(choice: ColorChoice) -> bool {
     color_enabled(choice, std::io::stdout().is_terminal(), process_env)
 }
 
@@ -91,7 +91,7 @@ fn live() -> std::sync::MutexGuard<'static, Option<indicatif::ProgressBar>> {
 
 /// Ends the live status when dropped, on every path out of a recording
 /// (an error included), so what is printed next starts on its own row.
-pub struct LiveGuard;
+pub(crate) struct LiveGuard;
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
@@ -101,7 +101,7 @@ impl Drop for LiveGuard {
 
 /// Start the live status (callers only do this when stderr is a
 /// terminal): a bar over `window` (warm-up and `--duration`) when known.
-pub fn start_live(window: Option<std::time::Duration>) -> LiveGuard {
+pub(crate) fn start_live(window: Option<std::time::Duration>) -> LiveGuard {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     let target = ProgressDrawTarget::stderr_with_hz(4);
     let bar = match window {
@@ -127,7 +127,7 @@ pub fn start_live(window: Option<std::time::Duration>) -> LiveGuard {
 }
 
 /// Update the live status: how far (`elapsed`) and what it says.
-pub fn show_live(elapsed: std::time::Duration, message: &str) {
+pub(crate) fn show_live(elapsed: std::time::Duration, message: &str) {
     if let Some(bar) = live().as_ref() {
         bar.set_position(elapsed.as_millis() as u64);
         bar.set_message(message.to_string());
@@ -135,7 +135,7 @@ pub fn show_live(elapsed: std::time::Duration, message: &str) {
 }
 
 /// Leave the live status on screen as the last word and move to a new row.
-pub fn end_live() {
+pub(crate) fn end_live() {
     if let Some(bar) = live().take() {
         bar.abandon();
         // The bar stays as the last word; what follows starts a new row.
@@ -158,7 +158,7 @@ pub fn out(text: &str) {
 /// `out` of what `write` writes, as it writes it (a document too large to
 /// hold whole: `gate report --format json` of many nodes). The same
 /// handling of a reader that went away.
-pub fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+pub(crate) fn out_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     use std::sync::atomic::{AtomicBool, Ordering};
     static CLOSED: AtomicBool = AtomicBool::new(false);
     if CLOSED.load(Ordering::Relaxed) {
@@ -222,7 +222,7 @@ thread_local! {
 /// write in its own order (`err_text`). A suite judging its replayed
 /// workloads at once writes each one's words in the suite's order, the
 /// same bytes as one after another. Nested holds keep their own text.
-pub fn hold_err<R>(f: impl FnOnce() -> R) -> (R, String) {
+pub(crate) fn hold_err<R>(f: impl FnOnce() -> R) -> (R, String) {
     let outer = HELD_ERR.with(|h| h.borrow_mut().replace(String::new()));
     let r = f();
     let text = HELD_ERR.with(|h| std::mem::replace(&mut *h.borrow_mut(), outer));
@@ -230,7 +230,7 @@ pub fn hold_err<R>(f: impl FnOnce() -> R) -> (R, String) {
 }
 
 /// Write text `hold_err` held (to stderr, or to the hold around this one).
-pub fn err_text(text: &str) {
+pub(crate) fn err_text(text: &str) {
     if !text.is_empty() {
         err(format_args!("{text}"));
     }
@@ -239,7 +239,7 @@ pub fn err_text(text: &str) {
 /// Create the folder a file is about to be written in (`--html
 /// .gate/report.html` on a fresh clone); a failure is left to the write,
 /// whose error names the file.
-pub fn make_parent(path: &std::path::Path) {
+pub(crate) fn make_parent(path: &std::path::Path) {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -256,7 +256,7 @@ pub fn wrote(what: &str, path: &std::path::Path) {
 
 /// The width to wrap text to on stdout: the terminal's columns, or None
 /// in a pipe or a file (text stays as it is, one line per item, for grep).
-pub fn stdout_width() -> Option<usize> {
+pub(crate) fn stdout_width() -> Option<usize> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
@@ -267,7 +267,7 @@ pub fn stdout_width() -> Option<usize> {
 
 /// `text` wrapped to `width` (None: as it is), continuation lines
 /// indented by `indent` spaces; each line ends with a newline.
-pub fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
     let Some(width) = width else {
         return format!("{text}\n");
     };
@@ -328,19 +328,19 @@ pub fn progress_words(elapsed: std::time::Duration, total: std::time::Duration) 
 
 /// How often a CI log (stderr not a terminal) gets a progress line: every
 /// tenth of the window, at least 10 s apart.
-pub fn plain_progress_every(total: std::time::Duration) -> std::time::Duration {
+pub(crate) fn plain_progress_every(total: std::time::Duration) -> std::time::Duration {
     (total / 10).max(std::time::Duration::from_secs(10))
 }
 
 /// `out` of one formatted line.
-pub fn outln(args: std::fmt::Arguments) {
+pub(crate) fn outln(args: std::fmt::Arguments) {
     out(&format!("{args}\n"));
 }
 
 /// Pass one line of the benchmark's output through (bytes as the benchmark
 /// wrote them, newline included), clearing the live line first so they do
 /// not share a row; the next tick redraws the live line below it.
-pub fn echo_line(to: Echo, line: &[u8]) {
+pub(crate) fn echo_line(to: Echo, line: &[u8]) {
     // A closed pipe downstream (`gate record ... | head`) must not stop the
     // benchmark: write errors are ignored, the trace keeps every line.
     let write = || match to {

@@ -37,11 +37,11 @@ impl GateError {
         GateError::Usage(msg.into())
     }
 
-    pub fn infra(msg: impl Into<String>) -> Self {
+    pub(crate) fn infra(msg: impl Into<String>) -> Self {
         GateError::Infra(msg.into())
     }
 
-    pub fn bad_file(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+    pub(crate) fn bad_file(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
         GateError::BadFile {
             path: path.into(),
             message: msg.into(),

@@ -195,13 +195,13 @@ pub fn github_data(s: &str) -> String {
 /// A property value of a GitHub workflow command (`title=`), as
 /// @actions/core `escapeProperty`: as [`github_data`], plus `:` and `,`.
 /// `%` is encoded first, so `%3A` never becomes `%253A`.
-pub fn github_property(s: &str) -> String {
+pub(crate) fn github_property(s: &str) -> String {
     github_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// An OpenMetrics label value (inside `"..."`) or `# HELP` text: `\`, `"`
 /// and LF escaped as the exposition format defines.
-pub fn openmetrics_label(s: &str) -> String {
+pub(crate) fn openmetrics_label(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -243,14 +243,14 @@ pub fn toml_string(s: &str) -> String {
 
 /// Text inside a TOML comment: comments end at a line break and cannot
 /// hold control characters, so hostile characters are shown visibly.
-pub fn toml_comment(s: &str) -> String {
+pub(crate) fn toml_comment(s: &str) -> String {
     terminal(s)
 }
 
 /// One POSIX shell word: plain words as they are, anything else in single
 /// quotes (a `'` inside becomes `'\''`), so a printed command can be
 /// copied and run as it was recorded.
-pub fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))

@@ -61,7 +61,7 @@ fn too_large(len: u64, limit: u64) -> io::Error {
 /// Open `path` for reading: a regular file of at most `limit` bytes.
 /// The error (not-found kept as `NotFound`) is for the caller to put in
 /// context: "cannot read trace 'x': is a FIFO, not a regular file".
-pub fn open_input(path: &Path, limit: u64) -> io::Result<File> {
+pub(crate) fn open_input(path: &Path, limit: u64) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -81,7 +81,7 @@ pub fn open_input(path: &Path, limit: u64) -> io::Result<File> {
 /// the machine's state (`/proc/self/environ` is gate's environment, with
 /// its CI secrets), so a file the benchmark controls (`--metrics-file`, a
 /// link it planted) must never be read from there into a trace.
-pub fn open_real_input(path: &Path, limit: u64) -> io::Result<File> {
+pub(crate) fn open_real_input(path: &Path, limit: u64) -> io::Result<File> {
     let file = open_input(path, limit)?;
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     use std::os::fd::AsRawFd;
@@ -103,7 +103,7 @@ pub fn open_real_input(path: &Path, limit: u64) -> io::Result<File> {
 
 /// A reader over an input that fails, rather than stopping quietly, when
 /// the file grew past `limit` after it was opened.
-pub struct Capped<R> {
+pub(crate) struct Capped<R> {
     inner: R,
     left: u64,
     limit: u64,
@@ -122,7 +122,7 @@ impl<R: Read> Capped<R> {
     }
 
     /// Past the limit, fail with `message` (kind `FileTooLarge`).
-    pub fn with_message(mut self, message: String) -> Capped<R> {
+    pub(crate) fn with_message(mut self, message: String) -> Capped<R> {
         self.past_limit = Some(message);
         self
     }
@@ -149,7 +149,7 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The bytes of an input file (see `open_input`).
-pub fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = open_input(path, limit)?;
     let mut out = Vec::new();
     Capped::new(file, limit).read_to_end(&mut out)?;
@@ -166,12 +166,12 @@ pub fn read_real_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 
 /// The text of an input file (see `open_input`); invalid UTF-8 is an error
 /// naming the line.
-pub fn read_input_string(path: &Path, limit: u64) -> io::Result<String> {
+pub(crate) fn read_input_string(path: &Path, limit: u64) -> io::Result<String> {
     utf8_text(read_input(path, limit)?)
 }
 
 /// `bytes` as text, or an error naming the line of the first bad byte.
-pub fn utf8_text(bytes: Vec<u8>) -> io::Result<String> {
+pub(crate) fn utf8_text(bytes: Vec<u8>) -> io::Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
@@ -186,7 +186,7 @@ pub fn utf8_text(bytes: Vec<u8>) -> io::Result<String> {
 
 /// Whether an I/O error is the machine's fault (disk full, quota, I/O
 /// error), not the user's: retrying on another runner may help (exit 3).
-pub fn is_infra_io(e: &io::Error) -> bool {
+pub(crate) fn is_infra_io(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EIO)
@@ -195,7 +195,7 @@ pub fn is_infra_io(e: &io::Error) -> bool {
 
 /// `message` as the error for writing an output that failed with `e`:
 /// infrastructure (exit 3) for a full disk, usage (exit 2) otherwise.
-pub fn output_error(message: String, e: &io::Error) -> crate::error::GateError {
+pub(crate) fn output_error(message: String, e: &io::Error) -> crate::error::GateError {
     if is_infra_io(e) {
         crate::error::GateError::infra(message)
     } else {
@@ -226,7 +226,7 @@ fn canonical(path: &Path) -> Option<PathBuf> {
 /// Whether `a` and `b` name the same file: the same device and inode when
 /// both exist (hard links), else the same canonical path (a file that does
 /// not exist yet, under any spelling).
-pub fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (identity(a), identity(b)) {
         (Some(x), Some(y)) => x == y,
         _ => canonical(a).is_some_and(|ca| canonical(b) == Some(ca)),
@@ -246,7 +246,7 @@ impl Inputs {
     }
 
     /// Several inputs of one kind (the files of the history database).
-    pub fn add_all(&mut self, what: &str, paths: impl IntoIterator<Item = PathBuf>) {
+    pub(crate) fn add_all(&mut self, what: &str, paths: impl IntoIterator<Item = PathBuf>) {
         for p in paths {
             self.add(what, p);
         }
@@ -266,7 +266,7 @@ impl Inputs {
     }
 
     /// `check_output` against these inputs.
-    pub fn check_output(&self, path: &Path, what: &str) -> io::Result<()> {
+    pub(crate) fn check_output(&self, path: &Path, what: &str) -> io::Result<()> {
         check_output_named(path, what, self)
     }
 
@@ -280,7 +280,7 @@ impl Inputs {
 /// Refused: an existing path that is not a regular file (a symlink to one
 /// is fine: it is replaced, not followed), and a path that is one of
 /// `inputs` (the same file under any name).
-pub fn check_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<()> {
+pub(crate) fn check_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<()> {
     check_output_named(path, what, &unnamed(inputs))
 }
 
@@ -333,7 +333,7 @@ fn check_output_named(path: &Path, what: &str, inputs: &Inputs) -> io::Result<()
 /// link at it (`O_CREAT | O_EXCL | O_NOFOLLOW`), mode 0644 before umask.
 /// For temporaries and `.partial` traces: if anything exists there already,
 /// this fails (`AlreadyExists`) rather than writing through it.
-pub fn create_new(path: &Path) -> io::Result<File> {
+pub(crate) fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -344,7 +344,7 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 
 /// A lock file: created if missing, opened if present, but never through a
 /// symbolic link, never a FIFO or device (the open does not block).
-pub fn open_lock_file(path: &Path) -> io::Result<File> {
+pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -362,7 +362,7 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
 
 /// Append to `path` (a CI-provided file such as `$GITHUB_OUTPUT`), creating
 /// it if missing; a FIFO or device there is refused instead of blocking.
-pub fn open_append(path: &Path) -> io::Result<File> {
+pub(crate) fn open_append(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .append(true)
         .create(true)
@@ -384,7 +384,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 /// descriptor), a symbolic link (`O_NOFOLLOW`: never written through), and
 /// one of the command's `inputs` under any name (checked on the
 /// descriptor too, so a rename in between changes nothing).
-pub fn open_append_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<File> {
+pub(crate) fn open_append_output(path: &Path, what: &str, inputs: &[&Path]) -> io::Result<File> {
     let refuse = |why: String| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -502,7 +502,7 @@ fn write_output_named(path: &Path, what: &str, bytes: &[u8], inputs: &Inputs) ->
 
 /// The bytes of `values` as this process holds them, for scratch files
 /// written and read by the same process (native byte order).
-pub fn f32_bytes(values: &[f32]) -> &[u8] {
+pub(crate) fn f32_bytes(values: &[f32]) -> &[u8] {
     // SAFETY: f32 has no padding; u8 has alignment 1; the length covers
     // exactly the slice's memory, borrowed for the slice's lifetime.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }

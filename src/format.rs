@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 /// Significant digits of a measured value in reports: enough to read a
 /// 0.1 % change. Display only: baselines store full precision.
-pub const SIGNIFICANT_DIGITS: usize = 4;
+pub(crate) const SIGNIFICANT_DIGITS: usize = 4;
 
 /// A measured value for people: at least [`SIGNIFICANT_DIGITS`]
 /// significant digits, integer part never rounded, no trailing zeros,
@@ -86,13 +86,13 @@ pub fn significant(v: f64, digits: usize) -> String {
 }
 
 /// [`number`], or `n/a` for a value that was not measured (never 0).
-pub fn number_or_na(v: Option<f64>) -> String {
+pub(crate) fn number_or_na(v: Option<f64>) -> String {
     v.map(number).unwrap_or_else(|| "n/a".into())
 }
 
 /// A measured value with its unit (`97.12 %`, `312 W`, `42`), `n/a` when
 /// absent. Counts and unit-less values print bare.
-pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
+pub(crate) fn value_with_unit(v: Option<f64>, unit: &str) -> String {
     match v {
         Some(v) if unit.is_empty() || unit == "count" => number(v),
         Some(v) => format!("{} {unit}", number(v)),
@@ -102,7 +102,7 @@ pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
 
 /// A relative change in percent, signed, without the `%` sign: one
 /// decimal, none from 100 up (`+12.3`, `-40`, `+150`).
-pub fn percent_change(p: f64) -> String {
+pub(crate) fn percent_change(p: f64) -> String {
     let sign = if p >= 0.0 { "+" } else { "" };
     if p.abs() >= 100.0 {
         format!("{sign}{p:.0}")
@@ -112,7 +112,7 @@ pub fn percent_change(p: f64) -> String {
 }
 
 /// RFC 3339 UTC timestamp of `t` (seconds precision).
-pub fn rfc3339_utc(t: SystemTime) -> String {
+pub(crate) fn rfc3339_utc(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -121,7 +121,7 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
 }
 
 /// Current time, RFC 3339 UTC, second precision. Only capture uses it.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339_utc(SystemTime::now())
 }
 
@@ -207,7 +207,7 @@ mod tests {
 
 /// "NVIDIA H200 x2", or "no GPU (host counters only)" for a run recorded
 /// with `--no-gpu` (its model is "none", its count 0).
-pub fn gpus_text(model: &str, count: usize) -> String {
+pub(crate) fn gpus_text(model: &str, count: usize) -> String {
     if count == 0 {
         "no GPU (host counters only)".to_string()
     } else {

@@ -19,50 +19,50 @@ const MIB: u64 = 1024 * 1024;
 /// one ~1.8 GB (issue 12 asks `check` to handle it); loaded, the samples
 /// take about half the file's size as f32 columns, so 8 GiB (~4 days at
 /// 8 GPUs) stays within a large CI runner's memory.
-pub const MAX_TRACE_BYTES: u64 = 8 * 1024 * MIB;
+pub(crate) const MAX_TRACE_BYTES: u64 = 8 * 1024 * MIB;
 /// A `.zst` trace may expand to at most this many times its compressed
 /// size (or `MIN_ZSTD_EXPANDED_BYTES`, whichever is more). Real traces
 /// compress 7-8x (an idle GPU's, all values constant, ~40x); a 4 MB file
 /// expanding to 3 GiB of samples used to take 2.6 GB of memory.
-pub const MAX_ZSTD_EXPANSION: u64 = 100;
+pub(crate) const MAX_ZSTD_EXPANSION: u64 = 100;
 /// What any `.zst` trace may expand to, however small the file.
-pub const MIN_ZSTD_EXPANDED_BYTES: u64 = 64 * MIB;
+pub(crate) const MIN_ZSTD_EXPANDED_BYTES: u64 = 64 * MIB;
 /// Empty or whitespace-only lines a trace may hold (the writer writes
 /// none): 327 kB of compressed newlines used to cost over 100 s of CPU.
-pub const MAX_BLANK_TRACE_LINES: usize = 10_000;
+pub(crate) const MAX_BLANK_TRACE_LINES: usize = 10_000;
 /// Longest line (record) of a trace. The longest real records are the
 /// header and the processes tables: a few KiB.
-pub const MAX_TRACE_LINE_BYTES: usize = 16 * MIB as usize;
+pub(crate) const MAX_TRACE_LINE_BYTES: usize = 16 * MIB as usize;
 /// Latest time (ms since the start) a trace record may carry: 30 days.
 /// Reports allocate per time slice, so a time of 1e13 ms used to ask for
 /// 240 GB.
-pub const MAX_TRACE_SPAN_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
+pub(crate) const MAX_TRACE_SPAN_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 /// Largest baseline file. The committed one-GPU baseline is 40 KB; eight
 /// GPUs make it about 8 times larger.
-pub const MAX_BASELINE_BYTES: u64 = 16 * MIB;
+pub(crate) const MAX_BASELINE_BYTES: u64 = 16 * MIB;
 /// Largest `gate.toml`.
-pub const MAX_CONFIG_BYTES: u64 = MIB;
+pub(crate) const MAX_CONFIG_BYTES: u64 = MIB;
 /// Most of a `--metrics-file` kept in a trace: a larger file is kept whole
 /// up to this size, a larger JSON file without its per-round samples
 /// (`metric_sources::keep`); more to keep fails the run (exit 2).
-pub const MAX_METRICS_FILE_BYTES: u64 = MIB;
+pub(crate) const MAX_METRICS_FILE_BYTES: u64 = MIB;
 /// Largest `--metrics-file` read (a pytest-benchmark file keeping every
 /// round of hundreds of tests is a few hundred MiB).
-pub const MAX_METRICS_FILE_READ_BYTES: u64 = 1024 * MIB;
+pub(crate) const MAX_METRICS_FILE_READ_BYTES: u64 = 1024 * MIB;
 /// Benchmark stdout kept in the trace, in all (the rest still passes through).
-pub const MAX_KEPT_OUTPUT_BYTES: usize = 4 * MIB as usize;
+pub(crate) const MAX_KEPT_OUTPUT_BYTES: usize = 4 * MIB as usize;
 /// Longest benchmark stdout line kept (and matched by `--warmup-until` and
 /// user-metric regexes); the rest of the line still passes through. A
 /// 500 MB line used to cost 1 GB of memory.
-pub const MAX_OUTPUT_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_OUTPUT_LINE_BYTES: usize = 64 * 1024;
 /// Longest `--warmup`, `--duration` and `--warmup-timeout` (each): 7 days.
 /// `--duration 99999999999999999999` panicked while parsing; huge
 /// `--warmup` + `--duration` overflowed the clock arithmetic after the
 /// benchmark had started (and left it running).
-pub const MAX_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const MAX_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
 /// A recording stops at 29 days (as if `--duration` were reached), so its
 /// trace stays within `MAX_TRACE_SPAN_MS` and can be read back.
-pub const MAX_RECORDING: Duration = Duration::from_secs(29 * 24 * 3600);
+pub(crate) const MAX_RECORDING: Duration = Duration::from_secs(29 * 24 * 3600);
 /// Default bound on a `--warmup-until` wait: a pattern that never matches
 /// must not hold a `--duration` run open for ever.
 pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -71,43 +71,43 @@ pub const DEFAULT_WARMUP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// GPUs is 2e7 J; a user metric in bytes per second is below 1e12);
 /// beyond it, `relative x baseline` tolerances swallow any change (a
 /// baseline of 1e308 judged a 99.9 % drop a pass).
-pub const MAX_ABS_VALUE: f64 = 1e15;
+pub(crate) const MAX_ABS_VALUE: f64 = 1e15;
 /// Default bound on one history step (`--history-timeout`): opening the
 /// database with its reads for drift, or appending the run. PostgreSQL gets
 /// it as `statement_timeout` and `lock_timeout` for the session; a stalled
 /// server or a `runs` table locked by another session held `check` until
 /// the CI killed it, with no verdict written.
-pub const HISTORY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HISTORY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The client gives a step this much longer than `--history-timeout`
 /// before it abandons the server (which then had its chance to report its
 /// own time-out, a clearer message); catches a server that accepts TCP and
 /// never answers, which no server-side setting can.
-pub const HISTORY_CLIENT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const HISTORY_CLIENT_GRACE: Duration = Duration::from_secs(2);
 /// Longest wait for the TCP connection to a PostgreSQL history (unless the
 /// URL sets `connect_timeout`; never more than `--history-timeout`).
-pub const HISTORY_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const HISTORY_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest free text of one JUnit test case of a metric (its failure
 /// text with the diagnosis): 3,000 regressed metrics each carrying the
 /// whole diagnosis made an 880 MB JUnit file and took 1.86 GB of memory.
-pub const MAX_CASE_TEXT_BYTES: usize = 2 * 1024;
+pub(crate) const MAX_CASE_TEXT_BYTES: usize = 2 * 1024;
 /// Longest free text of the `run verdict` test case (reasons, diagnosis)
 /// and of one line of the PR comment's head, in the report's own words.
-pub const MAX_RUN_TEXT_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_RUN_TEXT_BYTES: usize = 64 * 1024;
 /// Longest one-line message (JUnit `message` attributes, the PR comment's
 /// "Top cause" line before escaping).
-pub const MAX_MESSAGE_BYTES: usize = 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024;
 /// Largest PR comment gate writes: GitHub takes 65,536 characters, the
 /// GitHub template cuts at 60,000 bytes; the table is cut first, the
 /// markers by which the comment is found always stay last.
 pub const MAX_PR_COMMENT_BYTES: usize = 60_000;
 /// Most time slices in a report's panorama; a longer trace gets wider slices.
-pub const MAX_PANORAMA_SLICES: usize = 100_000;
+pub(crate) const MAX_PANORAMA_SLICES: usize = 100_000;
 
 /// `text` within `MAX_MESSAGE_BYTES` (one warning or error line), cut at a
 /// character boundary with how much was cut: a reader's warning that
 /// quotes a file (12,000 benchmark names) stays one short line in every
 /// output.
-pub fn bounded_message(text: String) -> String {
+pub(crate) fn bounded_message(text: String) -> String {
     if text.len() <= MAX_MESSAGE_BYTES {
         return text;
     }
@@ -119,14 +119,14 @@ pub fn bounded_message(text: String) -> String {
 }
 
 /// What a `.zst` trace of `compressed_bytes` may expand to.
-pub fn zstd_expanded_cap(compressed_bytes: u64) -> u64 {
+pub(crate) fn zstd_expanded_cap(compressed_bytes: u64) -> u64 {
     compressed_bytes
         .saturating_mul(MAX_ZSTD_EXPANSION)
         .clamp(MIN_ZSTD_EXPANDED_BYTES, MAX_TRACE_BYTES)
 }
 
 /// A duration for people: `250ms`, `10s`, `10m`, `7 days`.
-pub fn duration_text(d: Duration) -> String {
+pub(crate) fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
@@ -142,7 +142,7 @@ pub fn duration_text(d: Duration) -> String {
 }
 
 /// `n` bytes for people: `512 KiB`, `16 MiB`, `1 GiB`.
-pub fn bytes_text(n: u64) -> String {
+pub(crate) fn bytes_text(n: u64) -> String {
     const UNITS: [&str; 4] = ["bytes", "KiB", "MiB", "GiB"];
     let mut v = n as f64;
     let mut unit = 0;

@@ -94,7 +94,7 @@ pub struct MetricDef {
     pub statistic: Statistic,
     /// Absolute tolerance in the metric's unit, used alongside the relative
     /// threshold: a change must exceed both (see `gate/`).
-    pub abs_tolerance: f64,
+    pub(crate) abs_tolerance: f64,
     /// Where the number comes from.
     pub source: &'static str,
     pub description: &'static str,
@@ -394,9 +394,9 @@ pub const ROLE_METRIC_IDS: &[&str] = &[
 ];
 
 /// Tensor-core activity: the counter closest to a rate of useful math.
-pub const TENSOR_ACTIVITY_ID: &str = "tensor_pct";
+pub(crate) const TENSOR_ACTIVITY_ID: &str = "tensor_pct";
 /// Counters of how much of the time the GPU worked, not how much it did.
-pub const TIME_BUSY_IDS: &[&str] = &["gpu_busy_pct", "sm_active_pct"];
+pub(crate) const TIME_BUSY_IDS: &[&str] = &["gpu_busy_pct", "sm_active_pct"];
 
 /// Run-level metrics that are not sampled: the benchmark's own numbers.
 // Counted from the end of warm-up when one is marked (`RunSummary::
@@ -405,7 +405,7 @@ pub const TIME_BUSY_IDS: &[&str] = &["gpu_busy_pct", "sm_active_pct"];
 // benchmark (interpreter, imports, CUDA context) jitters by 0.6-1.3 s
 // between healthy runs of the same code on the H200 machines
 // (fixtures/README.md; cold starts add 8-10 s).
-pub const WALL_TIME: MetricDef = m(
+pub(crate) const WALL_TIME: MetricDef = m(
     "wall_time_s",
     "s",
     LowerIsBetter,
@@ -500,7 +500,7 @@ pub fn find(id: &str) -> Option<&'static MetricDef> {
 
 /// A GPM metric (Hopper+ GPU performance monitoring): read in pairs every
 /// `--gpm-interval`, missing between readings, subject to the glitch rule.
-pub fn is_gpm(id: &str) -> bool {
+pub(crate) fn is_gpm(id: &str) -> bool {
     find(id).is_some_and(|d| d.source.starts_with("GPM"))
 }
 
@@ -521,7 +521,7 @@ impl MetricDef {
     }
 
     /// `gpu` (one value per GPU, and their mean), `host` or `run`.
-    pub fn scope_name(&self) -> &'static str {
+    pub(crate) fn scope_name(&self) -> &'static str {
         if self.id == WALL_TIME.id {
             "run"
         } else {
@@ -587,7 +587,7 @@ mod tests {
 /// a mistyped `word`, when close enough to be a typo: "did you mean" for
 /// every place a metric id is typed (gate.toml, `gate history --metric`).
 /// A label's `[gpuN]` and `nodeN/` parts are ignored.
-pub fn suggest<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub(crate) fn suggest<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let bare = word.rsplit('/').next().unwrap_or(word);
     let bare = bare.split('[').next().unwrap_or(bare);
     let candidates: Vec<&str> = all().map(|m| m.id).chain(more).collect();
@@ -603,7 +603,7 @@ pub fn suggest<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> Optio
 }
 
 /// " (did you mean 'X'?)" or nothing.
-pub fn did_you_mean<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(word: &str, more: impl IntoIterator<Item = &'a str>) -> String {
     suggest(word, more)
         .map(|s| format!(" (did you mean '{s}'?)"))
         .unwrap_or_default()

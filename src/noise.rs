@@ -74,7 +74,7 @@ pub struct Observation {
     /// Each run's statistic.
     pub runs: Vec<f64>,
     /// Each run's 95 % half-width of its mean, when known.
-    pub run_ci95: Vec<Option<f64>>,
+    pub(crate) run_ci95: Vec<Option<f64>>,
     /// The runs are repeats of one benchmark (their spread is run-to-run
     /// noise). False for the nodes of one multi-node run.
     pub repeats: bool,
@@ -82,7 +82,7 @@ pub struct Observation {
 
 impl Observation {
     /// From per-run `(statistic, ci95)` pairs; non-finite values are dropped.
-    pub fn from_runs(per_run: &[(f64, Option<f64>)]) -> Option<Observation> {
+    pub(crate) fn from_runs(per_run: &[(f64, Option<f64>)]) -> Option<Observation> {
         let vals: Vec<(f64, Option<f64>)> = per_run
             .iter()
             .copied()
@@ -110,7 +110,7 @@ impl Observation {
     }
 
     /// Standard deviation of the per-run values (None with fewer than 2).
-    pub fn run_stdev(&self) -> Option<f64> {
+    pub(crate) fn run_stdev(&self) -> Option<f64> {
         let (ss, df) = self.run_ss();
         (df > 0).then(|| (ss / df as f64).sqrt())
     }
@@ -153,11 +153,11 @@ pub struct Noise {
     pub source: NoiseSource,
     /// Degrees of freedom of the estimate (None: within-run at the
     /// normal quantile); fractional with a learned prior.
-    pub df: Option<f64>,
+    pub(crate) df: Option<f64>,
     /// How much wider `band` is than 1.96 measured standard errors: the
     /// Student-t quantile over 1.96 for few runs, `WITHIN_RUN_UNDERSTATES`
     /// for one run a side, else 1.
-    pub widening: f64,
+    pub(crate) widening: f64,
 }
 
 /// One run a side: the within-run band is widened this much (module doc).
@@ -191,7 +191,7 @@ impl Noise {
     /// in 0..100, so two means of it differ by at most 100 points): an
     /// interval wider than the metric can move claims more than the data
     /// allow, and is cut to the range.
-    pub fn within_range(mut self, range: Option<f64>) -> Noise {
+    pub(crate) fn within_range(mut self, range: Option<f64>) -> Noise {
         if let Some(r) = range.filter(|r| *r > 0.0) {
             if self.band > r {
                 self.band = r;
@@ -208,11 +208,11 @@ impl Noise {
 /// out (within-run errors of 0.01 points against run-to-run shifts of 0.3,
 /// under the 1-point floor: ratios up to 1600 that a moment estimator is
 /// not robust to; with them the fit gives 0.89 and 1.2 df).
-pub const WITHIN_RUN_INFLATION: f64 = 1.0;
+pub(crate) const WITHIN_RUN_INFLATION: f64 = 1.0;
 
 /// Prior degrees of freedom `d0` of the same fit: what the within-run
 /// estimate is worth in baseline runs (2.7 runs' worth of spread).
-pub const PRIOR_DF: f64 = 2.7;
+pub(crate) const PRIOR_DF: f64 = 2.7;
 
 /// What the verdict's band knows beyond the two sides' runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -235,7 +235,7 @@ impl Default for Prior {
 
 /// Two-sided `1 - 0.05 / looks` quantile of Student's t with `df` degrees
 /// of freedom (fractional allowed; the normal quantile when unbounded).
-pub fn t_quantile(df: f64, looks: usize) -> f64 {
+pub(crate) fn t_quantile(df: f64, looks: usize) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
     let p = 1.0 - 0.025 / looks.max(1) as f64;
     if df.is_finite() && df > 0.0 {
@@ -292,11 +292,11 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
 
 /// Largest |z| reported: a change from a constant baseline (no noise at
 /// all, e.g. 0 foreign processes) is "far beyond the noise", not infinite.
-pub const Z_CAP: f64 = 1000.0;
+pub(crate) const Z_CAP: f64 = 1000.0;
 
 /// A change in noise bands: beyond +-1 it clears the noise. A zero band
 /// gives 0 for no change and +-`Z_CAP` otherwise.
-pub fn in_bands(change: f64, band: f64) -> f64 {
+pub(crate) fn in_bands(change: f64, band: f64) -> f64 {
     if change == 0.0 {
         0.0
     } else if band > 0.0 {

@@ -13,9 +13,9 @@ use std::sync::OnceLock;
 
 /// Environment variable that sets the number of threads (default: the
 /// cores the process may use).
-pub const THREADS_ENV: &str = "GATE_THREADS";
+pub(crate) const THREADS_ENV: &str = "GATE_THREADS";
 /// Most threads `GATE_THREADS` may ask for.
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 
 thread_local! {
     static IN_WORKER: Cell<bool> = const { Cell::new(false) };
@@ -23,7 +23,7 @@ thread_local! {
 
 /// `GATE_THREADS` parsed: None when unset, an error line when it is not a
 /// number from 1 to `MAX_THREADS`.
-pub fn threads_from_env() -> Result<Option<usize>, String> {
+pub(crate) fn threads_from_env() -> Result<Option<usize>, String> {
     let Some(raw) = std::env::var_os(THREADS_ENV) else {
         return Ok(None);
     };
@@ -61,7 +61,7 @@ pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) 
 /// memory in the shared budget (`budget`) while it works: as many workers
 /// as find room now, at least one. The first works on the caller's room
 /// (a load's grant, or the program's own), so no call ever waits.
-pub fn map_within<'a, T: Sync, R: Send>(
+pub(crate) fn map_within<'a, T: Sync, R: Send>(
     bytes_per_item: usize,
     items: &'a [T],
     f: impl Fn(&'a T) -> R + Sync,
@@ -76,7 +76,7 @@ pub fn map_within<'a, T: Sync, R: Send>(
 /// `items` items, `bytes_per_item` each: as many as fit now (none inside a
 /// worker). The workers are one more than the grants; they hold their room
 /// until the grants drop.
-pub fn extra_workers(bytes_per_item: usize, items: usize) -> Vec<crate::budget::Grant> {
+pub(crate) fn extra_workers(bytes_per_item: usize, items: usize) -> Vec<crate::budget::Grant> {
     let mut grants = Vec::new();
     if !IN_WORKER.with(Cell::get) {
         let want = threads().min(items).saturating_sub(1);
@@ -98,7 +98,7 @@ fn threads_within(bytes_per_item: usize) -> usize {
 }
 
 /// `map` on at most `threads` threads.
-pub fn map_with<'a, T: Sync, R: Send>(
+pub(crate) fn map_with<'a, T: Sync, R: Send>(
     threads: usize,
     items: &'a [T],
     f: impl Fn(&'a T) -> R + Sync,
@@ -166,7 +166,7 @@ fn warn_fewer_threads(started: usize, wanted: usize, e: &std::io::Error) {
 
 /// Whether this thread is a worker of `map` or `ordered`: work started
 /// here runs on this thread (the threads do not multiply).
-pub fn in_worker() -> bool {
+pub(crate) fn in_worker() -> bool {
     IN_WORKER.with(Cell::get)
 }
 
@@ -175,7 +175,7 @@ pub fn in_worker() -> bool {
 /// at most `ahead` results made and not yet taken (memory stays bounded
 /// whatever `n`). An error from `take` stops the work and is returned.
 /// For one trace parsed in chunks (`trace::chunks`).
-pub fn ordered<R: Send, E>(
+pub(crate) fn ordered<R: Send, E>(
     threads: usize,
     n: usize,
     ahead: usize,

@@ -46,13 +46,13 @@ pub struct RecordPlan {
     /// `MIN_INTERVAL..=MAX_INTERVAL`.
     pub interval: Duration,
     /// GPM period (each GPM value averages one period).
-    pub gpm_interval: Duration,
+    pub(crate) gpm_interval: Duration,
     /// Process lists, per-process SM shares and memory info refresh period.
-    pub process_interval: Duration,
+    pub(crate) process_interval: Duration,
     /// Samples in the first `warmup` are marked warm-up.
     pub warmup: Duration,
     /// Warm-up also lasts until a stdout line matches (launch mode only).
-    pub warmup_until: Option<regex::Regex>,
+    pub(crate) warmup_until: Option<regex::Regex>,
     /// The measured window closes at the first stdout line after warm-up
     /// that matches (launch mode only): a note event marks it.
     pub until: Option<regex::Regex>,
@@ -60,12 +60,12 @@ pub struct RecordPlan {
     pub duration: Option<Duration>,
     /// Longest wait for `warmup_until`: past it the recording stops
     /// (reason "warmup_timeout").
-    pub warmup_timeout: Duration,
+    pub(crate) warmup_timeout: Duration,
     /// GPU selection as `NvmlContext::select` reads it ('0,2', 'all');
     /// None: every visible GPU, statistics on those the target used.
     pub gpu: Option<String>,
     /// Host counters only (no NVML).
-    pub no_gpu: bool,
+    pub(crate) no_gpu: bool,
     /// NVML without GPM, as on a GPU that has none (`--no-gpm`): the header
     /// says GPM is unsupported and every GPM column is null.
     pub no_gpm: bool,
@@ -77,16 +77,16 @@ pub struct RecordPlan {
     pub note: Option<String>,
     /// Print a one-line status every second on stderr (the caller decides:
     /// stderr is a terminal).
-    pub live_status: bool,
+    pub(crate) live_status: bool,
     /// Without the status line (stderr not a terminal: a CI log), print a
     /// plain progress line now and then when the window is known.
-    pub progress_lines: bool,
+    pub(crate) progress_lines: bool,
 }
 
 /// Interval limits: below 10 ms NVML's own refresh makes samples repeats;
 /// above 10 s a run has too few samples to judge.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(10);
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// Host counters are sampled at most this often (95 ms: a 100 ms tick that
 /// fires a little early still samples).
 const HOST_PERIOD: Duration = Duration::from_millis(95);
@@ -104,7 +104,7 @@ const CGROUP_TREE_REFRESH: Duration = Duration::from_millis(450);
 /// How often the trace is pushed to its file: one write system call a
 /// second, not one a tick (at 100 ms the per-tick flush was most of the
 /// trace write's cost); a crash loses at most this much of the trace.
-pub const TRACE_FLUSH: Duration = Duration::from_secs(1);
+pub(crate) const TRACE_FLUSH: Duration = Duration::from_secs(1);
 /// Stdout kept in the trace, at most (the rest still passes through).
 const OUTPUT_CAP_BYTES: usize = crate::limits::MAX_KEPT_OUTPUT_BYTES;
 
@@ -124,7 +124,7 @@ pub fn record(plan: &RecordPlan, path: &Path, echo: Echo) -> Result<RecordOutcom
 /// record of the sampling loop to `observe` as it is written (`gate watch`
 /// evaluates its rules on them). When `observe` returns false the recording
 /// ends with reason "stopped" (an attached target is never signalled).
-pub fn record_observed(
+pub(crate) fn record_observed(
     plan: &RecordPlan,
     path: &Path,
     echo: Echo,

@@ -25,7 +25,7 @@ pub fn is_tmpfs(dir: &Path) -> bool {
 }
 
 /// The warning's one line (escaped: `TMPDIR` is the user's string).
-pub fn tmpfs_warning(dir: &Path, bytes: u64) -> String {
+pub(crate) fn tmpfs_warning(dir: &Path, bytes: u64) -> String {
     format!(
         "gate: warning: TMPDIR '{}' is a tmpfs: the ~{} MB of trace columns gate keeps in a scratch file there take memory that gate's RSS does not show; set TMPDIR to a directory on a disk",
         crate::escape::terminal(&dir.display().to_string()),
@@ -35,7 +35,7 @@ pub fn tmpfs_warning(dir: &Path, bytes: u64) -> String {
 
 /// Called before a scratch file of `bytes` is written: the warning, once
 /// per process, when `TMPDIR` is a tmpfs.
-pub fn note_scratch(bytes: u64) {
+pub(crate) fn note_scratch(bytes: u64) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if WARNED.load(Ordering::Relaxed) {
         return;

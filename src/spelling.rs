@@ -3,7 +3,7 @@
 //! leaf: it imports nothing, so any room may use it.
 
 /// Edit distance (insertions, deletions, substitutions) between two words.
-pub fn levenshtein(a: &str, b: &str) -> usize {
+pub(crate) fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -80,13 +80,13 @@ pub struct MetricStats {
     pub max: f64,
     /// 95 % half-width of the mean by batch means; None when n is too small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_ci95: Option<f64>,
+    pub(crate) mean_ci95: Option<f64>,
 }
 
 impl MetricStats {
     /// Statistics of the finite values of `values` (NaN = missing, skipped).
     /// None when no value is finite.
-    pub fn from_series(values: impl IntoIterator<Item = f64>) -> Option<MetricStats> {
+    pub(crate) fn from_series(values: impl IntoIterator<Item = f64>) -> Option<MetricStats> {
         Self::from_finite(values.into_iter().filter(|v| v.is_finite()).collect())
     }
 
@@ -164,7 +164,7 @@ impl MetricStats {
     }
 
     /// Any statistic, including `stdev` and `n`.
-    pub fn get_stat(&self, stat: Stat) -> f64 {
+    pub(crate) fn get_stat(&self, stat: Stat) -> f64 {
         match stat {
             Stat::Stdev => self.stdev,
             Stat::N => self.n as f64,
@@ -254,7 +254,7 @@ const MIN_AR1_EFFECTIVE: f64 = 4.0;
 /// every 500 ms give only ~40 values in a 20 s window, too few for batch
 /// means; their interval used to be missing, which left them with no noise
 /// estimate at all.
-pub fn mean_ci95(series: &[f64]) -> Option<f64> {
+pub(crate) fn mean_ci95(series: &[f64]) -> Option<f64> {
     batch_means_ci95(series).or_else(|| ar1_ci95(series))
 }
 
@@ -265,7 +265,7 @@ pub fn mean_ci95(series: &[f64]) -> Option<f64> {
 /// `r` is clamped to [0, 0.9]: a negative estimate from few values is noise,
 /// and near 1 the series says nothing about its own mean. None for fewer
 /// than 8 values or fewer than `MIN_AR1_EFFECTIVE` effective ones.
-pub fn ar1_ci95(series: &[f64]) -> Option<f64> {
+pub(crate) fn ar1_ci95(series: &[f64]) -> Option<f64> {
     let n = series.len();
     if n < MIN_AR1_LEN {
         return None;
@@ -289,7 +289,7 @@ pub fn ar1_ci95(series: &[f64]) -> Option<f64> {
 }
 
 /// 95 % half-width of the mean of an autocorrelated series (batch means).
-pub fn batch_means_ci95(series: &[f64]) -> Option<f64> {
+pub(crate) fn batch_means_ci95(series: &[f64]) -> Option<f64> {
     let n = series.len();
     let batches = ((n as f64).sqrt().floor() as usize).min(n / MIN_BATCH_LEN);
     if batches < MIN_BATCHES {
@@ -305,7 +305,7 @@ pub fn batch_means_ci95(series: &[f64]) -> Option<f64> {
 }
 
 /// Two-sided 95 % quantile of Student's t with `df` degrees of freedom.
-pub fn student_t_975(df: usize) -> f64 {
+pub(crate) fn student_t_975(df: usize) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     match StudentsT::new(0.0, 1.0, df.max(1) as f64) {
         Ok(t) => t.inverse_cdf(0.975),

@@ -37,13 +37,13 @@ pub struct RunSummary {
     /// Where the run came from (trace path or "live").
     pub source: String,
     /// Steady window in ms since the recording started.
-    pub steady_start_ms: f64,
-    pub steady_end_ms: f64,
-    pub total_samples: usize,
-    pub steady_samples: usize,
+    pub(crate) steady_start_ms: f64,
+    pub(crate) steady_end_ms: f64,
+    pub(crate) total_samples: usize,
+    pub(crate) steady_samples: usize,
     pub gpus: Vec<GpuSummary>,
     /// Per-sample mean over GPUs, then summarised.
-    pub gpu_aggregate: BTreeMap<String, MetricStats>,
+    pub(crate) gpu_aggregate: BTreeMap<String, MetricStats>,
     pub host: BTreeMap<String, MetricStats>,
     /// The benchmark's wall time in its measured phase: from the end of
     /// warm-up (`--warmup`, `--warmup-until`) to its exit; the whole run
@@ -54,7 +54,7 @@ pub struct RunSummary {
     /// Seconds from the target's start to the end of warm-up (the first
     /// sample not marked warm-up); None when nothing was marked warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub startup_s: Option<f64>,
+    pub(crate) startup_s: Option<f64>,
     /// Seconds from the end of the measured window to the target's exit,
     /// not judged: the idle tail after the target's GPU work (a harness's
     /// statistics and report, a checkpoint, CUDA teardown) or everything
@@ -107,7 +107,7 @@ impl MetricSource for RunSummary {
 
 impl RunSummary {
     /// The statistics of one column (`statistics` computed them).
-    pub fn column_stats(&self, column: &Column) -> Option<MetricStats> {
+    pub(crate) fn column_stats(&self, column: &Column) -> Option<MetricStats> {
         match *column {
             Column::Gpu { slot, id } => self.gpus.get(slot)?.metrics.get(id).cloned(),
             Column::GpuMean { id } => self.gpu_aggregate.get(id).cloned(),
@@ -311,15 +311,20 @@ fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
     (start, end)
 }
 
-/// Values of each user metric in one trace (`user_metric_readings`).
-pub fn user_metric_values(config: &Config, trace: &Trace) -> BTreeMap<String, UserMetricValue> {
+/// Values of each user metric in one trace (`user_metric_readings`), for
+/// the tests and the fuzz targets.
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) fn user_metric_values(
+    config: &Config,
+    trace: &Trace,
+) -> BTreeMap<String, UserMetricValue> {
     user_metric_readings(config, trace).values
 }
 
 /// The user metrics of one trace, and what their sources said besides
 /// numbers (a file that could not be read, a result the file calls invalid).
 #[derive(Debug, Clone, Default)]
-pub struct UserReadings {
+pub(crate) struct UserReadings {
     pub values: BTreeMap<String, UserMetricValue>,
     /// One per metric whose source gave no number, naming it and why.
     pub problems: Vec<UserProblem>,
@@ -333,9 +338,9 @@ pub struct UserReadings {
 /// when the benchmark did not produce it). An `optional` metric's problem
 /// is only a warning.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UserProblem {
+pub(crate) struct UserProblem {
     pub metric: String,
-    pub fault: crate::metric_sources::Fault,
+    pub(crate) fault: crate::metric_sources::Fault,
     pub optional: bool,
     pub text: String,
 }
@@ -358,7 +363,7 @@ impl std::fmt::Display for UserProblem {
 /// falls in teardown (one number printed at exit, aggregate mean or
 /// median) is judged on those lines rather than not at all. A metrics file
 /// has no times: all its values count.
-pub fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
+pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadings {
     use crate::metric_sources::{Fault, Problem};
     let mut out = UserReadings::default();
     let (start_ms, end_ms) = output_window_ms(trace);
@@ -495,8 +500,8 @@ pub struct RunInput<'a> {
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
     /// `UserReadings::problems` and `::invalid` of this run.
-    pub user_problems: Vec<UserProblem>,
-    pub user_invalid: Vec<String>,
+    pub(crate) user_problems: Vec<UserProblem>,
+    pub(crate) user_invalid: Vec<String>,
 }
 
 impl<'a> RunInput<'a> {
@@ -530,7 +535,7 @@ impl<'a> RunInput<'a> {
         }
     }
 
-    pub fn from_parts(trace: &'a Trace, derived: RunDerived) -> RunInput<'a> {
+    pub(crate) fn from_parts(trace: &'a Trace, derived: RunDerived) -> RunInput<'a> {
         RunInput {
             trace,
             steady: derived.steady,
@@ -550,8 +555,8 @@ pub struct RunDerived {
     pub steady: Vec<usize>,
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
-    pub user_problems: Vec<UserProblem>,
-    pub user_invalid: Vec<String>,
+    pub(crate) user_problems: Vec<UserProblem>,
+    pub(crate) user_invalid: Vec<String>,
 }
 
 #[cfg(test)]

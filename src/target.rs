@@ -51,10 +51,10 @@ pub struct ExitInfo {
 }
 
 /// Grace period between SIGTERM and SIGKILL when gate stops a command.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// The environment variable that marks every process of a launched tree.
-pub const TOKEN_VAR: &str = "GATE_TARGET_TOKEN";
+pub(crate) const TOKEN_VAR: &str = "GATE_TARGET_TOKEN";
 
 /// How often the tree is looked at while gate waits for it to end.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -78,7 +78,7 @@ const STOP_SIGNALS_CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc
 /// Catch SIGINT, SIGTERM and SIGHUP so the trace is finished properly and
 /// the signal reaches the launched tree, instead of gate dying alone.
 /// Returns the dispositions they had (see `InterruptGuard`).
-pub fn install_interrupt_handler() -> Vec<(libc::c_int, libc::sigaction)> {
+pub(crate) fn install_interrupt_handler() -> Vec<(libc::c_int, libc::sigaction)> {
     let mut previous = Vec::new();
     for sig in STOP_SIGNALS_CAUGHT {
         // SAFETY: the handler only stores to atomics (async-signal-safe);
@@ -109,7 +109,7 @@ pub fn install_interrupt_handler() -> Vec<(libc::c_int, libc::sigaction)> {
 /// `nohup`), so Ctrl-C while gate judges or writes reports ends gate at
 /// once: no benchmark runs then. A signal that arrived stays noted, so the
 /// next run of `--runs N` stops at once too.
-pub struct InterruptGuard(Vec<(libc::c_int, libc::sigaction)>);
+pub(crate) struct InterruptGuard(Vec<(libc::c_int, libc::sigaction)>);
 
 impl InterruptGuard {
     pub fn install() -> InterruptGuard {
@@ -133,7 +133,7 @@ pub fn interrupted() -> bool {
 }
 
 /// The signal gate was asked to stop with (SIGINT, SIGTERM or SIGHUP).
-pub fn interrupt_signal() -> Option<libc::c_int> {
+pub(crate) fn interrupt_signal() -> Option<libc::c_int> {
     match STOP_SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -253,7 +253,7 @@ impl Target {
     /// and its directory (`sampler::cgroup`), which the watchdog empties
     /// and removes if gate dies. A refused move is not an error here: the
     /// caller checks where the command ended up.
-    pub fn launch_in(
+    pub(crate) fn launch_in(
         argv: &[String],
         echo: Echo,
         cgroup: Option<(std::os::fd::RawFd, &std::path::Path)>,
@@ -377,7 +377,7 @@ impl Target {
     }
 
     /// Non-blocking: has the target ended?
-    pub fn poll_exit(&mut self) -> Option<ExitInfo> {
+    pub(crate) fn poll_exit(&mut self) -> Option<ExitInfo> {
         match self {
             Target::Launched(l) => l.poll_exit(),
             Target::Attached { pid, exit, stat } => {
@@ -405,7 +405,7 @@ impl Target {
 
     /// Lines printed on stdout since the last call, with when they arrived
     /// (each at most `MAX_OUTPUT_LINE_BYTES`).
-    pub fn drain_output(&self) -> Vec<(Instant, String)> {
+    pub(crate) fn drain_output(&self) -> Vec<(Instant, String)> {
         match self {
             Target::Launched(l) => l.output_rx.try_iter().collect(),
             Target::Attached { .. } => Vec::new(),
@@ -413,7 +413,7 @@ impl Target {
     }
 
     /// Stdout lines longer than `MAX_OUTPUT_LINE_BYTES` so far (kept cut).
-    pub fn long_output_lines(&self) -> u64 {
+    pub(crate) fn long_output_lines(&self) -> u64 {
         match self {
             Target::Launched(l) => l.long_lines.load(Ordering::SeqCst),
             Target::Attached { .. } => 0,
@@ -423,7 +423,7 @@ impl Target {
     /// Remember `pids` (a scan of the target's process tree) as members of
     /// the launched tree, so they are stopped with it even after they leave
     /// its process group.
-    pub fn track(&mut self, pids: impl IntoIterator<Item = u32>) {
+    pub(crate) fn track(&mut self, pids: impl IntoIterator<Item = u32>) {
         if let Target::Launched(l) = self {
             for pid in pids {
                 if pid == l.pid || l.seen.contains_key(&pid) {
@@ -438,7 +438,7 @@ impl Target {
 
     /// Processes of the launched tree still running besides the command
     /// itself (empty for an attached target).
-    pub fn leftovers(&self) -> Vec<u32> {
+    pub(crate) fn leftovers(&self) -> Vec<u32> {
         match self {
             Target::Launched(l) => l
                 .members()
@@ -466,7 +466,7 @@ impl Target {
 
     /// After the command exited on its own: stop what it left running
     /// (`sh -c 'sleep 301 & exit 0'`). Returns the PIDs that were left.
-    pub fn stop_leftovers(&mut self, grace: Duration) -> Vec<u32> {
+    pub(crate) fn stop_leftovers(&mut self, grace: Duration) -> Vec<u32> {
         let left = self.leftovers();
         if let Target::Launched(l) = self {
             l.stop(libc::SIGTERM, grace);

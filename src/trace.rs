@@ -31,7 +31,7 @@ pub mod write;
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
-pub use write::{partial_path, round_value, write_sample_line, TraceWriter};
+pub(crate) use write::{round_value, TraceWriter};
 
 use crate::error::GateError;
 use std::io::BufRead;
@@ -155,7 +155,7 @@ impl Trace {
     /// Close the measured window at `t_ms` (an `--until` line): every
     /// sample from then on is teardown. A window already closed earlier
     /// stays as it is.
-    pub fn close_window_at(&mut self, t_ms: f64) {
+    pub(crate) fn close_window_at(&mut self, t_ms: f64) {
         if self.closed_at_ms.is_some_and(|c| c <= t_ms) {
             return;
         }
@@ -167,7 +167,7 @@ impl Trace {
 
     /// The time of the first note event whose message starts with `prefix`
     /// (`WARMUP_RELEASED_NOTE`, `WINDOW_CLOSED_NOTE`).
-    pub fn note_time(&self, prefix: &str) -> Option<f64> {
+    pub(crate) fn note_time(&self, prefix: &str) -> Option<f64> {
         self.events
             .iter()
             .find(|e| e.kind == EventKind::Note && e.message.starts_with(prefix))
@@ -177,7 +177,7 @@ impl Trace {
     /// When warm-up ended (ms since the recording started): the later of
     /// `--warmup` and the `--warmup-until` line; 0 when nothing was marked
     /// warm-up. Output lines from then on belong to the measured window.
-    pub fn warmup_end_ms(&self) -> f64 {
+    pub(crate) fn warmup_end_ms(&self) -> f64 {
         if !self.warmup.iter().any(|&w| w) {
             return 0.0;
         }
@@ -195,7 +195,7 @@ impl Trace {
     /// Close the window at the first output line after warm-up that
     /// matches `until` (`check --until` on a replayed trace); false when no
     /// line matches.
-    pub fn close_window_at_line(&mut self, until: &regex::Regex) -> bool {
+    pub(crate) fn close_window_at_line(&mut self, until: &regex::Regex) -> bool {
         let released = self.warmup_end_ms();
         let hit = self
             .output
@@ -225,7 +225,7 @@ impl Trace {
 
     /// Whether sample `i` belongs to the steady window: after warm-up and
     /// before teardown. Every statistic, feature and baseline uses this.
-    pub fn is_steady(&self, i: usize) -> bool {
+    pub(crate) fn is_steady(&self, i: usize) -> bool {
         !self.warmup[i] && i + self.teardown < self.sample_count()
     }
 
@@ -236,7 +236,7 @@ impl Trace {
     }
 
     /// The whole series of GPU column `col` on GPU slot `gpu`.
-    pub fn gpu_series(&self, gpu: usize, col: usize) -> &[f32] {
+    pub(crate) fn gpu_series(&self, gpu: usize, col: usize) -> &[f32] {
         self.columns.gpu(gpu, col)
     }
 
@@ -256,7 +256,7 @@ impl Trace {
 
     /// `gpu_mean_at` for every sample, a GPU column at a time (the same
     /// additions in the same order, so the same bits).
-    pub fn gpu_mean_series(&self, col: usize) -> Vec<f64> {
+    pub(crate) fn gpu_mean_series(&self, col: usize) -> Vec<f64> {
         let n = self.sample_count();
         let mut sum = vec![0.0f64; n];
         let mut count = vec![0u32; n];
@@ -280,7 +280,7 @@ impl Trace {
     }
 
     /// The whole series of host column `col`.
-    pub fn host_series(&self, col: usize) -> &[f32] {
+    pub(crate) fn host_series(&self, col: usize) -> &[f32] {
         self.columns.host(col)
     }
 
@@ -296,7 +296,7 @@ impl Trace {
     /// `load` on `threads` threads, in chunks of `chunk_bytes` (the tests
     /// compare thread counts and chunk sizes), columns past `spill_at`
     /// bytes in a scratch file.
-    pub fn load_with(
+    pub(crate) fn load_with(
         path: &Path,
         threads: usize,
         chunk_bytes: usize,
@@ -454,7 +454,7 @@ impl Trace {
     /// Keep the sample values for later reads in a scratch file, holding
     /// none of them in memory (`Columns::park`): a capture that pools
     /// several runs parks each once it is summarised.
-    pub fn park_samples(&mut self) -> Result<(), GateError> {
+    pub(crate) fn park_samples(&mut self) -> Result<(), GateError> {
         let path = self.path.clone();
         self.columns.park().map_err(|e| spill_error(&path, e))
     }
@@ -463,7 +463,7 @@ impl Trace {
     /// header, events, processes, output and end record. For callers that
     /// have derived what they need from the samples and hold many traces
     /// (`check --multi-node`); `sample_count()` is 0 afterwards.
-    pub fn drop_samples(&mut self) {
+    pub(crate) fn drop_samples(&mut self) {
         self.times_ms = Vec::new();
         self.warmup = Vec::new();
         self.columns = Columns::default();
@@ -489,7 +489,7 @@ pub(crate) fn spill_error(path: &Path, e: std::io::Error) -> GateError {
 /// The values of `series` at the `steady` samples, as f64, those `keep`
 /// accepts. A steady window of consecutive samples (the usual case:
 /// warm-up first, teardown last) is read as one slice.
-pub fn gather<T: Copy + Into<f64>>(
+pub(crate) fn gather<T: Copy + Into<f64>>(
     series: &[T],
     steady: &[usize],
     keep: fn(&f64) -> bool,
@@ -516,6 +516,7 @@ pub fn gather<T: Copy + Into<f64>>(
 
 #[cfg(test)]
 mod tests {
+    use super::write::{partial_path, write_sample_line};
     use super::*;
     use std::collections::BTreeMap;
     use std::fs::File;

@@ -8,7 +8,7 @@ use crate::error::GateError;
 
 /// An absolute tolerance: a finite number from 0 to
 /// `limits::MAX_ABS_VALUE` (beyond it a tolerance waves everything through).
-pub fn check_absolute(v: f64) -> Result<(), String> {
+pub(crate) fn check_absolute(v: f64) -> Result<(), String> {
     if v.is_finite() && (0.0..=crate::limits::MAX_ABS_VALUE).contains(&v) {
         Ok(())
     } else {
@@ -20,7 +20,7 @@ pub fn check_absolute(v: f64) -> Result<(), String> {
 }
 
 /// A relative tolerance: a fraction from 0 to 10.
-pub fn check_fraction(v: f64) -> Result<(), String> {
+pub(crate) fn check_fraction(v: f64) -> Result<(), String> {
     if v.is_finite() && (0.0..=10.0).contains(&v) {
         Ok(())
     } else {
@@ -32,7 +32,7 @@ pub fn check_fraction(v: f64) -> Result<(), String> {
 
 /// Names that are safe as a file stem, a JUnit classname part and an
 /// OpenMetrics name part.
-pub fn valid_name(s: &str) -> bool {
+pub(crate) fn valid_name(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
@@ -40,7 +40,7 @@ pub fn valid_name(s: &str) -> bool {
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let mut cut = offset;
     while !text.is_char_boundary(cut) {
@@ -54,7 +54,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// A one-line error for a TOML parse/deserialize failure: `origin: line L,
 /// column C: message; fix`.
-pub fn toml_error(origin: &str, text: &str, e: &toml::de::Error, fix: &str) -> GateError {
+pub(crate) fn toml_error(origin: &str, text: &str, e: &toml::de::Error, fix: &str) -> GateError {
     let message = e.message().trim().replace('\n', " ");
     let location = match e.span() {
         Some(span) => {

@@ -45,7 +45,7 @@ use window::{FeatureColumns, Ring, Window, WindowView};
 /// Where an alert stands: a closed set, written `firing` / `resolved`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AlertState {
+pub(crate) enum AlertState {
     /// The rule's condition holds over a full window.
     Firing,
     /// It held before and no longer does.
@@ -63,38 +63,38 @@ impl AlertState {
 
 /// One alert line (JSON on stdout or a file; a human line on stderr).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Alert {
+pub(crate) struct Alert {
     pub state: AlertState,
     /// Rule name, or "xid" / "nvml_error" for the built-in alerts.
     pub rule: String,
     pub severity: Severity,
     pub title: String,
     /// Trace time of the evaluation, ms since the watch started.
-    pub t_ms: f64,
+    pub(crate) t_ms: f64,
     /// The window the rule was evaluated over.
     pub window_s: f64,
-    pub window_start_ms: f64,
-    pub window_end_ms: f64,
+    pub(crate) window_start_ms: f64,
+    pub(crate) window_end_ms: f64,
     /// Firing: "metric = value" lines, as in `gate report`. Resolved:
     /// "metric then -> now", the value when it fired and now.
     pub evidence: Vec<String>,
     pub explanation: String,
     /// Resolved: when the alert fired (trace time, ms).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fired_at_ms: Option<f64>,
+    pub(crate) fired_at_ms: Option<f64>,
     /// Processes on the GPUs during the window (NVML's lists), the
     /// target's and others', with their last known SM share.
     pub pids: Vec<PidShare>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PidShare {
+pub(crate) struct PidShare {
     pub pid: u32,
     pub name: String,
     pub gpu: u32,
     pub in_target: bool,
-    pub sm_share_pct: Option<f64>,
-    pub gpu_mem_mib: Option<f64>,
+    pub(crate) sm_share_pct: Option<f64>,
+    pub(crate) gpu_mem_mib: Option<f64>,
 }
 
 impl Alert {
@@ -146,22 +146,24 @@ impl Alert {
 
 /// How a watch evaluates: windows, cadence, and which alerts it raises.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WatchPlan {
+pub(crate) struct WatchPlan {
     /// Window of rules without a `for`.
-    pub default_window: Duration,
+    pub(crate) default_window: Duration,
     /// Trace time between evaluations.
-    pub eval_every: Duration,
+    pub(crate) eval_every: Duration,
     /// Rules (and built-in alerts) below this severity are not evaluated.
-    pub min_severity: Severity,
+    pub(crate) min_severity: Severity,
 }
 
 /// How a window's statistics are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// From what each window keeps, updated sample by sample (`window`).
     Incremental,
     /// By summarising the window's samples at each evaluation, exactly as
-    /// `check` summarises a run: the reference, for tests.
+    /// `check` summarises a run: the reference, for tests (only they
+    /// choose it).
+    #[cfg_attr(not(test), allow(dead_code))]
     Recompute,
 }
 
@@ -189,7 +191,7 @@ pub const HOLD_BACK_MS: f64 = 3_000.0;
 const MAX_GAP_MS: f64 = 60_000.0;
 
 /// The engine. Feed it records with `push`; it returns the alerts they cause.
-pub struct WindowEngine {
+pub(crate) struct WindowEngine {
     header: Header,
     plan: WatchPlan,
     mode: Mode,
@@ -219,7 +221,7 @@ impl WindowEngine {
         Self::with_mode(header, rules, plan, Mode::Incremental)
     }
 
-    pub fn with_mode(header: Header, rules: RuleSet, plan: WatchPlan, mode: Mode) -> Self {
+    pub(crate) fn with_mode(header: Header, rules: RuleSet, plan: WatchPlan, mode: Mode) -> Self {
         let ring = Ring::new(
             header.fingerprint.gpus.len(),
             header.gpu_columns.len(),
@@ -272,7 +274,7 @@ impl WindowEngine {
     /// A new recording (a rotated segment, the next replayed trace) starts
     /// `offset_ms` after the watch did. Its header must have the same
     /// columns and GPUs; a different one restarts the windows.
-    pub fn start_segment(&mut self, header: &Header, offset_ms: f64) {
+    pub(crate) fn start_segment(&mut self, header: &Header, offset_ms: f64) {
         let same = header.gpu_columns == self.header.gpu_columns
             && header.host_columns == self.header.host_columns
             && header.fingerprint.gpus.len() == self.header.fingerprint.gpus.len();
@@ -294,24 +296,25 @@ impl WindowEngine {
     }
 
     /// Samples held now (bounded by the longest window and the hold-back).
+    #[cfg(test)]
     pub fn held_samples(&self) -> usize {
         self.ring.len()
     }
 
     /// Samples that entered the windows (warm-up excluded).
-    pub fn steady_samples(&self) -> u64 {
+    pub(crate) fn steady_samples(&self) -> u64 {
         self.steady_samples
     }
 
     /// The longest stretch of samples without a gap that joined the
     /// windows so far, in ms (warm-up and the hold-back excluded): a window
     /// this long (plus one sampling interval) or shorter fills.
-    pub fn longest_span_ms(&self) -> f64 {
+    pub(crate) fn longest_span_ms(&self) -> f64 {
         self.longest_span_ms
     }
 
     /// Window lengths that never filled, with their rules.
-    pub fn unfilled(&self) -> Vec<(Duration, Vec<String>)> {
+    pub(crate) fn unfilled(&self) -> Vec<(Duration, Vec<String>)> {
         self.groups
             .iter()
             .filter(|g| !g.filled)
@@ -359,7 +362,13 @@ impl WindowEngine {
     /// One sample: time in ms since its recording started, its warm-up
     /// flag, the GPU values `[gpu][column]` flattened and the host values
     /// (NaN = missing), in the current header's shape.
-    pub fn push_row(&mut self, t_ms: f64, warmup: bool, gpu: &[f32], host: &[f32]) -> Vec<Alert> {
+    pub(crate) fn push_row(
+        &mut self,
+        t_ms: f64,
+        warmup: bool,
+        gpu: &[f32],
+        host: &[f32],
+    ) -> Vec<Alert> {
         if warmup {
             return Vec::new(); // outside every window, as outside check's
         }

@@ -42,7 +42,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// The first argument that makes the `gate` binary run as the watchdog.
-pub const WATCHDOG_ARG: &str = "__watchdog";
+pub(crate) const WATCHDOG_ARG: &str = "__watchdog";
 
 /// How often the watchdog looks at the tree while gate lives.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -67,7 +67,7 @@ pub fn main_if_requested() -> Option<i32> {
 }
 
 /// gate's side: the running watchdog of one launch.
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     pipe: std::fs::File,
     child: Option<std::process::Child>,
 }
@@ -131,7 +131,7 @@ impl Watchdog {
     /// Tell the watchdog the command runs in the cgroup `dir` (before
     /// `watch`): it then waits instead of polling, and empties and removes
     /// the cgroup when gate is gone.
-    pub fn watch_cgroup(&mut self, dir: &std::path::Path) {
+    pub(crate) fn watch_cgroup(&mut self, dir: &std::path::Path) {
         use std::os::unix::ffi::OsStrExt;
         let mut line = b"cgroup ".to_vec();
         line.extend_from_slice(dir.as_os_str().as_bytes());

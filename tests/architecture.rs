@@ -472,11 +472,7 @@ fn no_function_over_100_lines_but_listed_parsers_and_renderers() {
     );
     let stale: Vec<String> = LONG_FUNCTIONS
         .iter()
-        .filter(|(f, n, _)| {
-            !long
-                .iter()
-                .any(|(path, name, _)| name == n && f == path)
-        })
+        .filter(|(f, n, _)| !long.iter().any(|(path, name, _)| name == n && f == path))
         .map(|(f, n, why)| format!("src/{f} {n} ({why})"))
         .collect();
     assert!(

@@ -135,7 +135,7 @@ fn entry_line(text: &str, i: usize) -> Option<usize> {
 /// (`gpt-h20` for `gpt-h200`) is exit 2 naming the entry, its line and the
 /// baseline meant; any other is a warning of every check (one accept file
 /// may serve jobs with other baseline folders). Returns the warnings.
-pub fn check_baselines(
+pub(crate) fn check_baselines(
     file: &AcceptFile,
     text: &str,
     origin: &str,
@@ -187,7 +187,7 @@ pub struct Acceptances {
     /// The target branch's `[accept]` (default: allowed, no label).
     pub policy: AcceptPolicy,
     /// Where the policy came from, for messages.
-    pub policy_origin: String,
+    pub(crate) policy_origin: String,
     /// The accept file and its path, if one was given.
     pub file: Option<(AcceptFile, String)>,
     /// The pull/merge request's labels.
@@ -202,7 +202,7 @@ pub struct Acceptances {
 
 impl Acceptances {
     /// Whether anything was offered at all (a file or a matching label).
-    pub fn offered(&self) -> bool {
+    pub(crate) fn offered(&self) -> bool {
         self.file
             .as_ref()
             .is_some_and(|(f, _)| !f.accept.is_empty())
@@ -236,7 +236,7 @@ pub struct Outcome {
 
 /// How far a change went in the bad direction, in percent of the
 /// baseline (None when it has no relative change).
-pub fn bad_pct(direction: Direction, change_pct: Option<f64>) -> Option<f64> {
+pub(crate) fn bad_pct(direction: Direction, change_pct: Option<f64>) -> Option<f64> {
     let c = change_pct?;
     match direction {
         Direction::HigherIsBetter => Some(-c),
@@ -248,7 +248,7 @@ pub fn bad_pct(direction: Direction, change_pct: Option<f64>) -> Option<f64> {
 /// Decide, for one regressed metric of baseline `baseline`, which
 /// acknowledgement covers it, if any. Entries that name it but do not apply
 /// (expired, another commit, beyond the maximum) say why in `why_not`.
-pub fn covering(
+pub(crate) fn covering(
     acc: &Acceptances,
     baseline: &str,
     metric_id: &str,

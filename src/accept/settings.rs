@@ -59,7 +59,7 @@ impl AcceptPolicy {
 }
 
 /// A percentage from 0 to 1000 (`[accept]`, accept files).
-pub fn check_pct(v: f64) -> Result<(), String> {
+pub(crate) fn check_pct(v: f64) -> Result<(), String> {
     if v.is_finite() && (0.0..=1000.0).contains(&v) {
         Ok(())
     } else {

@@ -18,7 +18,7 @@ use crate::trace::{EventKind, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every feature key `compute` can produce (the rule parser accepts these).
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "gpu_busy_pct.idle_frac",
     "gpu_busy_pct.saturated_frac",
     "gpu_busy_pct.cv",
@@ -54,7 +54,7 @@ pub const NAMES: &[&str] = &[
 /// `summary::RunInput` from gate.toml's user metrics; absent when the
 /// benchmark declares none. GPU-busy-seconds per unit of work is
 /// `gpu_busy_pct.mean / benchmark.work_rate`.
-pub const WORK_RATE: &str = "benchmark.work_rate";
+pub(crate) const WORK_RATE: &str = "benchmark.work_rate";
 
 /// What a feature is called where people read it (diagnosis tables): every
 /// name of `NAMES` has one (a unit test checks).
@@ -87,15 +87,15 @@ pub fn label(name: &str) -> Option<&'static str> {
 }
 
 /// Below this GPU busy (%) a sample counts as idle (the brief's threshold).
-pub const IDLE_BUSY_PCT: f64 = 10.0;
+pub(crate) const IDLE_BUSY_PCT: f64 = 10.0;
 /// At or above this GPU busy (%) a sample counts as saturated.
-pub const SATURATED_BUSY_PCT: f64 = 90.0;
+pub(crate) const SATURATED_BUSY_PCT: f64 = 90.0;
 /// The sources' standing alert: busy above this while SM active is below
 /// `STARVED_SM_PCT` means kernels too small or too fragmented.
-pub const STARVED_BUSY_PCT: f64 = 80.0;
-pub const STARVED_SM_PCT: f64 = 30.0;
+pub(crate) const STARVED_BUSY_PCT: f64 = 80.0;
+pub(crate) const STARVED_SM_PCT: f64 = 30.0;
 /// A target process tree above this CPU (100 = one core) is "busy".
-pub const TARGET_CPU_BUSY_PCT: f64 = 80.0;
+pub(crate) const TARGET_CPU_BUSY_PCT: f64 = 80.0;
 /// Periodicity is computed only for series that move by more than this
 /// (stdev, % points): a flat series has no period.
 const MIN_STDEV_FOR_PERIOD: f64 = 2.0;
@@ -242,7 +242,7 @@ fn process_and_event_features(trace: &Trace, out: &mut BTreeMap<String, f64>) {
 /// The frameworks the recorder found in the target's mapped libraries
 /// (`framework` events); for traces recorded before it looked, what the
 /// command line names.
-pub fn frameworks(trace: &Trace) -> BTreeSet<&'static str> {
+pub(crate) fn frameworks(trace: &Trace) -> BTreeSet<&'static str> {
     let mapped: BTreeSet<&'static str> = trace
         .events
         .iter()
@@ -349,7 +349,7 @@ fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMa
 /// re-decided with the exact dot products, and the returned strength is
 /// always the exact dot product of the chosen lag: the result is the same
 /// as the direct method's (`tests::fft_periodicity_matches_the_direct_method`).
-pub fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
+pub(crate) fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
     let (x, var) = centred_for_period(series)?;
     let n = x.len();
     let max_lag = n / 3;
@@ -518,7 +518,7 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
 }
 
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
-pub fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
+pub(crate) fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
     let v = crate::trace::gather(&trace.gpu_mean_series(col), steady, |_| true);
     v.iter().any(|x| x.is_finite()).then_some(v)

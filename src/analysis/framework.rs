@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 /// Every framework this module can name (`framework.<name>` features,
 /// `next_steps_for.<name>` in rules).
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "torch",
     "jax",
     "tensorflow",
@@ -43,7 +43,7 @@ const LIBRARIES: &[(&str, &str)] = &[
 ];
 
 /// Frameworks whose libraries appear in `maps` (the text of /proc/PID/maps).
-pub fn from_maps(maps: &str) -> BTreeSet<&'static str> {
+pub(crate) fn from_maps(maps: &str) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
     let mut previous = "";
     for line in maps.lines() {
@@ -69,7 +69,7 @@ pub fn from_maps(maps: &str) -> BTreeSet<&'static str> {
 
 /// Frameworks a command line names (a launcher or a module), for traces
 /// without `framework` events. A plain `python train.py` names none.
-pub fn from_command(argv: &[String]) -> BTreeSet<&'static str> {
+pub(crate) fn from_command(argv: &[String]) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
     for arg in argv {
         let base = arg.rsplit('/').next().unwrap_or(arg);

@@ -12,7 +12,7 @@ use crate::trace::Trace;
 use serde::Serialize;
 
 /// Per-GPU columns of the panorama, in display order: (id, short header).
-pub const GPU_COLUMNS: &[(&str, &str)] = &[
+pub(crate) const GPU_COLUMNS: &[(&str, &str)] = &[
     ("gpu_busy_pct", "busy%"),
     ("sm_active_pct", "sm%"),
     ("tensor_pct", "tensor%"),
@@ -22,13 +22,13 @@ pub const GPU_COLUMNS: &[(&str, &str)] = &[
 ];
 
 /// Host column shown beside each GPU's slices.
-pub const HOST_COLUMN: (&str, &str) = ("target_cpu_pct", "cpu%");
+pub(crate) const HOST_COLUMN: (&str, &str) = ("target_cpu_pct", "cpu%");
 
 /// Slice thresholds (the sources' standing alert and the idle threshold of
 /// the features; see `analysis::features`).
-pub const STARVED_BUSY_PCT: f64 = crate::analysis::features::STARVED_BUSY_PCT;
-pub const STARVED_SM_PCT: f64 = crate::analysis::features::STARVED_SM_PCT;
-pub const IDLE_BUSY_PCT: f64 = crate::analysis::features::IDLE_BUSY_PCT;
+pub(crate) const STARVED_BUSY_PCT: f64 = crate::analysis::features::STARVED_BUSY_PCT;
+pub(crate) const STARVED_SM_PCT: f64 = crate::analysis::features::STARVED_SM_PCT;
+pub(crate) const IDLE_BUSY_PCT: f64 = crate::analysis::features::IDLE_BUSY_PCT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,7 +59,7 @@ impl Problem {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Problem::Starved => "busy > 80 % but SM active < 30 %",
             Problem::Idle => "GPU busy < 10 %",
@@ -72,8 +72,8 @@ impl Problem {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Slice {
-    pub start_ms: f64,
-    pub end_ms: f64,
+    pub(crate) start_ms: f64,
+    pub(crate) end_ms: f64,
     pub warmup: bool,
     /// In `Panorama::columns` order; None = not measured in this slice.
     pub values: Vec<Option<f64>>,
@@ -91,11 +91,11 @@ pub struct GpuSlices {
 
 /// A run of consecutive flagged slices.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProblemInterval {
+pub(crate) struct ProblemInterval {
     pub gpu: u32,
     pub problem: Problem,
-    pub start_ms: f64,
-    pub end_ms: f64,
+    pub(crate) start_ms: f64,
+    pub(crate) end_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -104,15 +104,15 @@ pub struct Panorama {
     /// Metric ids of `Slice::values`.
     pub columns: Vec<String>,
     pub gpus: Vec<GpuSlices>,
-    pub intervals: Vec<ProblemInterval>,
+    pub(crate) intervals: Vec<ProblemInterval>,
     /// Warm-up span [0, warmup_end_ms) as recorded.
-    pub warmup_end_ms: f64,
+    pub(crate) warmup_end_ms: f64,
 }
 
 /// Most rows a GPU's panorama table gets: a run longer than
 /// `TABLE_ROWS x slice` gets wider slices, so a report's size does not
 /// grow with the run's length (a 24-hour, 8-GPU report was 152 MB).
-pub const TABLE_ROWS: usize = 2000;
+pub(crate) const TABLE_ROWS: usize = 2000;
 
 /// Slice widths a widened panorama uses, in ms: round numbers people read.
 const NICE_SLICES_MS: &[f64] = &[
@@ -122,7 +122,7 @@ const NICE_SLICES_MS: &[f64] = &[
 
 /// The narrowest round slice that keeps a `span_ms` run within
 /// `TABLE_ROWS` slices (0 when any slice does).
-pub fn bounded_slice_ms(span_ms: f64) -> f64 {
+pub(crate) fn bounded_slice_ms(span_ms: f64) -> f64 {
     let need = span_ms / TABLE_ROWS as f64;
     if need <= 0.0 || !need.is_finite() {
         return 0.0;

@@ -78,7 +78,12 @@ pub fn check(b: &Baseline, text: &str, origin: &str) -> Result<(), GateError> {
 /// A baseline loaded as `STEM.toml` must be named `STEM`: a copied or
 /// renamed file would otherwise report (and store history) under the
 /// wrong name.
-pub fn check_name(b: &Baseline, text: &str, origin: &str, stem: &str) -> Result<(), GateError> {
+pub(crate) fn check_name(
+    b: &Baseline,
+    text: &str,
+    origin: &str,
+    stem: &str,
+) -> Result<(), GateError> {
     if b.name == stem {
         return Ok(());
     }

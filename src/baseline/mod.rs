@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the baseline file format. Bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -68,11 +68,11 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_major: Option<String>,
+    pub(crate) driver_major: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cuda_driver_version: Option<String>,
+    pub(crate) cuda_driver_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nvml_version: Option<String>,
+    pub(crate) nvml_version: Option<String>,
     #[serde(default)]
     pub gpm_supported: bool,
     #[serde(default)]
@@ -88,7 +88,7 @@ pub struct Environment {
 }
 
 impl Environment {
-    pub fn from_fingerprint(fp: &crate::trace::Fingerprint) -> Environment {
+    pub(crate) fn from_fingerprint(fp: &crate::trace::Fingerprint) -> Environment {
         Environment {
             gpu_model: fp.gpu_model(),
             gpu_count: fp.gpus.len(),
@@ -107,7 +107,7 @@ impl Environment {
 
     /// Differences that make two runs incomparable: GPU model, GPU count,
     /// driver major version. Empty when comparable.
-    pub fn mismatches(&self, other: &Environment) -> Vec<String> {
+    pub(crate) fn mismatches(&self, other: &Environment) -> Vec<String> {
         let mut out = Vec::new();
         if self.gpu_model != other.gpu_model {
             out.push(format!(
@@ -138,7 +138,7 @@ pub struct CaptureSettings {
     pub interval_ms: u64,
     pub warmup_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
+    pub(crate) duration_ms: Option<u64>,
     /// Which samples the statistics use, in words.
     pub steady_window: String,
     /// Independent runs behind the statistics.
@@ -150,24 +150,24 @@ pub struct CaptureSettings {
     pub command: Vec<String>,
     /// One entry per trace, in order.
     #[serde(default)]
-    pub sources: Vec<SourceRun>,
+    pub(crate) sources: Vec<SourceRun>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct SourceRun {
+pub(crate) struct SourceRun {
     pub trace: String,
-    pub steady_start_ms: f64,
-    pub steady_end_ms: f64,
-    pub steady_samples: usize,
-    pub total_samples: usize,
+    pub(crate) steady_start_ms: f64,
+    pub(crate) steady_end_ms: f64,
+    pub(crate) steady_samples: usize,
+    pub(crate) total_samples: usize,
     /// The measured phase's wall time (`RunSummary::wall_time_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time_s: Option<f64>,
     /// Start-up before it; absent when the run marked no warm-up, and in
     /// baselines written before gate measured wall time after warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub startup_s: Option<f64>,
+    pub(crate) startup_s: Option<f64>,
     /// What the window left out after it (`RunSummary::teardown_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown_s: Option<f64>,
@@ -225,7 +225,7 @@ pub struct RunStat {
 }
 
 impl RunStat {
-    pub fn from_stats(s: &MetricStats, statistic: Statistic) -> RunStat {
+    pub(crate) fn from_stats(s: &MetricStats, statistic: Statistic) -> RunStat {
         RunStat {
             value: s.get(statistic),
             n: s.n,
@@ -263,7 +263,7 @@ impl RunStat {
 
 impl BaselineMetric {
     /// Any statistic (mean, p95, stdev, n...), as the rules read it.
-    pub fn get_stat(&self, stat: Stat) -> f64 {
+    pub(crate) fn get_stat(&self, stat: Stat) -> f64 {
         MetricStats {
             n: self.n,
             mean: self.mean,
@@ -342,14 +342,14 @@ impl Baseline {
     }
 }
 
-pub fn gpu_key(slot: usize) -> String {
+pub(crate) fn gpu_key(slot: usize) -> String {
     format!("gpu{slot}")
 }
 
 /// Longest baseline name: it becomes a file name and a JUnit suite name.
-pub const MAX_NAME_CHARS: usize = 128;
+pub(crate) const MAX_NAME_CHARS: usize = 128;
 
-pub fn validate_name(name: &str) -> Result<(), GateError> {
+pub(crate) fn validate_name(name: &str) -> Result<(), GateError> {
     // Each refusal names its own cause: a long name of good characters is
     // told it is too long, not that it has a bad character.
     if !crate::validate::valid_name(name) {

@@ -5,9 +5,9 @@
 //! replace, temp file + fsync + rename).
 
 use super::{Baseline, SCHEMA_VERSION};
-use crate::validate::toml_error;
 use crate::error::GateError;
 use crate::escape;
+use crate::validate::toml_error;
 use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ fn key(k: &str) -> String {
 /// digits made a stable throughput's between-run spread a rounding
 /// artefact (`runs = [1202.0, 1202.0]` for 1201.992 and 1202.307, a band
 /// of +-0). Reports round for display (`format::number`).
-pub fn format_float(v: f64) -> String {
+pub(crate) fn format_float(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
     }
@@ -437,7 +437,7 @@ impl Drop for LockGuard {
 }
 
 /// Unified diff of two texts (3 lines of context), `a/` and `b/` headers.
-pub fn unified_diff(old: &str, new: &str, label: &str) -> String {
+pub(crate) fn unified_diff(old: &str, new: &str, label: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(3)

@@ -31,7 +31,7 @@ pub struct CaptureArgs {
 
     /// With --suite: replay TRACE for workload NAME (repeatable: one trace per run)
     #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
-    pub suite_replay: Vec<String>,
+    pub(crate) suite_replay: Vec<String>,
 
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
@@ -52,7 +52,7 @@ pub struct CaptureArgs {
 
     /// Where live runs write their traces
     #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
-    pub trace_dir: PathBuf,
+    pub(crate) trace_dir: PathBuf,
 
     /// Commit of the code under test [default: $CI_COMMIT_SHA, $GITHUB_SHA, or git rev-parse HEAD]
     #[arg(long, value_name = "SHA")]
@@ -75,7 +75,7 @@ pub struct CaptureArgs {
 /// a regression; two runs give one degree of freedom (95 % t = 12.7), three
 /// give two (t = 4.3, docs/gating.md). `--runs 1` opts out; an attached
 /// process (`--pid`) is measured once, since gate cannot rerun it.
-pub const DEFAULT_LIVE_RUNS: usize = 3;
+pub(crate) const DEFAULT_LIVE_RUNS: usize = 3;
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<i32> {
     CapturePlan::build(&args, CaptureTarget::of(&args))?.execute()

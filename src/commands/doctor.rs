@@ -18,7 +18,7 @@ pub struct DoctorArgs {
     pub gpu: Option<String>,
     /// Length of the dry run
     #[arg(long, default_value = "3s", value_parser = super::measure::parse_duration, value_name = "DURATION")]
-    pub dry_run: Duration,
+    pub(crate) dry_run: Duration,
     /// Print the findings as JSON on stdout
     #[arg(long)]
     pub json: bool,

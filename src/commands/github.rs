@@ -17,12 +17,12 @@ pub struct Step<'a> {
 }
 
 /// Whether this process runs as a GitHub Actions step.
-pub fn in_actions() -> bool {
+pub(crate) fn in_actions() -> bool {
     std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
 }
 
 /// The annotation lines to print (none outside GitHub Actions).
-pub fn annotation_lines(items: &[github::Item]) -> Vec<String> {
+pub(crate) fn annotation_lines(items: &[github::Item]) -> Vec<String> {
     if in_actions() {
         github::render(items)
     } else {
@@ -32,7 +32,7 @@ pub fn annotation_lines(items: &[github::Item]) -> Vec<String> {
 
 /// Print `lines` where the runner reads them: stdout, or stderr when
 /// stdout is a JSON document that must stay parseable.
-pub fn print_annotations(lines: &[String], json_stdout: bool) {
+pub(crate) fn print_annotations(lines: &[String], json_stdout: bool) {
     for a in lines {
         if json_stdout {
             crate::gate_eprintln!("{a}");

@@ -30,11 +30,11 @@ pub struct HistoryArgs {
 
     /// Record nothing, whatever --history, $GATE_HISTORY_URL or gate.toml say
     #[arg(long)]
-    pub no_history: bool,
+    pub(crate) no_history: bool,
 
     /// A history database that cannot be written fails the command (exit 3) instead of a warning
     #[arg(long)]
-    pub history_required: bool,
+    pub(crate) history_required: bool,
 
     /// Branch recorded with the run (drift is judged per branch) [default: the CI's branch
     /// variables, else git]
@@ -45,7 +45,7 @@ pub struct HistoryArgs {
     /// the run); PostgreSQL gets it as statement and lock timeout. Past it the run is not
     /// recorded (a warning; exit 3 with --history-required), the verdict stands
     #[arg(long, value_name = "DURATION", value_parser = super::measure::parse_duration, default_value = "10s")]
-    pub history_timeout: Duration,
+    pub(crate) history_timeout: Duration,
 }
 
 impl HistoryArgs {
@@ -111,7 +111,7 @@ pub struct HistoryCmdArgs {
     /// Longest wait for the database (PostgreSQL statement and lock timeout, and the client's
     /// deadline)
     #[arg(long, value_name = "DURATION", value_parser = super::measure::parse_duration, default_value = "10s")]
-    pub history_timeout: Duration,
+    pub(crate) history_timeout: Duration,
 }
 
 /// `--metric ID` that no listed run recorded: most likely a typo, so say

@@ -35,7 +35,7 @@ pub struct MeasureArgs {
     /// Warm-up also lasts until the benchmark prints a stdout line matching this regex
     /// (e.g. '^step 20 '), so variable start-up time never enters the statistics
     #[arg(long, value_name = "REGEX")]
-    pub warmup_until: Option<String>,
+    pub(crate) warmup_until: Option<String>,
 
     /// The measured window closes at the first stdout line after warm-up matching this
     /// regex (the benchmark's end-of-timed-section marker); what follows (its statistics,
@@ -47,7 +47,7 @@ pub struct MeasureArgs {
     /// Longest wait for --warmup-until to match; past it the benchmark is stopped and the run
     /// fails (exit 3) rather than never reaching its --duration
     #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
-    pub warmup_timeout: Duration,
+    pub(crate) warmup_timeout: Duration,
 
     /// Sampling interval of NVML and host counters (10ms to 10s); GPM values come every --gpm-interval
     #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
@@ -56,12 +56,12 @@ pub struct MeasureArgs {
     /// GPM (SM active, tensor, DRAM, PCIe...) period: each value averages the whole period, so a
     /// longer one costs less CPU and loses time resolution, not coverage (min 120ms)
     #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
-    pub gpm_interval: Duration,
+    pub(crate) gpm_interval: Duration,
 
     /// Process lists, per-process SM shares and memory used refresh this often (process
     /// utilization costs ~2.7 ms of CPU per NVML call on an H200 VM; min 200ms)
     #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
-    pub process_interval: Duration,
+    pub(crate) process_interval: Duration,
 
     /// GPUs to sample: '0,2' or 'all'. Default: every visible GPU is sampled (CUDA_VISIBLE_DEVICES honoured) and statistics use those the target's processes appeared on
     #[arg(long, value_name = "LIST")]
@@ -69,7 +69,7 @@ pub struct MeasureArgs {
 
     /// Record host counters only (no NVML)
     #[arg(long)]
-    pub no_gpu: bool,
+    pub(crate) no_gpu: bool,
 
     /// Read no GPM (SM active, tensor, DRAM, PCIe, NVLink activity): record what a GPU without
     /// it (A100, A10G, L4, L40S, T4) gives, and spend less CPU sampling
@@ -97,7 +97,7 @@ pub struct MeasureArgs {
         conflicts_with = "command",
         allow_hyphen_values = true
     )]
-    pub command_string: Option<String>,
+    pub(crate) command_string: Option<String>,
 
     /// Command to launch, after `--` (argv, never through a shell)
     #[arg(last = true, value_name = "CMD")]
@@ -105,17 +105,17 @@ pub struct MeasureArgs {
 }
 
 impl MeasureArgs {
-    pub fn is_replay(&self) -> bool {
+    pub(crate) fn is_replay(&self) -> bool {
         !self.replay.is_empty()
     }
 
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.pid.is_some() || !self.command.is_empty()
     }
 
     /// The validated plan the recording engine runs: every flag is checked
     /// here, before anything is launched or written.
-    pub fn record_plan(&self) -> Result<RecordPlan, GateError> {
+    pub(crate) fn record_plan(&self) -> Result<RecordPlan, GateError> {
         if !self.is_live() {
             return Err(GateError::usage(
                 "nothing to record: give a command after '--' or --pid PID",
@@ -188,7 +188,7 @@ impl MeasureArgs {
     }
 
     /// `--until` compiled; a bad pattern is a usage error (exit 2).
-    pub fn until_regex(&self) -> Result<Option<regex::Regex>, GateError> {
+    pub(crate) fn until_regex(&self) -> Result<Option<regex::Regex>, GateError> {
         let Some(p) = self.until.as_deref() else {
             return Ok(None);
         };
@@ -210,7 +210,7 @@ impl MeasureArgs {
 
     /// Turn `--command-string LINE` into the argv after `--` (done once, at
     /// parse time, so everything downstream sees one form).
-    pub fn split_command_string(&mut self) -> Result<(), String> {
+    pub(crate) fn split_command_string(&mut self) -> Result<(), String> {
         if let Some(line) = self.command_string.take() {
             let argv = crate::shell_words::split(&line, "--command-string")?;
             if argv.is_empty() {
@@ -273,7 +273,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!(
@@ -297,7 +297,7 @@ pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Res
 /// file keeps resident (`trace::columns::RESIDENT_BYTES`), its write
 /// buffers and the summary's working copy (72 MiB: one at a time). Loads that do not fit wait for room: `GATE_THREADS` decides
 /// how fast traces load, not how many are held.
-pub fn load_bytes(path: &Path) -> usize {
+pub(crate) fn load_bytes(path: &Path) -> usize {
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let len = if crate::trace::is_compressed_path(path) {
         len.saturating_mul(8)
@@ -319,7 +319,7 @@ pub fn load_bytes(path: &Path) -> usize {
 /// no more than their loads fit in the memory budget at once. A thread that
 /// waits holds nothing, but each thread's allocator arena keeps what its
 /// loads freed (64 nodes on 8 threads peaked at 556 MB, 252 MB on 1).
-pub fn load_threads(paths: &[PathBuf]) -> usize {
+pub(crate) fn load_threads(paths: &[PathBuf]) -> usize {
     let most = paths.iter().map(|p| load_bytes(p)).max().unwrap_or(0);
     crate::budget::fitting(most).min(crate::parallel::threads())
 }
@@ -329,7 +329,7 @@ pub fn load_threads(paths: &[PathBuf]) -> usize {
 /// few traces' samples at a time, not all of them) and it is returned
 /// beside the trace. Replayed files are loaded on several cores
 /// (`parallel`), in order.
-pub fn acquire_each<R: Send>(
+pub(crate) fn acquire_each<R: Send>(
     args: &MeasureArgs,
     runs: usize,
     trace_dir: &Path,
@@ -344,7 +344,7 @@ pub fn acquire_each<R: Send>(
 /// Replayed files are all loaded first, then `after` sees them once.
 /// With `park`, a derived trace's samples are parked in a scratch file
 /// (`Trace::park_samples`), not freed: a capture pools them later.
-pub fn acquire_each_checked<R: Send>(
+pub(crate) fn acquire_each_checked<R: Send>(
     args: &MeasureArgs,
     runs: usize,
     trace_dir: &Path,
@@ -435,7 +435,11 @@ fn close_window(trace: &mut Trace, until: &regex::Regex) {
 /// (empty) file exclusively, with the next counter when it exists already
 /// (checks started in the same millisecond sharing one `--trace-dir`, a
 /// reused process id). The recording replaces the reservation at its end.
-pub fn reserve_trace_path(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf, GateError> {
+pub(crate) fn reserve_trace_path(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+) -> Result<PathBuf, GateError> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -105,7 +105,7 @@ pub fn run(args: MetricsArgs) -> anyhow::Result<i32> {
 }
 
 /// The terminal table (no description column: `--format json` has it).
-pub fn render_text(rows: &[MetricRow]) -> String {
+pub(crate) fn render_text(rows: &[MetricRow]) -> String {
     let headers = [
         "id",
         "unit",

@@ -60,7 +60,7 @@ pub enum Format {
 
 /// `--commit`, else `$CI_COMMIT_SHA` (GitLab), `$GITHUB_SHA`, else
 /// `git rev-parse HEAD` when the current directory is in a repository.
-pub fn detect_commit(flag: Option<&str>) -> Option<String> {
+pub(crate) fn detect_commit(flag: Option<&str>) -> Option<String> {
     let clean = |s: String| {
         let s = s.trim().to_string();
         (!s.is_empty()).then_some(s)

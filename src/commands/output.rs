@@ -44,7 +44,7 @@ impl Output {
 /// written), the `--html-url` link, and stdout's format and color.
 pub(crate) struct Outputs<'a> {
     pub files: Vec<(Output, &'a Path)>,
-    pub html_url: Option<&'a str>,
+    pub(crate) html_url: Option<&'a str>,
     pub format: Format,
     pub color: bool,
 }
@@ -101,7 +101,7 @@ impl Document for CheckReport {
 
 /// A suite's results: every workload's outcome and the suite's exit code.
 pub(crate) struct Suite<'a> {
-    pub outcomes: &'a [suite::Outcome],
+    pub(crate) outcomes: &'a [suite::Outcome],
     pub code: i32,
 }
 

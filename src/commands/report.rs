@@ -67,7 +67,7 @@ pub struct ReportArgs {
 
     /// Where live runs write their traces
     #[arg(long, value_name = "DIR", default_value = LIVE_TRACE_DIR)]
-    pub trace_dir: PathBuf,
+    pub(crate) trace_dir: PathBuf,
 
     #[command(flatten)]
     pub measure: MeasureArgs,

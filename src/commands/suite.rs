@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::exit_code::{worst_exit_code, EXIT_CODE_ORDER};
-pub use crate::report::check::suite::verdict_word;
+pub(crate) use crate::report::check::suite::verdict_word;
 
 /// One workload, validated.
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub struct Workload {
     pub tags: Vec<(String, String)>,
     pub warmup: Option<Duration>,
     pub duration: Option<Duration>,
-    pub warmup_until: Option<String>,
+    pub(crate) warmup_until: Option<String>,
     pub until: Option<String>,
     pub metrics_file: Option<PathBuf>,
     /// `--suite-replay NAME=TRACE` traces (replay mode).
@@ -151,7 +151,7 @@ fn names(defs: &[WorkloadDef]) -> String {
 }
 
 /// One workload's measurement settings on top of the command line's.
-pub fn measure_for(
+pub(crate) fn measure_for(
     base: &super::measure::MeasureArgs,
     w: &Workload,
 ) -> super::measure::MeasureArgs {

@@ -33,7 +33,7 @@ One page per subcommand:  gate man --out-dir /usr/local/share/man/man1")]
 pub struct ManArgs {
     /// Print the page of one subcommand (e.g. 'check') instead of the top-level page
     #[arg(value_name = "SUBCOMMAND")]
-    pub subcommand: Option<String>,
+    pub(crate) subcommand: Option<String>,
 
     /// Write gate.1 and one gate-<subcommand>.1 per subcommand into DIR instead of printing
     #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
@@ -42,7 +42,7 @@ pub struct ManArgs {
 
 /// `gate completions SHELL`: print the completion script of `cmd` (the
 /// whole CLI) to stdout.
-pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<i32> {
+pub(crate) fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<i32> {
     // Render into memory first: clap_complete panics on a write error, and
     // `gate completions bash | head` must not print a panic.
     let mut script = Vec::new();

@@ -49,7 +49,7 @@ pub struct WatchArgs {
 
     /// GPM period (SM active, tensor, DRAM...)
     #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
-    pub gpm_interval: Duration,
+    pub(crate) gpm_interval: Duration,
 
     /// Read no GPM, as on a GPU without it (A100, L4, T4): NVML and host counters only
     #[arg(long)]
@@ -57,7 +57,7 @@ pub struct WatchArgs {
 
     /// Process lists, per-process SM shares and memory used
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
-    pub process_interval: Duration,
+    pub(crate) process_interval: Duration,
 
     /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated (default: ./gate.toml if present)
     #[arg(long, value_name = "FILE")]
@@ -70,12 +70,12 @@ pub struct WatchArgs {
     /// How often the windows are evaluated (at least the sampling interval, at most the
     /// shortest window)
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
-    pub eval_every: Duration,
+    pub(crate) eval_every: Duration,
 
     /// Alert only on rules of this severity or higher: info, low, medium, high (low: every
     /// warning; info rules describe normal behaviour, docs/rules.md)
     #[arg(long, value_parser = parse_min_severity, default_value = "low", value_name = "SEVERITY")]
-    pub min_severity: Severity,
+    pub(crate) min_severity: Severity,
 
     /// Append alerts as JSON lines to FILE instead of stdout (a regular file; never an
     /// input, a FIFO or a symbolic link)
@@ -84,15 +84,15 @@ pub struct WatchArgs {
 
     /// Stop at the first alert (at or above --min-severity) with exit code 1 (for CI jobs)
     #[arg(long)]
-    pub exit_on_alert: bool,
+    pub(crate) exit_on_alert: bool,
 
     /// Where the rotated traces go (zstd-compressed)
     #[arg(long, value_name = "DIR", default_value = ".gate/watch")]
-    pub trace_dir: PathBuf,
+    pub(crate) trace_dir: PathBuf,
 
     /// Start a new trace file this often
     #[arg(long, value_parser = parse_duration, default_value = "1h", value_name = "DURATION")]
-    pub rotate: Duration,
+    pub(crate) rotate: Duration,
 
     /// Keep this many trace files; older ones are deleted
     #[arg(long, default_value_t = 24, value_name = "N")]

@@ -134,9 +134,9 @@ pub struct Config {
     /// Where it came from (for messages); None when no file exists.
     pub origin: Option<String>,
     /// The reader of each user metric (`metric_sources`), by name.
-    pub user_sources: BTreeMap<String, crate::metric_sources::Reader>,
+    pub(crate) user_sources: BTreeMap<String, crate::metric_sources::Reader>,
     /// The file's text, to point rule errors at their line.
-    pub source_text: String,
+    pub(crate) source_text: String,
 }
 
 impl Config {
@@ -219,13 +219,13 @@ impl Config {
 
     /// The relative floor the user set for every metric (`--threshold`,
     /// then `[defaults] threshold`), if any.
-    pub fn user_default_relative(&self, cli_threshold: Option<f64>) -> Option<f64> {
+    pub(crate) fn user_default_relative(&self, cli_threshold: Option<f64>) -> Option<f64> {
         cli_threshold.or(self.file.defaults.threshold)
     }
 
     /// The relative floor of a metric without its own setting: the user's
     /// default, else the evidence-based default of its kind.
-    pub fn default_relative(&self, cli_threshold: Option<f64>, first_class: bool) -> f64 {
+    pub(crate) fn default_relative(&self, cli_threshold: Option<f64>, first_class: bool) -> f64 {
         self.user_default_relative(cli_threshold)
             .unwrap_or(if first_class {
                 FIRST_CLASS_FLOOR
@@ -323,7 +323,10 @@ impl Config {
     /// `user_metric_names` and the ids among `seen` (a run's or a
     /// baseline's metrics) that a glob table of this file reads
     /// (`TABLE.BENCHMARK`), sorted and without repeats.
-    pub fn user_metric_ids<'a>(&self, seen: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    pub(crate) fn user_metric_ids<'a>(
+        &self,
+        seen: impl IntoIterator<Item = &'a String>,
+    ) -> Vec<String> {
         let mut ids = self.user_metric_names();
         let mut bulk: Vec<String> = seen
             .into_iter()
@@ -339,7 +342,7 @@ impl Config {
 
     /// The `[user_metrics]` table that defines metric `id`: its own, or the
     /// glob table `TABLE` of a bulk id `TABLE.BENCHMARK`.
-    pub fn user_table<'a>(&'a self, id: &'a str) -> Option<&'a str> {
+    pub(crate) fn user_table<'a>(&'a self, id: &'a str) -> Option<&'a str> {
         if self.user_sources.contains_key(id) {
             return Some(id);
         }
@@ -352,7 +355,7 @@ impl Config {
 
     /// Where the table of user metric `id` is: `FILE: line L: [user_metrics.T]`,
     /// for messages about a reader that asked for what a file lacks.
-    pub fn user_table_at(&self, id: &str) -> String {
+    pub(crate) fn user_table_at(&self, id: &str) -> String {
         let table = self.user_table(id).unwrap_or(id);
         let origin = self.origin.as_deref().unwrap_or("gate.toml");
         match self.file.user_metrics.get_key_value(table) {
@@ -365,7 +368,7 @@ impl Config {
     }
 
     /// Whether `id` is one of this file's user metrics (a bulk id too).
-    pub fn is_user_metric(&self, id: &str) -> bool {
+    pub(crate) fn is_user_metric(&self, id: &str) -> bool {
         self.user_table(id).is_some()
     }
 

@@ -3,8 +3,8 @@
 //! it (`Config::for_workload`). Library code reads it (`Config`), so it
 //! stays with the document rather than beside `commands/suite.rs`.
 
-use crate::validate::valid_name;
 use super::{Config, GateConfig};
+use crate::validate::valid_name;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -30,7 +30,7 @@ pub struct WorkloadDef {
     pub tags: BTreeMap<String, String>,
     pub warmup: Option<String>,
     pub duration: Option<String>,
-    pub warmup_until: Option<String>,
+    pub(crate) warmup_until: Option<String>,
     /// The workload's end-of-timed-section marker (`--until`).
     pub until: Option<String>,
     pub metrics_file: Option<String>,
@@ -97,7 +97,7 @@ impl Config {
     /// names in `metrics = [...]`, or, when it names none, those that no
     /// other workload of the suite names. A workload is never judged or
     /// warned on another's number.
-    pub fn for_workload(&self, name: &str) -> Config {
+    pub(crate) fn for_workload(&self, name: &str) -> Config {
         let Some(suite) = &self.file.suite else {
             return self.clone();
         };

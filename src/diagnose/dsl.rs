@@ -34,12 +34,12 @@ use std::fmt;
 
 /// Longest expression accepted, in bytes. The built-in rules are under
 /// 1000; the cap keeps a hostile `gate.toml` from costing memory or time.
-pub const MAX_EXPR_BYTES: usize = 4096;
+pub(crate) const MAX_EXPR_BYTES: usize = 4096;
 /// Most tokens in one expression. A chain of `and`/`+` builds a tree as
 /// deep as it is long, and evaluation, printing and dropping it recurse:
 /// 100,000 terms overflowed the stack (exit 134). 512 tokens bound the tree
 /// depth to ~256, a few hundred KiB of stack at most.
-pub const MAX_EXPR_TOKENS: usize = 512;
+pub(crate) const MAX_EXPR_TOKENS: usize = 512;
 /// Deepest nesting of parentheses, `not`, unary `-` and function calls
 /// (the parser recurses once per level: 5,000 levels overflowed the stack).
 pub const MAX_EXPR_NESTING: usize = 32;
@@ -49,7 +49,7 @@ const MEAN: Stat = Stat::Of(Statistic::Mean);
 
 /// Statistic names an identifier may end with (`metric.stat`); each is a
 /// `Stat` (`Stat::parse`), `median` being `p50`.
-pub const STATS: &[&str] = &[
+pub(crate) const STATS: &[&str] = &[
     "mean", "p5", "p50", "median", "p95", "p99", "min", "max", "stdev", "n",
 ];
 
@@ -855,7 +855,6 @@ fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
         .map(|(_, c)| c)
 }
 
-
 // ---------------------------------------------------------------- printing
 
 fn prec(e: &Expr) -> u8 {
@@ -947,7 +946,7 @@ impl fmt::Display for Expr {
 // ---------------------------------------------------------------- evaluation
 
 /// Evaluate a numeric expression; None = missing.
-pub fn eval_num(e: &Expr, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
+pub(crate) fn eval_num(e: &Expr, src: &dyn MetricSource, gpu: Option<usize>) -> Option<f64> {
     let v = match e {
         Expr::Num(v) => Some(*v),
         Expr::Ident(id) => lookup(id, src, gpu),
@@ -1011,7 +1010,7 @@ fn call(func: Func, args: &[Expr], src: &dyn MetricSource, gpu: Option<usize>) -
 /// The new run's speed over the baseline's: the benchmark's declared rate
 /// of work (`benchmark.work_rate`), else its wall time (a fixed amount of
 /// work). None when neither side knows it.
-pub fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
+pub(crate) fn speed_ratio(src: &dyn MetricSource) -> Option<f64> {
     let base = src.baseline()?;
     let rate = crate::analysis::features::WORK_RATE;
     match (src.feature(rate), base.feature(rate)) {
@@ -1164,7 +1163,7 @@ fn exact_truth(e: &Expr, src: &dyn MetricSource) -> Option<bool> {
 
 /// The operands worth showing as evidence: every non-literal side of every
 /// comparison, in order of appearance, without duplicates.
-pub fn evidence_operands(e: &Expr) -> Vec<Expr> {
+pub(crate) fn evidence_operands(e: &Expr) -> Vec<Expr> {
     fn walk(e: &Expr, out: &mut Vec<Expr>) {
         match e {
             Expr::Cmp(_, a, b) => {

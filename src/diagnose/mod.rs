@@ -101,12 +101,12 @@ impl EvidenceRow {
     }
 
     /// The (new) value as the text prints it.
-    pub fn value_text(&self) -> String {
+    pub(crate) fn value_text(&self) -> String {
         rules::value_text(self.value, self.unit.as_deref())
     }
 
     /// "99.88 % -> 82.2 %" for a change, "82.2 %" for one run.
-    pub fn change_text(&self) -> String {
+    pub(crate) fn change_text(&self) -> String {
         match self.baseline_text() {
             Some(b) => format!("{b} -> {}", self.value_text()),
             None => self.value_text(),
@@ -140,7 +140,7 @@ impl Finding {
 }
 
 /// Width plain-text findings wrap their explanation at.
-pub const TEXT_WIDTH: usize = 100;
+pub(crate) const TEXT_WIDTH: usize = 100;
 
 impl Finding {
     /// Plain text for JUnit failure text and terminal output: the headline,
@@ -153,7 +153,7 @@ impl Finding {
     /// The lines of `text`, each part passed through `esc` (the sink's
     /// escaping) before it is laid out, so a line break inside a part
     /// cannot forge a line.
-    pub fn text_lines(&self, esc: &dyn Fn(&str) -> String) -> Vec<String> {
+    pub(crate) fn text_lines(&self, esc: &dyn Fn(&str) -> String) -> Vec<String> {
         let mut lines = vec![esc(&self.title)];
         lines.extend(wrap(&esc(&self.explanation), TEXT_WIDTH));
         let cells: Vec<(String, String)> = self
@@ -180,7 +180,7 @@ impl Finding {
 }
 
 /// Greedy word wrap at `width` characters (a longer word gets its own line).
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
@@ -244,7 +244,7 @@ fn evidence_rows(
 }
 
 /// The built-in rules, embedded at build time.
-pub const BUILTIN_RULES_TOML: &str = include_str!("rules.toml");
+pub(crate) const BUILTIN_RULES_TOML: &str = include_str!("rules.toml");
 
 impl Severity {
     pub fn as_str(self) -> &'static str {
@@ -286,7 +286,7 @@ impl RuleSet {
     /// Declare benchmark-reported metric names (gate.toml user metrics) so
     /// user rules may refer to them (`samples_per_s.mean`). Call before
     /// `with_user_rules`.
-    pub fn with_user_metrics<I: IntoIterator<Item = String>>(mut self, names: I) -> RuleSet {
+    pub(crate) fn with_user_metrics<I: IntoIterator<Item = String>>(mut self, names: I) -> RuleSet {
         self.vocab.user_metrics.extend(names);
         self
     }
@@ -470,7 +470,7 @@ impl RuleSet {
 }
 
 /// Rule name of the finding `unexplained` makes.
-pub const UNEXPLAINED: &str = "unexplained";
+pub(crate) const UNEXPLAINED: &str = "unexplained";
 
 /// The finding for a regression that no rule explains: gate says exactly
 /// that instead of guessing. `moved` are the regressed metrics with their
@@ -540,11 +540,11 @@ pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) ->
 }
 
 /// What `unexplained` says when the benchmark declares no number of its own.
-pub const UNDECLARED_WORK_RATE: &str = "More GPU work per unit of output (recompute, a disabled cache, padded shapes) could not be checked: the benchmark declares no throughput. Print one (e.g. 'samples_per_s: 1234') and declare it in gate.toml: [user_metrics.samples_per_s] regex = '^samples_per_s: ([0-9.eE+-]+)', direction = \"higher_is_better\"";
+pub(crate) const UNDECLARED_WORK_RATE: &str = "More GPU work per unit of output (recompute, a disabled cache, padded shapes) could not be checked: the benchmark declares no throughput. Print one (e.g. 'samples_per_s: 1234') and declare it in gate.toml: [user_metrics.samples_per_s] regex = '^samples_per_s: ([0-9.eE+-]+)', direction = \"higher_is_better\"";
 
 /// A change, as the rule language reads it: the new run's numbers, with the
 /// baseline one step away (`base()`, `delta()`, `ratio()`, `z()`).
-pub struct Change<'a> {
+pub(crate) struct Change<'a> {
     pub baseline: &'a dyn MetricSource,
     pub new: &'a dyn MetricSource,
 }
@@ -577,7 +577,7 @@ impl MetricSource for Change<'_> {
 /// `z()` weighs a change against the same pooled evidence as the verdict
 /// (`--confirm`, several replayed traces). Not for the nodes of one run:
 /// those are diagnosed one by one.
-pub struct Pooled<'a> {
+pub(crate) struct Pooled<'a> {
     pub runs: Vec<&'a dyn MetricSource>,
 }
 
@@ -617,14 +617,14 @@ impl MetricSource for Pooled<'_> {
 /// Whether a run has GPM counters (SM active): without them (A100, L4,
 /// T4, `--no-gpm`) rules reason from NVML and host counters only, and say
 /// which causes those cannot tell apart (`change_nogpm`).
-pub fn has_gpm(run: &dyn MetricSource) -> bool {
+pub(crate) fn has_gpm(run: &dyn MetricSource) -> bool {
     run.stat("sm_active_pct", Stat::Of(Statistic::Mean), None)
         .is_some()
 }
 
 /// The framework a run was detected to use (`features::framework_features`
 /// sets `framework.<name>` to 1), when exactly one was.
-pub fn framework_of(run: &dyn MetricSource) -> Option<&'static str> {
+pub(crate) fn framework_of(run: &dyn MetricSource) -> Option<&'static str> {
     let found: Vec<&'static str> = crate::analysis::framework::NAMES
         .iter()
         .copied()
@@ -707,7 +707,7 @@ pub const SHARE_RESOLUTION_PCT: f64 = 20.0;
 
 /// Findings of a change: the larger share of the slowdown first (in bands
 /// of `SHARE_RESOLUTION_PCT`); those without one after, in `rank` order.
-pub fn rank_by_share(findings: &mut [Finding]) {
+pub(crate) fn rank_by_share(findings: &mut [Finding]) {
     use std::cmp::Ordering;
     let band = |p: f64| (p.min(99.9) / SHARE_RESOLUTION_PCT).floor();
     findings.sort_by(|a, b| {

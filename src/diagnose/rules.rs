@@ -13,7 +13,7 @@ use crate::stats::{MetricSource, Stat};
 use std::collections::BTreeMap;
 
 /// Fields a rule table may have.
-pub const FIELDS: &[&str] = &[
+pub(crate) const FIELDS: &[&str] = &[
     "when",
     "change_when",
     "explains",
@@ -31,10 +31,10 @@ pub const FIELDS: &[&str] = &[
 ];
 
 /// Frameworks `next_steps_for` may name (`framework::NAMES`).
-pub use crate::analysis::framework::NAMES as FRAMEWORKS;
+pub(crate) use crate::analysis::framework::NAMES as FRAMEWORKS;
 
 /// Reading order given to user rules that do not say.
-pub const DEFAULT_USER_ORDER: u32 = 5;
+pub(crate) const DEFAULT_USER_ORDER: u32 = 5;
 
 /// Where a rule came from (shown by reports, so users know what they changed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,12 +57,12 @@ pub struct Rule {
     pub origin: Origin,
     /// Source text of the condition.
     pub when: String,
-    pub cond: Expr,
+    pub(crate) cond: Expr,
     /// Condition on a change (baseline -> new run), with `base()`,
     /// `delta()`, `ratio()` and `z()`. When present it alone decides whether
     /// the rule explains a change; without it the rule explains a change
     /// when `when` holds in the new run and not in the baseline.
-    pub change_when: Option<(String, Expr)>,
+    pub(crate) change_when: Option<(String, Expr)>,
     /// The share of a slowdown (0..1) the cause can account for, read on a
     /// change (`share()`); findings of a change are ranked by it.
     pub explains: Option<(String, Expr)>,
@@ -72,22 +72,22 @@ pub struct Rule {
     pub change: Option<Template>,
     /// The change text for a run without GPM (`sm_active_pct` unknown):
     /// says which causes NVML's counters cannot tell apart. None: `change`.
-    pub change_nogpm: Option<Template>,
+    pub(crate) change_nogpm: Option<Template>,
     /// Generic things to try (the framework is unknown).
     pub next_steps: Vec<String>,
     /// Things to try in the words of one framework (`FRAMEWORKS`), used
     /// instead of `next_steps` when the run's framework is known.
-    pub next_steps_for: BTreeMap<String, Vec<String>>,
+    pub(crate) next_steps_for: BTreeMap<String, Vec<String>>,
     /// `for = "5m"`: for `gate watch`, the condition must hold over a
     /// sliding window this long (its statistics are the window's) before
     /// the rule alerts. None: the watch's default window. A whole run
     /// (check, report) ignores it.
-    pub hold_for: Option<std::time::Duration>,
+    pub(crate) hold_for: Option<std::time::Duration>,
 }
 
 /// What a `{placeholder}` shows.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// `{expr}`: the value in the (new) run.
     Value,
     /// `{base:expr}`: the value in the baseline.
@@ -97,7 +97,7 @@ pub enum Slot {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Expr(Slot, Expr),
     /// `{if COND: text}`: the text (which may hold placeholders) only when
@@ -111,7 +111,7 @@ pub enum Piece {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Template {
     pub source: String,
-    pub pieces: Vec<Piece>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 impl Template {
@@ -217,7 +217,7 @@ impl Template {
 
     /// `render`, also listing the placeholders' expressions the text shows
     /// (in reading order): the finding's evidence table must hold them.
-    pub fn render_used(
+    pub(crate) fn render_used(
         &self,
         base: Option<&dyn MetricSource>,
         new: &dyn MetricSource,
@@ -279,7 +279,7 @@ fn matching_brace(chars: &[char]) -> Option<usize> {
 }
 
 /// "fell from 94 % to 0.3 %", "rose from 3 % to 77 %", "stayed at 5 %".
-pub fn change_words(before: Option<f64>, now: Option<f64>, e: &Expr) -> String {
+pub(crate) fn change_words(before: Option<f64>, now: Option<f64>, e: &Expr) -> String {
     let (b, n) = (with_unit(before, e), with_unit(now, e));
     match (before, now) {
         (Some(x), Some(y)) if b == n || x == y => format!("stayed at {n}"),
@@ -291,7 +291,7 @@ pub fn change_words(before: Option<f64>, now: Option<f64>, e: &Expr) -> String {
 }
 
 /// Unit of an expression's value, when it has one (for "94 %", "20270 MiB/s").
-pub fn unit_of(e: &Expr) -> Option<&'static str> {
+pub(crate) fn unit_of(e: &Expr) -> Option<&'static str> {
     match e {
         Expr::Ident(dsl::Ident::Stat { metric, stat }) => {
             if *stat == Stat::N {
@@ -324,7 +324,7 @@ pub fn unit_of(e: &Expr) -> Option<&'static str> {
 }
 
 /// A value with its unit, or "n/a" when missing.
-pub fn with_unit(v: Option<f64>, e: &Expr) -> String {
+pub(crate) fn with_unit(v: Option<f64>, e: &Expr) -> String {
     match v {
         None => "n/a".into(),
         Some(x) => value_text(x, unit_of(e)),
@@ -333,7 +333,7 @@ pub fn with_unit(v: Option<f64>, e: &Expr) -> String {
 
 /// How every number of a finding prints, in its text and in its evidence
 /// table alike (so the two never disagree in a digit).
-pub fn value_text(v: f64, unit: Option<&str>) -> String {
+pub(crate) fn value_text(v: f64, unit: Option<&str>) -> String {
     match unit {
         Some(u) => format!("{} {u}", crate::format::number(v)),
         None => crate::format::number(v),
@@ -343,7 +343,7 @@ pub fn value_text(v: f64, unit: Option<&str>) -> String {
 /// What an expression is called in a finding's evidence table: the
 /// metrics' and features' human names (`metrics::label`,
 /// `features::label`), never an internal id when a name exists.
-pub fn label_of(e: &Expr) -> String {
+pub(crate) fn label_of(e: &Expr) -> String {
     use dsl::{ArithOp, Func, Ident};
     // Composite expressions the built-in rules use, by their meaning.
     let canonical = e.to_string();
@@ -406,7 +406,7 @@ pub fn label_of(e: &Expr) -> String {
 }
 
 /// Severity from its name in a rule file.
-pub fn parse_severity(s: &str) -> Option<Severity> {
+pub(crate) fn parse_severity(s: &str) -> Option<Severity> {
     Some(match s {
         "info" => Severity::Info,
         "low" => Severity::Low,
@@ -670,11 +670,11 @@ fn reads_gpm(e: &Expr) -> bool {
 }
 
 /// Longest `for` window: `gate watch` keeps this much history in memory.
-pub const MAX_HOLD_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+pub(crate) const MAX_HOLD_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// A `for` duration: a number and a unit (`ms`, `s`, `m`, `h`), e.g. `5m`,
 /// from 1 s to `MAX_HOLD_FOR`.
-pub fn parse_window(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_window(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -38,7 +38,7 @@ fn normalized(arg: &str) -> &str {
 }
 
 /// The benchmark's identity: program file name, then its script or module.
-pub fn identity(command: &[String]) -> Vec<String> {
+pub(crate) fn identity(command: &[String]) -> Vec<String> {
     let Some(program) = command.first() else {
         return Vec::new();
     };
@@ -62,15 +62,15 @@ pub fn identity(command: &[String]) -> Vec<String> {
 
 /// What differs between the baseline's run and this one.
 #[derive(Debug, Default, PartialEq)]
-pub struct Differences {
+pub(crate) struct Differences {
     /// Program, script or a `[compare] tags` tag: another benchmark.
-    pub identity: Vec<String>,
+    pub(crate) identity: Vec<String>,
     /// Other arguments or tags.
     pub details: Vec<String>,
 }
 
 /// Compare the baseline's command and tags with a run's.
-pub fn differences(
+pub(crate) fn differences(
     base_command: &[String],
     base_tags: &BTreeMap<String, String>,
     command: &[String],

@@ -125,7 +125,7 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub why: Why,
     /// new - baseline, in the unit.
-    pub delta: f64,
+    pub(crate) delta: f64,
     /// The change in the bad direction (positive = worse).
     pub worse: f64,
     /// The practical floor in the unit: max(relative * |b|, absolute).
@@ -148,7 +148,7 @@ impl Judgement {
 /// A bad move beyond it but inside `band` is open only because the spread
 /// is poorly known (inconclusive); inside it, even the optimistic reading
 /// of the spread calls it noise (pass).
-pub fn plug_in_band(n: &Noise, looks: usize) -> f64 {
+pub(crate) fn plug_in_band(n: &Noise, looks: usize) -> f64 {
     n.band_at_normal_quantile() * crate::noise::t_quantile(f64::INFINITY, looks) / 1.96
 }
 

@@ -6,13 +6,16 @@ use super::*;
 
 /// The baseline's observation of `statistic`: each run's value and interval
 /// (the pooled statistic, without interval, for a baseline without runs).
-pub fn baseline_observation(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
+pub(crate) fn baseline_observation(
+    m: &BaselineMetric,
+    statistic: Statistic,
+) -> Option<Observation> {
     Observation::from_baseline(m, statistic)
 }
 
 impl Observation {
     /// See `baseline_observation`.
-    pub fn from_baseline(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
+    pub(crate) fn from_baseline(m: &BaselineMetric, statistic: Statistic) -> Option<Observation> {
         if m.runs.is_empty() {
             let v = m.get_stat(statistic.into());
             return Observation::from_runs(&[(v, None)]);
@@ -90,11 +93,11 @@ pub(super) fn observe(
 /// Every metric's effective policy, resolved once per check from the
 /// catalogue, `gate.toml` and `--threshold` (the same for every GPU, node
 /// and run), plus what the baseline says it gated at capture time.
-pub struct Policies {
+pub(crate) struct Policies {
     by_id: BTreeMap<String, Policy>,
     /// Where the baseline's recorded statistic or gating differs from the
     /// policy judged now, one entry per metric: (id, baseline's, now).
-    pub drifted: Vec<(String, String, String)>,
+    pub(crate) drifted: Vec<(String, String, String)>,
 }
 
 impl Policies {
@@ -227,14 +230,14 @@ pub(super) fn compare(
 /// and `gate diff` marks it: `gated` is its policy (catalogue, gate.toml),
 /// `decides` whether a benchmark metric declared in gate.toml could be
 /// judged (`decides_the_run`); it outranks the sampled counters.
-pub fn is_gated(gated: bool, first_class: bool, benchmark_decides: bool) -> bool {
+pub(crate) fn is_gated(gated: bool, first_class: bool, benchmark_decides: bool) -> bool {
     gated && (first_class || !benchmark_decides)
 }
 
 /// A metric that decides the run when it can be judged: declared in
 /// gate.toml as the benchmark's own number. Wall time does not decide: a
 /// fixed-length benchmark takes as long when it does less work.
-pub fn decides_the_run(id: &str, first_class: bool) -> bool {
+pub(crate) fn decides_the_run(id: &str, first_class: bool) -> bool {
     first_class && id != metrics::WALL_TIME.id
 }
 

@@ -41,7 +41,7 @@ mod runs;
 pub mod settings;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 use judging::*;
-pub use judging::{baseline_observation, decides_the_run, is_gated, Policies};
+pub(crate) use judging::{decides_the_run, is_gated, Policies};
 use passes::*;
 pub use report::{
     BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult, MetricTrend, RunInfo, RunVerdict,

@@ -64,7 +64,7 @@ pub struct MetricResult {
     pub statistic: Statistic,
     pub gated: bool,
     /// The benchmark's own numbers (wall time, user metrics).
-    pub first_class: bool,
+    pub(crate) first_class: bool,
     pub baseline: Option<f64>,
     pub new: Option<f64>,
     /// new - baseline.
@@ -72,10 +72,10 @@ pub struct MetricResult {
     /// Relative change in percent (None when the baseline is 0).
     pub change_pct: Option<f64>,
     /// Relative and absolute floor (fractions of the baseline; the unit).
-    pub threshold_rel: f64,
-    pub threshold_abs: f64,
+    pub(crate) threshold_rel: f64,
+    pub(crate) threshold_abs: f64,
     /// The user set them (gate.toml, `--threshold`); else evidence defaults.
-    pub threshold_explicit: bool,
+    pub(crate) threshold_explicit: bool,
     /// The practical floor in the unit: max(relative * |baseline|, absolute).
     pub tolerance: Option<f64>,
     /// The noise band (95 % half-width of the change) in the unit, when
@@ -136,14 +136,14 @@ pub struct RunInfo {
     pub node: Option<usize>,
     pub gpu_model: String,
     pub gpu_count: usize,
-    pub steady_samples: usize,
-    pub valid_samples: usize,
-    pub total_samples: usize,
+    pub(crate) steady_samples: usize,
+    pub(crate) valid_samples: usize,
+    pub(crate) total_samples: usize,
     /// Wall time after warm-up (`RunSummary::wall_time_s`).
     pub wall_time_s: Option<f64>,
     /// Start-up before it, when the run marked a warm-up.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub startup_s: Option<f64>,
+    pub(crate) startup_s: Option<f64>,
     /// What the window left out after it, not judged (`RunSummary::teardown_s`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teardown_s: Option<f64>,
@@ -216,7 +216,7 @@ pub struct CheckReport {
     /// most likely first.
     pub diagnosis: Vec<Finding>,
     /// `Finding::text()` of each finding, in the same order.
-    pub diagnosis_text: Vec<String>,
+    pub(crate) diagnosis_text: Vec<String>,
     pub counts: Counts,
     /// The gated metrics' recent past on the target branch and this
     /// check's drift findings (`history::trend`); only with `--history`.
@@ -232,7 +232,7 @@ pub struct Trend {
     /// Earlier runs found (this run is not counted).
     pub runs: usize,
     /// Their commits, oldest first.
-    pub commits: Vec<Option<String>>,
+    pub(crate) commits: Vec<Option<String>>,
     pub metrics: Vec<MetricTrend>,
     pub drift: Vec<TrendDrift>,
 }

@@ -19,7 +19,7 @@ pub struct RunFailure {
     pub message: String,
     /// The benchmark itself failed: it exited nonzero, or a signal that gate
     /// did not send killed it (SIGSEGV, SIGABRT, the OOM killer's SIGKILL).
-    pub by_benchmark: bool,
+    pub(crate) by_benchmark: bool,
 }
 
 impl RunFailure {

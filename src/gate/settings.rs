@@ -21,15 +21,15 @@ pub struct Policy {
     /// Judged (can fail the run) rather than only reported.
     pub gated: bool,
     /// Numbers of the benchmark itself (wall time, user metrics): listed first.
-    pub first_class: bool,
+    pub(crate) first_class: bool,
     /// The user set this metric's floor (gate.toml, `--threshold`): it then
     /// decides alone where no noise estimate exists (`gate::decide`).
-    pub explicit: bool,
+    pub(crate) explicit: bool,
 }
 
 /// Reruns a live `check` makes by default when the decisive metric moved
 /// the bad way inside the noise (`--max-reruns`, `[verdict] max_reruns`).
-pub const DEFAULT_MAX_RERUNS: usize = 2;
+pub(crate) const DEFAULT_MAX_RERUNS: usize = 2;
 
 /// What an inconclusive run (a bad move the noise left open) exits with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -49,7 +49,7 @@ pub struct VerdictConfig {
     #[serde(default)]
     pub inconclusive: InconclusiveExit,
     /// Reruns of a live check (default `DEFAULT_MAX_RERUNS`).
-    pub max_reruns: Option<usize>,
+    pub(crate) max_reruns: Option<usize>,
 }
 
 /// Settings of `[compare]` in gate.toml.

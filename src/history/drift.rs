@@ -68,13 +68,13 @@
 use crate::metrics::Direction;
 
 /// CUSUM reference value, in sigma: half the 1-sigma shift it is tuned for.
-pub const K_SIGMA: f64 = 0.5;
+pub(crate) const K_SIGMA: f64 = 0.5;
 /// CUSUM decision interval, in sigma.
-pub const H_SIGMA: f64 = 5.0;
+pub(crate) const H_SIGMA: f64 = 5.0;
 /// `d2` for moving ranges of two consecutive values.
-pub const D2_MOVING_RANGE: f64 = 1.128;
+pub(crate) const D2_MOVING_RANGE: f64 = 1.128;
 /// The baseline's own error is discounted up to this many standard errors.
-pub const BASELINE_Z: f64 = 3.0;
+pub(crate) const BASELINE_Z: f64 = 3.0;
 /// Fewer runs than this in the window: no drift judgement.
 pub const MIN_RUNS: usize = super::settings::DRIFT_MIN_RUNS;
 /// The recent level is the mean of at most this many newest runs.
@@ -99,7 +99,7 @@ pub struct Series {
 
 /// A detected drift.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Drift {
+pub(crate) struct Drift {
     /// Mean of the newest runs of the drifting segment.
     pub level: f64,
     /// `level - baseline`, in the unit.
@@ -111,13 +111,13 @@ pub struct Drift {
     /// CUSUM at the newest run, in sigma.
     pub cusum: f64,
     /// Index into `values` of the first run of the drifting segment.
-    pub segment_start: usize,
+    pub(crate) segment_start: usize,
     /// Runs in the drifting segment.
-    pub segment_runs: usize,
+    pub(crate) segment_runs: usize,
 }
 
 /// The CUSUM path `S_i` of `worse / sigma`, with reference value `k`.
-pub fn cusum_path(z: &[f64], k: f64) -> Vec<f64> {
+pub(crate) fn cusum_path(z: &[f64], k: f64) -> Vec<f64> {
     let mut s = 0.0_f64;
     z.iter()
         .map(|zi| {
@@ -128,7 +128,7 @@ pub fn cusum_path(z: &[f64], k: f64) -> Vec<f64> {
 }
 
 /// Moving-range estimate of the standard deviation of `values`.
-pub fn moving_range_sigma(values: &[f64]) -> Option<f64> {
+pub(crate) fn moving_range_sigma(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
@@ -151,7 +151,7 @@ pub fn sigma(series: &Series) -> f64 {
 }
 
 /// Judge `series` (module doc). None: no drift, or too little data.
-pub fn detect(series: &Series, config: &DriftConfig) -> Option<Drift> {
+pub(crate) fn detect(series: &Series, config: &DriftConfig) -> Option<Drift> {
     let sign = match series.direction {
         Direction::HigherIsBetter => 1.0,
         Direction::LowerIsBetter => -1.0,

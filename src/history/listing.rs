@@ -15,11 +15,11 @@ use crate::metrics::Direction;
 use serde::Serialize;
 
 /// Version of the `gate history --format json` document.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub(crate) const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// What was asked, echoed in the output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub baseline: Option<String>,
     pub branch: Option<String>,
     pub metric: Option<String>,
@@ -29,7 +29,7 @@ pub struct Filter {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub schema_version: u32,
     /// Where the runs came from (no password).
     pub database: String,
@@ -38,7 +38,7 @@ pub struct Listing {
     pub runs: Vec<RunRecord>,
 }
 
-pub fn render_json(l: &Listing) -> String {
+pub(crate) fn render_json(l: &Listing) -> String {
     let mut s = serde_json::to_string_pretty(l).unwrap_or_else(|e| {
         format!("{{\"error\": \"cannot serialise the history listing: {e}\"}}")
     });
@@ -109,7 +109,7 @@ fn cause(r: &RunRecord) -> String {
 }
 
 /// The terminal text of a listing.
-pub fn render_text(l: &Listing) -> String {
+pub(crate) fn render_text(l: &Listing) -> String {
     let f = &l.filter;
     let what = if f.regressions_only {
         "regressions"

@@ -46,7 +46,7 @@ pub use stored::{
 
 /// Where history goes when `[history]` is present in gate.toml without a
 /// `url`, and where `gate history` looks when nothing is configured.
-pub const DEFAULT_SQLITE_PATH: &str = ".gate/history.sqlite";
+pub(crate) const DEFAULT_SQLITE_PATH: &str = ".gate/history.sqlite";
 
 /// What went wrong talking to a history database. The message never holds
 /// a password (see `Location::display`).
@@ -61,7 +61,7 @@ pub enum HistoryError {
 }
 
 impl HistoryError {
-    pub fn unavailable(location: &Location, message: impl std::fmt::Display) -> Self {
+    pub(crate) fn unavailable(location: &Location, message: impl std::fmt::Display) -> Self {
         HistoryError::Unavailable {
             location: location.display(),
             message: redact_text(&message.to_string(), location),
@@ -208,7 +208,7 @@ fn is_keyword_string(s: &str) -> bool {
         && LIBPQ_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(key))
 }
 
-pub use redact::redact;
+pub(crate) use redact::redact;
 
 /// A driver's error text about `location`, fit to print (`redact::driver_text`).
 fn redact_text(text: &str, location: &Location) -> String {
@@ -222,7 +222,10 @@ fn redact_text(text: &str, location: &Location) -> String {
 /// is `timeout`: a little later, so the store can report its own time-out
 /// first (PostgreSQL's statement and lock time-outs, SQLite's busy
 /// time-out, both set to `timeout`).
-pub fn step_deadline(_location: &Location, timeout: std::time::Duration) -> std::time::Duration {
+pub(crate) fn step_deadline(
+    _location: &Location,
+    timeout: std::time::Duration,
+) -> std::time::Duration {
     timeout + crate::limits::HISTORY_CLIENT_GRACE
 }
 
@@ -430,7 +433,7 @@ pub fn open(location: &Location, create: bool) -> Result<Box<dyn HistoryStore>, 
 
 /// `open` with every PostgreSQL statement and lock wait bounded by
 /// `timeout` on the server (the caller bounds the whole step with `within`).
-pub fn open_bounded(
+pub(crate) fn open_bounded(
     location: &Location,
     create: bool,
     timeout: std::time::Duration,
@@ -443,7 +446,7 @@ pub fn open_bounded(
 
 /// Unix time now as RFC 3339 UTC (the only clock read of this module,
 /// used when a run is recorded).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     crate::format::now_rfc3339()
 }
 

@@ -125,7 +125,7 @@ fn spread_of_passes(runs: &[RunRecord]) -> BTreeMap<String, (f64, f64)> {
     out
 }
 
-pub fn to_gate(e: HistoryError) -> GateError {
+pub(crate) fn to_gate(e: HistoryError) -> GateError {
     match e {
         HistoryError::BadLocation(m) => GateError::usage(m),
         other => GateError::infra(other.to_string()),
@@ -207,7 +207,7 @@ fn provenance(
 /// Where `check` or `capture` records its run, resolved once before
 /// anything runs (a malformed location is exit 2 at once).
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     location: Location,
     required: bool,
     timeout: Duration,
@@ -316,7 +316,7 @@ fn give_up(location: &Location, e: &HistoryError) {
 /// One check's history store, opened once (bounded) after the run is
 /// measured: the noise prior, drift and the trend are read from it before
 /// the reports, and the run is appended after them (`finish_check`).
-pub struct CheckHistory {
+pub(crate) struct CheckHistory {
     recorder: Recorder,
     store: Option<Box<dyn super::HistoryStore>>,
     /// The first step that failed: reported once the verdict is out.
@@ -363,7 +363,7 @@ impl CheckHistory {
     /// of the baseline. Empty without them, or when they cannot be read (it
     /// is only a prior: the check goes on, and `finish_check` reports the
     /// store's error).
-    pub fn healthy_spread(&mut self, baseline: &Baseline) -> BTreeMap<String, (f64, f64)> {
+    pub(crate) fn healthy_spread(&mut self, baseline: &Baseline) -> BTreeMap<String, (f64, f64)> {
         let query = Query {
             baseline: Some(baseline.name.clone()),
             kind: Some(RunKind::Check),
@@ -380,7 +380,7 @@ impl CheckHistory {
 
 /// `check`'s run, between its two history steps: read before the reports
 /// are rendered, appended after they are written.
-pub struct PendingCheck {
+pub(crate) struct PendingCheck {
     history: CheckHistory,
     run: RunRecord,
 }
@@ -388,7 +388,7 @@ pub struct PendingCheck {
 /// `check`'s first step: judge drift over the recent runs (which may add
 /// findings to `report`) and build the trend. Bounded; a failure is kept
 /// for `finish_check`, never stops the verdict.
-pub fn before_check_report(
+pub(crate) fn before_check_report(
     mut history: CheckHistory,
     settings: &HistorySettings,
     config: &Config,
@@ -443,7 +443,7 @@ pub fn before_check_report(
 
 /// `check`'s second step, after the verdict and reports are written:
 /// append the run. Ok, or a warning; an error only with `required`.
-pub fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
+pub(crate) fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
     let PendingCheck { mut history, run } = pending;
     let recorder = &history.recorder;
     let appended = match (history.failure.take(), history.store.take()) {
@@ -471,7 +471,7 @@ pub fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
 
 /// `capture`'s hook, after the baseline is written: append it as a
 /// `capture` run (trend pages mark it as a refresh). Bounded like `check`.
-pub fn after_capture(
+pub(crate) fn after_capture(
     recorder: &Recorder,
     settings: &HistorySettings,
     baseline: &Baseline,

@@ -37,12 +37,12 @@ use postgres::{Client, NoTls};
 use std::time::Duration;
 
 /// Default connect timeout (when the URL sets none).
-pub const CONNECT_TIMEOUT: Duration = crate::limits::HISTORY_CONNECT_TIMEOUT;
+pub(crate) const CONNECT_TIMEOUT: Duration = crate::limits::HISTORY_CONNECT_TIMEOUT;
 
 /// Key of the advisory lock that serialises migrations ("gatehist" in hex-ish).
 const MIGRATION_LOCK_KEY: i64 = 0x6761_7465_6869_7374;
 
-pub struct PostgresStore {
+pub(crate) struct PostgresStore {
     client: Client,
     location: Location,
 }
@@ -137,7 +137,6 @@ fn params(ps: &[Param]) -> Vec<Box<dyn ToSql + Sync>> {
         .map(|p| -> Box<dyn ToSql + Sync> {
             match p {
                 Param::Text(s) => Box::new(s.clone()),
-                Param::Int(i) => Box::new(*i),
             }
         })
         .collect()
@@ -305,7 +304,7 @@ impl HistoryStore for PostgresStore {
 /// `canceling statement due to lock timeout (SQLSTATE 55P03)`; else the
 /// driver's text with its causes (`error connecting to server: Connection
 /// refused (os error 111)`).
-pub fn describe(e: &postgres::Error) -> String {
+pub(crate) fn describe(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = format!("{} (SQLSTATE {})", db.message(), db.code().code());
         if let Some(d) = db.detail() {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Where and when a run was made; gathered by the command layer.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     pub recorded_at: String,
     pub commit: Option<String>,
     pub branch: Option<String>,
@@ -24,9 +24,6 @@ pub struct Provenance {
     /// Trace file(s) behind the run.
     pub source: String,
 }
-
-/// Verdict stored for a capture's run and metric rows.
-pub use super::stored::CAPTURED;
 
 fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
@@ -48,7 +45,7 @@ fn environment_json(env: &Environment) -> serde_json::Value {
 }
 
 /// The history record of a finished `gate check`.
-pub fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -> RunRecord {
+pub(crate) fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -> RunRecord {
     let mut seen = BTreeSet::new();
     let metrics = report
         .metrics
@@ -101,7 +98,7 @@ pub fn from_check(report: &CheckReport, baseline: &Baseline, prov: Provenance) -
 
 /// The history record of a `gate capture`: the new baseline's own values,
 /// so a trend page can mark the refresh and show where the band moved.
-pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
+pub(crate) fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
     let mut metrics = Vec::new();
     let mut push = |label: String, m: &crate::baseline::BaselineMetric| {
         let obs = Observation::from_baseline(m, m.statistic);
@@ -156,7 +153,7 @@ pub fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
 
 /// Runs whose values may enter a drift series: measured and judged (an
 /// errored or environment-mismatched run says nothing about the code).
-pub fn counts_for_drift(run: &RunRecord) -> bool {
+pub(crate) fn counts_for_drift(run: &RunRecord) -> bool {
     run.kind == RunKind::Check
         && run.verdict != RunVerdict::Error
         && run.verdict != RunVerdict::Invalid
@@ -165,7 +162,7 @@ pub fn counts_for_drift(run: &RunRecord) -> bool {
 /// Hostile characters (controls, bidi overrides) shown visibly
 /// (`crate::escape::terminal`): text from the environment or the database
 /// (branch names, commits, messages) reaches terminals, CI logs and reports.
-pub fn clean_text(s: &str) -> String {
+pub(crate) fn clean_text(s: &str) -> String {
     crate::escape::terminal(s)
 }
 
@@ -188,7 +185,7 @@ fn short_commit(c: &str) -> String {
 /// earlier runs `previous` (newest first, as `HistoryStore::runs` returns
 /// them: same baseline version and branch, metric rows loaded). Returns
 /// one row per drifting gated metric, with its sentence.
-pub fn find_drift(
+pub(crate) fn find_drift(
     current: &RunRecord,
     previous: &[RunRecord],
     config: &DriftConfig,
@@ -313,7 +310,7 @@ fn drift_message(
 /// Put drift findings into the check's report: a warning each, or, where
 /// gate.toml made drift fail, a reason that raises the run to a regression
 /// (exit 1). The reporters show warnings and reasons as they are.
-pub fn apply_drift(report: &mut CheckReport, drift: &[DriftRow]) {
+pub(crate) fn apply_drift(report: &mut CheckReport, drift: &[DriftRow]) {
     for d in drift {
         if d.failed {
             report.raise(

@@ -30,7 +30,8 @@ const SECRET_KEYS: &[&str] = &["password", "sslpassword"];
 const HIDDEN: &str = "***";
 
 /// Shown in place of a driver message that may quote a password.
-pub const WITHHELD: &str = "(the driver's message is not shown: it may quote part of the password)";
+pub(crate) const WITHHELD: &str =
+    "(the driver's message is not shown: it may quote part of the password)";
 
 fn is_secret_key(key: &str) -> bool {
     let decoded = percent_encoding::percent_decode_str(key).decode_utf8_lossy();
@@ -51,7 +52,7 @@ fn url_start(conn: &str) -> Option<usize> {
 }
 
 /// The location with every password replaced by `***`.
-pub fn redact(conn: &str) -> String {
+pub(crate) fn redact(conn: &str) -> String {
     match url_start(conn) {
         Some(start) => redact_url(conn, start),
         None => redact_keywords(conn).0,
@@ -260,7 +261,7 @@ fn shares_a_piece(text: &str, secret: &str) -> bool {
 /// A driver's message about `conn`, fit to print: the connection string
 /// itself replaced by its redaction, and the whole message withheld when
 /// it still holds a piece of a password.
-pub fn driver_text(text: &str, conn: &str) -> String {
+pub(crate) fn driver_text(text: &str, conn: &str) -> String {
     let text = if conn.is_empty() {
         text.to_string()
     } else {
@@ -275,7 +276,7 @@ pub fn driver_text(text: &str, conn: &str) -> String {
 /// Why the driver's parser refused `conn`, told from the redacted string:
 /// the driver's own error on it, or, when only the password was at fault,
 /// a sentence that says so without quoting anything of it.
-pub fn parse_error(conn: &str) -> Option<String> {
+pub(crate) fn parse_error(conn: &str) -> Option<String> {
     conn.parse::<::postgres::Config>().err()?;
     let shown = redact(conn);
     Some(match shown.parse::<::postgres::Config>() {

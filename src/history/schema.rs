@@ -159,7 +159,7 @@ CREATE INDEX run_metrics_by_metric ON run_metrics (metric, run_id);
 ];
 
 /// Message for a database written by a newer gate.
-pub fn too_new(found: u32) -> String {
+pub(crate) fn too_new(found: u32) -> String {
     format!(
         "schema version {found} is newer than this gate knows ({CURRENT_VERSION}); upgrade gate (a newer gate wrote to it)"
     )

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 /// Fewest runs a drift window may hold (`history::drift` judges no fewer).
-pub const DRIFT_MIN_RUNS: usize = 5;
+pub(crate) const DRIFT_MIN_RUNS: usize = 5;
 
 /// Settings of `[history]` in gate.toml.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

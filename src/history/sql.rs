@@ -8,32 +8,33 @@ use crate::gate::Verdict;
 
 /// A bound parameter.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Param {
+pub(crate) enum Param {
     Text(String),
-    Int(i64),
 }
 
-pub const INSERT_RUN_COLUMNS: &str =
+pub(crate) const INSERT_RUN_COLUMNS: &str =
     "recorded_at, kind, baseline, baseline_created, baseline_runs, \
 commit_sha, branch, tags, gpu_model, environment, verdict, exit_code, regressions, top_rule, \
 top_cause, gate_version, source";
 
-pub const INSERT_METRIC_COLUMNS: &str = "run_id, metric, unit, direction, statistic, gated, \
+pub(crate) const INSERT_METRIC_COLUMNS: &str =
+    "run_id, metric, unit, direction, statistic, gated, \
 baseline_value, baseline_sd, value, change_pct, tolerance, noise, verdict";
 
-pub const INSERT_DRIFT_COLUMNS: &str =
+pub(crate) const INSERT_DRIFT_COLUMNS: &str =
     "run_id, metric, shift, shift_pct, cusum, runs, since_commit, failed, message";
 
 /// Columns read back from `runs`, in this order.
-pub const RUN_COLUMNS: &str = "id, recorded_at, kind, baseline, baseline_created, baseline_runs, \
+pub(crate) const RUN_COLUMNS: &str =
+    "id, recorded_at, kind, baseline, baseline_created, baseline_runs, \
 commit_sha, branch, tags, gpu_model, environment, verdict, exit_code, regressions, top_rule, \
 top_cause, gate_version, source";
 
 /// Columns read back from `run_metrics`, in this order.
-pub const METRIC_COLUMNS: &str = "run_id, metric, unit, direction, statistic, gated, \
+pub(crate) const METRIC_COLUMNS: &str = "run_id, metric, unit, direction, statistic, gated, \
 baseline_value, baseline_sd, value, change_pct, tolerance, noise, verdict";
 
-pub const DRIFT_COLUMNS: &str =
+pub(crate) const DRIFT_COLUMNS: &str =
     "run_id, metric, shift, shift_pct, cusum, runs, since_commit, failed, message";
 
 /// `INSERT INTO table (cols) VALUES (p1, ..., pn)`.
@@ -48,19 +49,19 @@ pub fn insert(table: &str, columns: &str, ph: fn(usize) -> String) -> String {
 
 /// The three reads of `runs()`: the runs, their metric rows, their drift
 /// rows, all filtered the same way, plus the parameters of each.
-pub struct Select {
+pub(crate) struct Select {
     pub runs: String,
-    pub runs_params: Vec<Param>,
+    pub(crate) runs_params: Vec<Param>,
     /// None: the query wants no metric rows.
     pub metrics: Option<String>,
-    pub metrics_params: Vec<Param>,
+    pub(crate) metrics_params: Vec<Param>,
     pub drift: String,
 }
 
 /// Build the reads for `q`. The run filter is a subquery so the metric rows
 /// come in one statement however many runs match (no `IN (?, ?, ...)`
 /// with 10,000 ids).
-pub fn select(q: &Query, ph: fn(usize) -> String) -> Select {
+pub(crate) fn select(q: &Query, ph: fn(usize) -> String) -> Select {
     let mut params = Vec::new();
     let mut cond = Vec::new();
     let mut push = |params: &mut Vec<Param>, col: &str, v: Param| {
@@ -125,11 +126,11 @@ pub fn select(q: &Query, ph: fn(usize) -> String) -> Select {
     }
 }
 
-pub fn sqlite_ph(i: usize) -> String {
+pub(crate) fn sqlite_ph(i: usize) -> String {
     format!("?{i}")
 }
 
-pub fn postgres_ph(i: usize) -> String {
+pub(crate) fn postgres_ph(i: usize) -> String {
     format!("${i}")
 }
 
@@ -157,7 +158,7 @@ pub fn attach(
 }
 
 /// Parse the JSON text columns, naming the column when one is corrupt.
-pub fn json_column<T: serde::de::DeserializeOwned>(
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(
     text: &str,
     column: &str,
     id: i64,

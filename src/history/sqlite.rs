@@ -30,7 +30,7 @@ use rusqlite::{params_from_iter, Connection, OpenFlags, OptionalExtension, Trans
 use std::path::Path;
 use std::time::Duration;
 
-pub struct SqliteStore {
+pub(crate) struct SqliteStore {
     conn: Connection,
     location: Location,
 }
@@ -179,7 +179,6 @@ fn current_version(conn: &Connection) -> rusqlite::Result<u32> {
 fn bind(p: &Param) -> rusqlite::types::Value {
     match p {
         Param::Text(s) => rusqlite::types::Value::Text(s.clone()),
-        Param::Int(i) => rusqlite::types::Value::Integer(*i),
     }
 }
 

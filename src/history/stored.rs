@@ -92,7 +92,7 @@ impl Closed for RunVerdict {
 }
 
 /// The word a capture's run and metric rows hold as their verdict.
-pub const CAPTURED: &str = "captured";
+pub(crate) const CAPTURED: &str = "captured";
 
 /// The verdict of a history row: a check's judgement (`V` is `RunVerdict`
 /// for a run, `Verdict` for a metric), or `captured` for a capture.

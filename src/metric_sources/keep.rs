@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// Numbers kept of one JSON array (per-round samples beyond are dropped).
-pub const KEPT_ARRAY_NUMBERS: usize = 64;
+pub(crate) const KEPT_ARRAY_NUMBERS: usize = 64;
 /// A file whose time is this much before the run's start still counts as
 /// written by it: Linux stamps files with a coarse clock (one tick, up to
 /// 10 ms, behind the precise one the run's start is read from).
@@ -46,7 +46,7 @@ pub enum ProblemKind {
 impl ProblemKind {
     /// The benchmark did not produce its number (exit 5); otherwise the
     /// input is wrong (exit 2).
-    pub fn not_produced(self) -> bool {
+    pub(crate) fn not_produced(self) -> bool {
         matches!(
             self,
             ProblemKind::Absent | ProblemKind::Stale | ProblemKind::Malformed
@@ -67,7 +67,10 @@ fn problem(kind: ProblemKind, message: String) -> MetricsFileProblem {
 
 /// The text kept of the metrics file at `path`, which the run that started
 /// at `run_start` should have written.
-pub fn keep_metrics_file(path: &Path, run_start: SystemTime) -> Result<String, MetricsFileProblem> {
+pub(crate) fn keep_metrics_file(
+    path: &Path,
+    run_start: SystemTime,
+) -> Result<String, MetricsFileProblem> {
     let shown = crate::escape::terminal(&path.display().to_string());
     let file = match crate::files::open_real_input(path, MAX_METRICS_FILE_READ_BYTES) {
         Ok(f) => f,

@@ -61,7 +61,7 @@ mod harness;
 pub mod keep;
 pub mod settings;
 
-pub use keep::{keep_metrics_file, MetricsFileProblem, ProblemKind};
+pub(crate) use keep::{keep_metrics_file, MetricsFileProblem};
 
 use serde::Deserialize;
 
@@ -104,13 +104,13 @@ impl Format {
     }
 
     /// Formats that are whole files, never stdout lines.
-    pub fn file_only(self) -> bool {
+    pub(crate) fn file_only(self) -> bool {
         !matches!(self, Format::Regex | Format::Json)
     }
 
     /// Formats whose `benchmark` names one benchmark of several (a glob
     /// reads many).
-    pub fn has_benchmarks(self) -> bool {
+    pub(crate) fn has_benchmarks(self) -> bool {
         matches!(
             self,
             Format::PytestBenchmark | Format::Bmf | Format::GoogleBenchmark | Format::Nvbench
@@ -119,7 +119,7 @@ impl Format {
 }
 
 /// The `stats` keys pytest-benchmark writes (numbers only).
-pub const PYTEST_STATS: &[&str] = &[
+pub(crate) const PYTEST_STATS: &[&str] = &[
     "min",
     "max",
     "mean",
@@ -136,13 +136,13 @@ pub const PYTEST_STATS: &[&str] = &[
     "iterations",
 ];
 /// The number keys of a BMF measure.
-pub const BMF_STATS: &[&str] = &["value", "lower_value", "upper_value"];
+pub(crate) const BMF_STATS: &[&str] = &["value", "lower_value", "upper_value"];
 /// The LoadGen line `mlperf_summary` reads by default (Offline scenario).
-pub const MLPERF_DEFAULT_FIELD: &str = "Samples per second";
+pub(crate) const MLPERF_DEFAULT_FIELD: &str = "Samples per second";
 /// Google Benchmark's number read by default (per iteration, seconds).
-pub const GOOGLE_DEFAULT_STAT: &str = "real_time";
+pub(crate) const GOOGLE_DEFAULT_STAT: &str = "real_time";
 /// nvbench's summary read by default: mean GPU time of isolated runs, s.
-pub const NVBENCH_DEFAULT_STAT: &str = "nv/cold/time/gpu/mean";
+pub(crate) const NVBENCH_DEFAULT_STAT: &str = "nv/cold/time/gpu/mean";
 
 /// Which benchmarks of a file a reader takes: one by name, or every one a
 /// glob matches (each its own metric).
@@ -180,7 +180,7 @@ impl Pattern {
         }
     }
 
-    pub fn is_glob(&self) -> bool {
+    pub(crate) fn is_glob(&self) -> bool {
         matches!(self, Pattern::Glob { .. })
     }
 
@@ -237,7 +237,7 @@ pub struct Number {
 
 /// Whose mistake it is that a source gave no number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The reader asks for what the file does not have (a benchmark name,
     /// a stat): a mistake in gate.toml (exit 2).
     Config,
@@ -249,7 +249,7 @@ pub enum Fault {
 /// Why a source gave no number.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
-    pub fault: Fault,
+    pub(crate) fault: Fault,
     pub text: String,
 }
 
@@ -260,7 +260,7 @@ impl Problem {
             text,
         }
     }
-    pub fn not_produced(text: String) -> Problem {
+    pub(crate) fn not_produced(text: String) -> Problem {
         Problem {
             fault: Fault::NotProduced,
             text,
@@ -331,12 +331,12 @@ impl Reader {
     }
 
     /// Reads many benchmarks, each its own metric (`bulk_id`).
-    pub fn is_bulk(&self) -> bool {
+    pub(crate) fn is_bulk(&self) -> bool {
         self.pattern().is_some_and(Pattern::is_glob)
     }
 
     /// One line of stdout: its number, if the line carries one.
-    pub fn line_value(&self, line: &str) -> Option<f64> {
+    pub(crate) fn line_value(&self, line: &str) -> Option<f64> {
         match self {
             Reader::Regex(re) => re
                 .captures(line)
@@ -442,7 +442,7 @@ fn read_json_file(text: &str, pointer: &str) -> FileReading {
 
 /// Whether a number in `unit` can never be negative: a time (`s`, `ms`,
 /// `us`, `µs`, `ns`, `min`, `h`) or a rate (`.../s`, `1/s`).
-pub fn never_negative(unit: &str) -> bool {
+pub(crate) fn never_negative(unit: &str) -> bool {
     let u = unit.trim();
     matches!(u, "s" | "ms" | "us" | "µs" | "ns" | "min" | "h") || u.ends_with("/s")
 }

@@ -7,8 +7,8 @@ use super::{
     Format, Pattern, Reader, BMF_STATS, GOOGLE_DEFAULT_STAT, MLPERF_DEFAULT_FIELD,
     NVBENCH_DEFAULT_STAT, PYTEST_STATS,
 };
-use crate::validate::{check_absolute, check_fraction, valid_name};
 use crate::metrics::{self, Direction};
+use crate::validate::{check_absolute, check_fraction, valid_name};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;

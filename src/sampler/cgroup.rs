@@ -30,18 +30,17 @@
 use super::ProcFile;
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Set to 0 to keep the per-process `/proc` path (to compare the two).
-pub const CGROUP_ENV: &str = "GATE_CGROUP";
+pub(crate) const CGROUP_ENV: &str = "GATE_CGROUP";
 
 /// `GATE_CGROUP` read: Ok(true) unset or "1", Ok(false) "0", else the
 /// one-line error (exit 2).
-pub fn enabled_by_env() -> Result<bool, String> {
+pub(crate) fn enabled_by_env() -> Result<bool, String> {
     match std::env::var(CGROUP_ENV) {
         Err(std::env::VarError::NotPresent) => Ok(true),
         Ok(v) if v == "1" => Ok(true),
@@ -58,14 +57,14 @@ pub fn enabled_by_env() -> Result<bool, String> {
 
 /// The tree's CPU time from `cpu.stat`, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CpuUsec {
+pub(crate) struct CpuUsec {
     pub usage: u64,
     pub user: u64,
     pub system: u64,
 }
 
 /// `cpu.stat`'s three time keys (None when `usage_usec` is missing).
-pub fn parse_cpu_stat(text: &str) -> Option<CpuUsec> {
+pub(crate) fn parse_cpu_stat(text: &str) -> Option<CpuUsec> {
     let mut out = CpuUsec::default();
     let mut usage = None;
     for line in text.lines() {
@@ -88,7 +87,7 @@ pub fn parse_cpu_stat(text: &str) -> Option<CpuUsec> {
 }
 
 /// (read, written) bytes summed over the devices of `io.stat`.
-pub fn parse_io_stat(text: &str) -> (u64, u64) {
+pub(crate) fn parse_io_stat(text: &str) -> (u64, u64) {
     let (mut read, mut write) = (0u64, 0u64);
     for field in text.split_ascii_whitespace() {
         if let Some(v) = field.strip_prefix("rbytes=") {
@@ -143,7 +142,7 @@ pub fn own_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, Str
 
 /// Which path the host counters took (or would take), for the trace's
 /// "host counters: ..." note and `gate doctor`.
-pub fn describe(cgroup: Result<&TreeCgroup, &String>) -> String {
+pub(crate) fn describe(cgroup: Result<&TreeCgroup, &String>) -> String {
     match cgroup {
         Ok(c) => format!(
             "the target's own cgroup under {} (the tree's CPU{} from the cgroup at every sample; processes, memory and roles from /proc once a second)",
@@ -158,7 +157,7 @@ pub fn describe(cgroup: Result<&TreeCgroup, &String>) -> String {
 }
 
 /// A cgroup created for one launched target; removed on drop.
-pub struct TreeCgroup {
+pub(crate) struct TreeCgroup {
     dir: PathBuf,
     /// `cgroup.procs` opened for writing before the fork: the child writes
     /// "0" to it to move itself in (closed at exec).
@@ -211,24 +210,19 @@ impl TreeCgroup {
 
     /// The descriptor the launched child writes "0" to, between fork and
     /// exec, to move itself in.
-    pub fn join_fd(&self) -> RawFd {
+    pub(crate) fn join_fd(&self) -> RawFd {
         self.join.as_raw_fd()
     }
 
-    /// Moves `pid` in from outside (when the child could not move itself).
-    pub fn add(&self, pid: u32) -> std::io::Result<()> {
-        (&self.join).write_all(pid.to_string().as_bytes())
-    }
-
     /// The processes in the cgroup now.
-    pub fn members(&self, buf: &mut Vec<u8>) -> HashSet<u32> {
+    pub(crate) fn members(&self, buf: &mut Vec<u8>) -> HashSet<u32> {
         parse_pids(self.procs.read(buf).unwrap_or(""))
     }
 
     /// The processes in the cgroup when the list differs from `seen` (the
     /// list's text at the last change, updated): one read, and nothing
     /// parsed or allocated while the tree stays the same.
-    pub fn members_if_changed(
+    pub(crate) fn members_if_changed(
         &self,
         buf: &mut Vec<u8>,
         seen: &mut Vec<u8>,
@@ -247,11 +241,11 @@ impl TreeCgroup {
     }
 
     /// Whether the io controller gives the tree's storage bytes.
-    pub fn has_io(&self) -> bool {
+    pub(crate) fn has_io(&self) -> bool {
         self.io_stat.is_some()
     }
 
-    pub fn io_bytes(&self, buf: &mut Vec<u8>) -> Option<(u64, u64)> {
+    pub(crate) fn io_bytes(&self, buf: &mut Vec<u8>) -> Option<(u64, u64)> {
         Some(parse_io_stat(self.io_stat.as_ref()?.read(buf)?))
     }
 

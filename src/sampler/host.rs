@@ -39,25 +39,25 @@ use std::time::{Duration, Instant};
 /// How often context switches, storage I/O and the machine's CPU are read:
 /// a second, less the 5 % by which a 100 ms tick may fire early (ten
 /// ticks, not eleven).
-pub const SLOW_PERIOD: Duration = Duration::from_millis(950);
+pub(crate) const SLOW_PERIOD: Duration = Duration::from_millis(950);
 
 /// Per-process counters from one read of /proc/PID/stat.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ProcCounters {
-    pub utime_ticks: u64,
-    pub stime_ticks: u64,
+pub(crate) struct ProcCounters {
+    pub(crate) utime_ticks: u64,
+    pub(crate) stime_ticks: u64,
     pub threads: u64,
-    pub rss_pages: u64,
+    pub(crate) rss_pages: u64,
 }
 
 /// Per-process counters from one read of /proc/PID/{status,io}, once a
 /// [`SLOW_PERIOD`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SlowCounters {
-    pub read_bytes: Option<u64>,
-    pub write_bytes: Option<u64>,
-    pub vol_ctx: u64,
-    pub invol_ctx: u64,
+pub(crate) struct SlowCounters {
+    pub(crate) read_bytes: Option<u64>,
+    pub(crate) write_bytes: Option<u64>,
+    pub(crate) vol_ctx: u64,
+    pub(crate) invol_ctx: u64,
 }
 
 /// The once-a-second rates, held between reads (`None` until two reads).
@@ -95,7 +95,7 @@ struct ProcHeld {
 /// The tree's processes that hold a GPU context (`gpu_pids`: the NVML
 /// running-process lists of the target GPUs); the root alone when none
 /// does (no context yet, `--no-gpu`, another PID namespace).
-pub fn main_processes(
+pub(crate) fn main_processes(
     tree: &HashSet<u32>,
     gpu_pids: impl IntoIterator<Item = u32>,
     root: u32,
@@ -123,7 +123,7 @@ fn own_cpu_s() -> f64 {
 /// Fields of /proc/PID/stat we need: (ppid, utime, stime, num_threads, rss).
 /// The command name (field 2) may contain spaces and ')' so parse from the
 /// last ')'.
-pub fn parse_stat(text: &str) -> Option<(u32, u64, u64, u64, u64)> {
+pub(crate) fn parse_stat(text: &str) -> Option<(u32, u64, u64, u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     // After the comm: state(0) ppid(1) ... utime(11) stime(12) ...
     // num_threads(17) ... rss(21); read in one pass, nothing allocated
@@ -156,7 +156,7 @@ fn last_field(text: &str, key: &str) -> Option<u64> {
 }
 
 /// (voluntary, nonvoluntary) context switches from /proc/PID/status.
-pub fn parse_status_ctx(text: &str) -> (u64, u64) {
+pub(crate) fn parse_status_ctx(text: &str) -> (u64, u64) {
     (
         last_field(text, "voluntary_ctxt_switches:").unwrap_or(0),
         last_field(text, "nonvoluntary_ctxt_switches:").unwrap_or(0),
@@ -164,7 +164,7 @@ pub fn parse_status_ctx(text: &str) -> (u64, u64) {
 }
 
 /// (read_bytes, write_bytes) from /proc/PID/io (storage-layer bytes).
-pub fn parse_io(text: &str) -> (Option<u64>, Option<u64>) {
+pub(crate) fn parse_io(text: &str) -> (Option<u64>, Option<u64>) {
     let mut read = None;
     let mut write = None;
     for line in text.lines() {
@@ -178,7 +178,7 @@ pub fn parse_io(text: &str) -> (Option<u64>, Option<u64>) {
 }
 
 /// Machine CPU times from the first line of /proc/stat: (busy, iowait, total) in ticks.
-pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
     let line = text.lines().next()?;
     let mut it = line.split_whitespace();
     if it.next()? != "cpu" {
@@ -196,7 +196,7 @@ pub fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
     Some((total - idle - iowait, iowait, total))
 }
 
-pub use super::ProcFile;
+pub(crate) use super::ProcFile;
 
 /// `/proc/PID/{stat,status,io}` of one process, open between samples.
 struct ProcFiles {
@@ -255,7 +255,7 @@ impl ProcFiles {
 /// close per thread (a torch process has ~20 threads; the scan was ~21 us
 /// a tick on the H200, BENCHMARKS.md).
 #[derive(Default)]
-pub struct TreeScanner {
+pub(crate) struct TreeScanner {
     /// `/proc/PID/task/TID/children` by (PID, TID), open between scans.
     children: HashMap<(u32, u32), ProcFile>,
     /// Whether the kernel has `children` files (asked once).
@@ -270,7 +270,7 @@ impl TreeScanner {
     }
 
     /// The live `roots` and all their descendants now.
-    pub fn scan_roots(&mut self, roots: &[u32]) -> HashSet<u32> {
+    pub(crate) fn scan_roots(&mut self, roots: &[u32]) -> HashSet<u32> {
         let live = |r: &&u32| std::path::Path::new(&format!("/proc/{r}")).exists();
         let mut tree: HashSet<u32> = roots.iter().filter(live).copied().collect();
         let Some(&first) = tree.iter().next() else {
@@ -363,7 +363,7 @@ fn tree_from_parent_links(mut tree: HashSet<u32>) -> HashSet<u32> {
 }
 
 /// `comm` and the command line of a process (NUL separators -> spaces).
-pub fn process_name(pid: u32) -> (String, String) {
+pub(crate) fn process_name(pid: u32) -> (String, String) {
     let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_default();
@@ -380,7 +380,7 @@ pub fn process_name(pid: u32) -> (String, String) {
 }
 
 /// Samples host counters for a process tree.
-pub struct HostSampler {
+pub(crate) struct HostSampler {
     ticks_per_s: f64,
     page_mib: f64,
     /// Each process's `stat` counters at the last per-process read.
@@ -405,7 +405,7 @@ pub struct HostSampler {
     /// until the next.
     held: SlowRates,
     /// Latest per-process CPU % (for the processes table).
-    pub last_cpu_pct: HashMap<u32, f64>,
+    pub(crate) last_cpu_pct: HashMap<u32, f64>,
     /// Open `/proc` files of the tree's processes, kept between samples.
     open: HashMap<u32, ProcFiles>,
     /// `/proc/stat`, kept open.
@@ -464,7 +464,7 @@ impl HostSampler {
 
     /// A sampler that reads the tree's CPU from `cgroup` (the per-process
     /// path without one).
-    pub fn with_cgroup(cgroup: Option<Arc<TreeCgroup>>) -> HostSampler {
+    pub(crate) fn with_cgroup(cgroup: Option<Arc<TreeCgroup>>) -> HostSampler {
         HostSampler {
             cgroup,
             ..HostSampler::new()
@@ -472,14 +472,14 @@ impl HostSampler {
     }
 
     /// Whether the tree's CPU comes from a cgroup.
-    pub fn has_cgroup(&self) -> bool {
+    pub(crate) fn has_cgroup(&self) -> bool {
         self.cgroup.is_some()
     }
 
     /// The processes in the target's cgroup, when they changed since the
     /// last call: the tree, from one read, cheap enough for every tick
     /// (None when unchanged, and on the per-process path).
-    pub fn cgroup_members(&mut self) -> Option<HashSet<u32>> {
+    pub(crate) fn cgroup_members(&mut self) -> Option<HashSet<u32>> {
         (self.cgroup.as_ref()?).members_if_changed(&mut self.buf, &mut self.cgroup_procs)
     }
 
@@ -502,7 +502,7 @@ impl HostSampler {
 
     /// Resident memory of one process (for the processes table): one read
     /// of /proc/PID/stat, not the three files a full sample needs.
-    pub fn rss_mib(&self, pid: u32) -> Option<f64> {
+    pub(crate) fn rss_mib(&self, pid: u32) -> Option<f64> {
         let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (_ppid, _utime, _stime, _threads, rss_pages) = parse_stat(&stat)?;
         Some(rss_pages as f64 * self.page_mib)
@@ -668,7 +668,7 @@ impl HostSampler {
     }
 
     /// Whether a sample at `now` also reads the once-a-second counters.
-    pub fn slow_due(&self, now: Instant) -> bool {
+    pub(crate) fn slow_due(&self, now: Instant) -> bool {
         self.last_slow_at
             .is_none_or(|t| now.duration_since(t) >= SLOW_PERIOD)
     }
@@ -771,7 +771,7 @@ impl HostSampler {
 }
 
 /// The host half of the environment fingerprint.
-pub fn host_info() -> crate::trace::HostInfo {
+pub(crate) fn host_info() -> crate::trace::HostInfo {
     let read = |p: &str| {
         fs::read_to_string(p)
             .map(|s| s.trim().to_string())

@@ -21,7 +21,7 @@ impl ProcFile {
 
     /// The file's start as text in a fixed buffer (cut at its length):
     /// for short files read at every tick, without allocating.
-    pub fn read_into<'b>(&self, buf: &'b mut [u8]) -> Option<&'b str> {
+    pub(crate) fn read_into<'b>(&self, buf: &'b mut [u8]) -> Option<&'b str> {
         use std::os::unix::fs::FileExt;
         let n = self.0.read_at(buf, 0).ok()?;
         std::str::from_utf8(&buf[..n]).ok()
@@ -46,7 +46,7 @@ impl ProcFile {
 }
 
 /// CPU time of the calling thread in nanoseconds (for `GATE_PROFILE`).
-pub fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

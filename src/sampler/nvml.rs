@@ -47,7 +47,7 @@ pub const DEFAULT_GPM_PERIOD: Duration = Duration::from_millis(500);
 /// utilization only every ~200 ms anyway, and the calls cost ~2.7 ms of CPU
 /// together on the H200 VM (process utilization alone 2.66 ms,
 /// docs/counters.md). Memory info (66 us) is read with them.
-pub const PROCESS_REFRESH: Duration = Duration::from_millis(1000);
+pub(crate) const PROCESS_REFRESH: Duration = Duration::from_millis(1000);
 
 /// How often the costly NVML calls are made (the cheap ones come every
 /// sampling tick). What each costs: docs/counters.md and
@@ -73,7 +73,7 @@ impl Default for Cadence {
     }
 }
 /// Xid events are polled this often (non-blocking).
-pub const XID_POLL: Duration = Duration::from_millis(500);
+pub(crate) const XID_POLL: Duration = Duration::from_millis(500);
 /// Without any process-utilization sample for this long, nothing ran on the
 /// SMs: shares read 0 rather than the last value.
 const PROCESS_UTIL_STALE: Duration = Duration::from_secs(1);
@@ -107,7 +107,7 @@ const MAX_NVLINKS: u32 = 18;
 /// NVLink ones when no NVLink link is active (a GPU without NVLink has
 /// nothing to report there; `metrics get` costs more with every id). Ids
 /// the GPU answers NotSupported for are dropped after the first readout.
-pub fn gpm_ids_for(device: &Device) -> Vec<(GpmMetricId, &'static str)> {
+pub(crate) fn gpm_ids_for(device: &Device) -> Vec<(GpmMetricId, &'static str)> {
     let nvlink =
         (0..MAX_NVLINKS).any(|l| matches!(device.link_wrapper_for(l).is_active(), Ok(true)));
     GPM_COLUMNS
@@ -120,7 +120,7 @@ pub fn gpm_ids_for(device: &Device) -> Vec<(GpmMetricId, &'static str)> {
 /// `nvmlDeviceGetMemoryInfo` (v1: used and total bytes). nvml-wrapper
 /// exposes only v2, which also computes reserved memory; the probe
 /// measures both, and the sampler uses this one when it is cheaper.
-pub fn memory_info_v1(device: &Device) -> Result<(u64, u64), NvmlError> {
+pub(crate) fn memory_info_v1(device: &Device) -> Result<(u64, u64), NvmlError> {
     let lib = device.nvml().lib();
     let sym = lib
         .nvmlDeviceGetMemoryInfo
@@ -169,7 +169,7 @@ const fn str_eq(a: &str, b: &str) -> bool {
 }
 
 /// The message for a missing NVML library: names it and the fix.
-pub fn missing_nvml_message(err: &str) -> String {
+pub(crate) fn missing_nvml_message(err: &str) -> String {
     format!(
         "NVML (libnvidia-ml.so.1) could not be loaded ({err}): install the NVIDIA driver, or in a container \
          run with the GPU runtime (--gpus all) so the library and /dev/nvidia* are mounted; \
@@ -185,7 +185,7 @@ pub struct NvmlContext {
 pub struct Versions {
     pub driver: Option<String>,
     pub nvml: Option<String>,
-    pub cuda_driver: Option<String>,
+    pub(crate) cuda_driver: Option<String>,
 }
 
 impl NvmlContext {
@@ -226,7 +226,7 @@ impl NvmlContext {
         }
     }
 
-    pub fn device_count(&self) -> Result<u32, GateError> {
+    pub(crate) fn device_count(&self) -> Result<u32, GateError> {
         self.nvml
             .device_count()
             .map_err(|e| GateError::infra(format!("NVML could not count GPUs: {e}")))
@@ -241,7 +241,7 @@ impl NvmlContext {
     }
 
     /// Static facts about a GPU for the trace header.
-    pub fn gpu_info(&self, index: u32) -> Result<GpuInfo, GateError> {
+    pub(crate) fn gpu_info(&self, index: u32) -> Result<GpuInfo, GateError> {
         let d = self.device(index)?;
         let gpm = d.gpm_support().unwrap_or(false);
         Ok(GpuInfo {
@@ -263,7 +263,7 @@ impl NvmlContext {
 
     /// GPU indices selected by `--gpu` ("all", "0,2") or, by default, every
     /// GPU the process may see (CUDA_VISIBLE_DEVICES applied).
-    pub fn select(&self, spec: Option<&str>) -> Result<Vec<u32>, GateError> {
+    pub(crate) fn select(&self, spec: Option<&str>) -> Result<Vec<u32>, GateError> {
         let count = self.device_count()?;
         let all: Vec<u32> = (0..count).collect();
         let spec = match spec {
@@ -454,13 +454,13 @@ pub struct GpuSampler {
     xid_polled_at: Instant,
     /// GPUs on which a process of the target tree has been seen.
     pub target_gpus: BTreeSet<u32>,
-    pub profile: super::CpuProfile,
+    pub(crate) profile: super::CpuProfile,
 }
 
 impl GpuSampler {
     /// Energy by the NVML counter since the sampler started, per GPU index,
     /// in joules (one call per GPU: see the cost note in `sample_basic`).
-    pub fn energy_counter_j(&self) -> Vec<(u32, f64)> {
+    pub(crate) fn energy_counter_j(&self) -> Vec<(u32, f64)> {
         self.gpus
             .iter()
             .filter_map(|g| {
@@ -489,7 +489,7 @@ impl GpuSampler {
 
     /// PIDs NVML listed on the sampled GPUs at its last process refresh
     /// (the host sampler's main processes are the tree's among them).
-    pub fn gpu_pids(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn gpu_pids(&self) -> impl Iterator<Item = u32> + '_ {
         (self.gpus.iter()).flat_map(|g| g.proc_cols.mem_by_pid.keys().copied())
     }
 
@@ -898,7 +898,7 @@ impl GpuState {
     }
 }
 
-pub use crate::trace::validity::is_gpm_glitch;
+pub(crate) use crate::trace::validity::is_gpm_glitch;
 
 #[cfg(test)]
 mod tests {
@@ -925,10 +925,10 @@ mod tests {
 pub struct DeviceProbe {
     pub gpm_supported: bool,
     /// "ok", "no new sample yet (ok)", "not supported", or the NVML error.
-    pub process_utilization: String,
-    pub process_utilization_ok: bool,
+    pub(crate) process_utilization: String,
+    pub(crate) process_utilization_ok: bool,
     /// PIDs NVML reports that are not visible in this /proc (container PID namespace).
-    pub invisible_pids: Vec<u32>,
+    pub(crate) invisible_pids: Vec<u32>,
 }
 
 impl NvmlContext {

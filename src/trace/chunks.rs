@@ -31,7 +31,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Bytes of trace text a worker parses at a time.
-pub const CHUNK_BYTES: usize = 4 << 20;
+pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 /// Chunks parsed ahead of the merge, per worker.
 const AHEAD_PER_WORKER: usize = 2;
 /// What a chunk in flight holds at most: its text and its rows (f32

@@ -48,7 +48,7 @@ pub const MAX_SPILL_MB: usize = 1 << 20;
 pub const RESIDENT_BYTES: usize = 32 << 20;
 /// `RESIDENT_BYTES` of parked columns (`Columns::park`): a capture reads
 /// every pooled run's column in turn, so what each keeps adds up.
-pub const PARKED_RESIDENT_BYTES: usize = 1 << 20;
+pub(crate) const PARKED_RESIDENT_BYTES: usize = 1 << 20;
 
 /// `GATE_SPILL_MB` parsed: None when unset, an error line when it is not
 /// a number from 0 to `MAX_SPILL_MB`.
@@ -157,7 +157,7 @@ impl Columns {
     }
 
     /// Whether the values live in a scratch file.
-    pub fn is_spilled(&self) -> bool {
+    pub(crate) fn is_spilled(&self) -> bool {
         matches!(self.store, Store::Mapped(_))
     }
 
@@ -173,7 +173,7 @@ impl Columns {
     /// at a time, the ~300 series of an 8-GPU trace were copied and
     /// re-copied in the heap, which left a 24-hour load at 1.4x its
     /// columns' size.
-    pub fn reserve(&mut self, n: usize, spill_at: usize) -> std::io::Result<()> {
+    pub(crate) fn reserve(&mut self, n: usize, spill_at: usize) -> std::io::Result<()> {
         let want = self.len().saturating_add(n);
         if let Store::Heap(series) = &mut self.store {
             if want.saturating_mul(series.len()).saturating_mul(4) > spill_at {
@@ -192,7 +192,12 @@ impl Columns {
     /// host vector, both in the header's order. Columns held in memory
     /// move to a scratch file once they pass `spill_at` bytes (a source of
     /// unknown size: stdin, a compressed trace).
-    pub fn push_row(&mut self, gpu: &[f32], host: &[f32], spill_at: usize) -> std::io::Result<()> {
+    pub(crate) fn push_row(
+        &mut self,
+        gpu: &[f32],
+        host: &[f32],
+        spill_at: usize,
+    ) -> std::io::Result<()> {
         debug_assert_eq!(gpu.len(), self.gpu.len());
         debug_assert_eq!(host.len(), self.host.len());
         match &mut self.store {
@@ -217,7 +222,11 @@ impl Columns {
     }
 
     /// Append the rows of `block` and empty it (`RowBlock`).
-    pub fn push_block(&mut self, block: &mut RowBlock, spill_at: usize) -> std::io::Result<()> {
+    pub(crate) fn push_block(
+        &mut self,
+        block: &mut RowBlock,
+        spill_at: usize,
+    ) -> std::io::Result<()> {
         let pushed = self.push_rows(&block.values, spill_at);
         block.values.clear();
         block.rows = 0;
@@ -231,7 +240,7 @@ impl Columns {
     /// (the cost per sample grew with the trace: 19-25 % of a 24-hour
     /// check). Columns held in memory move to a scratch file once they
     /// pass `spill_at` bytes.
-    pub fn push_rows(&mut self, values: &[f32], spill_at: usize) -> std::io::Result<()> {
+    pub(crate) fn push_rows(&mut self, values: &[f32], spill_at: usize) -> std::io::Result<()> {
         let width = self.gpu.len() + self.host.len();
         if width == 0 {
             return Ok(());
@@ -275,7 +284,7 @@ impl Columns {
     /// buffers and resident share (`PARKED_RESIDENT_BYTES`) are dropped.
     /// A capture parks each run it pools once it is summarised, then reads
     /// the runs' own columns back a column at a time (no copy of them).
-    pub fn park(&mut self) -> std::io::Result<()> {
+    pub(crate) fn park(&mut self) -> std::io::Result<()> {
         let len = self.len();
         self.spill(len)?;
         if let Store::Mapped(m) = &mut self.store {
@@ -328,13 +337,13 @@ impl Columns {
 
     /// GPU slot `slot`'s column `col` at sample `i` (one value: counted as
     /// such against a scratch file's resident bytes).
-    pub fn gpu_at(&self, slot: usize, col: usize, i: usize) -> f32 {
+    pub(crate) fn gpu_at(&self, slot: usize, col: usize, i: usize) -> f32 {
         self.value(self.gpu[slot * self.ncols + col], i)
     }
 
     /// Mutable series of GPU slot `slot`, column `col` (validity rules,
     /// tests, synthetic edits).
-    pub fn gpu_mut(&mut self, slot: usize, col: usize) -> &mut [f32] {
+    pub(crate) fn gpu_mut(&mut self, slot: usize, col: usize) -> &mut [f32] {
         let s = self.gpu[slot * self.ncols + col];
         self.series_mut(s)
     }
@@ -345,7 +354,7 @@ impl Columns {
     }
 
     /// Host column `col` at sample `i`.
-    pub fn host_at(&self, col: usize, i: usize) -> f32 {
+    pub(crate) fn host_at(&self, col: usize, i: usize) -> f32 {
         self.value(self.host[col], i)
     }
 
@@ -386,7 +395,7 @@ impl Columns {
 /// Rows appended to the columns at a time (`push_rows`): 256 rows of an
 /// 8-GPU trace are ~280 KiB, read from the cache while every series takes
 /// its 256 values.
-pub const BLOCK_ROWS: usize = 256;
+pub(crate) const BLOCK_ROWS: usize = 256;
 
 /// Sample rows gathered before they go into the columns, row-major (each
 /// row its GPU values, then its host values).
@@ -405,7 +414,7 @@ impl RowBlock {
     }
 
     /// `BLOCK_ROWS` rows or more are waiting.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.rows >= BLOCK_ROWS
     }
 }

@@ -22,14 +22,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The first bytes of a zstd frame: how a compressed trace is recognised.
-pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+pub(crate) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// True when `path` names a compressed trace (`.zst`): the writer then
 /// compresses. Readers look at the content instead.
-pub fn is_compressed_path(path: &Path) -> bool {
+pub(crate) fn is_compressed_path(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("zst"))
 }
@@ -53,13 +53,13 @@ pub struct GpuInfo {
     #[serde(default)]
     pub pci_bus_id: String,
     #[serde(default)]
-    pub memory_total_mib: f64,
+    pub(crate) memory_total_mib: f64,
     #[serde(default)]
-    pub power_limit_w: Option<f64>,
+    pub(crate) power_limit_w: Option<f64>,
     #[serde(default)]
-    pub mig_enabled: Option<bool>,
+    pub(crate) mig_enabled: Option<bool>,
     #[serde(default)]
-    pub ecc_enabled: Option<bool>,
+    pub(crate) ecc_enabled: Option<bool>,
     #[serde(default)]
     pub gpm_supported: bool,
     /// Metric ids this GPU cannot report (recorded as null, never 0).
@@ -74,8 +74,8 @@ pub struct Fingerprint {
     pub host: HostInfo,
     pub gpus: Vec<GpuInfo>,
     pub driver_version: Option<String>,
-    pub nvml_version: Option<String>,
-    pub cuda_driver_version: Option<String>,
+    pub(crate) nvml_version: Option<String>,
+    pub(crate) cuda_driver_version: Option<String>,
 }
 
 impl Fingerprint {
@@ -86,7 +86,7 @@ impl Fingerprint {
             .unwrap_or_else(|| "none".into())
     }
 
-    pub fn driver_major(&self) -> Option<String> {
+    pub(crate) fn driver_major(&self) -> Option<String> {
         self.driver_version
             .as_deref()
             .and_then(|v| v.split('.').next())
@@ -103,7 +103,7 @@ pub struct Header {
     pub start_time: String,
     pub interval_ms: u64,
     pub warmup_ms: u64,
-    pub duration_ms: Option<u64>,
+    pub(crate) duration_ms: Option<u64>,
     /// argv of the launched command; empty when attached to a PID.
     pub command: Vec<String>,
     pub attach_pid: Option<u32>,
@@ -174,13 +174,13 @@ pub struct ProcessInfo {
     /// Part of the target's process tree.
     pub in_target: bool,
     #[serde(default)]
-    pub gpu_mem_mib: Option<f64>,
+    pub(crate) gpu_mem_mib: Option<f64>,
     #[serde(default)]
-    pub sm_share_pct: Option<f64>,
+    pub(crate) sm_share_pct: Option<f64>,
     #[serde(default)]
-    pub cpu_pct: Option<f64>,
+    pub(crate) cpu_pct: Option<f64>,
     #[serde(default)]
-    pub rss_mib: Option<f64>,
+    pub(crate) rss_mib: Option<f64>,
 }
 
 /// Who is on a GPU; written when the set of PIDs changes and at the end.
@@ -194,7 +194,7 @@ pub struct ProcessesRecord {
 
 /// How the recorder's `note` event that ends a `--warmup-until` warm-up
 /// begins (the matched line follows): user metrics count from it.
-pub const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
+pub(crate) const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
 
 /// How the recorder's `note` event that closes the measured window at an
 /// `--until` line begins (the matched line follows): every statistic and

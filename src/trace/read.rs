@@ -352,7 +352,7 @@ impl<R: BufRead> TraceReader<R> {
 
     /// The next record; None at the end of the trace (or of its complete
     /// prefix).
-    pub fn next_item(&mut self) -> Result<Option<Item<'_>>, GateError> {
+    pub(crate) fn next_item(&mut self) -> Result<Option<Item<'_>>, GateError> {
         loop {
             if self.done {
                 return Ok(None);
@@ -421,13 +421,13 @@ impl<R: BufRead> TraceReader<R> {
 
     /// A zstd stream broke off before its end: what was read is the
     /// complete prefix.
-    pub fn broke_off(&self) -> bool {
+    pub(crate) fn broke_off(&self) -> bool {
         self.broke_off
     }
 
     /// The trace ended early: a zstd stream broke off, or the last line
     /// was cut off.
-    pub fn cut_short(&self) -> bool {
+    pub(crate) fn cut_short(&self) -> bool {
         self.broke_off || self.cut
     }
 

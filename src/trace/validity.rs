@@ -47,7 +47,7 @@ const GLITCH_BUSY_PCT: f64 = 50.0;
 /// says the GPU is busy. All-zero readings are also rejected when the GPU is
 /// clearly busy (idle PCIe alone reads ~1 MiB/s, never exactly 0).
 /// `values` are one GPM reading's metrics (None = NaN or unsupported).
-pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
+pub(crate) fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
     let mut finite = values.iter().flatten().peekable();
     if finite.peek().is_none() {
         return false; // no reading at all: nothing to judge
@@ -60,7 +60,7 @@ pub fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64
 /// Whether a GPU busy reading (NaN = missing) is busy enough that an
 /// all-zero GPM reading beside it is a glitch (the trace form of the rule:
 /// see `row_is_gpm_glitch`).
-pub fn is_glitch_busy(busy_pct: f64) -> bool {
+pub(crate) fn is_glitch_busy(busy_pct: f64) -> bool {
     busy_pct.is_finite() && busy_pct >= GLITCH_BUSY_PCT
 }
 
@@ -68,7 +68,7 @@ pub fn is_glitch_busy(busy_pct: f64) -> bool {
 /// columns in one sample, `gpm` the indices of its GPM columns, `busy_col`
 /// the index of GPU busy. A trace stores NaN as null, indistinguishable from
 /// "not read this tick", so only the busy >= 50 % form of the rule applies.
-pub fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> bool {
+pub(crate) fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> bool {
     let values: Vec<Option<f64>> = gpm
         .iter()
         .map(|&c| Some(row[c] as f64).filter(|v| v.is_finite()))
@@ -83,7 +83,7 @@ pub fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> bool {
 /// longest tail that starts idle (below half the window's working level)
 /// and stays idle on average (below a quarter): with several GPUs one rank
 /// may flash busy while the others exit.
-pub fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
+pub(crate) fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
     let mut known: Vec<f64> = busy_pct.iter().copied().filter(|v| v.is_finite()).collect();
     if known.is_empty() || times_ms.len() != busy_pct.len() {
         return 0;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const ZSTD_LEVEL: i32 = 3;
 
 /// Round to a few significant decimals so traces stay small and diffs stable.
-pub fn round_value(v: f64) -> f64 {
+pub(crate) fn round_value(v: f64) -> f64 {
     if !v.is_finite() {
         return v;
     }
@@ -38,7 +38,7 @@ pub fn round_value(v: f64) -> f64 {
 /// Incremental trace writer. Writes `PATH.partial`, flushes on `flush` (the
 /// recorder calls it at most once a second), and renames onto `PATH` in
 /// `finish`.
-pub struct TraceWriter {
+pub(crate) struct TraceWriter {
     out: Sink,
     partial: PathBuf,
     final_path: PathBuf,
@@ -52,7 +52,7 @@ pub struct TraceWriter {
 /// formatter), into `buf` (cleared first). The recorder writes one per tick:
 /// no serde machinery and no allocation once `buf` has grown.
 /// `tests::sample_lines_match_serde` holds it to serde's bytes.
-pub fn write_sample_line(buf: &mut Vec<u8>, s: &SampleRecord) {
+pub(crate) fn write_sample_line(buf: &mut Vec<u8>, s: &SampleRecord) {
     fn number(buf: &mut Vec<u8>, v: f64) {
         use serde_json::ser::{CompactFormatter, Formatter};
         if v.is_finite() {
@@ -232,13 +232,15 @@ impl TraceWriter {
         Ok(self.final_path)
     }
 
-    pub fn partial_path(&self) -> &Path {
+    /// Where the trace is written until it is finished (for the test kit).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn partial_path(&self) -> &Path {
         &self.partial
     }
 
     /// Nothing was recorded (the target could not be started): remove the
     /// `.partial` this writer created.
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         let partial = self.partial.clone();
         drop(self);
         let _ = std::fs::remove_file(partial);
@@ -248,7 +250,7 @@ impl TraceWriter {
     /// complete record of what happened, but leave it under its `.partial`
     /// name (a failed recording never replaces a trace). Best effort: the
     /// disk may be what failed.
-    pub fn close_as_partial(mut self, end: EndRecord) -> PathBuf {
+    pub(crate) fn close_as_partial(mut self, end: EndRecord) -> PathBuf {
         let _ = self.write(&Record::End(end));
         if let Ok(file) = self.out.finish() {
             let _ = file.sync_all();
@@ -261,7 +263,7 @@ fn self_display(p: &Path) -> String {
     p.display().to_string()
 }
 
-pub fn partial_path(path: &Path) -> PathBuf {
+pub(crate) fn partial_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".partial");
     PathBuf::from(s)

@@ -37,7 +37,7 @@ pub enum Item<'a> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Streamed {
     /// Time of the last sample, ms (0 without samples).
-    pub last_t_ms: f64,
+    pub(crate) last_t_ms: f64,
     pub interval_ms: u64,
     /// `each` returned false.
     pub stopped: bool,

@@ -57,7 +57,7 @@ pub enum Series {
 /// The samples held (warm-up excluded), oldest first, numbered by `seq`
 /// (never reused, so windows can point into it).
 #[derive(Debug, Default)]
-pub struct Ring {
+pub(crate) struct Ring {
     ngpu: usize,
     ncols: usize,
     nhost: usize,
@@ -78,20 +78,12 @@ impl Ring {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.times.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.times.is_empty()
-    }
-
     /// One past the newest sample's seq.
     pub fn end(&self) -> u64 {
         self.front + self.times.len() as u64
     }
 
-    pub fn front(&self) -> u64 {
+    pub(crate) fn front(&self) -> u64 {
         self.front
     }
 
@@ -99,8 +91,13 @@ impl Ring {
         self.times[(seq - self.front) as usize]
     }
 
-    pub fn last_t(&self) -> Option<f64> {
+    pub(crate) fn last_t(&self) -> Option<f64> {
         self.times.back().copied()
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.times.len()
     }
 
     pub fn value(&self, seq: u64, s: Series) -> f64 {
@@ -145,7 +142,7 @@ impl Ring {
         self.host.extend(host.iter().copied());
     }
 
-    pub fn pop_front(&mut self) {
+    pub(crate) fn pop_front(&mut self) {
         if self.times.pop_front().is_some() {
             self.gpu.drain(..self.ngpu * self.ncols);
             self.host.drain(..self.nhost);
@@ -154,7 +151,7 @@ impl Ring {
     }
 
     /// Forget every sample (a new header); seq numbers go on.
-    pub fn clear_to(&mut self, ngpu: usize, ncols: usize, nhost: usize) {
+    pub(crate) fn clear_to(&mut self, ngpu: usize, ncols: usize, nhost: usize) {
         let end = self.end();
         *self = Ring::new(ngpu, ncols, nhost);
         self.front = end;
@@ -316,7 +313,7 @@ impl Sorted {
 
 /// The columns the features read, found once from the header.
 #[derive(Debug, Clone, Default)]
-pub struct FeatureColumns {
+pub(crate) struct FeatureColumns {
     busy: Option<usize>,
     sm: Option<usize>,
     tensor: Option<usize>,
@@ -456,8 +453,8 @@ struct Kept {
 /// what it keeps about them. Samples join in order (`advance`); the ring
 /// may hold newer ones that have not joined yet.
 #[derive(Debug)]
-pub struct Window {
-    pub len_ms: f64,
+pub(crate) struct Window {
+    pub(crate) len_ms: f64,
     start: u64,
     end: u64,
     columns: FeatureColumns,
@@ -482,18 +479,18 @@ impl Window {
     }
 
     /// The window's samples (ring seqs).
-    pub fn seqs(&self, ring: &Ring) -> std::ops::Range<u64> {
+    pub(crate) fn seqs(&self, ring: &Ring) -> std::ops::Range<u64> {
         self.range(ring)
     }
 
     /// Forget everything (a new header): the window starts empty.
-    pub fn reset(&mut self, columns: FeatureColumns, next: u64) {
+    pub(crate) fn reset(&mut self, columns: FeatureColumns, next: u64) {
         *self = Window::new(self.len_ms, columns, next);
     }
 
     /// Sample `seq` (the one after the window's newest) joins: add it, drop
     /// what fell out, and rebuild sums that have drifted long enough.
-    pub fn advance(&mut self, ring: &Ring, seq: u64) {
+    pub(crate) fn advance(&mut self, ring: &Ring, seq: u64) {
         debug_assert_eq!(seq, self.end);
         self.end = seq + 1;
         let now = ring.t(seq);
@@ -669,8 +666,8 @@ fn build_features(ring: &Ring, c: &FeatureColumns, start: u64, end: u64) -> Feat
 }
 
 /// A window read as a run: what the rules see (`MetricSource`).
-pub struct WindowView<'a> {
-    pub ring: &'a Ring,
+pub(crate) struct WindowView<'a> {
+    pub(crate) ring: &'a Ring,
     pub window: &'a Window,
     pub header: &'a Header,
     /// The window's events and process lists (`WindowEngine` picks them).

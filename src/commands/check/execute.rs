@@ -45,7 +45,7 @@ impl HistoryTail {
 
 impl CheckPlan {
     /// Whether the runs come from recorded traces (nothing is run).
-    pub fn is_replay(&self) -> bool {
+    pub(crate) fn is_replay(&self) -> bool {
         self.measure.is_replay()
     }
 
@@ -59,7 +59,7 @@ impl CheckPlan {
     /// several cores). Each trace is summarised as it is loaded and its
     /// samples freed: the verdict needs only summaries, so 64 nodes cost
     /// one node's samples.
-    pub fn acquire(&self) -> anyhow::Result<Acquired> {
+    pub(crate) fn acquire(&self) -> anyhow::Result<Acquired> {
         let derive = |t: &Trace| Some(RunInput::derive(t, &self.config));
         let (traces, derived) = measure::acquire_each(&self.measure, 1, &self.trace_dir, derive)?
             .into_iter()
@@ -70,7 +70,7 @@ impl CheckPlan {
 
     /// Judge the first measurement, rerun while the verdict is open (live
     /// runs only), then read the history (drift may raise the verdict).
-    pub fn conclude(&self, first: Acquired) -> anyhow::Result<Judged> {
+    pub(crate) fn conclude(&self, first: Acquired) -> anyhow::Result<Judged> {
         let Acquired {
             mut traces,
             mut derived,

@@ -40,7 +40,7 @@ pub struct CheckArgs {
     /// With --suite: replay TRACE for workload NAME instead of running its command
     /// (repeatable; several traces for one workload are several runs)
     #[arg(long, value_name = "NAME=TRACE", requires = "suite")]
-    pub suite_replay: Vec<String>,
+    pub(crate) suite_replay: Vec<String>,
 
     /// Directory of baseline files
     #[arg(long, value_name = "DIR", default_value = "baselines")]
@@ -49,7 +49,7 @@ pub struct CheckArgs {
     /// Read the baseline and gate.toml from this git ref (e.g. origin/main) instead of the
     /// working tree, so a merge request cannot loosen its own gate
     #[arg(long, value_name = "REF")]
-    pub baseline_ref: Option<String>,
+    pub(crate) baseline_ref: Option<String>,
 
     /// Gating policy file [default: gate.toml, optional]
     #[arg(long, value_name = "FILE")]
@@ -85,7 +85,7 @@ pub struct CheckArgs {
     /// (sequential test, Bonferroni-split level) [default: gate.toml [verdict] max_reruns,
     /// else 2]; still open after them: INCONCLUSIVE (exit 4)
     #[arg(long, value_name = "N")]
-    pub max_reruns: Option<usize>,
+    pub(crate) max_reruns: Option<usize>,
 
     /// The given traces are the nodes of ONE run: judge each node and their aggregate
     #[arg(long)]
@@ -111,7 +111,7 @@ pub struct CheckArgs {
         value_name = "LIST",
         value_delimiter = ','
     )]
-    pub accept_labels: Vec<String>,
+    pub(crate) accept_labels: Vec<String>,
 
     /// Output format on stdout
     #[arg(long, help_heading = "Reports", value_enum, default_value = "text")]
@@ -147,7 +147,7 @@ pub struct CheckArgs {
     /// Where CI keeps the --html page (its run's artifacts page): linked from the Markdown
     /// report, the step summary and the PR comment
     #[arg(long, help_heading = "Reports", value_name = "URL")]
-    pub html_url: Option<String>,
+    pub(crate) html_url: Option<String>,
 
     /// Write the pull/merge request comment (Markdown: verdict and top cause in the first
     /// three lines, hidden markers the CI templates use to edit one comment per baseline)
@@ -164,7 +164,7 @@ pub struct CheckArgs {
         default_value = ".gate/traces",
         help_heading = "Measurement (what runs, for how long, how it is sampled)"
     )]
-    pub trace_dir: PathBuf,
+    pub(crate) trace_dir: PathBuf,
 
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -227,7 +227,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
 
 impl CheckArgs {
     /// The baseline judged (empty with --suite, whose workloads name theirs).
-    pub fn baseline_name(&self) -> &str {
+    pub(crate) fn baseline_name(&self) -> &str {
         self.baseline.as_deref().unwrap_or("")
     }
 }
@@ -276,7 +276,7 @@ pub(crate) fn outputs_of(args: &CheckArgs) -> Outputs<'_> {
 /// `--threshold`: `5%` (a percentage) or `0.05` (a fraction). A bare
 /// number above 1 is refused: `--threshold 5` meant 500 % and let a -61.9 %
 /// regression pass.
-pub fn parse_threshold(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_threshold(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, pct) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), true),

@@ -64,13 +64,13 @@ pub(crate) struct CheckPlan {
     /// `--tag`s, which win over the traces' own.
     pub cli_tags: BTreeMap<String, String>,
     pub measure: MeasureArgs,
-    pub trace_dir: PathBuf,
+    pub(crate) trace_dir: PathBuf,
     pub judging: Judging,
     /// `--confirm`: reruns that look again even after a regression.
     pub confirm: usize,
     /// Reruns this check may make (0 on replay): the sequential test's
     /// looks are 1 + that many.
-    pub max_reruns: usize,
+    pub(crate) max_reruns: usize,
     pub history: HistorySettings,
 }
 

@@ -10,9 +10,9 @@ use crate::gate::{CheckReport, RunVerdict, Verdict};
 
 /// GitHub shows at most 10 error (and 10 warning) annotations per step;
 /// gate writes at most this many annotations in all, per step.
-pub const MAX_ERROR_ANNOTATIONS: usize = 10;
+pub(crate) const MAX_ERROR_ANNOTATIONS: usize = 10;
 /// `$GITHUB_STEP_SUMMARY` content above 1 MiB is rejected by the runner.
-pub const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
+pub(crate) const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
 
 /// One annotation before escaping: `error` fails the look of a check
 /// (a regression), `warning` flags what passed loudly (ACCEPTED).
@@ -122,7 +122,7 @@ pub fn annotations(r: &CheckReport) -> Vec<String> {
 
 /// Cut `markdown` so that it fits in `max_bytes` (on a char boundary), with a
 /// note saying where the full report is.
-pub fn cap_summary(markdown: &str, max_bytes: usize) -> String {
+pub(crate) fn cap_summary(markdown: &str, max_bytes: usize) -> String {
     if markdown.len() <= max_bytes {
         return markdown.to_string();
     }

@@ -72,7 +72,7 @@ const BAND: &str = "#4c78a8";
 /// Points of a line: (t seconds, value); NaN breaks it.
 pub type Points = Vec<(f64, f64)>;
 /// A line's key: metric id and GPU slot (None: a host metric).
-pub type LineKey = (String, Option<usize>);
+pub(crate) type LineKey = (String, Option<usize>);
 /// Lines of a chart: label and points.
 type Lines<'a> = Vec<(String, &'a [(f64, f64)])>;
 
@@ -82,8 +82,8 @@ pub struct RunSeries {
     /// The trace it came from (as the report names it).
     pub source: String,
     /// End of the warm-up and of the recording, seconds from the start.
-    pub warmup_s: f64,
-    pub end_s: f64,
+    pub(crate) warmup_s: f64,
+    pub(crate) end_s: f64,
     /// (metric id, GPU slot or None for a host metric) -> (t s, value).
     pub lines: BTreeMap<LineKey, Points>,
     /// Why the series are missing (the trace could not be read again).
@@ -101,7 +101,7 @@ pub struct Workload<'a> {
 /// metrics shown by every reporter (`super::shown`), then those the
 /// findings cite; at most `MAX_CHARTS`. Rows over the GPUs and nodes only:
 /// a chart draws each GPU itself.
-pub fn charted(r: &CheckReport) -> Vec<&MetricResult> {
+pub(crate) fn charted(r: &CheckReport) -> Vec<&MetricResult> {
     let whole = |m: &&MetricResult| m.gpu.is_none() && m.node.is_none();
     let decisive = |m: &&MetricResult| {
         m.gated && (m.first_class || !matches!(m.verdict, Verdict::Pass | Verdict::Info))
@@ -139,7 +139,7 @@ fn cited_ids(expr: &str) -> Vec<String> {
 /// Read the series of `ids` from the trace at `source`, each line at most
 /// `MAX_POINTS` points (bucket means), steady or not; the trace is dropped
 /// before the next is read.
-pub fn read_series(source: &str, ids: &[&str]) -> RunSeries {
+pub(crate) fn read_series(source: &str, ids: &[&str]) -> RunSeries {
     let mut out = RunSeries {
         source: source.to_string(),
         ..Default::default()
@@ -199,7 +199,7 @@ fn downsample(trace: &Trace, end_s: f64, value: impl Fn(usize) -> f32) -> Vec<(f
 }
 
 /// The series a workload's page needs, read from its runs' traces.
-pub fn series_for(r: &CheckReport) -> Vec<RunSeries> {
+pub(crate) fn series_for(r: &CheckReport) -> Vec<RunSeries> {
     let ids: Vec<&str> = charted(r).iter().map(|m| m.id.as_str()).collect();
     r.runs
         .iter()
@@ -214,7 +214,7 @@ pub fn render(report: &CheckReport, runs: Vec<RunSeries>) -> String {
 
 /// A suite: its exit code and word, and the workloads that could not be
 /// judged (name, exit code, why).
-pub struct Suite<'a> {
+pub(crate) struct Suite<'a> {
     pub exit_code: i32,
     pub word: &'a str,
     pub failed: &'a [(String, i32, String)],
@@ -223,7 +223,7 @@ pub struct Suite<'a> {
 /// One page for one check or a suite's workloads: (a suite's verdict and
 /// the table of its workloads, then) each workload's section, in order,
 /// each within what is left of `budget` (past it: without charts).
-pub fn render_page(workloads: &[Workload], suite: Option<&Suite>, budget: usize) -> String {
+pub(crate) fn render_page(workloads: &[Workload], suite: Option<&Suite>, budget: usize) -> String {
     let mut out = String::with_capacity(128 * 1024);
     let head = match (workloads, suite) {
         ([one], None) => format!("gate check: baseline {}", one.report.baseline.name),
@@ -576,7 +576,7 @@ pub const MAX_URL_BYTES: usize = 1024;
 
 /// `--html-url`: an http(s) URL of printable ASCII without the characters
 /// that could end a Markdown link or an HTML attribute early.
-pub fn validate_url(url: &str) -> Result<(), String> {
+pub(crate) fn validate_url(url: &str) -> Result<(), String> {
     let fix =
         "give the http(s) address where CI keeps the --html page, e.g. the run's artifacts page";
     if !(url.starts_with("https://") || url.starts_with("http://")) {
@@ -609,7 +609,7 @@ fn link_line(url: &str) -> String {
 }
 
 /// The Markdown report (and step summary) with the link under its heading.
-pub fn link_markdown(markdown: &str, url: &str) -> String {
+pub(crate) fn link_markdown(markdown: &str, url: &str) -> String {
     match markdown.find("\n\n") {
         Some(at) => format!(
             "{}\n\n{}{}",
@@ -622,7 +622,7 @@ pub fn link_markdown(markdown: &str, url: &str) -> String {
 }
 
 /// The PR comment with the link above its hidden markers (which stay last).
-pub fn link_pr_comment(comment: &str, url: &str) -> String {
+pub(crate) fn link_pr_comment(comment: &str, url: &str) -> String {
     let line = format!("\n{}", link_line(url));
     match comment.rfind("\n<!-- gate-pr-comment:") {
         Some(at) => format!("{}{line}{}", &comment[..at], &comment[at..]),

@@ -19,24 +19,24 @@ const NEW: &str = "#c0392b";
 /// The baseline's band of a metric: its value, the noise band around it
 /// and the practical floor.
 #[derive(Debug, Clone, Copy)]
-pub struct Band {
+pub(crate) struct Band {
     pub value: f64,
     pub noise: Option<f64>,
     pub floor: Option<f64>,
 }
 
 /// What one chart draws.
-pub struct Chart<'a> {
+pub(crate) struct Chart<'a> {
     pub title: &'a str,
-    pub width: f64,
+    pub(crate) width: f64,
     /// (label, (t s, value) points; NaN breaks a line).
     pub lines: &'a [(String, &'a [(f64, f64)])],
-    pub colors: &'a [&'a str],
+    pub(crate) colors: &'a [&'a str],
     pub band: Option<&'a Band>,
     /// The new run's judged value (its statistic over the steady window).
     pub new: Option<f64>,
-    pub end_s: f64,
-    pub warmup_s: f64,
+    pub(crate) end_s: f64,
+    pub(crate) warmup_s: f64,
 }
 
 /// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of `span`.

@@ -4,7 +4,7 @@
 use super::Reporter;
 use crate::gate::CheckReport;
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Reporter for Json {
     fn render(&self, report: &CheckReport) -> String {

@@ -20,7 +20,7 @@ use crate::escape;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 use crate::limits::{MAX_MESSAGE_BYTES, MAX_RUN_TEXT_BYTES};
 
-pub struct Junit;
+pub(crate) struct Junit;
 
 fn classname(report: &CheckReport, m: &MetricResult) -> String {
     let mut s = format!("gate.{}", report.baseline.name);
@@ -303,7 +303,7 @@ impl Reporter for Junit {
 /// A report for a check that could not run at all (bad baseline or
 /// gate.toml, unreadable trace, no GPU): one `run verdict` testcase with an
 /// `error`, so CI shows the cause instead of a missing report.
-pub fn render_error(baseline: &str, kind: &str, message: &str) -> String {
+pub(crate) fn render_error(baseline: &str, kind: &str, message: &str) -> String {
     let suite = format!("gate.{baseline}");
     let first = message.lines().next().unwrap_or("");
     format!(

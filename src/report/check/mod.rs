@@ -20,21 +20,21 @@ use crate::format::{self, value_with_unit};
 use crate::gate::CheckReport;
 
 /// One output format.
-pub trait Reporter {
+pub(crate) trait Reporter {
     /// The whole document, ending with a newline.
     fn render(&self, report: &CheckReport) -> String;
 }
 
 /// Context (ungated) metrics moved at least this much relative to their
 /// baseline are shown even inside their noise: they explain a regression.
-pub const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
+pub(crate) const CONTEXT_MIN_CHANGE_PCT: f64 = 10.0;
 
 /// Moved beyond its practical floor and its noise band (issue 30.2),
 /// whatever its baseline value: a counter at 0 in the baseline has no
 /// relative change, but 0 -> 47 % is evidence all the same. Without a noise
 /// band, beyond the floor and (where a relative change exists) by at least
 /// `CONTEXT_MIN_CHANGE_PCT`.
-pub fn moved_beyond_noise(m: &crate::gate::MetricResult) -> bool {
+pub(crate) fn moved_beyond_noise(m: &crate::gate::MetricResult) -> bool {
     let Some(c) = m.change.map(f64::abs).filter(|c| c.is_finite()) else {
         return false;
     };
@@ -61,7 +61,7 @@ pub fn shown(m: &crate::gate::MetricResult) -> bool {
 /// A run's wall time as people read it: "10.8 s (after 7.2 s start-up,
 /// before 6.1 s idle teardown)": what the measured window left out on
 /// either side, not judged.
-pub fn wall_text(run: &crate::gate::RunInfo) -> String {
+pub(crate) fn wall_text(run: &crate::gate::RunInfo) -> String {
     let mut cut = Vec::new();
     if let Some(s) = run.startup_s {
         cut.push(format!("after {} start-up", value_with_unit(Some(s), "s")));
@@ -84,7 +84,7 @@ pub fn wall_text(run: &crate::gate::RunInfo) -> String {
 
 /// `+12.3 %` (relative), or where the baseline is 0 and a relative change
 /// has no meaning the absolute one, said so: `+47 % from 0`.
-pub fn change_text(m: &crate::gate::MetricResult) -> String {
+pub(crate) fn change_text(m: &crate::gate::MetricResult) -> String {
     match (m.change_pct, m.change) {
         (Some(p), _) => format!("{} %", format::percent_change(p)),
         (None, Some(0.0)) => "0".into(),
@@ -98,14 +98,14 @@ pub fn change_text(m: &crate::gate::MetricResult) -> String {
 }
 
 /// `±9.7 %`: the practical floor in the metric's unit.
-pub fn tolerance_text(m: &crate::gate::MetricResult) -> String {
+pub(crate) fn tolerance_text(m: &crate::gate::MetricResult) -> String {
     match m.tolerance {
         Some(t) if m.gated => format!("±{}", value_with_unit(Some(t), &m.unit)),
         _ => "".into(),
     }
 }
 
-pub fn noise_text(m: &crate::gate::MetricResult) -> String {
+pub(crate) fn noise_text(m: &crate::gate::MetricResult) -> String {
     match m.noise {
         Some(n) if m.gated => format!("±{}", value_with_unit(Some(n), &m.unit)),
         _ => "".into(),
@@ -134,7 +134,7 @@ pub fn capped(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
 /// JUnit: what moved, by how much, against which tolerance, and why; then
 /// the diagnosis, all within `limits::MAX_CASE_TEXT_BYTES` (the diagnosis
 /// is the run's, and the `run verdict` test case carries it whole).
-pub fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> String {
+pub(crate) fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) -> String {
     const MAX: usize = crate::limits::MAX_CASE_TEXT_BYTES;
     let mut s = format!(
         "{} ({}): baseline {}, new {}, change {}, floor {}, noise band {}. {}",

@@ -26,7 +26,7 @@ use crate::gate::CheckReport;
 pub struct OpenMetrics;
 
 /// Significant digits of every value.
-pub const SIGNIFICANT_DIGITS: usize = 3;
+pub(crate) const SIGNIFICANT_DIGITS: usize = 3;
 
 /// A metric name part: `[a-zA-Z0-9_]`, anything else becomes `_`.
 fn name_part(s: &str) -> String {

@@ -20,7 +20,7 @@ use super::{change_text, Reporter};
 use crate::escape::{markdown_code as code, markdown_text as text};
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
 
-pub struct PrComment;
+pub(crate) struct PrComment;
 
 /// Most metrics named on line 3; the rest are counted.
 const NAMED_ON_LINE_3: usize = 3;
@@ -50,7 +50,7 @@ pub fn marker(baseline: &str) -> String {
 /// The comment when gate could not judge at all (bad flag, missing
 /// baseline, benchmark that could not start): always worth posting, and it
 /// replaces an earlier verdict on the same baseline.
-pub fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
+pub(crate) fn render_error(baseline: &str, exit_code: i32, message: &str) -> String {
     let message = super::capped(message, crate::limits::MAX_MESSAGE_BYTES);
     fit(format!(
         "**gate: :warning: ERROR** for baseline `{}`: nothing was judged (exit {exit_code})\n\
@@ -155,7 +155,7 @@ fn fit(comment: String) -> String {
 /// text, a short form (its first lines) used when the whole ones do not
 /// fit, its name for the note that counts what was cut, and whether it is
 /// kept before the others when room runs out (a failing workload).
-pub struct Section {
+pub(crate) struct Section {
     pub name: String,
     pub full: String,
     pub short: String,
@@ -167,7 +167,7 @@ pub struct Section {
 /// they all fit, else their short forms, failing ones first, and a line
 /// naming how many (and which) sections were left out. A section is added
 /// whole or not at all, so no `<details>` is ever left open.
-pub fn fit_sections(head: &str, sections: &[Section], tail: &str) -> String {
+pub(crate) fn fit_sections(head: &str, sections: &[Section], tail: &str) -> String {
     const MAX: usize = crate::limits::MAX_PR_COMMENT_BYTES;
     let head: String = head.lines().map(|l| cut_line(l) + "\n").collect();
     let whole: usize = sections.iter().map(|s| s.full.len()).sum();

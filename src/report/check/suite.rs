@@ -38,7 +38,7 @@ impl Outcome {
 }
 
 /// The word of a suite's exit code.
-pub fn verdict_word(code: i32) -> &'static str {
+pub(crate) fn verdict_word(code: i32) -> &'static str {
     match code {
         exit_code::PASS => "PASS",
         exit_code::REGRESSION => "REGRESSION",
@@ -51,14 +51,14 @@ pub fn verdict_word(code: i32) -> &'static str {
 
 /// One OpenMetrics document: every judged workload's series, labelled
 /// with its baseline.
-pub fn render_openmetrics(outcomes: &[Outcome]) -> String {
+pub(crate) fn render_openmetrics(outcomes: &[Outcome]) -> String {
     let ok: Vec<&CheckReport> = Outcome::judged(outcomes).collect();
     super::openmetrics::render_many(&ok)
 }
 
 /// One Bencher Metric Format document: every judged workload's benchmarks
 /// (a later workload's benchmark of the same name replaces an earlier one's).
-pub fn render_bmf(outcomes: &[Outcome]) -> String {
+pub(crate) fn render_bmf(outcomes: &[Outcome]) -> String {
     let mut all = serde_json::Map::new();
     for r in Outcome::judged(outcomes) {
         all.extend(super::bmf::document(r));
@@ -68,7 +68,7 @@ pub fn render_bmf(outcomes: &[Outcome]) -> String {
 
 /// One check page for every workload (`--html`): the suite's verdict and
 /// table, then each judged workload's section with its curves.
-pub fn render_html(outcomes: &[Outcome], code: i32) -> String {
+pub(crate) fn render_html(outcomes: &[Outcome], code: i32) -> String {
     let judged: Vec<super::html::Workload> = outcomes
         .iter()
         .filter_map(|o| o.result.as_ref().ok())
@@ -109,7 +109,7 @@ fn summary_rows(outcomes: &[Outcome]) -> Vec<[String; 4]> {
 
 /// The terminal text: each workload's report under its heading, then the
 /// table and the suite's verdict (`width`: the terminal's, None: unwrapped).
-pub fn render_terminal(
+pub(crate) fn render_terminal(
     outcomes: &[Outcome],
     code: i32,
     color: bool,
@@ -150,7 +150,7 @@ pub fn render_terminal(
     out
 }
 
-pub fn render_markdown(outcomes: &[Outcome], code: i32) -> String {
+pub(crate) fn render_markdown(outcomes: &[Outcome], code: i32) -> String {
     use crate::escape::{markdown_code as mcode, markdown_text as text};
     let mut out = format!(
         "## gate suite: {} (exit {code}, worst of {} workloads)\n\n| workload | baseline | verdict | exit |\n|---|---|---|---:|\n",
@@ -182,7 +182,7 @@ pub fn render_markdown(outcomes: &[Outcome], code: i32) -> String {
     out
 }
 
-pub fn render_junit(outcomes: &[Outcome]) -> String {
+pub(crate) fn render_junit(outcomes: &[Outcome]) -> String {
     let docs: Vec<String> = outcomes
         .iter()
         .map(|o| match &o.result {
@@ -202,9 +202,9 @@ pub fn render_junit(outcomes: &[Outcome]) -> String {
 }
 
 /// Version of the suite JSON document.
-pub const SUITE_SCHEMA_VERSION: u32 = 1;
+pub(crate) const SUITE_SCHEMA_VERSION: u32 = 1;
 
-pub fn render_json(outcomes: &[Outcome], code: i32) -> String {
+pub(crate) fn render_json(outcomes: &[Outcome], code: i32) -> String {
     let workloads: Vec<serde_json::Value> = outcomes
         .iter()
         .map(|o| {
@@ -232,12 +232,12 @@ pub fn render_json(outcomes: &[Outcome], code: i32) -> String {
 }
 
 /// The suite's marker: the CI templates edit the comment that carries it.
-pub const SUITE_MARKER: &str = "<!-- gate-pr-comment:suite -->";
+pub(crate) const SUITE_MARKER: &str = "<!-- gate-pr-comment:suite -->";
 
 /// One comment for the suite: the suite verdict and the worst workload's
 /// top cause in its first three lines, then each workload's own comment
 /// (its marker removed) in a folded section, the regressed ones open.
-pub fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
+pub(crate) fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
     use crate::escape::{markdown_code as mcode, markdown_text as text};
     let worst = outcomes.iter().min_by_key(|o| {
         EXIT_CODE_ORDER

@@ -12,7 +12,7 @@ pub struct Terminal {
     pub color: bool,
     /// Wrap the words (reasons, why, warnings) to this width: the
     /// terminal's; None in a pipe, where each stays one line.
-    pub width: Option<usize>,
+    pub(crate) width: Option<usize>,
 }
 
 impl Terminal {

@@ -57,7 +57,7 @@ fn metric(
     }
 }
 
-pub fn sample_report() -> CheckReport {
+pub(crate) fn sample_report() -> CheckReport {
     let mut r = CheckReport {
         schema_version: REPORT_SCHEMA_VERSION,
         gate_version: crate::GATE_VERSION.into(),

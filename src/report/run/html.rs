@@ -319,7 +319,7 @@ const HOST: &Series = &[
 /// all the HTML needs of a trace's samples. `gate report` takes them while
 /// each trace is loaded and frees the samples (`Run::plots`), so reports
 /// of many nodes hold their plots, not their traces.
-pub struct Plots {
+pub(crate) struct Plots {
     t_end_s: f64,
     /// Per GPU slot: utilization, PCIe, power and clock lines.
     gpus: Vec<[Vec<Line>; 4]>,
@@ -542,7 +542,7 @@ fn statistics(out: &mut String, r: &RunReport) {
 
 /// One self-contained HTML document for all runs (the plots read each
 /// run's `Plots`, or its trace).
-pub struct Html;
+pub(crate) struct Html;
 
 impl RunReporter for Html {
     fn render(&self, runs: &[Run]) -> String {

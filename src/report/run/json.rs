@@ -16,7 +16,7 @@ use std::io::Write as _;
 
 /// The JSON document of `gate report --format json` / `--json FILE`: all
 /// runs in one document with `schema_version`.
-pub struct Json;
+pub(crate) struct Json;
 
 impl RunReporter for Json {
     fn render(&self, runs: &[Run]) -> String {
@@ -66,7 +66,7 @@ impl Serialize for Bounded<'_> {
 
 /// Slices each GPU of each run keeps when a document holds `runs` runs:
 /// `TIMELINE_POINTS` shared among them, at least one.
-pub fn timeline_rows(runs: usize) -> usize {
+pub(crate) fn timeline_rows(runs: usize) -> usize {
     (TIMELINE_POINTS / runs.max(1)).max(1)
 }
 
@@ -77,7 +77,7 @@ pub fn timeline_rows(runs: usize) -> usize {
 /// none was measured; it is warm-up when most members are, and carries
 /// every problem any member has. `slice_ms` is the joined width; the
 /// problem intervals stay those of the full panorama.
-pub fn downsample(p: &Panorama, rows: usize) -> Option<Panorama> {
+pub(crate) fn downsample(p: &Panorama, rows: usize) -> Option<Panorama> {
     let most = p.gpus.iter().map(|g| g.slices.len()).max().unwrap_or(0);
     let k = most.div_ceil(rows.max(1));
     if k <= 1 {

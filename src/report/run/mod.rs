@@ -42,13 +42,13 @@ pub struct ProcessRow {
     pub name: String,
     pub cmdline: String,
     pub in_target: bool,
-    pub first_seen_s: f64,
-    pub last_seen_s: f64,
+    pub(crate) first_seen_s: f64,
+    pub(crate) last_seen_s: f64,
     /// Mean SM share over the records that had one.
-    pub sm_share_pct: Option<f64>,
-    pub gpu_mem_mib_max: Option<f64>,
-    pub cpu_pct_mean: Option<f64>,
-    pub rss_mib_max: Option<f64>,
+    pub(crate) sm_share_pct: Option<f64>,
+    pub(crate) gpu_mem_mib_max: Option<f64>,
+    pub(crate) cpu_pct_mean: Option<f64>,
+    pub(crate) rss_mib_max: Option<f64>,
 }
 
 /// p50/p99/max (and mean, n) of one metric in one scope.
@@ -74,7 +74,7 @@ pub struct Run<'a> {
     pub trace: &'a Trace,
     /// What the HTML plots draw (`html::Plots::of`); None: drawn from
     /// `trace`'s samples when rendered.
-    pub plots: Option<html::Plots>,
+    pub(crate) plots: Option<html::Plots>,
 }
 
 impl<'a> Run<'a> {
@@ -90,7 +90,7 @@ impl<'a> Run<'a> {
 
 /// One output format of `gate report` (`text`, `markdown`, `json`, `html`):
 /// the whole document for the runs, in order. Pure: the command writes it.
-pub trait RunReporter {
+pub(crate) trait RunReporter {
     fn render(&self, runs: &[Run]) -> String;
 }
 
@@ -103,16 +103,16 @@ pub struct RunReport {
     pub gpus: Vec<GpuLabel>,
     pub interval_ms: u64,
     pub warmup_ms: u64,
-    pub total_samples: usize,
-    pub steady_samples: usize,
-    pub steady_start_ms: f64,
-    pub steady_end_ms: f64,
+    pub(crate) total_samples: usize,
+    pub(crate) steady_samples: usize,
+    pub(crate) steady_start_ms: f64,
+    pub(crate) steady_end_ms: f64,
     pub truncated: bool,
     pub exit_code: Option<i32>,
     /// Wall time after warm-up; `startup_s` before it (when marked).
     pub wall_time_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub startup_s: Option<f64>,
+    pub(crate) startup_s: Option<f64>,
     /// What the window left out after it, not judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teardown_s: Option<f64>,
@@ -131,7 +131,12 @@ impl RunReport {
 
     /// Report of `trace` from its summary `run` (`RunInput::new` fills in
     /// the user metrics of gate.toml, so user rules can use them).
-    pub fn build_with(trace: &Trace, rules: &RuleSet, slice_ms: f64, run: RunSummary) -> RunReport {
+    pub(crate) fn build_with(
+        trace: &Trace,
+        rules: &RuleSet,
+        slice_ms: f64,
+        run: RunSummary,
+    ) -> RunReport {
         let suspects = rules.diagnose(&run);
         let h = &trace.header;
         RunReport {
@@ -283,7 +288,7 @@ fn stat_rows(trace: &Trace, run: &RunSummary) -> Vec<StatRow> {
 }
 
 /// "GPU 0 (NVIDIA H200)", "Host (...)" for a statistics scope key.
-pub fn scope_title(r: &RunReport, scope: &str) -> String {
+pub(crate) fn scope_title(r: &RunReport, scope: &str) -> String {
     match scope {
         "host" => "Host (target process tree and machine)".into(),
         "gpus" => "All GPUs (per-sample mean over GPUs)".into(),

@@ -53,10 +53,10 @@ pub(super) const WARM_COLOR: (&str, f64) = ("#8a8f98", 0.2);
 
 /// A shaded time interval behind the lines.
 pub(super) struct Shade {
-    pub start_s: f64,
-    pub end_s: f64,
+    pub(crate) start_s: f64,
+    pub(crate) end_s: f64,
     pub color: &'static str,
-    pub opacity: f64,
+    pub(crate) opacity: f64,
 }
 
 /// One SVG line chart with shaded intervals.

@@ -9,7 +9,7 @@ use crate::format::number_or_na as num;
 
 /// Terminal text, one report per run; colour only when asked for (the
 /// command decides: `--color`, a terminal, `NO_COLOR`).
-pub struct Text {
+pub(crate) struct Text {
     pub color: bool,
 }
 

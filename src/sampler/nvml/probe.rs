@@ -315,7 +315,7 @@ pub fn floor(
 }
 
 /// User + system CPU seconds of this process so far.
-pub fn process_cpu_s() -> f64 {
+pub(crate) fn process_cpu_s() -> f64 {
     // SAFETY: getrusage fills the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe {
