@@ -2,7 +2,16 @@
 //! sides' observations collected, and every metric judged by the decision
 //! rule (`decide::judge`) into a `MetricResult`.
 
-use super::*;
+use super::decide::{judge, Observation, Prior, Verdict, Why};
+use super::report::MetricResult;
+use super::settings::Policy;
+use super::CheckInput;
+use crate::baseline::{Baseline, BaselineMetric};
+use crate::config::Config;
+use crate::metrics::{self, Direction, Statistic};
+use crate::stats::MetricStats;
+use crate::summary::RunInput;
+use std::collections::BTreeMap;
 
 /// The baseline's observation of `statistic`: each run's value and interval
 /// (the pooled statistic, without interval, for a baseline without runs).

@@ -22,14 +22,10 @@
 //! `[verdict] inconclusive = "pass"`) > `pass` (exit 0). A crashed
 //! benchmark is never a pass, whatever its counters say.
 
-use crate::baseline::{Baseline, BaselineMetric, Environment};
+use crate::baseline::Baseline;
 use crate::config::Config;
 use crate::diagnose::{Finding, RuleSet};
-use crate::exit_code;
-use crate::metrics::{self, Direction, Statistic};
-use crate::stats::MetricStats;
 use crate::summary::RunInput;
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 pub mod comparable;
@@ -40,19 +36,21 @@ mod report;
 mod runs;
 pub mod settings;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
-use judging::*;
 pub(crate) use judging::{decides_the_run, is_gated, Policies};
-use passes::*;
+use judging::{judge_metrics, metric_ids};
+use passes::{
+    apply_acceptances, counters_as_context, diagnose_change, let_faster_math_explain_idle,
+    let_the_benchmark_decide, verdict_from_metrics, wall_time_not_comparable,
+};
 pub use report::{
     BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult, MetricTrend, RunInfo, RunVerdict,
     Trend, TrendDrift, REPORT_SCHEMA_VERSION,
 };
-use runs::*;
+use runs::{check_runs, RunLevel};
 pub use runs::{
     end_failure, exit_code_of, harness_number_decides, run_failure, valid_samples, RunFailure,
     MIN_STEADY_SAMPLES,
 };
-use settings::Policy;
 
 /// Everything `check` needs; all pure data.
 pub struct CheckInput<'a, 'b> {

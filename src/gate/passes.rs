@@ -3,7 +3,13 @@
 //! idle time, wall time across other arguments is context, acceptances,
 //! then the run verdict from the metrics and the diagnosis of the change.
 
-use super::*;
+use super::decide::{Verdict, Why};
+use super::judging::{decides_the_run, is_gated};
+use super::report::{Counts, MetricResult, RunVerdict};
+use super::runs::RunLevel;
+use super::CheckInput;
+use crate::diagnose::Finding;
+use crate::metrics;
 
 /// A number the benchmark printed itself and gate.toml declared
 /// (throughput, latency...), judged over the run (not per node).

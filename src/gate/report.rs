@@ -3,7 +3,11 @@
 //! `exit_code`), each metric's comparison (`MetricResult`), the runs, the
 //! baseline, the counts, the trend. Pure data, serialised as the JSON report.
 
-use super::*;
+use super::decide::{NoiseSource, Verdict, Why};
+use crate::diagnose::Finding;
+use crate::exit_code;
+use crate::metrics::{Direction, Statistic};
+use serde::Serialize;
 
 /// Version of the JSON report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;

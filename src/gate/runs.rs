@@ -4,7 +4,13 @@
 //! problems; and `RunLevel`, the run verdict as it is assembled (the
 //! strongest reason wins) with its exit code.
 
-use super::*;
+use super::comparable;
+use super::report::{GpuIdentity, RunInfo, RunVerdict};
+use super::CheckInput;
+use crate::baseline::Environment;
+use crate::config::Config;
+use crate::exit_code;
+use crate::summary::RunInput;
 
 /// Fewer valid steady samples than this give no verdict: 20 samples at
 /// 100 ms is 2 s, less than two batch-means batches, too little to tell a
