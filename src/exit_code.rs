@@ -8,7 +8,7 @@ pub const PASS: i32 = 0;
 pub const REGRESSION: i32 = 1;
 /// The user's input is wrong: bad flags, a broken baseline, `gate.toml`,
 /// trace or rule. Fix the input; retrying will not help.
-pub(crate) const USAGE: i32 = 2;
+pub const USAGE: i32 = 2;
 /// Measurement or infrastructure problem: gate or the runner could not
 /// measure (no GPU or NVML, gate's own I/O failed, the recording was
 /// interrupted or cut short, the environment does not match the baseline).
