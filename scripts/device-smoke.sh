@@ -10,9 +10,9 @@
 # target/release/examples/nvml-probe):
 #   OUT=$OUT bash scripts/device-smoke.sh
 set -u -o pipefail
-NEW="${NEW:-target/release/gate}"
-OLD="${OLD:-target/release/gate-old}"
-PROBE="${PROBE:-target/release/examples/nvml-probe}"
+NEW="$(realpath "${NEW:-target/release/gate}")"
+OLD="$(realpath "${OLD:-target/release/gate-old}")"
+PROBE="$(realpath "${PROBE:-target/release/examples/nvml-probe}")"
 PYTHON="${PYTHON:-python3}"
 SECS="${SECONDS_PER_RUN:-8}"
 OUT="${OUT:-$PWD/smoke-out}"
@@ -34,7 +34,7 @@ record() { # NAME MODE SEED
         --note "recorded live by scripts/device-smoke.sh on nvidia-h200, $(date -u +%F)" -- \
         "$PYTHON" fixtures/workloads/vit_infer.py --mode "$2" --seed "$3" --seconds "$SECS" \
         > "$W/traces/vit-$1.stdout" 2> "$W/traces/vit-$1.stderr"
-    echo "record $1: exit $?" | tee -a "$W/status.txt"
+    echo "record $1: exit $?" >> "$W/status.txt"
 }
 record healthy-1 healthy 1; record healthy-2 healthy 2; record healthy-3 healthy 3
 record healthy-4 healthy 4; record readback readback 1; record small-batch small-batch 1
@@ -54,7 +54,7 @@ import json, sys, os, re
 w = sys.argv[1]
 def norm(o):
     if isinstance(o, dict):
-        return {k: norm(v) for k, v in o.items() if k not in ("created", "created_at", "generated_at")}
+        return {k: norm(v) for k, v in o.items() if k != "created"}
     if isinstance(o, list):
         return [norm(v) for v in o]
     return o
@@ -62,14 +62,15 @@ for n in sorted(os.listdir(f"{w}/new")):
     a, b = f"{w}/new/{n}", f"{w}/old/{n}"
     if n.endswith(".json"):
         same = norm(json.load(open(a))) == norm(json.load(open(b)))
-    elif n.endswith(".toml") or os.path.isdir(a):
+    elif os.path.isdir(a) or n == "doctor.txt":  # doctor: live readings
         continue
-    else:
-        same = open(a).read() == open(b).read()
+    else:  # the baseline's capture time (one second apart) masked
+        mask = lambda s: re.sub(r"captured \S+Z", "captured TIME", s)
+        same = mask(open(a).read()) == mask(open(b).read())
     print(("same   " if same else "DIFFER ") + n)
 for n in sorted(os.listdir(f"{w}/new/baselines")):
-    a = re.sub(r"(?m)^(created|gate_version).*$", "", open(f"{w}/new/baselines/{n}").read())
-    b = re.sub(r"(?m)^(created|gate_version).*$", "", open(f"{w}/old/baselines/{n}").read())
+    a = re.sub(r"(?m)^created.*$", "", open(f"{w}/new/baselines/{n}").read())
+    b = re.sub(r"(?m)^created.*$", "", open(f"{w}/old/baselines/{n}").read())
     print(("same   " if a == b else "DIFFER ") + "baselines/" + n)
 PY
 for t in healthy:5 small-batch:2; do
