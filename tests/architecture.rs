@@ -518,3 +518,37 @@ fn the_function_scan_reads_past_literals_and_comments() {
         ]
     );
 }
+
+/// Names that say one thing: every `Run*` type of the source is a row of
+/// docs/architecture.md's table of them, in the file that defines it, and
+/// every row names a type that exists.
+#[test]
+fn every_run_type_has_one_meaning_in_the_glossary() {
+    let def =
+        regex::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))? )?(?:struct|enum) (Run[A-Z][A-Za-z]*)")
+            .unwrap();
+    let mut types = BTreeMap::new();
+    for (path, file) in modules() {
+        if is_test_only(&path) {
+            continue;
+        }
+        for c in def.captures_iter(&code(&file)) {
+            let rel = file.strip_prefix(src()).unwrap().display().to_string();
+            types.insert(c[1].to_string(), format!("src/{rel}"));
+        }
+    }
+    assert!(types.len() >= 10, "{types:?}");
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    let row =
+        regex::Regex::new(r"(?m)^\| `(Run[A-Z][A-Za-z]*)` \| [^|]+ \| `([^`]+)` \|$").unwrap();
+    let rows: BTreeMap<String, String> = row
+        .captures_iter(&doc)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect();
+    assert_eq!(
+        rows, types,
+        "docs/architecture.md's `Run*` table vs the source"
+    );
+}

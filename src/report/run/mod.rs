@@ -94,6 +94,8 @@ pub(crate) trait RunReporter {
     fn render(&self, runs: &[Run]) -> String;
 }
 
+/// The report of one trace (`gate report`): what ran, its steady window
+/// and each metric's statistics.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub source: String,
