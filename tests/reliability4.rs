@@ -536,9 +536,12 @@ fn a_failed_thread_spawn_degrades_to_fewer_threads_never_a_panic() {
             if libc::unshare(libc::CLONE_NEWUSER) != 0 && !root {
                 return Err(std::io::Error::last_os_error());
             }
+            // One task, gate's main thread: every spawn fails. A higher
+            // limit was timing-dependent: workers that finish their items
+            // before the next spawn never hold 8 tasks at once.
             let lim = libc::rlimit {
-                rlim_cur: 8,
-                rlim_max: 8,
+                rlim_cur: 1,
+                rlim_max: 1,
             };
             if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
