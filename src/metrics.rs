@@ -25,6 +25,9 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// Every direction (the words a history row may hold).
+    pub const ALL: [Direction; 3] = [Self::HigherIsBetter, Self::LowerIsBetter, Self::Neutral];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::HigherIsBetter => "higher_is_better",
@@ -48,6 +51,17 @@ pub enum Statistic {
 }
 
 impl Statistic {
+    /// Every statistic.
+    pub const ALL: [Statistic; 7] = [
+        Self::Mean,
+        Self::P5,
+        Self::P50,
+        Self::P95,
+        Self::P99,
+        Self::Max,
+        Self::Min,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Statistic::Mean => "mean",
@@ -577,7 +591,7 @@ mod tests {
 
     #[test]
     fn statistic_names_round_trip() {
-        for s in [Mean, P5, P50, P95, P99, Max, Min] {
+        for s in Statistic::ALL {
             assert_eq!(Statistic::parse(s.as_str()), Some(s));
         }
     }

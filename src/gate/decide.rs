@@ -71,6 +71,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every metric verdict.
+    pub const ALL: [Verdict; 7] = [
+        Self::Pass,
+        Self::Regression,
+        Self::Accepted,
+        Self::Improvement,
+        Self::Inconclusive,
+        Self::Missing,
+        Self::Info,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",

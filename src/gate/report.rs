@@ -31,6 +31,17 @@ pub enum RunVerdict {
 }
 
 impl RunVerdict {
+    /// Every run verdict.
+    pub const ALL: [RunVerdict; 7] = [
+        Self::Pass,
+        Self::Accepted,
+        Self::Inconclusive,
+        Self::Unmeasured,
+        Self::Regression,
+        Self::Invalid,
+        Self::Error,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunVerdict::Pass => "pass",

@@ -25,71 +25,20 @@ pub trait Closed: Copy + PartialEq + 'static {
     fn from_word(s: &str) -> Option<Self>;
 }
 
-fn find<T: Closed>(all: &[T], s: &str) -> Option<T> {
-    all.iter().copied().find(|v| v.word() == s)
+/// `Closed` for an enum with `ALL` and `as_str`.
+macro_rules! closed {
+    ($($t:ty),*) => {$(
+        impl Closed for $t {
+            fn word(self) -> &'static str {
+                self.as_str()
+            }
+            fn from_word(s: &str) -> Option<Self> {
+                <$t>::ALL.into_iter().find(|v| v.as_str() == s)
+            }
+        }
+    )*};
 }
-
-impl Closed for Direction {
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-    fn from_word(s: &str) -> Option<Self> {
-        use Direction::*;
-        find(&[HigherIsBetter, LowerIsBetter, Neutral], s)
-    }
-}
-
-impl Closed for Statistic {
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-    fn from_word(s: &str) -> Option<Self> {
-        use Statistic::*;
-        find(&[Mean, P5, P50, P95, P99, Max, Min], s)
-    }
-}
-
-impl Closed for Verdict {
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-    fn from_word(s: &str) -> Option<Self> {
-        use Verdict::*;
-        find(
-            &[
-                Pass,
-                Regression,
-                Accepted,
-                Improvement,
-                Inconclusive,
-                Missing,
-                Info,
-            ],
-            s,
-        )
-    }
-}
-
-impl Closed for RunVerdict {
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-    fn from_word(s: &str) -> Option<Self> {
-        use RunVerdict::*;
-        find(
-            &[
-                Pass,
-                Accepted,
-                Inconclusive,
-                Unmeasured,
-                Regression,
-                Invalid,
-                Error,
-            ],
-            s,
-        )
-    }
-}
+closed!(Direction, Statistic, Verdict, RunVerdict);
 
 /// The word a capture's run and metric rows hold as their verdict.
 pub(crate) const CAPTURED: &str = "captured";
