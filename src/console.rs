@@ -1,11 +1,14 @@
 //! What gate writes to a terminal besides its reports, and the one decision
 //! about colour.
 //!
-//! - Colour: [`color_enabled`] is the only place that decides, with the
-//!   conventions of cargo and ripgrep: `--color always|never` wins; with
-//!   `auto`, `NO_COLOR` set to any value (even empty) turns colour off,
-//!   `CLICOLOR_FORCE` set to anything but `0` or empty turns it on, and
-//!   otherwise the stream must be a terminal whose `TERM` is not `dumb`.
+//! - Colour: [`color_enabled`] is the only place that decides, as anstream
+//!   (cargo's, clap's) does, the environment read by anstyle-query:
+//!   `--color always|never` wins; with `auto`, a non-empty `NO_COLOR`
+//!   turns colour off (no-color.org: an empty one is unset), then
+//!   `CLICOLOR_FORCE` set to anything but empty or `0` turns it on,
+//!   `CLICOLOR=0` turns it off (bixense.com/clicolors), and otherwise the
+//!   stream must be a terminal whose `TERM` is set and not `dumb` (or
+//!   `CLICOLOR` set, or a CI).
 //! - The live status that `gate record` draws on a terminal's stderr
 //!   ([`start_live`], [`show_live`]: an indicatif bar with how far and how
 //!   long is left when the window is known) and the benchmark's own stdout
@@ -18,7 +21,6 @@
 //!   stdout carries a report (`check`, `capture`, `report`), so that
 //!   `gate check --format json -- CMD | jq` sees JSON only.
 
-use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
@@ -31,41 +33,74 @@ pub enum ColorChoice {
     Never,
 }
 
-/// Whether to colour a stream, given the choice, whether the stream is a
-/// terminal, and the environment (`env(name)`; a function so tests need not
-/// touch the process environment).
-pub(crate) fn color_enabled(
-    choice: ColorChoice,
-    is_terminal: bool,
-    env: impl Fn(&str) -> Option<OsString>,
-) -> bool {
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            if env("NO_COLOR").is_some() {
-                return false;
-            }
-            if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
-                return true;
-            }
-            is_terminal && env("TERM").is_none_or(|t| t != "dumb")
+/// What the environment says about colour (see the module's words).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ColorEnv {
+    /// `NO_COLOR` set and not empty.
+    pub no_color: bool,
+    /// `CLICOLOR_FORCE` set to anything but empty or `0`.
+    pub clicolor_force: bool,
+    /// `CLICOLOR`: `Some(false)` for `0`, `Some(true)` for any other value.
+    pub clicolor: Option<bool>,
+    /// `TERM` set and not `dumb`.
+    pub term_supports_color: bool,
+    /// `CI` set (CI logs show colour though stdout is a pipe or a pty).
+    pub is_ci: bool,
+}
+
+impl ColorEnv {
+    /// This process's environment, read by anstyle-query as anstream reads
+    /// it. anstyle-query takes `CLICOLOR_FORCE=0` as forcing; the standard
+    /// (bixense.com/clicolors) says "other than 0", so `0` is refused here.
+    pub(crate) fn of_process() -> ColorEnv {
+        ColorEnv {
+            no_color: anstyle_query::no_color(),
+            clicolor_force: anstyle_query::clicolor_force()
+                && std::env::var_os("CLICOLOR_FORCE").is_none_or(|v| v != "0"),
+            clicolor: anstyle_query::clicolor(),
+            term_supports_color: anstyle_query::term_supports_color(),
+            is_ci: anstyle_query::is_ci(),
         }
     }
 }
 
-fn process_env(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
+/// Whether to colour a stream, given the choice, whether the stream is a
+/// terminal, and the environment (a value, so tests need not touch the
+/// process environment). The order is anstream's `AutoStream::choice`.
+pub(crate) fn color_enabled(choice: ColorChoice, is_terminal: bool, env: ColorEnv) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            if env.no_color {
+                false
+            } else if env.clicolor_force {
+                true
+            } else if env.clicolor == Some(false) {
+                false
+            } else {
+                is_terminal && (env.term_supports_color || env.clicolor == Some(true) || env.is_ci)
+            }
+        }
+    }
 }
 
 /// Colour for what goes to stdout.
 pub(crate) fn stdout_color(choice: ColorChoice) -> bool {
-    color_enabled(choice, std::io::stdout().is_terminal(), process_env)
+    color_enabled(
+        choice,
+        std::io::stdout().is_terminal(),
+        ColorEnv::of_process(),
+    )
 }
 
 /// Colour for what goes to stderr.
 pub fn stderr_color(choice: ColorChoice) -> bool {
-    color_enabled(choice, std::io::stderr().is_terminal(), process_env)
+    color_enabled(
+        choice,
+        std::io::stderr().is_terminal(),
+        ColorEnv::of_process(),
+    )
 }
 
 /// Where the benchmark's own stdout lines are passed through to.
@@ -365,37 +400,49 @@ pub(crate) fn echo_line(to: Echo, line: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn decide(choice: ColorChoice, tty: bool, vars: &[(&str, &str)]) -> bool {
-        let vars: HashMap<String, OsString> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), OsString::from(v)))
-            .collect();
-        color_enabled(choice, tty, |k| vars.get(k).cloned())
+    /// A terminal with `TERM=xterm-256color` and nothing else set.
+    fn tty_env() -> ColorEnv {
+        ColorEnv {
+            term_supports_color: true,
+            ..ColorEnv::default()
+        }
     }
 
     #[test]
     fn flag_wins_over_environment() {
-        assert!(decide(ColorChoice::Always, false, &[("NO_COLOR", "1")]));
-        assert!(!decide(
-            ColorChoice::Never,
-            true,
-            &[("CLICOLOR_FORCE", "1")]
-        ));
+        let no_color = ColorEnv {
+            no_color: true,
+            ..tty_env()
+        };
+        assert!(color_enabled(ColorChoice::Always, false, no_color));
+        let forced = ColorEnv {
+            clicolor_force: true,
+            ..tty_env()
+        };
+        assert!(!color_enabled(ColorChoice::Never, true, forced));
     }
 
     #[test]
-    fn no_color_set_to_anything_even_empty_disables() {
-        assert!(decide(ColorChoice::Auto, true, &[]));
-        assert!(!decide(ColorChoice::Auto, true, &[("NO_COLOR", "")]));
-        assert!(!decide(ColorChoice::Auto, true, &[("NO_COLOR", "1")]));
-        // NO_COLOR beats CLICOLOR_FORCE (as in anstream).
-        assert!(!decide(
-            ColorChoice::Auto,
-            true,
-            &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]
-        ));
+    fn no_color_beats_force_and_clicolor_zero_beats_a_terminal() {
+        assert!(color_enabled(ColorChoice::Auto, true, tty_env()));
+        let no_color = ColorEnv {
+            no_color: true,
+            clicolor_force: true,
+            ..tty_env()
+        };
+        assert!(!color_enabled(ColorChoice::Auto, true, no_color));
+        let clicolor_0 = ColorEnv {
+            clicolor: Some(false),
+            ..tty_env()
+        };
+        assert!(!color_enabled(ColorChoice::Auto, true, clicolor_0));
+        // CLICOLOR_FORCE beats CLICOLOR=0 (bixense.com/clicolors).
+        let both = ColorEnv {
+            clicolor_force: true,
+            ..clicolor_0
+        };
+        assert!(color_enabled(ColorChoice::Auto, false, both));
     }
 
     #[test]
@@ -429,24 +476,29 @@ mod tests {
     }
 
     #[test]
-    fn clicolor_force_colours_a_pipe_unless_zero_or_empty() {
-        assert!(!decide(ColorChoice::Auto, false, &[]));
-        assert!(decide(ColorChoice::Auto, false, &[("CLICOLOR_FORCE", "1")]));
-        assert!(!decide(
-            ColorChoice::Auto,
-            false,
-            &[("CLICOLOR_FORCE", "0")]
-        ));
-        assert!(!decide(ColorChoice::Auto, false, &[("CLICOLOR_FORCE", "")]));
+    fn a_pipe_is_coloured_only_when_forced() {
+        assert!(!color_enabled(ColorChoice::Auto, false, tty_env()));
+        let forced = ColorEnv {
+            clicolor_force: true,
+            ..ColorEnv::default()
+        };
+        assert!(color_enabled(ColorChoice::Auto, false, forced));
     }
 
     #[test]
-    fn dumb_terminal_gets_no_colour() {
-        assert!(!decide(ColorChoice::Auto, true, &[("TERM", "dumb")]));
-        assert!(decide(
-            ColorChoice::Auto,
-            true,
-            &[("TERM", "xterm-256color")]
-        ));
+    fn a_terminal_needs_a_term_that_is_not_dumb_or_clicolor_or_ci() {
+        // TERM unset or dumb: no colour, unless CLICOLOR says yes or a CI.
+        assert!(!color_enabled(ColorChoice::Auto, true, ColorEnv::default()));
+        let clicolor_1 = ColorEnv {
+            clicolor: Some(true),
+            ..ColorEnv::default()
+        };
+        assert!(color_enabled(ColorChoice::Auto, true, clicolor_1));
+        let ci = ColorEnv {
+            is_ci: true,
+            ..ColorEnv::default()
+        };
+        assert!(color_enabled(ColorChoice::Auto, true, ci));
+        assert!(!color_enabled(ColorChoice::Auto, false, ci));
     }
 }

@@ -125,26 +125,15 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339_utc(SystemTime::now())
 }
 
-/// Seconds since the Unix epoch as RFC 3339 UTC (`2026-11-30T00:53:20Z`).
+/// Seconds since the Unix epoch as RFC 3339 UTC (`2026-11-30T00:53:20Z`),
+/// written by humantime. A time past 9999-12-31T23:59:59Z (a file's mtime
+/// can say anything) is written as that second: humantime writes 4-digit
+/// years only.
 pub fn rfc3339_from_unix(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    const LAST_4_DIGIT_YEAR_SECOND: u64 = 253_402_300_799;
+    let secs = secs.min(LAST_4_DIGIT_YEAR_SECOND);
+    let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// Seconds with up to 3 decimals and no trailing zeros ("1.5", "12").
@@ -195,6 +184,7 @@ mod tests {
         assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_from_unix(1_796_000_000), "2026-11-30T00:53:20Z");
         assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(u64::MAX), "9999-12-31T23:59:59Z");
     }
 
     #[test]

@@ -721,3 +721,96 @@ fn every_test_command_the_docs_give_names_a_real_target() {
     }
     assert!(seen >= 4, "found {seen} test commands");
 }
+
+/// The README's rule count is the number of built-in rules in
+/// src/diagnose/rules.toml (issue 40.6: it said 19 when there were 20).
+#[test]
+fn the_readme_counts_the_built_in_rules() {
+    let rules: toml::Table = toml::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("src/diagnose/rules.toml")).unwrap(),
+    )
+    .unwrap();
+    let n = rules["rules"].as_table().unwrap().len();
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let said: Vec<&str> = readme
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[1].trim_end_matches([',', '.']) == "rules" && w[0].parse::<usize>().is_ok())
+        .map(|w| w[0])
+        .collect();
+    assert!(!said.is_empty(), "README names no rule count");
+    assert!(
+        said.iter().all(|c| *c == n.to_string()),
+        "README says {said:?} rules; rules.toml has {n}"
+    );
+}
+
+/// docs/limits.md: "a reader names at most N of a file's benchmarks (`and
+/// N more`)": a benchmark missing from a file of 15 gets exactly that.
+#[test]
+fn a_missing_benchmark_lists_as_many_names_as_the_limits_say() {
+    let limits = std::fs::read_to_string(Path::new(ROOT).join("docs/limits.md")).unwrap();
+    let at = limits
+        .find("a reader names at most ")
+        .expect("docs/limits.md states the cap")
+        + "a reader names at most ".len();
+    let cap: usize = limits[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        limits[at..].starts_with(&format!("{cap} of a file's benchmarks (`and N more`)")),
+        "{}",
+        &limits[at..at + 60]
+    );
+    let file: serde_json::Map<String, serde_json::Value> = (0..15)
+        .map(|i| {
+            (
+                format!("bench_{i:02}"),
+                serde_json::json!({"t": {"value": i}}),
+            )
+        })
+        .collect();
+    let reading = gpugate::metric_sources::Reader::Bmf {
+        benchmark: "missing".into(),
+        measure: "t".into(),
+        stat: "value".into(),
+    }
+    .read_file(&serde_json::Value::Object(file).to_string());
+    let text = reading
+        .problem
+        .expect("a missing benchmark is a problem")
+        .text;
+    let named = (0..15)
+        .filter(|i| text.contains(&format!("bench_{i:02}")))
+        .count();
+    assert_eq!(named, cap, "{text}");
+    assert!(text.contains(&format!(" and {} more", 15 - cap)), "{text}");
+}
+
+/// The Action's `threshold` input states gate's real floors (issue 40.6:
+/// it said "default 0.10").
+#[test]
+fn the_action_states_the_real_default_floors() {
+    let action =
+        std::fs::read_to_string(Path::new(ROOT).join("ci-templates/github/action.yml")).unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_str(&action).unwrap();
+    let text = y["inputs"]["threshold"]["description"]
+        .as_str()
+        .unwrap()
+        .replace('\n', " ");
+    for (floor, what) in [
+        (
+            gpugate::config::FIRST_CLASS_FLOOR,
+            "the benchmark's own numbers",
+        ),
+        (gpugate::config::COUNTER_FLOOR, "sampled counters"),
+    ] {
+        let pct = format!("{} % for {what}", floor * 100.0);
+        assert!(text.contains(&pct), "threshold says {text:?}, not {pct:?}");
+    }
+    assert!(!text.contains("0.10"), "{text}");
+}

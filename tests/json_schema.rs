@@ -187,3 +187,91 @@ fn the_schema_rejects_what_it_should() {
     extra["surprise"] = 1.into();
     assert!(!v.is_valid(&extra), "an undocumented field passed");
 }
+
+/// schemas/suite-report.schema.json is what the suite envelope's types
+/// generate (schemars), with the check-report schema embedded: a change of
+/// the types without the file fails here. `GATE_UPDATE_SCHEMAS=1` writes it.
+#[test]
+fn the_suite_schema_is_generated_from_the_types() {
+    use gpugate::report::check::suite_json;
+    let check: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("schemas/check-report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let generated = serde_json::to_string_pretty(&suite_json::schema(check)).unwrap() + "\n";
+    let path = Path::new(ROOT).join(suite_json::SCHEMA_PATH);
+    if std::env::var_os("GATE_UPDATE_SCHEMAS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} is not what the types generate: run GATE_UPDATE_SCHEMAS=1 cargo test --test integration json_schema::the_suite_schema",
+        suite_json::SCHEMA_PATH
+    );
+    // It is a valid draft 2020-12 schema.
+    let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema");
+}
+
+/// Real `gate check --suite --format json` output, judged and failed
+/// workloads, valid against the generated suite schema; a broken envelope
+/// is not.
+#[test]
+fn real_suite_output_is_valid_against_the_suite_schema() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("schemas/suite-report.schema.json"))
+        .expect("schemas/suite-report.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let toml = std::fs::read_to_string(Path::new(ROOT).join("gate.toml")).unwrap();
+    // vit-h200 is not committed: that workload is an error, not a report.
+    std::fs::write(
+        d.join("gate.toml"),
+        format!("{toml}\n[[suite.workload]]\nname = \"vit\"\nbaseline = \"vit-h200\"\ncommand = [\"python3\", \"vit.py\"]\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("baselines")).unwrap();
+    for b in ["train-h200", "cnn-h200", "gpt-h200"] {
+        std::fs::copy(
+            Path::new(ROOT).join(format!("baselines/{b}.toml")),
+            d.join(format!("baselines/{b}.toml")),
+        )
+        .unwrap();
+    }
+    let replay = |w: &str, t: &str| format!("{w}={}", fixture(&format!("{t}.jsonl")).display());
+    let out = gate(d)
+        .args(["check", "--suite", "--format", "json"])
+        .args(["--suite-replay", &replay("train", "healthy-3")])
+        .args(["--suite-replay", &replay("cnn", "cnn-sync")])
+        .args(["--suite-replay", &replay("gpt", "gpt-healthy-3")])
+        .args(["--suite-replay", &replay("vit", "vit-healthy-1")])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["verdict"], "usage error");
+    assert!(
+        doc["workloads"][3]["error"].is_string(),
+        "{}",
+        doc["workloads"][3]
+    );
+    assert_valid(&v, &doc, "suite");
+    // The schema has teeth: a report with a made-up verdict, a workload with
+    // both a report and an error, an unknown envelope field.
+    doc["workloads"][1]["report"]["verdict"] = "maybe".into();
+    assert!(!v.is_valid(&doc));
+    doc["workloads"][1]["report"] = doc["workloads"][0]["report"].clone();
+    doc["workloads"][0]["error"] = "x".into();
+    assert!(!v.is_valid(&doc));
+    doc["workloads"][0].as_object_mut().unwrap().remove("error");
+    assert!(v.is_valid(&doc));
+    doc["extra"] = 1.into();
+    assert!(!v.is_valid(&doc));
+}

@@ -15,6 +15,7 @@ mod color;
 mod command_strings;
 mod committed_data;
 mod comparable;
+mod consumers;
 mod diagnosis_prose;
 mod docs_facts;
 mod exit_codes;

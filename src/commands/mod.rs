@@ -22,8 +22,8 @@ pub mod watch;
 /// decision itself is `console::color_enabled`, the one place for it.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct ColorArgs {
-    /// Colour the terminal output: auto (a terminal; NO_COLOR set to anything, even empty,
-    /// turns it off and CLICOLOR_FORCE=1 forces it on), always, never
+    /// Colour the terminal output: auto (a terminal; a non-empty NO_COLOR turns it off,
+    /// CLICOLOR_FORCE=1 forces it on, CLICOLOR=0 turns it off), always, never
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: ColorWhen,
 }

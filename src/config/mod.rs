@@ -31,7 +31,8 @@
 //! ```
 //!
 //! Precedence of the relative tolerance: `[metrics.<id>].relative`, then
-//! `--threshold`, then `[defaults].threshold`, then 0.10. The most specific
+//! `--threshold`, then `[defaults].threshold`, then the floor of the
+//! metric's kind (`FIRST_CLASS_FLOOR` 1 %, `COUNTER_FLOOR` 3 %). The most specific
 //! setting wins: a flag on the command line loosens or tightens the default,
 //! not a limit someone chose for one metric on purpose.
 //!

@@ -174,7 +174,7 @@ pub struct RunInfo {
     pub gpus: Vec<GpuIdentity>,
 }
 
-/// One GPU of a run, as dcgm-exporter labels it (`gpu`, `UUID`, `modelName`).
+/// One GPU of a run, by what dcgm-exporter labels it with (`gpu`, `UUID`, `modelName`; OpenMetrics writes them snake_case).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GpuIdentity {
     pub index: u32,

@@ -44,8 +44,8 @@ h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 4px;border-bott
 .legend{font-size:12px;color:#4a5568;margin:4px 0}.legend span{margin-right:14px;white-space:nowrap}
 .sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 ul.events{font-size:13px;margin:4px 0 0;padding-left:20px}ul.events li{margin:2px 0}
-.reg{color:#c0392b;font-weight:600}.drift{color:#d35400;font-weight:600}.ref{color:#555;font-weight:600}
-svg{display:block}svg text{font-family:inherit}
+.reg{color:#c0392b;font-weight:600}.drift{color:#b34700;font-weight:600}.ref{color:#555;font-weight:600}
+svg{display:block;max-width:100%;height:auto}svg text{font-family:inherit}
 "#;
 
 /// One chart's data: a baseline's metric over the runs, oldest first.
@@ -332,8 +332,23 @@ impl Scale {
             hi += pad;
         }
         let pad = (hi - lo) * 0.06;
-        let (lo, hi) = (lo - pad, hi + pad);
+        let (mut lo, mut hi) = (lo - pad, hi + pad);
         let values: Vec<f64> = c.points.iter().filter_map(|(_, _, m)| m.value).collect();
+        // A series that is never negative (a throughput, a share) gets no
+        // negative tick, though a floor around its baseline reaches below
+        // 0; a share stays within 0-100 %.
+        let data = || {
+            c.points
+                .iter()
+                .flat_map(|(_, _, m)| [m.value, m.baseline_value])
+                .flatten()
+        };
+        if data().all(|v| v >= 0.0) {
+            lo = lo.max(0.0);
+            if c.unit == "%" && data().all(|v| v <= 100.0) {
+                hi = hi.min(100.0);
+            }
+        }
         let under: Vec<f64> = values.iter().copied().filter(|v| *v < lo).collect();
         let over: Vec<f64> = values.iter().copied().filter(|v| *v > hi).collect();
         let total_h = HEIGHT - TOP - BOTTOM;

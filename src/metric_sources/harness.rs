@@ -7,8 +7,9 @@
 use super::{number, FileReading, Number, Pattern, Problem, Reader};
 use serde_json::Value;
 
-/// Names listed in a message about a missing benchmark.
-const NAMES_SHOWN: usize = 12;
+/// Names listed in a message about a missing benchmark, then `and N more`
+/// (docs/limits.md says so; tests/docs_facts.rs checks it).
+const NAMES_SHOWN: usize = 10;
 
 /// One benchmark of a file: its name, another name it answers to
 /// (pytest-benchmark's `fullname`), and its number or why it has none.
@@ -138,15 +139,18 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
 }
 
 fn listing(entries: &[Entry]) -> String {
-    let mut names: Vec<&str> = entries
+    let names: Vec<&str> = entries
         .iter()
         .map(|e| e.name.as_str())
         .take(NAMES_SHOWN)
         .collect();
-    if entries.len() > NAMES_SHOWN {
-        names.push("...");
+    let more = entries.len().saturating_sub(NAMES_SHOWN);
+    let names = names.join(", ");
+    if more > 0 {
+        format!("{names} and {more} more")
+    } else {
+        names
     }
-    names.join(", ")
 }
 
 /// The two-sided 95 % half-width of a mean of `n` values with standard

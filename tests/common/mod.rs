@@ -31,6 +31,7 @@ pub fn gate(dir: &Path) -> assert_cmd::Command {
         "GITHUB_SHA",
         "NO_COLOR",
         "CLICOLOR_FORCE",
+        "CLICOLOR",
         // History: where runs go, and the branch they are recorded on.
         "GATE_HISTORY_URL",
         "GITHUB_HEAD_REF",

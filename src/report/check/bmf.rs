@@ -4,8 +4,14 @@
 //! --adapter json --file FILE` or any BMF reader can track them. The
 //! benchmark is the baseline's name (`NAME.gpuG`, `NAME.nodeN` for one GPU
 //! or node), the measure the metric id; metrics not measured in this run are
-//! left out. Only values: gate's noise bands are about a change, not
-//! bounds of the value.
+//! left out.
+//!
+//! `lower_value`/`upper_value` are the value minus and plus its noise band
+//! (the 95 % half-width of a change, `MetricResult::noise`) when the band is
+//! known: the range a run must leave before gate calls it a change, so
+//! Bencher draws what gate would not flag. It is a band of the change, wider
+//! than an interval of this one value (it holds the baseline's spread too),
+//! and is left out, not guessed, when the noise could not be estimated.
 
 use super::Reporter;
 use crate::gate::CheckReport;
@@ -38,7 +44,12 @@ pub fn document(report: &CheckReport) -> serde_json::Map<String, serde_json::Val
         let entry = doc
             .entry(bench)
             .or_insert_with(|| serde_json::Value::Object(Default::default()));
-        entry[m.id.as_str()] = serde_json::json!({ "value": value });
+        let mut measure = serde_json::json!({ "value": value });
+        if let Some(band) = m.noise.filter(|b| b.is_finite() && *b >= 0.0) {
+            measure["lower_value"] = (value - band).into();
+            measure["upper_value"] = (value + band).into();
+        }
+        entry[m.id.as_str()] = measure;
     }
     doc
 }
@@ -57,7 +68,18 @@ mod tests {
             .iter()
             .filter(|m| m.new.is_some() && m.gpu.is_none() && m.node.is_none())
         {
-            assert_eq!(bench[m.id.as_str()]["value"].as_f64(), m.new, "{}", m.id);
+            let measure = &bench[m.id.as_str()];
+            assert_eq!(measure["value"].as_f64(), m.new, "{}", m.id);
+            let (v, band) = (m.new.unwrap(), m.noise.unwrap());
+            assert_eq!(measure["lower_value"].as_f64(), Some(v - band), "{}", m.id);
+            assert_eq!(measure["upper_value"].as_f64(), Some(v + band), "{}", m.id);
         }
+        // No noise estimate: the value alone, no made-up bounds.
+        let mut r = r;
+        r.metrics.iter_mut().for_each(|m| m.noise = None);
+        let v: serde_json::Value = serde_json::from_str(&Bmf.render(&r)).unwrap();
+        let measure = &v[r.baseline.name.as_str()]["wall_time_s"];
+        assert!(measure.get("lower_value").is_none(), "{measure}");
+        assert!(measure.get("upper_value").is_none(), "{measure}");
     }
 }

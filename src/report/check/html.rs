@@ -44,13 +44,13 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-se
 h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
 h3{font-size:15px;margin:14px 0 4px}
 .verdict{font-size:20px;font-weight:700;padding:10px 14px;border-radius:6px;margin:8px 0;color:#fff}
-.v-pass{background:#1e8449}.v-regression,.v-error,.v-invalid{background:#c0392b}.v-inconclusive,.v-unmeasured{background:#b7950b}.v-accepted{background:#8e44ad}
+.v-pass{background:#1e8449}.v-regression,.v-error,.v-invalid{background:#c0392b}.v-inconclusive,.v-unmeasured{background:#7d6608}.v-accepted{background:#8e44ad}
 .reasons li{margin:2px 0}.warn{color:#8a5a00}
 .meta{color:#4a5568;font-size:13px;line-height:1.5}.meta code{background:#f1f3f6;padding:1px 4px;border-radius:3px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #d5d9e0;padding:4px 7px;vertical-align:top;text-align:left}
 th{background:#f1f3f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
-td.regression{color:#c0392b;font-weight:700}td.improvement,td.pass{color:#1e8449}td.inconclusive{color:#b7950b;font-weight:600}td.accepted{color:#8e44ad;font-weight:600}
+td.regression{color:#c0392b;font-weight:700}td.improvement,td.pass{color:#1e8449}td.inconclusive{color:#7d6608;font-weight:600}td.accepted{color:#8e44ad;font-weight:600}
 .sev{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
 .finding{display:flex;gap:18px;border:1px solid #d5d9e0;border-radius:6px;padding:10px;margin:10px 0}
 .finding .text{flex:0 0 420px;font-size:14px}.finding .curves{flex:1;min-width:0}
@@ -59,8 +59,12 @@ svg{display:block;margin:2px 0 8px}svg text{font-size:11px;fill:#4a5568}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;border-radius:2px}
 .grid{display:flex;flex-wrap:wrap;gap:10px}.grid>div{flex:0 0 640px}
 .note{color:#6b7280;font-size:13px}
-footer{margin-top:30px;color:#8a8f98;font-size:12px}
+footer{margin-top:30px;color:#6b7280;font-size:12px}
 section+section{border-top:3px solid #d5d9e0;margin-top:30px;padding-top:10px}
+.lead{border-left:4px solid #c0392b;padding:2px 12px;margin:8px 0;font-size:15px}.lead p{margin:4px 0}.lead .num{white-space:nowrap}
+details.warns summary{cursor:pointer;font-size:14px;margin:4px 0}
+svg{max-width:100%;height:auto}
+@media (max-width:760px){body{margin:10px}.finding{flex-direction:column}.finding .text{flex:none}.grid>div{flex:1 1 100%;min-width:0}table{display:block;overflow-x:auto}.lead .num{white-space:normal}}
 "#;
 
 /// Line colours, one per run x GPU (colour-blind-safe Tableau-ish palette).
@@ -278,10 +282,26 @@ fn suite_table(workloads: &[Workload], suite: &Suite) -> String {
         _ => "v-regression",
     };
     let mut s = format!(
-        "<h1>gate check --suite</h1><div class=\"verdict {class}\">SUITE: {} (exit {})</div><table><tr><th>workload (baseline)</th><th>verdict</th><th>exit</th><th>first reason</th></tr>",
+        "<h1>gate check --suite</h1><div class=\"verdict {class}\">SUITE: {} (exit {})</div>",
         esc(suite.word),
         suite.exit_code
     );
+    // The first failing workload's lead, on the first screen with the verdict.
+    if let Some((i, w)) = workloads
+        .iter()
+        .enumerate()
+        .find(|(_, w)| w.report.exit_code != crate::exit_code::PASS)
+    {
+        let lead = super::html_lead::lead(w.report, i);
+        if !lead.is_empty() {
+            let _ = write!(
+                s,
+                "<p class=\"note\">First failing workload: <a href=\"#w{i}\">{}</a></p>{lead}",
+                esc(&w.report.baseline.name)
+            );
+        }
+    }
+    s.push_str("<table><tr><th>workload (baseline)</th><th>verdict</th><th>exit</th><th>first reason</th></tr>");
     for (name, code, why) in suite.failed {
         let _ = write!(
             s,
@@ -319,15 +339,26 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
         esc(&r.verdict.as_str().to_uppercase()),
         r.exit_code
     );
-    if !r.reasons.is_empty() || !r.warnings.is_empty() {
+    // The first screen: verdict, regressed numbers, first cause; then the
+    // reasons, the warnings folded (they once pushed the cause 1,100 px down).
+    s.push_str(&super::html_lead::lead(r, idx));
+    if !r.reasons.is_empty() {
         s.push_str("<ul class=\"reasons\">");
         for reason in &r.reasons {
             let _ = write!(s, "<li>{}</li>", esc(reason));
         }
+        s.push_str("</ul>");
+    }
+    if !r.warnings.is_empty() {
+        let _ = write!(
+            s,
+            "<details class=\"warns\"><summary class=\"warn\">{} warning(s)</summary><ul class=\"reasons\">",
+            r.warnings.len()
+        );
         for warning in &r.warnings {
             let _ = write!(s, "<li class=\"warn\">warning: {}</li>", esc(warning));
         }
-        s.push_str("</ul>");
+        s.push_str("</ul></details>");
     }
     s.push_str(&provenance(r, &w.runs));
     let shown = charted(r);
@@ -335,7 +366,7 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
     let mut drawn: Vec<&str> = Vec::new();
     if !r.diagnosis.is_empty() {
         s.push_str("<h2>Diagnosis: what changed, most likely cause first</h2>");
-        for f in r.diagnosis.iter().take(MAX_FINDINGS) {
+        for (k, f) in r.diagnosis.iter().take(MAX_FINDINGS).enumerate() {
             let ids: Vec<String> = f.rows.iter().flat_map(|row| cited_ids(&row.expr)).collect();
             let mut curves = String::new();
             for m in shown.iter().filter(|m| ids.contains(&m.id)) {
@@ -348,7 +379,8 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
             }
             let _ = write!(
                 s,
-                "<div class=\"finding\"><div class=\"text\">{}</div><div class=\"curves\">{curves}</div></div>",
+                "<div class=\"finding\" id=\"{}\"><div class=\"text\">{}</div><div class=\"curves\">{curves}</div></div>",
+                super::html_lead::finding_id(idx, k),
                 crate::report::finding::html(f)
             );
         }
@@ -516,6 +548,7 @@ fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) 
         new: m.new,
         end_s,
         warmup_s,
+        percent: m.unit == "%",
     }));
     s.push_str("<div class=\"legend\">");
     if let Some(b) = &band {

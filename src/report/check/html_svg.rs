@@ -37,6 +37,8 @@ pub(crate) struct Chart<'a> {
     pub new: Option<f64>,
     pub(crate) end_s: f64,
     pub(crate) warmup_s: f64,
+    /// A percentage: the axis stays within 0-100 % when the data do.
+    pub(crate) percent: bool,
 }
 
 /// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of `span`.
@@ -92,7 +94,13 @@ fn y_range(c: &Chart) -> (f64, f64) {
         return (lo - pad, hi + pad);
     }
     let step = nice_step(hi - lo, 4.0);
-    ((lo / step).floor() * step, (hi / step).ceil() * step)
+    let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    // A share reads on the whole 0-100 % scale, never past it (the nice
+    // step made 97 % run to 150 %); a band's edge past 100 % is cut there.
+    if c.percent && data_lo >= 0.0 && data_hi <= 100.0 {
+        return (0.0, 100.0);
+    }
+    (lo, hi)
 }
 
 /// The chart as one `<svg>` element.
@@ -257,4 +265,68 @@ fn polyline(
         let _ = write!(run, "{:.1},{:.1} ", x(t), y(v));
     }
     flush(&mut run, s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart_of<'a>(
+        lines: &'a [(String, &'a [(f64, f64)])],
+        band: Option<&'a Band>,
+        percent: bool,
+    ) -> Chart<'a> {
+        Chart {
+            title: "m",
+            width: 620.0,
+            lines,
+            colors: &["#1f77b4"],
+            band,
+            new: None,
+            end_s: 10.0,
+            warmup_s: 0.0,
+            percent,
+        }
+    }
+
+    /// The value labels of a chart's y axis.
+    fn y_labels(svg: &str) -> Vec<f64> {
+        svg.split("text-anchor=\"end\">")
+            .skip(1)
+            .filter_map(|t| t.split('<').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_percentage_axis_stays_within_0_and_100() {
+        // 97 % with a floor of 9.7: the nice step once ran the axis to 150 %.
+        let pts = [(0.0, 96.0), (5.0, 98.0)];
+        let lines = [("GPU 0".to_string(), &pts[..])];
+        let band = Band {
+            value: 97.0,
+            noise: Some(1.5),
+            floor: Some(9.7),
+        };
+        let pct = y_range(&chart_of(&lines, Some(&band), true));
+        assert_eq!(pct, (0.0, 100.0));
+        let labels = y_labels(&chart(&chart_of(&lines, Some(&band), true)));
+        assert_eq!(labels.first(), Some(&0.0), "{labels:?}");
+        assert_eq!(labels.last(), Some(&100.0), "{labels:?}");
+        // Not a percentage: the nice range, past 100.
+        assert!(y_range(&chart_of(&lines, Some(&band), false)).1 > 100.0);
+    }
+
+    #[test]
+    fn a_positive_series_gets_no_negative_tick() {
+        // A throughput of 5 whose floor reaches to -15.
+        let pts = [(0.0, 4.0), (5.0, 6.0)];
+        let lines = [("GPU 0".to_string(), &pts[..])];
+        let band = Band {
+            value: 5.0,
+            noise: Some(1.0),
+            floor: Some(20.0),
+        };
+        let labels = y_labels(&chart(&chart_of(&lines, Some(&band), false)));
+        assert!(labels.iter().all(|v| *v >= 0.0), "{labels:?}");
+    }
 }

@@ -48,7 +48,8 @@ struct Tally {
     skipped: usize,
 }
 
-/// `<failure>` / `<error>` with a one-line message and a full text body.
+/// `<failure>` / `<error>` / `<skipped>` with a one-line message and a full
+/// text body (GitLab shows the body).
 fn outcome(kind: &str, kind_type: &str, message: &str, body: &str) -> String {
     format!(
         "      <{kind} type=\"{}\" message=\"{}\">{}</{kind}>\n",
@@ -94,10 +95,8 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
         RunVerdict::Regression if metric_failed => out_text.push_str(&format!("{body}\n")),
         // gate.toml maps inconclusive to green: shown, not failed.
         RunVerdict::Inconclusive if r.exit_code == 0 => {
-            case.push_str(&format!(
-                "      <skipped message=\"{}\"/>\n",
-                escape::xml_attr(&message)
-            ));
+            tally.skipped += 1;
+            case.push_str(&outcome("skipped", "inconclusive", &message, &body));
         }
         RunVerdict::Regression => {
             tally.failures += 1;
@@ -190,16 +189,12 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
                 &super::words::metric_reason(m),
             ));
         }
+        // GitLab shows a skipped test's text, not its message: both say why.
         Verdict::Missing | Verdict::Inconclusive => {
             tally.skipped += 1;
-            case.push_str(&format!(
-                "      <skipped type=\"{}\" message=\"{}\"/>\n",
-                m.verdict.as_str(),
-                escape::xml_attr(&capped(
-                    &format!("{short}. {}", super::words::metric_reason(m)),
-                    MAX_MESSAGE_BYTES
-                ))
-            ));
+            let why = format!("{short}. {}", super::words::metric_reason(m));
+            let body = capped(&why, crate::limits::MAX_CASE_TEXT_BYTES);
+            case.push_str(&outcome("skipped", m.verdict.as_str(), &why, &body));
         }
         _ => {
             case.push_str(&format!(
@@ -400,5 +395,38 @@ mod tests {
         assert!(xml.contains("classname=\"gate.demo.gpu1\" name=\"sm_active_pct\""));
         assert!(xml.contains("<failure type=\"regression\""));
         assert!(xml.contains("Diagnosis:"), "diagnosis in failure text");
+    }
+
+    /// GitLab shows a skipped test's text: every `<skipped>` has a message
+    /// and a text, and the suite counts each.
+    #[test]
+    fn skipped_cases_say_why_in_their_text() {
+        let mut r = crate::report::check::tests_support::sample_report();
+        r.verdict = RunVerdict::Inconclusive;
+        r.exit_code = 0;
+        r.reasons = vec!["sm_active_pct moved inside the noise".into()];
+        for m in r.metrics.iter_mut().filter(|m| m.gated) {
+            m.verdict = Verdict::Inconclusive;
+            m.why = crate::gate::Why::WithinNoise;
+        }
+        let xml = Junit.render(&r);
+        let skipped: Vec<&str> = xml
+            .split("<skipped ")
+            .skip(1)
+            .map(|rest| {
+                &rest[..rest
+                    .find("</skipped>")
+                    .expect("a skipped element with text")]
+            })
+            .collect();
+        let gated = r.metrics.iter().filter(|m| m.gated).count();
+        assert_eq!(skipped.len(), gated + 1, "{xml}");
+        for e in &skipped {
+            let (attrs, text) = e.split_once('>').unwrap();
+            assert!(attrs.contains("message=\""), "{e}");
+            assert!(text.trim().len() > 10, "a reason in the text: {e}");
+        }
+        assert!(xml.contains("<skipped type=\"inconclusive\" message=\"inconclusive: sm_active_pct moved inside the noise\">"), "{xml}");
+        assert!(xml.contains(&format!("skipped=\"{}\"", gated + 1)), "{xml}");
     }
 }

@@ -6,6 +6,7 @@
 pub mod bmf;
 pub mod github;
 pub mod html;
+mod html_lead;
 mod html_svg;
 pub mod json;
 pub mod junit;
@@ -13,6 +14,7 @@ pub mod markdown;
 pub mod openmetrics;
 pub mod pr_comment;
 pub mod suite;
+pub mod suite_json;
 pub mod terminal;
 pub mod words;
 

@@ -10,7 +10,12 @@
 //!   label (`statistic="mean"`), as is `node`.
 //! - One GPU's values are their own family (`gate_per_gpu_sm_active_ratio`),
 //!   apart from the value over the GPUs (`gate_sm_active_ratio`), labelled
-//!   like dcgm-exporter's: `gpu` (NVML index), `UUID`, `modelName`.
+//!   with what dcgm-exporter labels them by, in snake_case as Prometheus'
+//!   linter wants: `gpu` (NVML index), `uuid`, `model_name` (dcgm-exporter's
+//!   `UUID`, `modelName`), so a join on the values works.
+//! - The run's baseline and verdict are the Prometheus `_info` convention: a
+//!   gauge `gate_run_info` of value 1 whose labels carry them (not the
+//!   OpenMetrics `info` type, which `promtool check metrics` rejects).
 //! - Values carry 3 significant digits: GitLab compares the values between
 //!   the merge request and its target branch as strings, and 16 digits made
 //!   every metric "changed".
@@ -127,8 +132,8 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
     for r in reports {
         let baseline = || vec![("baseline", r.baseline.name.clone())];
         add(
-            "gate_run".into(),
-            "info",
+            "gate_run_info".into(),
+            "gauge",
             None,
             "The run gate check judged: its baseline and verdict".into(),
             vec![
@@ -180,8 +185,8 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
                 match run.and_then(|run| run.gpus.get(g)) {
                     Some(id) => {
                         labels.push(("gpu", id.index.to_string()));
-                        labels.push(("UUID", id.uuid.clone()));
-                        labels.push(("modelName", id.model.clone()));
+                        labels.push(("uuid", id.uuid.clone()));
+                        labels.push(("model_name", id.model.clone()));
                     }
                     None => labels.push(("gpu", g.to_string())),
                 }
@@ -191,12 +196,6 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
     }
     let mut out = String::new();
     for f in families {
-        // OpenMetrics: an info family's samples carry the `_info` suffix.
-        let sample_name = if f.kind == "info" {
-            format!("{}_info", f.name)
-        } else {
-            f.name.clone()
-        };
         out.push_str(&format!("# TYPE {} {}\n", f.name, f.kind));
         if let Some(u) = f.unit {
             out.push_str(&format!("# UNIT {} {u}\n", f.name));
@@ -207,11 +206,7 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
             escape::openmetrics_label(&f.help)
         ));
         for l in f.samples {
-            if f.kind == "info" {
-                out.push_str(&l.replacen(&f.name, &sample_name, 1));
-            } else {
-                out.push_str(&l);
-            }
+            out.push_str(&l);
             out.push('\n');
         }
     }
@@ -234,7 +229,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("gate_per_gpu_sm_active_ratio{baseline=\"demo\",statistic=\"mean\",gpu=\"5\",UUID=\"GPU-00000001-aaaa-bbbb-cccc-dddddddddddd\",modelName=\"NVIDIA H200\"} 0.4\n"),
+            text.contains("gate_per_gpu_sm_active_ratio{baseline=\"demo\",statistic=\"mean\",gpu=\"5\",uuid=\"GPU-00000001-aaaa-bbbb-cccc-dddddddddddd\",model_name=\"NVIDIA H200\"} 0.4\n"),
             "{text}"
         );
         assert!(
@@ -245,7 +240,22 @@ mod tests {
             text.contains("# UNIT gate_wall_time_seconds seconds\n"),
             "{text}"
         );
-        assert!(text.contains("gate_run_info{baseline=\"demo\",verdict=\"regression\"} 1"));
+        assert!(text.contains(
+            "# TYPE gate_run_info gauge\n# HELP gate_run_info The run gate check judged: its baseline and verdict\ngate_run_info{baseline=\"demo\",verdict=\"regression\"} 1\n"
+        ), "{text}");
+        // Label names are snake_case (promtool's lint).
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((_, labels)) = l.split_once('{') else {
+                continue;
+            };
+            for pair in labels.split("\",") {
+                let name = pair.split('=').next().unwrap();
+                assert!(
+                    name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                    "label {name} in {l}"
+                );
+            }
+        }
         // Each family's TYPE line appears once, its UNIT is its suffix, and
         // its samples follow it.
         let mut seen = std::collections::BTreeSet::new();

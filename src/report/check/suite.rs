@@ -201,34 +201,47 @@ pub(crate) fn render_junit(outcomes: &[Outcome]) -> String {
     super::junit::combine(&docs)
 }
 
-/// Version of the suite JSON document.
-pub(crate) const SUITE_SCHEMA_VERSION: u32 = 1;
-
+/// The suite's JSON document (`suite_json`: typed, its schema generated).
 pub(crate) fn render_json(outcomes: &[Outcome], code: i32) -> String {
-    let workloads: Vec<serde_json::Value> = outcomes
+    use super::suite_json::{SuiteDocument, SuiteWorkload, SUITE_SCHEMA_VERSION};
+    let workloads = outcomes
         .iter()
         .map(|o| {
-            let mut v = serde_json::json!({
-                "name": o.name,
-                "baseline": o.baseline,
-                "exit_code": o.exit_code(),
-                "verdict": o.verdict(),
-            });
-            match &o.result {
-                Ok(r) => v["report"] = super::json::value(r),
-                Err((_, m)) => v["error"] = m.as_str().into(),
+            let (report, error) = match &o.result {
+                Ok(r) => (Some(super::json::value(r)), None),
+                Err((_, m)) => (None, Some(m.clone())),
+            };
+            SuiteWorkload {
+                name: o.name.clone(),
+                baseline: o.baseline.clone(),
+                exit_code: o.exit_code(),
+                verdict: o.verdict().to_string(),
+                report,
+                error,
             }
-            v
         })
         .collect();
-    let doc = serde_json::json!({
-        "suite_schema_version": SUITE_SCHEMA_VERSION,
-        "gate_version": crate::GATE_VERSION,
-        "verdict": verdict_word(code).to_lowercase(),
-        "exit_code": code,
-        "workloads": workloads,
-    });
-    serde_json::to_string_pretty(&doc).expect("a JSON value always serializes") + "\n"
+    let doc = SuiteDocument {
+        suite_schema_version: SUITE_SCHEMA_VERSION,
+        gate_version: crate::GATE_VERSION.to_string(),
+        verdict: suite_verdict(code),
+        exit_code: code,
+        workloads,
+    };
+    serde_json::to_string_pretty(&doc).expect("a suite document always serializes") + "\n"
+}
+
+/// The suite's verdict of an exit code, as the JSON document says it.
+fn suite_verdict(code: i32) -> super::suite_json::SuiteVerdict {
+    use super::suite_json::SuiteVerdict as V;
+    match code {
+        exit_code::PASS => V::Pass,
+        exit_code::REGRESSION => V::Regression,
+        exit_code::USAGE => V::UsageError,
+        exit_code::INCONCLUSIVE => V::Inconclusive,
+        exit_code::BENCHMARK_FAILED => V::BenchmarkFailed,
+        _ => V::Error,
+    }
 }
 
 /// The suite's marker: the CI templates edit the comment that carries it.
@@ -336,6 +349,17 @@ mod tests {
             name: format!("w{i:03}"),
             baseline: format!("b{i:03}"),
             result: Ok(r.clone()),
+        }
+    }
+
+    #[test]
+    fn the_json_verdict_is_the_verdict_word() {
+        for code in 0..=6 {
+            assert_eq!(
+                suite_verdict(code).as_str(),
+                verdict_word(code).to_lowercase(),
+                "exit {code}"
+            );
         }
     }
 

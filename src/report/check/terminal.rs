@@ -1,7 +1,7 @@
 //! Terminal reporter: a compact table, first-class metrics first, the
 //! verdict last (where the eye lands). Colour only when asked for (the
 //! command decides with `console::color_enabled`: `--color`, `NO_COLOR`,
-//! `CLICOLOR_FORCE`, a TTY).
+//! `CLICOLOR_FORCE`, `CLICOLOR`, a TTY).
 
 use super::{change_text, noise_text, tolerance_text, Reporter, CONTEXT_MIN_CHANGE_PCT};
 use crate::escape;

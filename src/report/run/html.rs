@@ -33,16 +33,18 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #d5d9e0;padding:4px 7px;vertical-align:top;text-align:left}
 th{background:#f1f3f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sev{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff}
-.sev-high{background:#c0392b}.sev-medium{background:#d68910}.sev-low{background:#2e86c1}.sev-info{background:#7f8c8d}
+.sev-high{background:#c0392b}.sev-medium{background:#9c5700}.sev-low{background:#1f6fa3}.sev-info{background:#5f6b6d}
 .suspects td ul{margin:0;padding-left:18px}.suspects .title{font-weight:600}.evidence{border-collapse:collapse;margin:4px 0}.evidence td,.evidence th{padding:1px 10px 1px 0;font-size:13px}.rule{color:#6b7280;font-size:12px}
 .ok{color:#1e8449;font-weight:600}
-tr.p-starved td{background:#fde2e0}tr.p-idle td{background:#fdf2cc}tr.p-contended td{background:#eadfdb}tr.warm td{color:#8a8f98}
+tr.p-starved td{background:#fde2e0}tr.p-idle td{background:#fdf2cc}tr.p-contended td{background:#eadfdb}tr.warm td{color:#6b7280}
 svg{display:block;margin:4px 0 10px}svg text{font-size:11px;fill:#4a5568}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;border-radius:2px}
-.pair{display:flex;gap:16px}
+.pair{display:flex;flex-wrap:wrap;gap:16px}.pair>div{min-width:0;max-width:100%}
 details summary{cursor:pointer;font-size:14px;margin:6px 0}
 .cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all}
-footer{margin-top:30px;color:#8a8f98;font-size:12px}
+footer{margin-top:30px;color:#6b7280;font-size:12px}
+svg{max-width:100%;height:auto}
+@media (max-width:760px){body{margin:10px}table{display:block;overflow-x:auto}}
 "#;
 
 /// Colours of the plotted series (colour-blind-safe Tableau-ish palette).
