@@ -98,6 +98,17 @@ for path in sys.argv[1:]:
     units = sum(1 for f in families if f.unit)
     print(f"{path}: {len(families)} OpenMetrics families, {units} with a unit: ok")
 PY
+# promtool (Prometheus' own parser and linter) on the same files: it
+# rejects the OpenMetrics `info` type and lints camelCase labels.
+if command -v promtool >/dev/null 2>&1; then
+  for f in "$work"/healthy-3.metrics.txt "$work"/launch-storm.metrics.txt; do
+    lint="$(promtool check metrics < "$f" 2>&1)" || { echo "promtool rejects $f: $lint" >&2; exit 1; }
+    [ -z "$lint" ] || { echo "promtool lints $f: $lint" >&2; exit 1; }
+  done
+  echo "ci-pipelines: promtool check metrics: ok"
+else
+  echo "SKIPPED ci-pipelines promtool (prometheus): not installed"
+fi
 took "JSON schema and OpenMetrics checks" "$t"
 
 # 4. Release archive and wheel, installed the way the templates install them.

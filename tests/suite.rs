@@ -163,7 +163,7 @@ fn a_suite_judges_each_workload_against_its_own_baseline_with_one_report_each() 
             assert_eq!(name.starts_with("gate_per_gpu_"), per_gpu, "{l}");
             if per_gpu {
                 assert!(
-                    l.contains("UUID=\"GPU-") && l.contains("modelName=\"NVIDIA H200\""),
+                    l.contains("uuid=\"GPU-") && l.contains("model_name=\"NVIDIA H200\""),
                     "{l}"
                 );
             }
@@ -173,7 +173,7 @@ fn a_suite_judges_each_workload_against_its_own_baseline_with_one_report_each() 
         om.contains("gate_sm_active_ratio{baseline=\"cnn-h200\",statistic=\"mean\"}"),
         "{om}"
     );
-    assert!(om.contains("gate_per_gpu_sm_active_ratio{baseline=\"ddp-h200x2\",statistic=\"mean\",gpu=\"1\",UUID=\"GPU-"), "{om}");
+    assert!(om.contains("gate_per_gpu_sm_active_ratio{baseline=\"ddp-h200x2\",statistic=\"mean\",gpu=\"1\",uuid=\"GPU-"), "{om}");
     assert!(
         om.contains("gate_run_info{baseline=\"gpt-h200\",verdict=\"pass\"} 1"),
         "{om}"

@@ -37,6 +37,7 @@ mod no_silent_pass;
 mod nogpm_cli;
 mod orphans;
 mod outputs;
+mod pages;
 mod pooled;
 mod pr_comment;
 mod record_cli;

@@ -336,7 +336,7 @@ impl Scale {
         let values: Vec<f64> = c.points.iter().filter_map(|(_, _, m)| m.value).collect();
         // A series that is never negative (a throughput, a share) gets no
         // negative tick, though a floor around its baseline reaches below
-        // 0; a share stays within 0-100 %.
+        // 0; a share reads on the whole 0-100 % scale.
         let data = || {
             c.points
                 .iter()
@@ -346,7 +346,7 @@ impl Scale {
         if data().all(|v| v >= 0.0) {
             lo = lo.max(0.0);
             if c.unit == "%" && data().all(|v| v <= 100.0) {
-                hi = hi.min(100.0);
+                (lo, hi) = (0.0, 100.0);
             }
         }
         let under: Vec<f64> = values.iter().copied().filter(|v| *v < lo).collect();

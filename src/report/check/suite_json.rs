@@ -103,8 +103,13 @@ pub fn schema(check_report_schema: serde_json::Value) -> serde_json::Value {
     let mut s = serde_json::to_value(schemars::schema_for!(SuiteDocument))
         .expect("a schema always serializes");
     s["$id"] = "https://gpugate.invalid/schemas/suite-report/1.json".into();
-    // Each workload is judged or failed: exactly one of report and error.
-    s["$defs"]["SuiteWorkload"]["oneOf"] = serde_json::json!([
+    // Each workload is judged or failed: exactly one of report and error
+    // (schemars takes a field with `schema_with` as required).
+    let workload = &mut s["$defs"]["SuiteWorkload"];
+    if let Some(required) = workload["required"].as_array_mut() {
+        required.retain(|f| f != "report");
+    }
+    workload["oneOf"] = serde_json::json!([
         { "required": ["report"] },
         { "required": ["error"] }
     ]);
