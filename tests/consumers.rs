@@ -206,3 +206,60 @@ fn bmf_carries_the_noise_band_as_lower_and_upper_value() {
     }
     assert!(banded > 0, "no measure with a noise band: {bench}");
 }
+
+/// An INCONCLUSIVE check (a one-run baseline: wall time has no noise
+/// estimate; SYNTHETIC traces) in JUnit: with `[verdict] inconclusive =
+/// "pass"` the run's testcase and the undecided metric are `<skipped>` with
+/// a `message` and a text that says why (GitLab shows the text), counted in
+/// the suite's `skipped`, and the file validates against the Jenkins xunit
+/// schema with xmllint.
+#[test]
+fn junit_inconclusive_is_skipped_with_its_reason_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t1 = common::trace(d, "h1.jsonl", &healthy(1));
+    let cap = gate(d)
+        .args(["capture", "--baseline", "one", "--replay"])
+        .arg(&t1)
+        .output()
+        .unwrap();
+    assert!(cap.status.success(), "{}", output(&cap).1);
+    let slower = common::trace(d, "slow.jsonl", &healthy(5).with_samples(700));
+    let out = check_replay(d, "one", &["--junit", "j4.xml"], &slower);
+    assert_eq!(out.status.code(), Some(4), "{}", output(&out).1);
+    std::fs::write(d.join("gate.toml"), "[verdict]\ninconclusive = \"pass\"\n").unwrap();
+    let out = check_replay(d, "one", &["--junit", "j0.xml"], &slower);
+    assert_eq!(out.status.code(), Some(0), "{}", output(&out).1);
+    for (file, run_skipped) in [("j4.xml", false), ("j0.xml", true)] {
+        let xml = std::fs::read_to_string(d.join(file)).unwrap();
+        assert_valid_junit(&d.join(file));
+        let skipped: Vec<&str> = xml
+            .split("<skipped ")
+            .skip(1)
+            .map(|rest| {
+                &rest[..rest
+                    .find("</skipped>")
+                    .unwrap_or_else(|| panic!("{file}: a skipped element without text: {xml}"))]
+            })
+            .collect();
+        assert!(!skipped.is_empty(), "{file}: nothing skipped: {xml}");
+        for e in &skipped {
+            let (attrs, text) = e.split_once('>').unwrap();
+            assert!(attrs.contains("message=\""), "{file}: {e}");
+            assert!(
+                text.contains("wall_time_s"),
+                "{file}: the text says why: {e}"
+            );
+        }
+        let count = format!("skipped=\"{}\"", skipped.len());
+        assert!(
+            xml.contains(&count),
+            "{file}: the suite counts {count}: {xml}"
+        );
+        assert_eq!(
+            xml.contains("<skipped type=\"inconclusive\" message=\"inconclusive: "),
+            run_skipped,
+            "{file}: {xml}"
+        );
+    }
+}

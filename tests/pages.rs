@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-#[allow(dead_code)]
-#[path = "../examples/history-demo/demo.rs"]
-mod demo;
+use crate::screenshots::demo;
 
 /// The pages, rendered into `d`: (name, path).
 fn pages(d: &Path) -> Vec<(&'static str, PathBuf)> {

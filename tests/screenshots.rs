@@ -14,7 +14,7 @@ use crate::common;
 
 #[allow(dead_code)]
 #[path = "../examples/history-demo/demo.rs"]
-mod demo;
+pub(crate) mod demo;
 
 use std::collections::BTreeMap;
 use std::path::Path;

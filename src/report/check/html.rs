@@ -1,7 +1,9 @@
 //! The check page (`gate check --html F`, and `gate check --suite --html F`:
 //! one page for every workload): what a reviewer of a red pipeline asks,
 //! "what moved between the baseline and this run?", as a picture. The
-//! verdict and its reasons on top; then each diagnosis finding with its
+//! verdict, the regressed numbers and the first cause on top
+//! (`html_lead.rs`), then the reasons, the warnings folded; then each
+//! diagnosis finding with its
 //! evidence beside the curves it cites; then every decisive metric and
 //! every metric that moved beyond its noise, each as the baseline's band
 //! (its value, the noise band and the practical floor) behind the new run's
