@@ -27,9 +27,7 @@
 //! traces). The kernel removes the file when gate exits, however it exits.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -434,8 +432,9 @@ struct Mapped {
     /// else opens it). Parked columns close it (the mapping stays): a
     /// capture of thousands of nodes holds no descriptor per node.
     file: Option<File>,
-    base: NonNull<f32>,
-    map_bytes: usize,
+    /// The shared mapping of the whole file (memmap2; unmapped on drop).
+    /// Page-aligned, so its bytes are `f32`s.
+    map: memmap2::MmapMut,
     nseries: usize,
     cap: usize,
     len: usize,
@@ -447,12 +446,6 @@ struct Mapped {
     /// `RESIDENT_BYTES` (smaller in tests).
     resident_bytes: usize,
 }
-
-// SAFETY: the mapping is owned by this value alone (the file has no name,
-// nothing else maps it); values change only through `&mut self`, and
-// dropping pages (`release`) never changes a value.
-unsafe impl Send for Mapped {}
-unsafe impl Sync for Mapped {}
 
 fn os_error(what: &str, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{what}: {e}"))
@@ -474,27 +467,19 @@ impl Mapped {
         // only reads them, or edits values already written.
         file.set_len(map_bytes as u64)
             .map_err(|e| os_error("cannot size the scratch file", e))?;
-        // SAFETY: a fresh shared mapping of the whole file, checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_bytes.max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(os_error(
-                "cannot map the scratch file",
-                std::io::Error::last_os_error(),
-            ));
+        // SAFETY: a shared mapping of a file that has no name: nothing
+        // else opens or truncates it while the mapping lives. Values change
+        // only through `&mut self`, and dropping pages (`release`) never
+        // changes a value.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .len(map_bytes.max(1))
+                .map_mut(&file)
         }
+        .map_err(|e| os_error("cannot map the scratch file", e))?;
         Ok(Mapped {
             file: Some(file),
-            base: NonNull::new(ptr.cast()).expect("mmap returned null"),
-            map_bytes: map_bytes.max(1),
+            map,
             nseries,
             cap,
             len: 0,
@@ -522,11 +507,9 @@ impl Mapped {
         // and a later access maps them again. Slices handed out stay
         // valid: the mapping itself is untouched.
         unsafe {
-            libc::madvise(
-                self.base.as_ptr().cast(),
-                self.map_bytes,
-                libc::MADV_DONTNEED,
-            );
+            let _ = self
+                .map
+                .unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
         }
     }
 
@@ -538,13 +521,18 @@ impl Mapped {
         );
     }
 
+    /// The first value of the mapping (page-aligned, so an `f32`).
+    fn base(&self) -> *const f32 {
+        self.map.as_ptr().cast()
+    }
+
     fn series(&self, s: usize) -> &[f32] {
         assert!(s < self.nseries);
         self.assert_written();
         self.note(self.len * 4);
         // SAFETY: `s * cap + len <= nseries * cap`, inside the mapping;
         // shared borrows of `self` exclude writes.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(s * self.cap), self.len) }
+        unsafe { std::slice::from_raw_parts(self.base().add(s * self.cap), self.len) }
     }
 
     fn series_mut(&mut self, s: usize) -> &mut [f32] {
@@ -552,7 +540,8 @@ impl Mapped {
         self.assert_written();
         self.note(self.len * 4);
         // SAFETY: as `series`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(s * self.cap), self.len) }
+        let base = self.map.as_mut_ptr().cast::<f32>();
+        unsafe { std::slice::from_raw_parts_mut(base.add(s * self.cap), self.len) }
     }
 
     fn value(&self, s: usize, i: usize) -> f32 {
@@ -560,7 +549,7 @@ impl Mapped {
         self.assert_written();
         self.note(4);
         // SAFETY: in range, checked above.
-        unsafe { *self.base.as_ptr().add(s * self.cap + i) }
+        unsafe { *self.base().add(s * self.cap + i) }
     }
 
     /// Append one value to each series: `(series, value)` pairs covering
@@ -663,15 +652,6 @@ impl Mapped {
         bigger.resident_bytes = self.resident_bytes;
         *self = bigger;
         Ok(())
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.map_bytes);
-        }
     }
 }
 
@@ -843,12 +823,12 @@ mod tests {
         }
         m.flush().unwrap();
         // Written with pwrite: nothing of it is mapped in yet.
-        let mut most = resident_kib(m.base.as_ptr() as usize);
+        let mut most = resident_kib(m.base() as usize);
         assert!(most < 1024, "{most} KiB resident after writing");
         let mut sum = 0.0f64;
         for s in 0..nseries {
             sum += m.series(s).iter().map(|&v| v as f64).sum::<f64>();
-            most = most.max(resident_kib(m.base.as_ptr() as usize));
+            most = most.max(resident_kib(m.base() as usize));
         }
         assert_eq!(sum, n as f64 * (0..nseries).sum::<usize>() as f64);
         // The budget (1 MiB), plus what one series read adds before the
