@@ -341,3 +341,60 @@ fn in_chromium_the_first_cause_is_above_the_fold_and_nothing_overflows() {
         }
     }
 }
+
+/// The y-axis labels of each chart of a page: (the chart's heading, labels).
+fn axes(html: &str, heading: &str) -> Vec<(String, Vec<f64>)> {
+    html.split(heading)
+        .skip(1)
+        .map(|part| {
+            let title = part.split('<').next().unwrap_or("").to_string();
+            let head_end = part.find("</svg>").unwrap_or(part.len());
+            let labels = part[..head_end]
+                .split("text-anchor=\"end\"")
+                .skip(1)
+                .filter_map(|t| t.split_once('>')?.1.split('<').next()?.parse().ok())
+                .collect();
+            (
+                format!("{title}{}", &part[..part.find('\n').unwrap_or(0).min(120)]),
+                labels,
+            )
+        })
+        .collect()
+}
+
+/// Axes that fit the data: a percentage runs 0-100 % (not to 150 %), and
+/// series that are never negative (every one of these pages') get no
+/// negative tick, though a floor around their baseline reaches below 0.
+#[test]
+fn chart_axes_fit_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = pages(dir.path());
+    let mut percent_charts = 0;
+    for (name, heading) in [("check", "<h3 id="), ("history", "<h2>")] {
+        let page = &pages.iter().find(|(n, _)| *n == name).unwrap().1;
+        let html = std::fs::read_to_string(page).unwrap();
+        let charts = axes(&html, heading);
+        assert!(
+            charts.iter().any(|(_, l)| !l.is_empty()),
+            "{name}: no axis found"
+        );
+        for (title, labels) in charts.iter().filter(|(_, l)| !l.is_empty()) {
+            assert!(
+                labels.iter().all(|v| *v >= 0.0),
+                "{name}: {title}: {labels:?}"
+            );
+            let percent = title.contains(", %)") || title.contains("(mean %,");
+            if percent {
+                percent_charts += 1;
+                let (lo, hi) = labels
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+                assert_eq!((lo, hi), (0.0, 100.0), "{name}: {title}: {labels:?}");
+            }
+        }
+    }
+    assert!(
+        percent_charts >= 3,
+        "only {percent_charts} percentage charts seen"
+    );
+}

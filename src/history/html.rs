@@ -437,10 +437,14 @@ fn draw_y_grid(html: &mut String, s: &Scale) {
         "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fbfcfd\" stroke=\"#d5d9e0\"/>",
         s.top, s.plot_w, s.plot_h
     );
-    for k in 0..=4 {
-        let v = s.lo + (s.hi - s.lo) * k as f64 / 4.0;
-        let yy = s.y(v);
-        grid_line(html, yy, v);
+    // Labels at a nice step (900, 1000, 1100; 0, 25, ... 100), not at
+    // fifths of an arbitrary range.
+    let step = crate::format::nice_step(s.hi - s.lo, 4.0);
+    let mut v = (s.lo / step).ceil() * step;
+    while v <= s.hi + step * 1e-9 {
+        let label = if v.abs() < step * 1e-9 { 0.0 } else { v };
+        grid_line(html, s.y(label), label);
+        v += step;
     }
     for strip in [s.below, s.above].into_iter().flatten() {
         let _ = writeln!(

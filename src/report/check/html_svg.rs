@@ -5,7 +5,7 @@
 //! the new value, so a run that fell far below its baseline shows how far.
 
 use crate::escape::html as esc;
-use crate::format::number;
+use crate::format::{nice_step, number};
 use std::fmt::Write as _;
 
 const HEIGHT: f64 = 210.0;
@@ -39,17 +39,6 @@ pub(crate) struct Chart<'a> {
     pub(crate) warmup_s: f64,
     /// A percentage: the axis stays within 0-100 % when the data do.
     pub(crate) percent: bool,
-}
-
-/// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of `span`.
-fn nice_step(span: f64, n: f64) -> f64 {
-    let raw = (span / n).max(f64::MIN_POSITIVE);
-    let exp = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * exp)
-        .find(|s| *s >= raw * 0.999_999)
-        .unwrap_or(10.0 * exp)
 }
 
 /// The value range: every point, the band with its floor, the new value;
