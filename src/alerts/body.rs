@@ -19,11 +19,7 @@ pub fn rfc3339_ms(t: SystemTime) -> String {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
     let s = crate::format::rfc3339_from_unix(d.as_secs());
-    format!(
-        "{}.{:03}Z",
-        s.trim_end_matches('Z'),
-        d.subsec_millis()
-    )
+    format!("{}.{:03}Z", s.trim_end_matches('Z'), d.subsec_millis())
 }
 
 /// Alertmanager's `POST /api/v2/alerts` body: a list of one alert.
@@ -106,9 +102,7 @@ pub fn slack(n: &Notice, d: &Destination) -> Vec<u8> {
         mrkdwn(&n.severity, 20),
         mrkdwn(&n.title, SLACK_VALUE)
     );
-    let section = |text: String| {
-        serde_json::json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})
-    };
+    let section = |text: String| serde_json::json!({"type": "section", "text": {"type": "mrkdwn", "text": text}});
     let mut blocks = vec![section(format!("*{head}*"))];
     if !n.explanation.is_empty() {
         blocks.push(section(mrkdwn(&n.explanation, SLACK_VALUE)));
@@ -117,7 +111,10 @@ pub fn slack(n: &Notice, d: &Destination) -> Vec<u8> {
         blocks.push(section(format!("*Evidence*\n{}", bullets(&n.evidence))));
     }
     if n.firing && !n.next_steps.is_empty() {
-        blocks.push(section(format!("*What to try*\n{}", bullets(&n.next_steps))));
+        blocks.push(section(format!(
+            "*What to try*\n{}",
+            bullets(&n.next_steps)
+        )));
     }
     let labels: Vec<String> = n
         .labels
@@ -203,7 +200,10 @@ mod tests {
             text.contains("<https://ci.example/run/1?a=1&amp;b=2|The run's page>"),
             "{text}"
         );
-        assert!(v["text"].as_str().unwrap().starts_with("FIRING host_bound [medium]"));
+        assert!(v["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("FIRING host_bound [medium]"));
     }
 
     #[test]
@@ -222,8 +222,7 @@ mod tests {
         assert_eq!(a["annotations"]["title"], "Host-bound x");
         let mut once = notice("x");
         once.renewed = false;
-        let v: serde_json::Value =
-            serde_json::from_slice(&alertmanager(&once, &d, now)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&alertmanager(&once, &d, now)).unwrap();
         assert!(v[0].get("endsAt").is_none());
     }
 

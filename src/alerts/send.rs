@@ -29,7 +29,11 @@ pub struct Target {
 
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Target({}, url from ${})", self.dest.name, self.dest.url_env)
+        write!(
+            f,
+            "Target({}, url from ${})",
+            self.dest.name, self.dest.url_env
+        )
     }
 }
 
@@ -55,11 +59,7 @@ pub fn targets(
             Err(message) => bad.push(Unusable {
                 dest: d.name.clone(),
                 required: d.required,
-                message: format!(
-                    "[alerts.{}] ({}): {message}",
-                    d.name,
-                    d.kind.as_str()
-                ),
+                message: format!("[alerts.{}] ({}): {message}", d.name, d.kind.as_str()),
             }),
         }
     }
@@ -159,7 +159,11 @@ fn attempt(t: &Target, n: &Notice, now: SystemTime) -> Attempt {
         Ok(resp) => {
             let status = resp.status().as_u16();
             // Read (bounded) and drop what the receiver said.
-            let _ = resp.into_body().with_config().limit(64 * 1024).read_to_vec();
+            let _ = resp
+                .into_body()
+                .with_config()
+                .limit(64 * 1024)
+                .read_to_vec();
             match status {
                 200..=299 => Attempt::Delivered,
                 429 | 500..=599 => Attempt::Retry(format!("HTTP {status}")),
@@ -186,7 +190,9 @@ fn reason(e: &ureq::Error, secs: &str) -> String {
             ErrorKind::ConnectionReset
             | ErrorKind::ConnectionAborted
             | ErrorKind::UnexpectedEof
-            | ErrorKind::BrokenPipe => "the receiver closed the connection without an answer".into(),
+            | ErrorKind::BrokenPipe => {
+                "the receiver closed the connection without an answer".into()
+            }
             ErrorKind::TimedOut | ErrorKind::WouldBlock => {
                 format!("no answer within {secs} s (timeout)")
             }
@@ -315,7 +321,11 @@ struct Lane {
 
 /// A watch's per-destination queues and their delivery threads.
 pub struct Outbox {
-    lanes: Vec<(Arc<(Mutex<Lane>, Condvar)>, std::thread::JoinHandle<()>, String)>,
+    lanes: Vec<(
+        Arc<(Mutex<Lane>, Condvar)>,
+        std::thread::JoinHandle<()>,
+        String,
+    )>,
     /// Where warnings go (`gate watch: warning: ...`).
     prefix: &'static str,
 }
@@ -380,7 +390,12 @@ impl Outbox {
                 cv.notify_all();
             }
             let _ = handle.join();
-            let stats = shared.0.lock().unwrap_or_else(|e| e.into_inner()).stats.clone();
+            let stats = shared
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .stats
+                .clone();
             out.push((name, stats));
         }
         out
@@ -418,7 +433,9 @@ fn next_job(
             return Job::Stop;
         }
         let now = Instant::now();
-        let due = firing.iter().position(|(_, last)| now >= *last + t.dest.resend);
+        let due = firing
+            .iter()
+            .position(|(_, last)| now >= *last + t.dest.resend);
         if let Some(i) = due {
             firing[i].1 = now;
             return Job::Resend(firing[i].0.clone());
@@ -489,7 +506,11 @@ mod tests {
         assert!(ok.is_empty());
         assert!(bad[0].message.contains("$A_URL is not set"), "{:?}", bad[0]);
         assert!(bad[1].required);
-        assert!(bad[1].message.contains("$B_URL does not hold"), "{:?}", bad[1]);
+        assert!(
+            bad[1].message.contains("$B_URL does not hold"),
+            "{:?}",
+            bad[1]
+        );
         assert!(!format!("{bad:?}").contains("hunter2"));
         let env = |_: &str| Some("http://127.0.0.1:9/hooks/T0KEN".to_string());
         let (ok, _) = targets(&cfg, &env);

@@ -128,13 +128,14 @@ fn is_env_name(s: &str) -> bool {
 }
 
 /// The labels gate sets itself; a user label may not take their place.
-pub const OWN_LABELS: [&str; 6] = [
+pub const OWN_LABELS: [&str; 7] = [
     "alertname",
     "severity",
     "gpu",
     "host",
     "benchmark",
     "baseline",
+    "workload",
 ];
 
 impl TryFrom<toml::Table> for AlertsConfig {
@@ -230,7 +231,10 @@ fn destination(name: &str, mut t: toml::Table) -> Result<Destination, String> {
         format!("{at}: no url_env; name the environment variable that holds the URL (url_env = \"MY_URL\"): the URL itself never goes in gate.toml")
     })?;
     let secret_env = take_str("secret_env")?;
-    for (key, v) in [("url_env", Some(&url_env)), ("secret_env", secret_env.as_ref())] {
+    for (key, v) in [
+        ("url_env", Some(&url_env)),
+        ("secret_env", secret_env.as_ref()),
+    ] {
         if let Some(v) = v.filter(|v| !is_env_name(v)) {
             return Err(format!(
                 "{at} {key}: '{}' is not an environment variable name (letters, digits, '_'); name the variable, not its value",
@@ -243,7 +247,13 @@ fn destination(name: &str, mut t: toml::Table) -> Result<Destination, String> {
             "{at} secret_env: only a webhook signs its body; remove it or set type = \"webhook\""
         ));
     }
-    let timeout = duration(&at, "timeout", take_str("timeout")?, DEFAULT_TIMEOUT, MAX_TIMEOUT)?;
+    let timeout = duration(
+        &at,
+        "timeout",
+        take_str("timeout")?,
+        DEFAULT_TIMEOUT,
+        MAX_TIMEOUT,
+    )?;
     let resend = duration(
         &at,
         "resend",
@@ -254,19 +264,25 @@ fn destination(name: &str, mut t: toml::Table) -> Result<Destination, String> {
     if resend < Duration::from_secs(1) {
         return Err(format!("{at} resend: at least 1s (Prometheus uses 1m)"));
     }
-    let int = |v: Option<toml::Value>, key: &str, default: i64, max: i64, min: i64| match v {
+    let int = |v: Option<toml::Value>, key: &str, default: i64, max: i64, min: i64| {
+        match v {
         None => Ok(default),
         Some(toml::Value::Integer(i)) if (min..=max).contains(&i) => Ok(i),
         Some(other) => Err(format!(
             "{at} {key}: {other} is out of range; give a whole number from {min} to {max} (default {default})"
         )),
+    }
     };
     let retries = int(t.remove("retries"), "retries", 2, MAX_RETRIES.into(), 0)? as u32;
     let queue = int(t.remove("queue"), "queue", 100, MAX_QUEUE as i64, 1)? as usize;
     let required = match t.remove("required") {
         None => false,
         Some(toml::Value::Boolean(b)) => b,
-        Some(other) => return Err(format!("{at} required: expected true or false, found {other}")),
+        Some(other) => {
+            return Err(format!(
+                "{at} required: expected true or false, found {other}"
+            ))
+        }
     };
     let labels = labels(&at, t.remove("labels"))?;
     if let Some(key) = t.keys().next() {
@@ -314,9 +330,9 @@ fn labels(at: &str, v: Option<toml::Value>) -> Result<BTreeMap<String, String>, 
     let Some(v) = v else {
         return Ok(BTreeMap::new());
     };
-    let table = v
-        .as_table()
-        .ok_or_else(|| format!("{at} labels: expected a table, e.g. labels = {{ team = \"ml\" }}"))?;
+    let table = v.as_table().ok_or_else(|| {
+        format!("{at} labels: expected a table, e.g. labels = {{ team = \"ml\" }}")
+    })?;
     if table.len() > MAX_LABELS {
         return Err(format!("{at} labels: at most {MAX_LABELS}"));
     }
@@ -392,15 +408,42 @@ queue = 5
     #[test]
     fn mistakes_name_the_table_and_the_fix() {
         for (text, want) in [
-            ("[alerts.x]\ntype = \"slack\"\nurl = \"https://hooks.slack.com/x\"\n", "no url_env"),
-            ("[alerts.x]\ntype = \"pager\"\nurl_env = \"U\"\n", "unknown 'pager'"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"https://x\"\n", "not an environment variable name"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nsecret_env = \"S\"\n", "only a webhook"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nretries = 99\n", "retries"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\ntimeout = \"2h\"\n", "timeout"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nlabels = { alertname = \"y\" }\n", "gate's own"),
-            ("[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\ncolour = 1\n", "unknown key 'colour'"),
-            ("[alerts]\non = [\"regresion\"]\n[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\n", "unknown '\"regresion\"'"),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl = \"https://hooks.slack.com/x\"\n",
+                "no url_env",
+            ),
+            (
+                "[alerts.x]\ntype = \"pager\"\nurl_env = \"U\"\n",
+                "unknown 'pager'",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"https://x\"\n",
+                "not an environment variable name",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nsecret_env = \"S\"\n",
+                "only a webhook",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nretries = 99\n",
+                "retries",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\ntimeout = \"2h\"\n",
+                "timeout",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\nlabels = { alertname = \"y\" }\n",
+                "gate's own",
+            ),
+            (
+                "[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\ncolour = 1\n",
+                "unknown key 'colour'",
+            ),
+            (
+                "[alerts]\non = [\"regresion\"]\n[alerts.x]\ntype = \"slack\"\nurl_env = \"U\"\n",
+                "unknown '\"regresion\"'",
+            ),
             ("[alerts]\non = [\"drift\"]\n", "no [alerts.NAME]"),
         ] {
             let err = parse(text).unwrap_err();

@@ -40,7 +40,10 @@ impl Alerting {
                     u.message
                 )));
             }
-            crate::gate_eprintln!("gate: warning: {origin}: {}; its alerts are not sent", u.message);
+            crate::gate_eprintln!(
+                "gate: warning: {origin}: {}; its alerts are not sent",
+                u.message
+            );
         }
         Ok(Some(Alerting {
             on: cfg.on.clone(),
