@@ -285,8 +285,10 @@ fn alertmanager_sees_a_watch_alert_fire_then_resolve_with_the_labels_sent() {
         std::env::var("GATE_TEST_ALERTMANAGER_URL"),
         std::env::var("GATE_TEST_AM_HOOK_PORT"),
     ) else {
-        eprintln!(
-            "SKIPPED alertmanager_sees_a_watch_alert_fire_then_resolve: {}",
+        // Past the test harness's capture, for scripts/ci-skipped.sh.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED alertmanager_sees_a_watch_alert_fire_then_resolve (Alertmanager): {}",
             std::env::var("GATE_TEST_ALERTMANAGER_SKIP").unwrap_or_else(|_| {
                 "GATE_TEST_ALERTMANAGER_URL is not set (eval \"$(bash scripts/ci-alertmanager.sh start)\", as .ci/run does)".into()
             })
@@ -742,4 +744,11 @@ fn the_docs_and_the_example_say_what_the_code_does() {
     assert_eq!(kinds, Kind::ALL);
     assert_eq!(c.file.alerts.on, Trigger::ALL);
     assert!(text.contains("never in this file"));
+    // The CI templates send from the default branch only.
+    let gh =
+        std::fs::read_to_string(Path::new(ROOT).join("ci-templates/github/workflows/gpu-gate.yml"))
+            .unwrap();
+    assert!(gh.contains("SLACK_WEBHOOK_URL: ${{ github.ref_name == github.event.repository.default_branch && secrets.SLACK_WEBHOOK_URL || '' }}"));
+    let gl = std::fs::read_to_string(Path::new(ROOT).join("templates/gate-check.yml")).unwrap();
+    assert!(gl.contains("as CI/CD variables marked Protected"));
 }

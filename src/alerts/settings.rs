@@ -264,26 +264,7 @@ fn destination(name: &str, mut t: toml::Table) -> Result<Destination, String> {
     if resend < Duration::from_secs(1) {
         return Err(format!("{at} resend: at least 1s (Prometheus uses 1m)"));
     }
-    let int = |v: Option<toml::Value>, key: &str, default: i64, max: i64, min: i64| {
-        match v {
-        None => Ok(default),
-        Some(toml::Value::Integer(i)) if (min..=max).contains(&i) => Ok(i),
-        Some(other) => Err(format!(
-            "{at} {key}: {other} is out of range; give a whole number from {min} to {max} (default {default})"
-        )),
-    }
-    };
-    let retries = int(t.remove("retries"), "retries", 2, MAX_RETRIES.into(), 0)? as u32;
-    let queue = int(t.remove("queue"), "queue", 100, MAX_QUEUE as i64, 1)? as usize;
-    let required = match t.remove("required") {
-        None => false,
-        Some(toml::Value::Boolean(b)) => b,
-        Some(other) => {
-            return Err(format!(
-                "{at} required: expected true or false, found {other}"
-            ))
-        }
-    };
+    let (retries, queue, required) = counts(&at, &mut t)?;
     let labels = labels(&at, t.remove("labels"))?;
     if let Some(key) = t.keys().next() {
         return Err(format!(
@@ -303,6 +284,43 @@ fn destination(name: &str, mut t: toml::Table) -> Result<Destination, String> {
         queue,
         resend,
     })
+}
+
+/// `retries`, `queue` and `required` of a destination's table.
+fn counts(at: &str, t: &mut toml::Table) -> Result<(u32, usize, bool), String> {
+    let int = |v: Option<toml::Value>, key: &str, default: i64, max: i64, min: i64| {
+        match v {
+        None => Ok(default),
+        Some(toml::Value::Integer(i)) if (min..=max).contains(&i) => Ok(i),
+        Some(other) => Err(format!(
+            "{at} {key}: {other} is out of range; give a whole number from {min} to {max} (default {default})"
+        )),
+    }
+    };
+    let retries = int(
+        t.remove("retries"),
+        "retries",
+        DEFAULT_RETRIES.into(),
+        MAX_RETRIES.into(),
+        0,
+    )? as u32;
+    let queue = int(
+        t.remove("queue"),
+        "queue",
+        DEFAULT_QUEUE as i64,
+        MAX_QUEUE as i64,
+        1,
+    )? as usize;
+    let required = match t.remove("required") {
+        None => false,
+        Some(toml::Value::Boolean(b)) => b,
+        Some(other) => {
+            return Err(format!(
+                "{at} required: expected true or false, found {other}"
+            ))
+        }
+    };
+    Ok((retries, queue, required))
 }
 
 fn duration(
