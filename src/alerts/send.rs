@@ -319,13 +319,17 @@ struct Lane {
     stats: Stats,
 }
 
+/// One destination's queue (shared with its thread), the thread, and the
+/// destination's name as warnings say it.
+type LaneHandle = (
+    Arc<(Mutex<Lane>, Condvar)>,
+    std::thread::JoinHandle<()>,
+    String,
+);
+
 /// A watch's per-destination queues and their delivery threads.
 pub struct Outbox {
-    lanes: Vec<(
-        Arc<(Mutex<Lane>, Condvar)>,
-        std::thread::JoinHandle<()>,
-        String,
-    )>,
+    lanes: Vec<LaneHandle>,
     /// Where warnings go (`gate watch: warning: ...`).
     prefix: &'static str,
 }
@@ -411,11 +415,7 @@ enum Job {
 
 /// Take the next job: a queued notice, a firing alert due for its re-send
 /// (Alertmanager), or stop (closed and drained, or out of grace).
-fn next_job(
-    t: &Target,
-    shared: &(Mutex<Lane>, Condvar),
-    firing: &mut Vec<(Notice, Instant)>,
-) -> Job {
+fn next_job(t: &Target, shared: &(Mutex<Lane>, Condvar), firing: &mut [(Notice, Instant)]) -> Job {
     let (lock, cv) = shared;
     let mut lane = lock.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -488,6 +488,133 @@ fn run_lane(t: &Target, shared: &(Mutex<Lane>, Condvar), prefix: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loopback receiver that answers 200 to every request and keeps
+    /// the bodies (at most `max` connections, 30 s).
+    fn receiver(max: usize) -> (String, Arc<Mutex<Vec<String>>>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&got);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(max) {
+                let Ok(mut s) = stream else { continue };
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Headers, then the body by its Content-Length.
+                let body = loop {
+                    let n = s.read(&mut chunk).unwrap_or(0);
+                    if n == 0 {
+                        break None;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).into_owned();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len: usize = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + len {
+                            break Some(text[end + 4..end + 4 + len].to_string());
+                        }
+                    }
+                };
+                keep.lock().unwrap().extend(body);
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        (url, got)
+    }
+
+    fn notice(firing: bool) -> Notice {
+        Notice {
+            firing,
+            name: "busy".into(),
+            severity: "high".into(),
+            title: "t".into(),
+            evidence: Vec::new(),
+            explanation: String::new(),
+            next_steps: Vec::new(),
+            labels: [("host".to_string(), "h".to_string())].into(),
+            url: None,
+            starts_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            ends_at: (!firing).then(|| SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_100)),
+            renewed: true,
+            document: serde_json::Value::Null,
+        }
+    }
+
+    /// Alertmanager: a firing alert is re-sent every `resend` (its
+    /// `endsAt` moving ahead) until its RESOLVED, then no more; the same
+    /// alert pushed twice is queued once.
+    #[test]
+    fn a_firing_alert_is_re_sent_until_it_resolves_and_never_queued_twice() {
+        let (url, got) = receiver(20);
+        let cfg: AlertsConfig =
+            toml::from_str("[am]\ntype = \"alertmanager\"\nurl_env = \"U\"\nresend = \"1s\"\n")
+                .unwrap();
+        let (ok, _) = targets(&cfg, &|_| Some(url.clone()));
+        let outbox = Outbox::start(ok, "test");
+        let t0 = Instant::now();
+        outbox.push(&notice(true), |_| 10);
+        outbox.push(&notice(true), |_| 10);
+        let count = || got.lock().unwrap().len();
+        let wait_for = |n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while count() < n && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            count()
+        };
+        assert_eq!(wait_for(3), 3, "the first send and two re-sends");
+        assert!(
+            t0.elapsed() >= Duration::from_millis(1900),
+            "{:?}",
+            t0.elapsed()
+        );
+        outbox.push(&notice(false), |_| 10);
+        let firing = {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            loop {
+                let b = got.lock().unwrap().clone();
+                if b.iter().any(|x| x.contains("2027-01-15T08:01:40.000Z"))
+                    || Instant::now() > deadline
+                {
+                    break b.len() - 1;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // No re-send after RESOLVED (one period and a half later).
+        std::thread::sleep(Duration::from_millis(1500));
+        let stats = outbox.finish().remove(0).1;
+        let bodies = got.lock().unwrap().clone();
+        assert_eq!(bodies.len(), firing + 1, "no re-send after RESOLVED");
+        assert_eq!((stats.delivered, stats.duplicates), (2, 1), "{stats:?}");
+        assert_eq!(stats.resent as usize, firing - 1, "{stats:?}");
+        let ends: Vec<String> = bodies
+            .iter()
+            .map(|b| {
+                serde_json::from_str::<serde_json::Value>(b).unwrap()[0]["endsAt"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert!(ends[..firing].windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+        assert_eq!(
+            ends[firing], "2027-01-15T08:01:40.000Z",
+            "RESOLVED ends when it resolved"
+        );
+    }
 
     #[test]
     fn backoff_doubles_and_is_capped() {
