@@ -6,7 +6,7 @@
 //! (`watch --replay`, `check --replay`); traces are synthetic
 //! (`gpugate::synthetic`), named so.
 
-use crate::common::{self, gate, output, throughput, trace};
+use crate::common::{self, output, throughput, trace};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -15,6 +15,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The `gate` binary (`common::gate`) without the host's proxy settings:
+/// gate honours them, as a runner behind a proxy needs, and the receivers
+/// here are on loopback.
+fn gate(dir: &Path) -> assert_cmd::Command {
+    let mut c = common::gate(dir);
+    for v in [
+        "ALL_PROXY",
+        "all_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
 
 /// What a test receiver does with the n-th connection.
 #[derive(Debug, Clone, Copy)]
@@ -259,7 +277,13 @@ fn watch(dir: &Path, trace: &Path, extra: &[&str], env: &[(&str, &str)]) -> std:
 }
 
 fn get_json(url: &str) -> serde_json::Value {
-    let body = ureq::get(url)
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let body = agent
+        .get(url)
         .call()
         .unwrap()
         .into_body()
@@ -603,6 +627,143 @@ fn a_closed_connection_is_retried_and_a_regression_outranks_the_failed_delivery(
     let (out, _) = check(d, &ok, &[("HOOK_URL", &rx.url)]);
     assert_eq!(out.status.code(), Some(0), "{}", output(&out).1);
     assert_eq!(rx.requests().len(), 3, "nothing sent on a pass");
+}
+
+#[test]
+fn a_suite_sends_one_alert_per_regressed_workload() {
+    let rx = Receiver::start(vec![Answer::Status(200)]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let suite = "[[suite.workload]]\nname = \"steady\"\nbaseline = \"b\"\ncommand = [\"python3\", \"x.py\"]\n\n[[suite.workload]]\nname = \"slowed\"\nbaseline = \"b2\"\ncommand = [\"python3\", \"x.py\"]\n";
+    let slow = regression_setup(
+        d,
+        &format!("{suite}\n[alerts]\non = [\"regression\"]\n[alerts.hook]\ntype = \"webhook\"\nurl_env = \"HOOK_URL\"\n"),
+    );
+    gate(d)
+        .args(["capture", "--baseline", "b2", "--replay"])
+        .arg(d.join("healthy-1.jsonl"))
+        .arg(d.join("healthy-2.jsonl"))
+        .assert()
+        .success();
+    let ok = trace(d, "ok.jsonl", &common::healthy(4));
+    let out = gate(d)
+        .env("HOOK_URL", &rx.url)
+        .args(["check", "--suite", "--suite-replay"])
+        .arg(format!("steady={}", ok.display()))
+        .arg("--suite-replay")
+        .arg(format!("slowed={}", slow.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "gate: verdict of the suite, exit code 1; sending 1 alert(s) to 1 destination(s)"
+        ),
+        "{stderr}"
+    );
+    let got = rx.requests();
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let v = got[0].json();
+    assert_eq!(
+        (v["rule"].as_str(), v["workload"].as_str()),
+        (Some("regression"), Some("slowed")),
+        "{v:#}"
+    );
+}
+
+/// `[alerts] on = ["drift"]`: a slow slide that every check passes
+/// (history, docs/history.md) is sent once it is drift; the destination is
+/// `required` and closes every connection: that passing check exits 3.
+#[test]
+fn drift_is_sent_and_a_failed_required_delivery_turns_a_pass_into_3() {
+    let rx = Receiver::start(vec![Answer::Close]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let alerts = "[alerts]\non = [\"drift\"]\n[alerts.hook]\ntype = \"webhook\"\nurl_env = \"HOOK_URL\"\nrequired = true\nretries = 0\n";
+    std::fs::write(d.join("gate.toml"), format!("{THROUGHPUT}\n{alerts}")).unwrap();
+    let db = d.join("history.sqlite");
+    let base: Vec<PathBuf> = [0.99, 1.0, 1.01]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            trace(
+                d,
+                &format!("base-{i}.jsonl"),
+                &throughput(common::healthy(i as u64 + 1), *s),
+            )
+        })
+        .collect();
+    gate(d)
+        .args([
+            "capture",
+            "--baseline",
+            "b",
+            "--branch",
+            "main",
+            "--history",
+        ])
+        .arg(&db)
+        .arg("--replay")
+        .args(&base)
+        .assert()
+        .success();
+    let step = |seed: u64, scale: f64| {
+        let t = trace(
+            d,
+            &format!("run-{seed}.jsonl"),
+            &throughput(common::healthy(seed), scale),
+        );
+        gate(d)
+            .env("HOOK_URL", &rx.url)
+            .env("CI_COMMIT_SHA", format!("c{seed}"))
+            .args(["check", "--baseline", "b", "--branch", "main", "--history"])
+            .arg(&db)
+            .arg("--replay")
+            .arg(t)
+            .output()
+            .unwrap()
+    };
+    for (i, scale) in [1.0, 0.995, 1.005, 1.0].into_iter().enumerate() {
+        let out = step(20 + i as u64, scale);
+        assert_eq!(out.status.code(), Some(0), "{}", output(&out).1);
+    }
+    assert!(rx.requests().is_empty(), "nothing sent before drift");
+    // -1 % per change: each passes; the one that shows drift sends it.
+    for k in 1..=10u64 {
+        let out = step(30 + k, 1.0 - 0.01 * k as f64);
+        let (stdout, stderr) = output(&out);
+        if !stdout.contains("drift: samples_per_s") {
+            assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+            continue;
+        }
+        assert!(stdout.contains("VERDICT: PASS"), "{stdout}");
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(
+            stderr.contains(
+                "gate: verdict pass, exit code 0; sending 1 alert(s) to 1 destination(s)"
+            ),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("gate: error: alert FIRING drift to 'hook' (webhook) not delivered after 1 attempt(s): the receiver closed the connection without an answer"),
+            "{stderr}"
+        );
+        let got = rx.requests();
+        assert_eq!(got.len(), 1);
+        let v = got[0].json();
+        assert_eq!(
+            (v["rule"].as_str(), v["verdict"].as_str()),
+            (Some("drift"), Some("pass")),
+            "{v:#}"
+        );
+        assert!(
+            v["evidence"][0].as_str().unwrap().contains("samples_per_s"),
+            "{v:#}"
+        );
+        return;
+    }
+    panic!("the slide was never reported as drift");
 }
 
 #[test]

@@ -266,6 +266,9 @@ fn check_notice(
         "exit_code": r.exit_code,
         "url": n.url,
     });
+    if let Some(s) = scope {
+        n.document["workload"] = s.into();
+    }
     Some(n)
 }
 
