@@ -383,26 +383,28 @@ impl Outbox {
         }
     }
 
-    /// Close the queues, let each deliver what it holds for at most one
-    /// alert's delivery budget, and return what each destination did.
+    /// Close the queues, let each deliver what it holds for one alert's
+    /// delivery budget after the close (the one in flight may take its own
+    /// budget on top), all at once, and return what each destination did.
     pub fn finish(self) -> Vec<(String, Stats)> {
-        let mut out = Vec::new();
-        for (shared, handle, name) in self.lanes {
-            {
-                let (lock, cv) = &*shared;
-                lock.lock().unwrap_or_else(|e| e.into_inner()).closed = Some(Instant::now());
-                cv.notify_all();
-            }
-            let _ = handle.join();
-            let stats = shared
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .stats
-                .clone();
-            out.push((name, stats));
+        for (shared, _, _) in &self.lanes {
+            let (lock, cv) = &**shared;
+            lock.lock().unwrap_or_else(|e| e.into_inner()).closed = Some(Instant::now());
+            cv.notify_all();
         }
-        out
+        self.lanes
+            .into_iter()
+            .map(|(shared, handle, name)| {
+                let _ = handle.join();
+                let stats = shared
+                    .0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .stats
+                    .clone();
+                (name, stats)
+            })
+            .collect()
     }
 }
 
