@@ -869,6 +869,7 @@ fn the_docs_and_the_example_say_what_the_code_does() {
     for fact in [
         format!("`timeout` (default `{}`", secs(s::DEFAULT_TIMEOUT)),
         format!("`retries` (default {})", s::DEFAULT_RETRIES),
+        format!("response, at most {})", secs(s::MAX_TIMEOUT)),
         format!("`queue` (default {})", s::DEFAULT_QUEUE),
         format!("`resend` (default `{}`", secs(s::DEFAULT_RESEND)),
         format!(
@@ -892,6 +893,21 @@ fn the_docs_and_the_example_say_what_the_code_does() {
             "{k:?}"
         );
     }
+    // `gate watch --help` names the destinations.
+    let help = gate(Path::new(ROOT))
+        .args(["watch", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "whose [alerts.*] destinations (Alertmanager, Slack, webhooks) get every alert"
+        ),
+        "{help}"
+    );
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
     assert!(
         readme.contains("Alertmanager, Slack"),

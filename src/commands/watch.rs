@@ -59,7 +59,9 @@ pub struct WatchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
     pub(crate) process_interval: Duration,
 
-    /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated (default: ./gate.toml if present)
+    /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated and whose [alerts.*]
+    /// destinations (Alertmanager, Slack, webhooks) get every alert (default: ./gate.toml if
+    /// present)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
