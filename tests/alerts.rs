@@ -331,11 +331,24 @@ fn alertmanager_sees_a_watch_alert_fire_then_resolve_with_the_labels_sent() {
             .unwrap()
             .as_nanos()
     );
-    config(
-        d,
-        &format!("[alerts.oncall]\ntype = \"alertmanager\"\nurl_env = \"AM_URL\"\nlabels = {{ run_id = \"{run_id}\" }}\n"),
-    );
-    let t = busy_then_idle(d, "am", &["python3", "train.py"], "node-7", 2);
+    // A recorded fixture (BERT training on an H200) whose GPU busy rises
+    // above 90 % over 3 s at 16.7 s and falls below it at 23.7 s.
+    let t = Path::new(ROOT).join("fixtures/traces/bert-healthy-1.jsonl");
+    let header: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&t).unwrap().lines().next().unwrap()).unwrap();
+    let command: Vec<&str> = header["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    std::fs::write(
+        d.join("gate.toml"),
+        format!(
+            "[rules.busy_gpu]\nwhen = \"gpu_busy_pct.mean > 90\"\nfor = \"3s\"\nseverity = \"high\"\ntitle = \"GPU busy\"\n\n[alerts.oncall]\ntype = \"alertmanager\"\nurl_env = \"AM_URL\"\nlabels = {{ run_id = \"{run_id}\" }}\n"
+        ),
+    )
+    .unwrap();
     let env = [("AM_URL", am.as_str())];
 
     // Stopped at the first FIRING: Alertmanager holds it, active.
@@ -353,9 +366,9 @@ fn alertmanager_sees_a_watch_alert_fire_then_resolve_with_the_labels_sent() {
     let labels = &a["labels"];
     assert_eq!(labels["alertname"], "busy_gpu");
     assert_eq!(labels["severity"], "high");
-    assert_eq!(labels["host"], "node-7");
+    assert_eq!(labels["host"], header["fingerprint"]["host"]["hostname"]);
     assert_eq!(labels["gpu"], "0");
-    assert_eq!(labels["benchmark"], "python3 train.py");
+    assert_eq!(labels["benchmark"], command.join(" ").as_str());
     assert_eq!(a["annotations"]["title"], "GPU busy");
     assert!(a["annotations"]["evidence"]
         .as_str()
