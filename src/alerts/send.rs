@@ -72,9 +72,12 @@ fn target(d: &Destination, env: &dyn Fn(&str) -> Option<String>) -> Result<Targe
         .map(|u| u.trim().to_string())
         .filter(|u| !u.is_empty())
         .ok_or_else(|| format!("${var} is not set; set it to the receiver's URL (a CI secret), or remove the table"))?;
-    let scheme_ok = ["http://", "https://"]
-        .iter()
-        .any(|p| url.len() > p.len() && url[..p.len()].eq_ignore_ascii_case(p));
+    let scheme_ok = ["http://", "https://"].iter().any(|p| {
+        url.len() > p.len()
+            && url
+                .get(..p.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(p))
+    });
     if !scheme_ok || ureq::http::Uri::try_from(url.as_str()).is_err() {
         return Err(format!(
             "${var} does not hold an http:// or https:// URL (its value is not shown); set it to the receiver's URL"
@@ -258,35 +261,44 @@ pub struct Sent<'a> {
     pub failures: Vec<String>,
 }
 
+/// Deliver every notice to one target, in order.
+fn deliver_each<'a>(t: &'a Target, notices: &[Notice]) -> Sent<'a> {
+    let mut sent = Sent {
+        target: t,
+        delivered: 0,
+        retries: 0,
+        failures: Vec::new(),
+    };
+    for n in notices {
+        let d = deliver(t, n);
+        sent.retries += d.attempts - 1;
+        match d.failure {
+            None => sent.delivered += 1,
+            Some(_) => sent.failures.push(failure_line(t, n, &d)),
+        }
+    }
+    sent
+}
+
 /// Deliver every notice to every target, the destinations in parallel
-/// (each bounded by `budget` per notice).
+/// (each bounded by `budget` per notice); where no thread can be started
+/// (a process limit), one after the other.
 pub fn deliver_all<'a>(targets: &'a [Target], notices: &[Notice]) -> Vec<Sent<'a>> {
     std::thread::scope(|s| {
-        let handles: Vec<_> = targets
+        let started: Vec<_> = targets
             .iter()
             .map(|t| {
-                s.spawn(move || {
-                    let mut sent = Sent {
-                        target: t,
-                        delivered: 0,
-                        retries: 0,
-                        failures: Vec::new(),
-                    };
-                    for n in notices {
-                        let d = deliver(t, n);
-                        sent.retries += d.attempts - 1;
-                        match d.failure {
-                            None => sent.delivered += 1,
-                            Some(_) => sent.failures.push(failure_line(t, n, &d)),
-                        }
-                    }
-                    sent
-                })
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || deliver_each(t, notices))
+                    .map_err(|_| t)
             })
             .collect();
-        handles
+        started
             .into_iter()
-            .map(|h| h.join().expect("a delivery thread panicked"))
+            .map(|h| match h {
+                Ok(h) => h.join().expect("a delivery thread panicked"),
+                Err(t) => deliver_each(t, notices),
+            })
             .collect()
     })
 }
@@ -335,18 +347,20 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    pub fn start(targets: Vec<Target>, prefix: &'static str) -> Outbox {
-        let lanes = targets
-            .into_iter()
-            .map(|t| {
-                let shared = Arc::new((Mutex::new(Lane::default()), Condvar::new()));
-                let name = format!("'{}' ({})", t.dest.name, t.dest.kind.as_str());
-                let worker = Arc::clone(&shared);
-                let handle = std::thread::spawn(move || run_lane(&t, &worker, prefix));
-                (shared, handle, name)
-            })
-            .collect();
-        Outbox { lanes, prefix }
+    /// One delivery thread per destination; an error when one cannot be
+    /// started (a process limit), before anything is watched.
+    pub fn start(targets: Vec<Target>, prefix: &'static str) -> std::io::Result<Outbox> {
+        let mut lanes = Vec::new();
+        for t in targets {
+            let shared = Arc::new((Mutex::new(Lane::default()), Condvar::new()));
+            let name = format!("'{}' ({})", t.dest.name, t.dest.kind.as_str());
+            let worker = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("alerts-{}", t.dest.name))
+                .spawn(move || run_lane(&t, &worker, prefix))?;
+            lanes.push((shared, handle, name));
+        }
+        Ok(Outbox { lanes, prefix })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -564,7 +578,7 @@ mod tests {
             toml::from_str("[am]\ntype = \"alertmanager\"\nurl_env = \"U\"\nresend = \"1s\"\n")
                 .unwrap();
         let (ok, _) = targets(&cfg, &|_| Some(url.clone()));
-        let outbox = Outbox::start(ok, "test");
+        let outbox = Outbox::start(ok, "test").unwrap();
         let t0 = Instant::now();
         outbox.push(&notice(true), |_| 10);
         outbox.push(&notice(true), |_| 10);
@@ -641,6 +655,9 @@ mod tests {
             bad[1]
         );
         assert!(!format!("{bad:?}").contains("hunter2"));
+        // A value with multibyte characters where the scheme would be.
+        let env = |_: &str| Some("httéé://x/y".to_string());
+        assert_eq!(targets(&cfg, &env).1.len(), 2);
         let env = |_: &str| Some("http://127.0.0.1:9/hooks/T0KEN".to_string());
         let (ok, _) = targets(&cfg, &env);
         assert!(!format!("{ok:?}").contains("T0KEN"), "{ok:?}");

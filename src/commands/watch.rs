@@ -198,7 +198,11 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
         fired: 0,
         notices: crate::alerts::WatchNotices::new(&rules),
         queues: targets.iter().map(|t| t.dest.queue).collect(),
-        outbox: crate::alerts::send::Outbox::start(targets, "gate watch"),
+        outbox: crate::alerts::send::Outbox::start(targets, "gate watch").map_err(|e| {
+            GateError::infra(format!(
+                "cannot start a thread to deliver alerts ({e}); raise the process limit, or remove [alerts.*] from gate.toml"
+            ))
+        })?,
     };
     let result = if args.replay.is_empty() {
         watch_live(&args, pid, &rules, &mut sink)
