@@ -643,6 +643,34 @@ fn a_closed_connection_is_retried_and_a_regression_outranks_the_failed_delivery(
 }
 
 #[test]
+fn a_failed_benchmark_is_sent_as_invalid_with_its_exit_code() {
+    let rx = Receiver::start(vec![Answer::Status(200)]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    regression_setup(
+        d,
+        "[alerts]\non = [\"invalid\"]\n[alerts.hook]\ntype = \"webhook\"\nurl_env = \"HOOK_URL\"\n",
+    );
+    let failed = trace(
+        d,
+        "failed.jsonl",
+        &gpugate::synthetic::Signature {
+            exit_code: Some(1),
+            ..common::healthy(6)
+        },
+    );
+    let (out, _) = check(d, &failed, &[("HOOK_URL", &rx.url)]);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
+    let got = rx.requests();
+    assert_eq!(got.len(), 1, "{stderr}");
+    let v = got[0].json();
+    assert_eq!(v["rule"], "invalid");
+    assert_eq!(v["exit_code"], 5);
+    assert_eq!(v["verdict"], "error");
+}
+
+#[test]
 fn a_suite_sends_one_alert_per_regressed_workload() {
     let rx = Receiver::start(vec![Answer::Status(200)]);
     let dir = tempfile::tempdir().unwrap();

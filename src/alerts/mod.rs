@@ -210,7 +210,12 @@ fn check_notice(
         .collect();
     let (severity, evidence) = match trigger {
         Trigger::Regression if r.verdict == RunVerdict::Regression => ("high", r.reasons.clone()),
-        Trigger::Invalid if matches!(r.verdict, RunVerdict::Invalid | RunVerdict::Error) => {
+        Trigger::Invalid
+            if matches!(
+                r.verdict,
+                RunVerdict::Invalid | RunVerdict::Unmeasured | RunVerdict::Error
+            ) =>
+        {
             ("medium", r.reasons.clone())
         }
         Trigger::Drift if !drift.is_empty() => ("medium", drift),

@@ -32,7 +32,7 @@ pub enum Trigger {
     Regression,
     /// The history found drift (`[history.drift]`).
     Drift,
-    /// The run could not be judged (verdict invalid or error).
+    /// The run could not be judged (verdict invalid, unmeasured or error).
     Invalid,
 }
 
