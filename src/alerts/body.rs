@@ -103,7 +103,17 @@ pub fn slack(n: &Notice, d: &Destination) -> Vec<u8> {
         mrkdwn(&n.title, SLACK_VALUE)
     );
     let section = |text: String| serde_json::json!({"type": "section", "text": {"type": "mrkdwn", "text": text}});
-    let mut blocks = vec![section(format!("*{head}*"))];
+    // The header is plain text (never parsed for links, mentions or
+    // formatting), of gate's own words: state, rule name, severity.
+    let plain: String = format!("{state} {} [{}]", n.name, n.severity)
+        .chars()
+        .map(|c| if crate::escape::is_hostile(c) { ' ' } else { c })
+        .take(150)
+        .collect();
+    let mut blocks = vec![
+        serde_json::json!({"type": "header", "text": {"type": "plain_text", "text": plain}}),
+        section(mrkdwn(&n.title, SLACK_VALUE)),
+    ];
     if !n.explanation.is_empty() {
         blocks.push(section(mrkdwn(&n.explanation, SLACK_VALUE)));
     }
@@ -224,6 +234,24 @@ mod tests {
         once.renewed = false;
         let v: serde_json::Value = serde_json::from_slice(&alertmanager(&once, &d, now)).unwrap();
         assert!(v[0].get("endsAt").is_none());
+    }
+
+    /// What a Slack channel and Alertmanager receive, reviewed as text
+    /// (src/alerts/snapshots/; refresh with `INSTA_UPDATE=always`).
+    #[test]
+    fn snapshots_of_the_slack_message_and_the_alertmanager_alert() {
+        let mut n = notice("<!channel> & *x*");
+        n.next_steps = vec!["Move preprocessing to DataLoader workers (num_workers > 0)".into()];
+        let pretty = |b: Vec<u8>| {
+            serde_json::to_string_pretty(&serde_json::from_slice::<serde_json::Value>(&b).unwrap())
+                .unwrap()
+        };
+        insta::assert_snapshot!("alert_slack", pretty(slack(&n, &dest(Kind::Slack))));
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_100);
+        insta::assert_snapshot!(
+            "alert_alertmanager",
+            pretty(alertmanager(&n, &dest(Kind::Alertmanager), now))
+        );
     }
 
     #[test]
