@@ -110,6 +110,9 @@ fn benchmark_of(command: &[String], attach_pid: Option<u32>) -> String {
 #[derive(Debug, Default)]
 pub struct WatchNotices {
     labels: BTreeMap<String, String>,
+    /// The `benchmark` label of a node-wide watch (`--all`), whose
+    /// recordings name gate's own PID, different at every start.
+    node_wide: Option<String>,
     next_steps: BTreeMap<String, Vec<String>>,
     started: BTreeMap<String, SystemTime>,
 }
@@ -126,6 +129,12 @@ impl WatchNotices {
         }
     }
 
+    /// A watch of every process on the GPUs: `benchmark` is `what`, the
+    /// same across restarts (so is the alerts' fingerprint).
+    pub fn node_wide(&mut self, what: &str) {
+        self.node_wide = Some(what.to_string());
+    }
+
     /// Take the labels of a (new) recording's header.
     pub fn header(&mut self, h: &Header) {
         let gpus: Vec<String> = h
@@ -134,11 +143,15 @@ impl WatchNotices {
             .iter()
             .map(|g| g.index.to_string())
             .collect();
+        let benchmark = match &self.node_wide {
+            Some(w) => w.clone(),
+            None => benchmark_of(&h.command, h.attach_pid),
+        };
         let mut n = self.blank();
         n.labels.clear();
         n.set_label("gpu", &gpus.join(","));
         n.set_label("host", &h.fingerprint.host.hostname);
-        n.set_label("benchmark", &benchmark_of(&h.command, h.attach_pid));
+        n.set_label("benchmark", &benchmark);
         self.labels = n.labels;
     }
 
@@ -308,5 +321,21 @@ mod tests {
         n.set_label("baseline", " \n ");
         assert!(!n.labels.contains_key("baseline"));
         w.labels = n.labels.clone();
+    }
+
+    #[test]
+    fn a_watch_labels_its_alerts_from_the_header_and_resolves_with_the_start() {
+        use crate::synthetic::{self, Signature};
+        let mut trace = synthetic::trace(&Signature::healthy(), 1);
+        trace.header.command = Vec::new();
+        trace.header.attach_pid = Some(4242);
+        let mut w = WatchNotices::new(&RuleSet::builtin());
+        w.header(&trace.header);
+        assert_eq!(w.labels["benchmark"], "pid 4242");
+        assert_eq!(w.labels["gpu"], "0");
+        // --all: one name across restarts, not gate's own PID.
+        w.node_wide("all GPU processes");
+        w.header(&trace.header);
+        assert_eq!(w.labels["benchmark"], "all GPU processes");
     }
 }

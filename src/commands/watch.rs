@@ -204,6 +204,9 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
             ))
         })?,
     };
+    if args.all && args.replay.is_empty() {
+        sink.notices.node_wide("all GPU processes");
+    }
     let result = if args.replay.is_empty() {
         watch_live(&args, pid, &rules, &mut sink)
     } else {
