@@ -324,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn a_watch_labels_its_alerts_from_the_header_and_resolves_with_the_start() {
+    fn a_watch_labels_its_alerts_from_the_header_and_resolves_with_its_start() {
         use crate::synthetic::{self, Signature};
         let mut trace = synthetic::trace(&Signature::healthy(), 1);
         trace.header.command = Vec::new();
@@ -337,5 +337,30 @@ mod tests {
         w.node_wide("all GPU processes");
         w.header(&trace.header);
         assert_eq!(w.labels["benchmark"], "all GPU processes");
+        // RESOLVED carries its FIRING's start, and when it ended.
+        let mut a = Alert {
+            state: AlertState::Firing,
+            rule: "host_bound".into(),
+            severity: crate::diagnose::Severity::High,
+            title: "t".into(),
+            t_ms: 1.0,
+            window_s: 1.0,
+            window_start_ms: 0.0,
+            window_end_ms: 1.0,
+            evidence: Vec::new(),
+            explanation: String::new(),
+            fired_at_ms: None,
+            pids: Vec::new(),
+        };
+        let fired = w.notice(&a);
+        assert!(fired.firing && fired.ends_at.is_none());
+        assert!(!fired.next_steps.is_empty(), "the rule's next steps");
+        assert_eq!(fired.document, serde_json::to_value(&a).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        a.state = AlertState::Resolved;
+        let resolved = w.notice(&a);
+        assert_eq!(resolved.starts_at, fired.starts_at);
+        assert!(resolved.ends_at.unwrap() > fired.starts_at);
+        assert_eq!(resolved.fingerprint(), fired.fingerprint());
     }
 }
