@@ -564,11 +564,40 @@ fn a_check_retries_a_500_and_delivers_after_the_verdict() {
         d,
         "[alerts]\non = [\"regression\"]\n[alerts.hook]\ntype = \"webhook\"\nurl_env = \"HOOK_URL\"\nrequired = true\n",
     );
-    let url = format!("{}/hook", rx.url);
-    let (out, _) = check(d, &t, &[("HOOK_URL", &url)]);
+    let token = "T0KEN-9f8e7d";
+    let url = format!("{}/hook/{token}", rx.url);
+    let out = gate(d)
+        .env("HOOK_URL", &url)
+        .args([
+            "check",
+            "--baseline",
+            "b",
+            "--html-url",
+            "https://ci.example/run/9",
+        ])
+        .args([
+            "--json",
+            "r.json",
+            "--junit",
+            "r.xml",
+            "--markdown",
+            "r.md",
+            "--pr-comment",
+            "c.md",
+        ])
+        .arg("--replay")
+        .arg(&t)
+        .output()
+        .unwrap();
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("REGRESSION"), "{stdout}");
+    // The URL's secret part is in no output and no report.
+    assert!(!stdout.contains(token) && !stderr.contains(token));
+    for f in ["r.json", "r.xml", "r.md", "c.md"] {
+        let text = std::fs::read_to_string(d.join(f)).unwrap();
+        assert!(!text.contains(token) && !text.contains(&rx.url), "{f}");
+    }
     let said = stderr
         .find("gate: verdict regression, exit code 1; sending 1 alert(s) to 1 destination(s)")
         .unwrap_or_else(|| panic!("{stderr}"));
