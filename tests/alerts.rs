@@ -837,32 +837,43 @@ fn drift_is_sent_and_a_failed_required_delivery_turns_a_pass_into_3() {
 }
 
 #[test]
-fn a_required_destination_without_its_variable_is_exit_2_before_anything_runs() {
+fn an_unset_variable_turns_a_destination_off_and_a_bad_one_is_exit_2_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let t = regression_setup(
         d,
         "[alerts]\non = [\"regression\"]\n[alerts.hook]\ntype = \"webhook\"\nurl_env = \"GATE_TEST_UNSET_HOOK_URL\"\nrequired = true\n",
     );
+    // Unset (a pull request, where CI gives no secrets): off, said only
+    // when an alert would have gone there; the verdict's exit code.
     let (out, _) = check(d, &t, &[]);
     let (stdout, stderr) = output(&out);
-    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stderr.contains("[alerts.hook] (webhook): $GATE_TEST_UNSET_HOOK_URL is not set"),
+        stderr.contains("gate: warning: gate.toml: [alerts.hook] (webhook): $GATE_TEST_UNSET_HOOK_URL is not set; set it to the receiver's URL (a CI secret), or remove the table; 1 alert(s) not sent there"),
         "{stderr}"
     );
+    let ok = trace(d, "ok.jsonl", &common::healthy(4));
+    let (out, _) = check(d, &ok, &[]);
+    let stderr = output(&out).1;
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        !stdout.contains("REGRESSION"),
-        "refused before judging: {stdout}"
+        !stderr.contains("[alerts.hook]"),
+        "quiet on a pass: {stderr}"
     );
-    // A URL that is not one is refused without showing it.
+    // A value that is not a URL: a mistake, refused before judging,
+    // without showing it.
     let (out, _) = check(
         d,
         &t,
         &[("GATE_TEST_UNSET_HOOK_URL", "hooks.example/T0KEN")],
     );
-    let stderr = output(&out).1;
+    let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !stdout.contains("REGRESSION"),
+        "refused before judging: {stdout}"
+    );
     assert!(
         stderr.contains("does not hold an http:// or https:// URL"),
         "{stderr}"

@@ -43,6 +43,9 @@ impl std::fmt::Debug for Target {
 pub struct Unusable {
     pub dest: String,
     pub required: bool,
+    /// A variable is unset or empty (the destination is off here), rather
+    /// than holding something that is not a URL (a mistake).
+    pub unset: bool,
     pub message: String,
 }
 
@@ -56,9 +59,10 @@ pub fn targets(
     for d in &cfg.destinations {
         match target(d, env) {
             Ok(t) => ok.push(t),
-            Err(message) => bad.push(Unusable {
+            Err((unset, message)) => bad.push(Unusable {
                 dest: d.name.clone(),
                 required: d.required,
+                unset,
                 message: format!("[alerts.{}] ({}): {message}", d.name, d.kind.as_str()),
             }),
         }
@@ -66,12 +70,13 @@ pub fn targets(
     (ok, bad)
 }
 
-fn target(d: &Destination, env: &dyn Fn(&str) -> Option<String>) -> Result<Target, String> {
+/// The target of `d`, or why not: `(unset, message)`.
+fn target(d: &Destination, env: &dyn Fn(&str) -> Option<String>) -> Result<Target, (bool, String)> {
     let var = &d.url_env;
     let url = env(var)
         .map(|u| u.trim().to_string())
         .filter(|u| !u.is_empty())
-        .ok_or_else(|| format!("${var} is not set; set it to the receiver's URL (a CI secret), or remove the table"))?;
+        .ok_or_else(|| (true, format!("${var} is not set; set it to the receiver's URL (a CI secret), or remove the table")))?;
     let scheme_ok = ["http://", "https://"].iter().any(|p| {
         url.len() > p.len()
             && url
@@ -79,9 +84,9 @@ fn target(d: &Destination, env: &dyn Fn(&str) -> Option<String>) -> Result<Targe
                 .is_some_and(|s| s.eq_ignore_ascii_case(p))
     });
     if !scheme_ok || ureq::http::Uri::try_from(url.as_str()).is_err() {
-        return Err(format!(
+        return Err((false, format!(
             "${var} does not hold an http:// or https:// URL (its value is not shown); set it to the receiver's URL"
-        ));
+        )));
     }
     let url = match d.kind {
         Kind::Alertmanager if !url.trim_end_matches('/').ends_with("/api/v2/alerts") => {
@@ -93,7 +98,7 @@ fn target(d: &Destination, env: &dyn Fn(&str) -> Option<String>) -> Result<Targe
         Some(s) => Some(
             env(s)
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| format!("${s} (secret_env) is not set; set it to the signing key the receiver checks"))?
+                .ok_or_else(|| (true, format!("${s} (secret_env) is not set; set it to the signing key the receiver checks")))?
                 .into_bytes(),
         ),
         None => None,

@@ -1,7 +1,8 @@
 //! A check's (or a suite's) alerts under `[alerts] on`: resolved before
-//! anything runs (a `required` destination whose variable is unset is a
-//! configuration mistake, exit 2, found before the benchmark costs
-//! anything), delivered after the verdict, every report and the history
+//! anything runs (a variable that holds no URL is a configuration mistake,
+//! exit 2, found before the benchmark costs anything; an unset one turns
+//! its destination off here, as on pull requests, where CI gives no
+//! secrets), delivered after the verdict, every report and the history
 //! are out, and after a line that says the verdict and exit code: a
 //! receiver that never answers delays the job by its bounded budget, never
 //! the verdict. A failed delivery is a warning; to a `required`
@@ -17,6 +18,9 @@ use crate::gate::CheckReport;
 pub(crate) struct Alerting {
     on: Vec<Trigger>,
     targets: Vec<Target>,
+    /// Destinations whose variable is unset here: said only when an alert
+    /// would have gone to them.
+    off: Vec<String>,
     html_url: Option<String>,
 }
 
@@ -33,21 +37,16 @@ impl Alerting {
         }
         let (targets, unusable) = send::targets(cfg, &|k| std::env::var(k).ok());
         let origin = config.origin.as_deref().unwrap_or("gate.toml");
-        for u in &unusable {
-            if u.required {
-                return Err(GateError::usage(format!(
-                    "{origin}: {} (required = true)",
-                    u.message
-                )));
-            }
-            crate::gate_eprintln!(
-                "gate: warning: {origin}: {}; its alerts are not sent",
-                u.message
-            );
+        if let Some(u) = unusable.iter().find(|u| !u.unset) {
+            return Err(GateError::usage(format!("{origin}: {}", u.message)));
         }
         Ok(Some(Alerting {
             on: cfg.on.clone(),
             targets,
+            off: unusable
+                .into_iter()
+                .map(|u| format!("{origin}: {}", u.message))
+                .collect(),
             html_url: html_url.map(str::to_string),
         }))
     }
@@ -67,7 +66,16 @@ impl Alerting {
                 crate::alerts::check_notices(r, &self.on, self.html_url.as_deref(), *scope)
             })
             .collect();
-        if notices.is_empty() || self.targets.is_empty() {
+        if notices.is_empty() {
+            return code;
+        }
+        for off in &self.off {
+            crate::gate_eprintln!(
+                "gate: warning: {off}; {} alert(s) not sent there",
+                notices.len()
+            );
+        }
+        if self.targets.is_empty() {
             return code;
         }
         crate::gate_eprintln!(
