@@ -25,7 +25,14 @@ case "${1:-start}" in
 stop)
     data=${2:-}
     [ -n "$data" ] && [ -f "$data/pid" ] || exit 0
-    kill "$(cat "$data/pid")" 2>/dev/null || true
+    pid=$(cat "$data/pid")
+    kill "$pid" 2>/dev/null || true
+    # It writes its state as it stops: wait for it (10 s at most), then
+    # remove the folder.
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
     rm -rf "$data"
     exit 0
     ;;
