@@ -12,6 +12,8 @@
 
 /// Acknowledged regressions: the accept file, labels, the target's `[accept]`.
 pub mod accept;
+/// Alerts delivered to Alertmanager, Slack and webhooks (`[alerts]`).
+pub mod alerts;
 /// Run analysis under the summary: time-window features, framework, panorama.
 pub mod analysis;
 pub mod baseline;

@@ -7,6 +7,7 @@
 mod common;
 
 mod accept;
+mod alerts;
 mod architecture;
 mod bad_inputs;
 mod capture_check;

@@ -207,6 +207,7 @@ struct Planned {
 fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
     let config = check::load_config(args, None)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
+    let alerting = check::Alerting::resolve(&config, args.html_url.as_deref())?;
     // Each workload is one check of its own target, writing no report
     // files (the suite writes one of each).
     let targets: Vec<(Workload, check::Target)> = workloads
@@ -276,7 +277,18 @@ fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         .into_iter()
         .filter_map(check::HistoryTail::finish)
         .collect();
-    Ok(worst_exit_code(std::iter::once(code).chain(history_codes)))
+    let code = worst_exit_code(std::iter::once(code).chain(history_codes));
+    // Alerts last, one per workload and trigger (`check::Alerting`).
+    Ok(match alerting {
+        Some(a) => {
+            let reports: Vec<_> = outcomes
+                .iter()
+                .filter_map(|o| Some((o.result.as_ref().ok()?, Some(o.name.as_str()))))
+                .collect();
+            a.deliver(&reports, "of the suite", code)
+        }
+        None => code,
+    })
 }
 
 /// The suite as plans, one per workload in the suite's order (a workload

@@ -59,7 +59,9 @@ pub struct WatchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
     pub(crate) process_interval: Duration,
 
-    /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated (default: ./gate.toml if present)
+    /// gate.toml whose [rules.*] (with `for = "5m"`) are evaluated and whose [alerts.*]
+    /// destinations (Alertmanager, Slack, webhooks) get every alert (default: ./gate.toml if
+    /// present)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -99,10 +101,16 @@ pub struct WatchArgs {
     pub keep: usize,
 }
 
-/// Where alerts go: JSON lines (stdout or a file) and a human line on stderr.
+/// Where alerts go: JSON lines (stdout or a file), a human line on stderr,
+/// and the `[alerts.NAME]` destinations of gate.toml (`alerts::send::Outbox`:
+/// queued, never waited for).
 struct Sink {
     json: Box<dyn Write>,
     fired: usize,
+    notices: crate::alerts::WatchNotices,
+    outbox: crate::alerts::send::Outbox,
+    /// Each destination's queue length.
+    queues: Vec<usize>,
 }
 
 impl Sink {
@@ -114,10 +122,46 @@ impl Sink {
                 // went to stderr already.
                 let _ = writeln!(self.json, "{line}").and_then(|_| self.json.flush());
             }
+            if !self.outbox.is_empty() {
+                let n = self.notices.notice(&a);
+                self.outbox.push(&n, |i| self.queues[i]);
+            }
             if a.state == crate::watch::AlertState::Firing {
                 self.fired += 1;
             }
         }
+    }
+
+    /// A recording's header: the labels of the alerts that follow.
+    fn header(&mut self, h: &crate::trace::Header) {
+        self.notices.header(h);
+    }
+
+    /// Let the destinations deliver what they hold (bounded) and say what
+    /// each did.
+    fn finish(self) {
+        for (name, s) in self.outbox.finish() {
+            crate::gate_eprintln!(
+                "gate watch: alerts to {name}: {} delivered, {} failed, {} retries, {} dropped (queue full), {} unsent at exit, {} duplicates, {} re-sent",
+                s.delivered, s.failed, s.retries, s.dropped, s.unsent, s.duplicates, s.resent
+            );
+        }
+    }
+}
+
+/// The destinations of `[alerts]`, each with its URL from the environment.
+/// One that cannot be used stops the watch before it starts (exit 2): a
+/// watch that runs for hours without reaching anyone looks like a quiet one.
+fn destinations(config: &Config) -> Result<Vec<crate::alerts::send::Target>, GateError> {
+    let (targets, unusable) =
+        crate::alerts::send::targets(&config.file.alerts, &|k| std::env::var(k).ok());
+    match unusable.first() {
+        Some(u) => Err(GateError::usage(format!(
+            "{}: {}",
+            config.origin.as_deref().unwrap_or("gate.toml"),
+            u.message
+        ))),
+        None => Ok(targets),
     }
 }
 
@@ -137,14 +181,8 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     check_cadence(&args, &rules, None)?;
     let mut inputs: Vec<&Path> = args.replay.iter().map(PathBuf::as_path).collect();
     inputs.push(&config_path);
-    let mut sink = Sink {
-        json: alerts_output(args.alerts.as_deref(), &inputs)?,
-        fired: 0,
-    };
-    if !args.replay.is_empty() {
-        return replay(&args, &rules, &mut sink);
-    }
     let pid = match (args.pid, args.all) {
+        _ if !args.replay.is_empty() => 0,
         (Some(p), _) => p,
         (None, true) => std::process::id(),
         (None, false) => {
@@ -154,7 +192,28 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
             .into())
         }
     };
-    watch_live(&args, pid, &rules, &mut sink)
+    let targets = destinations(&config)?;
+    let mut sink = Sink {
+        json: alerts_output(args.alerts.as_deref(), &inputs)?,
+        fired: 0,
+        notices: crate::alerts::WatchNotices::new(&rules),
+        queues: targets.iter().map(|t| t.dest.queue).collect(),
+        outbox: crate::alerts::send::Outbox::start(targets, "gate watch").map_err(|e| {
+            GateError::infra(format!(
+                "cannot start a thread to deliver alerts ({e}); raise the process limit, or remove [alerts.*] from gate.toml"
+            ))
+        })?,
+    };
+    if args.all && args.replay.is_empty() {
+        sink.notices.node_wide("all GPU processes");
+    }
+    let result = if args.replay.is_empty() {
+        watch_live(&args, pid, &rules, &mut sink)
+    } else {
+        replay(&args, &rules, &mut sink)
+    };
+    sink.finish();
+    result
 }
 
 /// Refuse cadences that make no sense: an evaluation more often than
@@ -314,6 +373,7 @@ fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<
                     engine
                         .get_or_insert_with(|| new_engine(h, rules, args))
                         .start_segment(h, offset_ms);
+                    sink.header(h);
                     return true;
                 }
                 Item::Sample {
@@ -417,6 +477,7 @@ fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> a
                 engine
                     .get_or_insert_with(|| new_engine(h, rules, args))
                     .start_segment(h, offset_ms);
+                sink.header(h);
                 return true;
             }
             if let Some(e) = engine.as_mut() {

@@ -46,12 +46,14 @@
 //! `[user_metrics]` in `metric_sources::settings`, `[verdict]`, `[compare]`
 //! and the resolved `Policy` in `gate::settings`, `[history]` in
 //! `history::settings`, `[accept]` in `accept::settings`, and
-//! `[[suite.workload]]` in `suite` here (library code reads it). The checks
+//! `[[suite.workload]]` in `suite` here (library code reads it), `[alerts]`
+//! in `alerts::settings`. The checks
 //! they share, and the TOML error text, are in `crate::validate`.
 
 pub mod suite;
 
 use crate::accept::settings::AcceptPolicy;
+use crate::alerts::settings::AlertsConfig;
 use crate::error::GateError;
 use crate::gate::settings::{CompareConfig, Policy, VerdictConfig};
 use crate::history::settings::HistoryConfig;
@@ -109,6 +111,9 @@ pub struct GateConfig {
     /// `[[suite.workload]]`: the workloads `--suite` runs (docs/suites.md).
     #[serde(default)]
     pub suite: Option<suite::SuiteConfig>,
+    /// `[alerts]`: where watch and check alerts go (`alerts::settings`).
+    #[serde(default)]
+    pub alerts: AlertsConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

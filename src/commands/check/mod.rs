@@ -14,8 +14,10 @@ use crate::report::check as report;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
+mod alerting;
 mod execute;
 mod plan;
+pub(crate) use alerting::Alerting;
 pub(crate) use execute::Acquired;
 pub use execute::{HistoryTail, Judged};
 pub(crate) use plan::{base_inputs, load_config, refuse_shared_outputs, CheckPlan, Target};
@@ -234,12 +236,18 @@ impl CheckArgs {
 
 fn run_inner(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     let plan = CheckPlan::build(args, Target::of(args), &outputs(args), inputs)?;
+    let alerting = Alerting::resolve(&plan.config, args.html_url.as_deref())?;
     let Judged { report, history } = plan.execute()?;
     super::output::write(&outputs_of(args), inputs, &report)?;
     // A failed record (--history-required) ranks like any exit code: it
     // never hides a regression (1 outranks 3).
     let codes = std::iter::once(report.exit_code).chain(history.finish());
-    Ok(crate::exit_code::worst_exit_code(codes))
+    let code = crate::exit_code::worst_exit_code(codes);
+    // Alerts last: the verdict, the reports and the history are out.
+    Ok(match alerting {
+        Some(a) => a.deliver(&[(&report, None)], report.verdict.as_str(), code),
+        None => code,
+    })
 }
 
 /// The report files asked for, with their flags.
