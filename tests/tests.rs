@@ -43,6 +43,7 @@ mod release_consistency;
 mod reliability4;
 mod report_cli;
 mod scoreboard;
+mod spans;
 mod screenshots;
 mod stdout_is_data;
 mod suite;

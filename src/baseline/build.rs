@@ -81,6 +81,12 @@ pub fn build(
         features: mean_features(inputs),
         metrics,
         gpus: runs.per_gpu(header)?,
+        // The nodes of one run are one run: no span of a node is the run's.
+        spans: if multi_node {
+            BTreeMap::new()
+        } else {
+            super::spans::build(inputs, config)
+        },
     })
 }
 

@@ -1,0 +1,222 @@
+//! Issue 39 item 1, through the real `gate` binary: a harness that runs
+//! several benchmarks in one process (Google Benchmark here), one of them
+//! 8x slower. gate finds each benchmark's span in the harness's own
+//! result lines kept in the trace, summarises the counters per span,
+//! keeps them per span in the baseline, and explains the regressed
+//! benchmark with its own span against the same span of the baseline;
+//! every output shows the findings under the benchmark's name. A span
+//! that cannot be found falls back to the whole window and says so.
+//!
+//! The runs are SYNTHETIC (`gpugate::synthetic::suite`): four benchmarks
+//! of equal length (Google Benchmark runs each for its min time), the
+//! third one launch-bound in the regressed run. The live part builds the
+//! real library's program (scripts/harness/gbench_tiny.cc) and checks
+//! that its real console rows give every benchmark a span.
+
+use crate::common;
+use common::*;
+use gpugate::synthetic::suite::{self, Phase};
+use gpugate::synthetic::Signature;
+use std::path::{Path, PathBuf};
+
+const TOML: &str = "[metrics.wall_time_s]\nenabled = false\n[user_metrics.gb]\nsource = \"metrics_file\"\nformat = \"google_benchmark\"\nbenchmark = \"*\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n";
+
+/// Samples each benchmark runs (10 s at 100 ms).
+const LEN: usize = 100;
+
+/// A suite run: BM_A..BM_D healthy, or BM_C `slow` (launch-bound, 8x the
+/// time per iteration); `printed = false` loses BM_C's console rows.
+fn suite_run(dir: &Path, name: &str, seed: u64, slow: bool, printed: bool) -> PathBuf {
+    let healthy = Signature::healthy().with_seed(seed);
+    let mut phases = vec![
+        Phase::new("BM_A", healthy.clone(), LEN, 1.0e6),
+        Phase::new("BM_B", healthy.clone(), LEN, 2.0e6),
+        Phase::new("BM_C", healthy.clone(), LEN, 1.5e6),
+        Phase::new("BM_D", healthy.clone(), LEN, 1.0e6),
+    ];
+    if slow {
+        phases[2] = Phase::new("BM_C", Signature::launch_storm().with_seed(seed), LEN, 12.0e6);
+    }
+    phases[2].printed = printed;
+    let path = dir.join(name);
+    suite::write(&healthy.with_warmup_samples(20), &phases, &path).unwrap();
+    path
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    std::fs::write(d.join("gate.toml"), TOML).unwrap();
+    let base: Vec<PathBuf> = (1..=2)
+        .map(|s| suite_run(&d, &format!("base{s}.jsonl"), s, false, true))
+        .collect();
+    let out = gate(&d)
+        .args(["capture", "--baseline", "gb", "--replay"])
+        .args(&base)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
+    (dir, d)
+}
+
+fn json(d: &Path, t: &Path) -> serde_json::Value {
+    let out = check_replay(d, "gb", &["--format", "json"], t);
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn findings_of<'a>(r: &'a serde_json::Value, bench: &str) -> Vec<&'a serde_json::Value> {
+    r["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["benchmark"] == bench)
+        .collect()
+}
+
+#[test]
+fn the_regressed_benchmark_is_explained_by_its_own_span_in_every_output() {
+    let (_dir, d) = setup();
+    // The baseline keeps each benchmark's span.
+    let text = std::fs::read_to_string(d.join("baselines/gb.toml")).unwrap();
+    for b in ["BM_A", "BM_B", "BM_C", "BM_D"] {
+        assert!(text.contains(&format!("[spans.\"gb.{b}\"]")), "{b} has no span");
+    }
+    let b = gpugate::baseline::load(&d.join("baselines/gb.toml"), "gb").unwrap();
+    let c = &b.spans["gb.BM_C"];
+    assert_eq!(c.found_by, "Google Benchmark's result lines");
+    assert!((c.seconds - 9.9).abs() < 0.2, "{}", c.seconds);
+
+    let slow = suite_run(&d, "slow.jsonl", 7, true, true);
+    let r = json(&d, &slow);
+    assert_eq!(metric(&r, "gb.BM_C")["verdict"], "regression", "{r}");
+    assert_eq!(metric(&r, "gb.BM_A")["verdict"], "pass", "{r}");
+    let c = findings_of(&r, "gb.BM_C");
+    assert!(!c.is_empty(), "{}", r["diagnosis"]);
+    let first = c[0];
+    assert_ne!(first["rule"], "unexplained", "{first}");
+    assert!(first["title"].as_str().unwrap().starts_with("gb.BM_C: "));
+    let window = first["window"].as_str().unwrap();
+    assert!(window.contains("BM_C's own span"), "{window}");
+    assert!(window.contains("Google Benchmark's result lines"), "{window}");
+    // Launch-bound inside the span: the GPU idles between small kernels.
+    let busy = first["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["expr"].as_str().unwrap().starts_with("gpu_busy_pct"));
+    if let Some(row) = busy {
+        assert!(row["value"].as_f64().unwrap() < row["baseline"].as_f64().unwrap() - 20.0);
+    }
+
+    // Every output puts the findings under the benchmark's name.
+    let title = first["title"].as_str().unwrap().to_string();
+    let out = check_replay(
+        &d,
+        "gb",
+        &[
+            "--junit",
+            "j.xml",
+            "--markdown",
+            "m.md",
+            "--pr-comment",
+            "pr.md",
+            "--html",
+            "p.html",
+        ],
+        &slow,
+    );
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains(&title), "terminal: {stdout}");
+    assert!(stdout.contains("BM_C's own span"), "terminal: {stdout}");
+    for f in ["j.xml", "m.md", "pr.md", "p.html"] {
+        let text = std::fs::read_to_string(d.join(f)).unwrap();
+        assert!(text.contains("gb.BM_C: "), "{f}: {text}");
+    }
+    let md = std::fs::read_to_string(d.join("m.md")).unwrap();
+    assert!(md.contains("BM_C's own span"), "{md}");
+    assert_valid_junit(&d.join("j.xml"));
+}
+
+#[test]
+fn a_benchmark_without_its_span_falls_back_to_the_whole_window_and_says_why() {
+    let (_dir, d) = setup();
+    // BM_C's console rows are lost: its span cannot be found.
+    let lost = suite_run(&d, "lost.jsonl", 7, true, false);
+    let r = json(&d, &lost);
+    let c = findings_of(&r, "gb.BM_C");
+    assert!(!c.is_empty(), "{}", r["diagnosis"]);
+    for f in &c {
+        let w = f["window"].as_str().unwrap();
+        assert!(w.contains("whole window"), "{w}");
+        assert!(w.contains("no progress line names it"), "{w}");
+        assert!(w.contains("console reporter"), "the fix: {w}");
+    }
+    // A baseline captured without spans: the same benchmark, the whole
+    // window, and the fix (re-capture).
+    let path = d.join("baselines/gb.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cut = text.find("\n[spans.").unwrap();
+    let rest = &text[cut..];
+    // The span tables are the last of the file (serde's field order).
+    assert!(!rest.contains("\n[metrics.") && !rest.contains("\n[gpus."));
+    std::fs::write(&path, &text[..cut + 1]).unwrap();
+    let slow = suite_run(&d, "slow.jsonl", 7, true, true);
+    let r = json(&d, &slow);
+    let c = findings_of(&r, "gb.BM_C");
+    assert!(!c.is_empty(), "{}", r["diagnosis"]);
+    let w = c[0]["window"].as_str().unwrap();
+    assert!(w.contains("baseline keeps no span"), "{w}");
+}
+
+/// The real library's console rows (scripts/harness/gbench_tiny.cc), run
+/// under `gate record`: every benchmark of the JSON has a span in the
+/// baseline, found in the rows the library printed.
+#[test]
+fn real_google_benchmark_rows_give_every_benchmark_a_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), TOML).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/harness/gbench_tiny.cc");
+    let built = std::process::Command::new("g++")
+        .args(["-O2", "-std=c++17"])
+        .arg(&src)
+        .arg("-o")
+        .arg(d.join("gbench_tiny"))
+        .args(["-lbenchmark", "-lpthread"])
+        .output();
+    if !built.as_ref().is_ok_and(|o| o.status.success()) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED real_google_benchmark_rows_give_every_benchmark_a_span: g++ or libbenchmark-dev missing (apt-get install -y g++ libbenchmark-dev)");
+        return;
+    }
+    let bin = d.join("gbench_tiny").display().to_string();
+    // Long enough per benchmark for several samples at 20 ms.
+    let out = gate(d)
+        .args(["capture", "--baseline", "live", "--runs", "1", "--no-gpu"])
+        .args(["--interval", "20ms", "--metrics-file", "m.json", "--"])
+        .args([
+            bin.as_str(),
+            "--benchmark_min_time=0.4",
+            "--benchmark_out=m.json",
+            "--benchmark_out_format=json",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let b = gpugate::baseline::load(&d.join("baselines/live.toml"), "live").unwrap();
+    let names: Vec<&str> = b.spans.values().map(|s| s.benchmark.as_str()).collect();
+    assert_eq!(
+        names.len(),
+        4,
+        "spans of {names:?}; the baseline's user metrics: {:?}",
+        b.metrics.keys().collect::<Vec<_>>()
+    );
+    for s in b.spans.values() {
+        assert!(s.seconds > 0.2, "{}: {} s", s.benchmark, s.seconds);
+        assert!(s.metrics.contains_key("target_cpu_pct"), "{}", s.benchmark);
+    }
+}
