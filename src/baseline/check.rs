@@ -123,8 +123,17 @@ fn check_values(b: &Baseline) -> Result<(), Problem> {
             check_metric(m, id, &at)?;
         }
         for (name, v) in &span.features {
-            finite(*v, &format!("spans.\"{bench}\".features.\"{name}\""))
-                .map_err(|msg| (vec!["spans".into(), bench.clone(), "features".into(), name.clone()], msg))?;
+            finite(*v, &format!("spans.\"{bench}\".features.\"{name}\"")).map_err(|msg| {
+                (
+                    vec![
+                        "spans".into(),
+                        bench.clone(),
+                        "features".into(),
+                        name.clone(),
+                    ],
+                    msg,
+                )
+            })?;
         }
     }
     Ok(())

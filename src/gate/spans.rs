@@ -37,8 +37,14 @@ pub(super) fn diagnose_benchmarks(
 /// One benchmark's findings, from its span or the whole window.
 fn benchmark(input: &CheckInput, m: &MetricResult) -> Vec<Finding> {
     let b = input.baseline;
-    let spans: Vec<_> = input.runs.iter().filter_map(|r| r.spans.get(&m.id)).collect();
-    let name = spans.first().map_or(m.id.as_str(), |s| s.benchmark.as_str());
+    let spans: Vec<_> = input
+        .runs
+        .iter()
+        .filter_map(|r| r.spans.get(&m.id))
+        .collect();
+    let name = spans
+        .first()
+        .map_or(m.id.as_str(), |s| s.benchmark.as_str());
     let new_spans: Option<Vec<&dyn MetricSource>> = spans
         .iter()
         .map(|s| s.summary.as_ref().map(|x| x as &dyn MetricSource))
@@ -66,8 +72,7 @@ fn benchmark(input: &CheckInput, m: &MetricResult) -> Vec<Finding> {
                 _ => "the baseline keeps no span of it (captured before spans were kept, or its span was not found then); re-capture the baseline".to_string(),
             };
             let window = format!("counters of the whole window, not {name}'s own span: {why}");
-            let runs: Vec<&dyn MetricSource> =
-                input.runs.iter().map(|r| &r.summary as _).collect();
+            let runs: Vec<&dyn MetricSource> = input.runs.iter().map(|r| &r.summary as _).collect();
             let pooled = Pooled { runs: runs.clone() };
             let new: &dyn MetricSource = if runs.len() > 1 { &pooled } else { runs[0] };
             (window, input.rules.explain_change(b, new))

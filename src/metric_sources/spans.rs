@@ -32,9 +32,11 @@ pub struct Span {
 }
 
 impl Span {
-    /// Whether `t_ms` falls in one of the span's parts.
+    /// Whether a sample taken at `t_ms` falls in one of the span's parts:
+    /// after its start, up to its end (a sample's counters are of the
+    /// interval before it).
     pub fn contains(&self, t_ms: f64) -> bool {
-        self.parts.iter().any(|&(a, b)| t_ms >= a && t_ms <= b)
+        self.parts.iter().any(|&(a, b)| t_ms > a && t_ms <= b)
     }
 
     /// The first start and the last end.
@@ -111,9 +113,10 @@ pub fn find(progress: &Progress, lines: &[(f64, &str)]) -> Vec<Span> {
                 .any(|p| l.starts_with(p))
         }),
         Progress::Markers(re) => markers(re, lines),
-        Progress::GoogleBenchmark => ended(lines, google_row),
-        Progress::Pytest => ended(lines, pytest_row),
-        Progress::Asv => ended(lines, asv_row),
+        // Google Benchmark prints its table header with the first row.
+        Progress::GoogleBenchmark => ended(lines, google_row, false),
+        Progress::Pytest => ended(lines, pytest_row, true),
+        Progress::Asv => ended(lines, asv_row, true),
     }
 }
 
@@ -139,7 +142,10 @@ pub fn lookup<'s>(spans: &'s [Span], bench: &str) -> Result<&'s Span, String> {
     match by_suffix.as_slice() {
         [one] => Ok(one),
         [] if spans.is_empty() => Err("no progress line of any benchmark".into()),
-        [] => Err(format!("no progress line names it ({} others do)", spans.len())),
+        [] => Err(format!(
+            "no progress line names it ({} others do)",
+            spans.len()
+        )),
         many => Err(format!(
             "{} progress lines' names end in it; name it by its full name",
             many.len()
@@ -148,15 +154,19 @@ pub fn lookup<'s>(spans: &'s [Span], bench: &str) -> Result<&'s Span, String> {
 }
 
 /// Spans whose lines mark each benchmark's END (`row` gives the
-/// benchmark's name on such a line).
-fn ended(lines: &[(f64, &str)], row: fn(&str) -> Option<String>) -> Vec<Span> {
+/// benchmark's name on such a line). The first starts at the line before
+/// it when `header_before` (the harness prints one before it runs), else
+/// at the start of the recording.
+fn ended(lines: &[(f64, &str)], row: fn(&str) -> Option<String>, header_before: bool) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     let mut last_end: Option<f64> = None;
     let mut last_name: Option<String> = None;
     let mut prev_line: Option<f64> = None;
     for &(t, line) in lines {
         let Some(name) = row(line) else {
-            prev_line = Some(t);
+            if header_before {
+                prev_line = Some(t);
+            }
             continue;
         };
         let start = last_end.or(prev_line).unwrap_or(0.0);
@@ -178,7 +188,6 @@ fn ended(lines: &[(f64, &str)], row: fn(&str) -> Option<String>) -> Vec<Span> {
         }
         last_end = Some(t);
         last_name = Some(name);
-        prev_line = Some(t);
     }
     spans
 }
@@ -345,13 +354,19 @@ BM_StringConcat                  722 ns          560 ns        24847";
     fn google_benchmark_rows_end_each_benchmark_and_its_aggregates_are_its_own() {
         let s = spans(Progress::GoogleBenchmark, GOOGLE);
         let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["BM_VectorSum/1024", "BM_Sort/4096", "BM_StringConcat"]);
-        // The first starts at the header printed before it ran.
-        assert_eq!(s[0].parts, vec![(200.0, 600.0)]);
+        assert_eq!(
+            names,
+            ["BM_VectorSum/1024", "BM_Sort/4096", "BM_StringConcat"]
+        );
+        // The first starts with the recording: the library prints its
+        // table header with the first row.
+        assert_eq!(s[0].parts, vec![(0.0, 600.0)]);
         assert_eq!(s[1].parts, vec![(600.0, 800.0)]);
         assert_eq!(s[2].parts, vec![(800.0, 900.0)]);
         assert_eq!(lookup(&s, "BM_Sort/4096").unwrap().name, "BM_Sort/4096");
-        assert!(lookup(&s, "BM_Nope").unwrap_err().contains("no progress line"));
+        assert!(lookup(&s, "BM_Nope")
+            .unwrap_err()
+            .contains("no progress line"));
     }
 
     #[test]
@@ -360,8 +375,13 @@ BM_StringConcat                  722 ns          560 ns        24847";
         let s = spans(Progress::Pytest, text);
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].parts, vec![(100.0, 200.0)]);
-        assert_eq!(lookup(&s, "test_sum[0]").unwrap().name, "tests/a.py::test_sum[0]");
-        assert!(lookup(&s, "test_sleep").unwrap_err().contains("2 progress lines"));
+        assert_eq!(
+            lookup(&s, "test_sum[0]").unwrap().name,
+            "tests/a.py::test_sum[0]"
+        );
+        assert!(lookup(&s, "test_sleep")
+            .unwrap_err()
+            .contains("2 progress lines"));
         assert_eq!(
             lookup(&s, "tests/b.py::test_sleep").unwrap().parts,
             vec![(300.0, 400.0)]
@@ -385,7 +405,13 @@ BM_StringConcat                  722 ns          560 ns        24847";
         let text = "[  0.00%] · For project commit 1a2b3c4d:\n[  0.00%] ··· Running (benchmarks.TimeSuite.time_keys--).\n[ 50.00%] ··· benchmarks.TimeSuite.time_keys                 1.23±0.01μs\n[100.00%] ··· benchmarks.MemSuite.mem_list                       2.42k";
         let s = spans(Progress::Asv, text);
         let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["benchmarks.TimeSuite.time_keys", "benchmarks.MemSuite.mem_list"]);
+        assert_eq!(
+            names,
+            [
+                "benchmarks.TimeSuite.time_keys",
+                "benchmarks.MemSuite.mem_list"
+            ]
+        );
         assert_eq!(s[0].parts, vec![(100.0, 200.0)]);
     }
 
@@ -398,7 +424,10 @@ BM_StringConcat                  722 ns          560 ns        24847";
         assert_eq!(s[0].parts, vec![(0.0, 200.0)]);
         assert_eq!(s[1].parts, vec![(200.0, f64::INFINITY)]);
         let re = Regex::new(r"^(?:begin|(?P<end>end)) (?P<name>\w+)$").unwrap();
-        let s = spans(Progress::Markers(&re), "begin a\nend a\nidle\nbegin b\nend b\nbegin a\n");
+        let s = spans(
+            Progress::Markers(&re),
+            "begin a\nend a\nidle\nbegin b\nend b\nbegin a\n",
+        );
         assert_eq!(s[0].name, "a");
         assert_eq!(s[0].parts, vec![(0.0, 100.0), (500.0, f64::INFINITY)]);
         assert_eq!(s[1].parts, vec![(300.0, 400.0)]);

@@ -84,7 +84,10 @@ pub(crate) fn derive(
         });
         let by = spans.as_ref().map_or("", |s| s.0);
         let span = match &*spans {
-            None => Err("nothing marks its span: declare spans = REGEX in its [user_metrics] table".to_string()),
+            None => Err(
+                "nothing marks its span: declare spans = REGEX in its [user_metrics] table"
+                    .to_string(),
+            ),
             Some(_) if i >= MAX_SPANS => Err(format!(
                 "gate keeps the spans of {MAX_SPANS} benchmarks of a run"
             )),
@@ -179,14 +182,17 @@ mod tests {
         let s = derive(&c, &t, &steady, &[b("a"), b("b"), b("c")]);
         let a = &s["x.a"];
         assert!(a.fallback.is_none(), "{:?}", a.fallback);
-        assert_eq!(a.steady.len(), 31, "5.0 s to 8.0 s at 100 ms");
-        assert!((a.start_s - 5.0).abs() < 1e-9 && (a.end_s - 8.0).abs() < 1e-9);
+        assert_eq!(a.steady.len(), 30, "after 5.0 s, to 8.0 s, at 100 ms");
+        assert!((a.start_s - 5.1).abs() < 1e-9 && (a.end_s - 8.0).abs() < 1e-9);
         assert!(a.summary.as_ref().unwrap().metric("gpu_busy_pct").is_some());
         assert!(s["x.b"].summary.is_some(), "b runs to the end");
         let c = &s["x.c"];
         assert!(c.summary.is_none());
         assert!(
-            c.fallback.as_deref().unwrap().contains("no progress line names it"),
+            c.fallback
+                .as_deref()
+                .unwrap()
+                .contains("no progress line names it"),
             "{:?}",
             c.fallback
         );

@@ -93,8 +93,16 @@ pub fn records(head: &Signature, phases: &[Phase]) -> Vec<Record> {
             printed.push(format!("{:<28}{r:>10.0} ns{r:>13.0} ns{iters:>13}", p.name));
             rows.push(row(&p.name, "iteration", None, *r, iters));
         }
-        printed.push(format!("{:<28}{mean:>10.0} ns{mean:>13.0} ns{:>13}", format!("{}_mean", p.name), 3));
-        printed.push(format!("{:<28}{sd:>10.0} ns{sd:>13.0} ns{:>13}", format!("{}_stddev", p.name), 3));
+        printed.push(format!(
+            "{:<28}{mean:>10.0} ns{mean:>13.0} ns{:>13}",
+            format!("{}_mean", p.name),
+            3
+        ));
+        printed.push(format!(
+            "{:<28}{sd:>10.0} ns{sd:>13.0} ns{:>13}",
+            format!("{}_stddev", p.name),
+            3
+        ));
         rows.push(row(&p.name, "aggregate", Some("mean"), mean, 3));
         rows.push(row(&p.name, "aggregate", Some("stddev"), sd, 3));
         if p.printed {
