@@ -244,3 +244,66 @@ fn real_google_benchmark_rows_give_every_benchmark_a_span() {
         assert!(s.metrics.contains_key("target_cpu_pct"), "{}", s.benchmark);
     }
 }
+
+/// A Python with pytest-benchmark (`GATE_TEST_PYTHON`, which .ci/run
+/// sets, else `python3`); None: the test says SKIPPED.
+fn harness_python(test: &str) -> Option<String> {
+    let candidates = std::env::var("GATE_TEST_PYTHON")
+        .into_iter()
+        .chain(["python3".to_string()]);
+    for py in candidates {
+        let ok = std::process::Command::new(&py)
+            .args(["-c", "import pytest_benchmark"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test} (pytest-benchmark): no Python with pytest-benchmark; set GATE_TEST_PYTHON or pip install pytest-benchmark");
+    None
+}
+
+/// Real pytest-benchmark under `gate capture`, with `-v` and with `-v -s`
+/// (the test's own output between its node id and PASSED): every test of
+/// scripts/harness/pytest_suite gets its span; without `-v` none does, and
+/// the capture still succeeds.
+#[test]
+fn real_pytest_benchmark_verbose_lines_give_every_test_a_span() {
+    let Some(py) = harness_python("real_pytest_benchmark_verbose_lines_give_every_test_a_span")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), "[metrics.wall_time_s]\nenabled = false\n[user_metrics.py]\nsource = \"metrics_file\"\nformat = \"pytest_benchmark\"\nbenchmark = \"*\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n").unwrap();
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts/harness/pytest_suite/test_bench_suite.py");
+    for (name, flags, spans) in [
+        ("v", &["-v"][..], 5),
+        ("vs", &["-v", "-s"][..], 5),
+        ("quiet", &["-q"][..], 0),
+    ] {
+        // test_sleep of 200 us rounds ends in ~0.1 s: too short for a span.
+        let out = gate(d)
+            .env("GATE_BENCH_SLEEP_US", "20000")
+            .args(["capture", "--baseline", name, "--runs", "1", "--no-gpu"])
+            .args(["--interval", "20ms", "--metrics-file", "m.json", "--", &py])
+            .args(["-m", "pytest", "-p", "no:cacheprovider"])
+            .args(flags)
+            .arg(&suite)
+            .args(["--benchmark-json", "m.json", "--benchmark-max-time", "0.4"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stdout}{stderr}");
+        let b = gpugate::baseline::load(&d.join(format!("baselines/{name}.toml")), name).unwrap();
+        let found: Vec<&str> = b.spans.values().map(|s| s.benchmark.as_str()).collect();
+        assert_eq!(found.len(), spans, "{name}: {found:?}");
+        for s in b.spans.values() {
+            assert_eq!(s.found_by, "pytest -v's result lines");
+            assert!(s.seconds > 0.2, "{name} {}: {} s", s.benchmark, s.seconds);
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! | Google Benchmark (console reporter) | `BM_Sort/4096   227560 ns   141629 ns   94` (and its `_mean`, `_median`, `_stddev`, `_cv` rows) | the END of the benchmark: the library prints a benchmark's rows when its repetitions are done |
 //! | nvbench | `Run:  [2/6] copy_type_sweep [Device=0 T{ct}=I8]`, then `Pass:`/`Skip:`/`Warn:` lines | the START of a state (`BENCH/AXES`, the axis tags `{ct}` dropped as in its JSON), and its end (the last of its `Pass:` lines) |
 //! | pytest (`-v`, pytest-benchmark) | `tests/test_x.py::test_sum[0] PASSED   [ 20%]` | the END of the test: pytest writes the line's end when the test is done and flushes it |
+//! | pytest `-v -s` | `tests/test_x.py::test_sum[0] ` and the test's own output, later `PASSED` on a line of its own | the START of the test (its node id, flushed as it starts), and its END |
 //! | asv (`asv run`) | `[ 50.00%] ··· benchmarks.TimeSuite.time_keys   1.23±0.01μs` | the END of the benchmark |
 //! | `spans = REGEX` | a line the regex matches; its `name` group names the span | the START of that span (it runs to the next marker line); when a group named `end` takes part in the match, the END of that span instead |
 //!
@@ -115,7 +116,7 @@ pub fn find(progress: &Progress, lines: &[(f64, &str)]) -> Vec<Span> {
         Progress::Markers(re) => markers(re, lines),
         // Google Benchmark prints its table header with the first row.
         Progress::GoogleBenchmark => ended(lines, google_row, false),
-        Progress::Pytest => ended(lines, pytest_row, true),
+        Progress::Pytest => pytest(lines),
         Progress::Asv => ended(lines, asv_row, true),
     }
 }
@@ -290,15 +291,51 @@ fn google_row(line: &str) -> Option<String> {
     Some(base.to_string())
 }
 
-/// pytest's verbose result line: `NODEID OUTCOME [ NN%]`.
-fn pytest_row(line: &str) -> Option<String> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &RE,
-        r"^(\S.*?::.+?) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?:\s+\[\s*[0-9]+%\])?\s*$",
-    )
-    .captures(line)?;
-    Some(c.get(1)?.as_str().to_string())
+/// pytest -v: `NODEID OUTCOME [ NN%]` ends a test that started where the
+/// one before it ended (or at the line before it: the collection line);
+/// with `-s` the node id comes alone as the test starts (its own output
+/// follows on that line) and the outcome on a later line of its own.
+fn pytest(lines: &[(f64, &str)]) -> Vec<Span> {
+    static NODE: OnceLock<Regex> = OnceLock::new();
+    static OUTCOME: OnceLock<Regex> = OnceLock::new();
+    let node = re(&NODE, r"^(\S+\.py::\S+)(?:\s+(.*))?$");
+    let outcome = re(
+        &OUTCOME,
+        r"^(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?:\s+\[\s*[0-9]+%\])?\s*$",
+    );
+    let mut spans: Vec<Span> = Vec::new();
+    let mut push = |name: &str, part: (f64, f64)| match spans.iter_mut().find(|s| s.name == name) {
+        Some(s) => s.parts.push(part),
+        None => spans.push(Span {
+            name: name.to_string(),
+            parts: vec![part],
+        }),
+    };
+    let (mut last_end, mut prev_line): (Option<f64>, f64) = (None, 0.0);
+    let mut open: Option<(String, f64)> = None;
+    for &(t, line) in lines {
+        match node.captures(line) {
+            Some(c) => {
+                let id = c.get(1).map_or("", |m| m.as_str());
+                let rest = c.get(2).map_or("", |m| m.as_str());
+                if outcome.is_match(rest) {
+                    push(id, (last_end.unwrap_or(prev_line), t));
+                    last_end = Some(t);
+                } else {
+                    open = Some((id.to_string(), t));
+                }
+            }
+            None if outcome.is_match(line) => {
+                if let Some((id, start)) = open.take() {
+                    push(&id, (start, t));
+                    last_end = Some(t);
+                }
+            }
+            None => {}
+        }
+        prev_line = t;
+    }
+    spans
 }
 
 /// asv's result line: `[ NN.NN%] ··· NAME   RESULT` (not its `Running`
@@ -372,6 +409,16 @@ BM_StringConcat                  722 ns          560 ns        24847";
     #[test]
     fn pytest_verbose_lines_answer_to_the_short_name_unless_it_is_ambiguous() {
         let text = "collecting ... collected 3 items\n\ntests/a.py::test_sum[0] PASSED                                  [ 33%]\ntests/a.py::test_sleep PASSED   [ 66%]\ntests/b.py::test_sleep FAILED   [100%]\n";
+        // -s: the node id as the test starts, PASSED alone as it ends
+        // (pytest 9.2, pytest-benchmark 5.3).
+        let s = spans(
+            Progress::Pytest,
+            "collected 2 items\n\nt.py::test_op[a] gate: warm\ngate: bench-start a\nPASSED\nt.py::test_op[b] gate: bench-start b\nx\nPASSED\nWrote benchmark data in: m.json",
+        );
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].parts, vec![(200.0, 400.0)]);
+        assert_eq!(s[1].parts, vec![(500.0, 700.0)]);
+        assert_eq!(lookup(&s, "test_op[b]").unwrap().name, "t.py::test_op[b]");
         let s = spans(Progress::Pytest, text);
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].parts, vec![(100.0, 200.0)]);
