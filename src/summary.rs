@@ -339,6 +339,26 @@ pub(crate) struct UserReadings {
     pub(crate) benchmarks: Vec<spans::Benchmark>,
 }
 
+/// Every benchmark a glob table `table` read, each its own metric (into
+/// `UserReadings::values` and `::benchmarks`).
+fn read_each(
+    values: &mut BTreeMap<String, UserMetricValue>,
+    benchmarks: &mut Vec<spans::Benchmark>,
+    table: &str,
+    each: Vec<(String, crate::metric_sources::Number)>,
+) {
+    for (bench, n) in each {
+        let id = crate::metric_sources::bulk_id(table, &bench);
+        benchmarks.push(spans::Benchmark::new(&id, table, &bench));
+        let value = UserMetricValue {
+            value: n.value,
+            lines: 1,
+            ci95: n.ci95,
+        };
+        values.insert(id, value);
+    }
+}
+
 /// A declared user metric that a run did not give: its name, why, and
 /// whose fault (`metric_sources::Fault`; exit 2 for the reader's mistake, 5
 /// when the benchmark did not produce it). An `optional` metric's problem
@@ -408,22 +428,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     let r = reader.read_file(text);
                     matched = r.values.into_iter().map(|v| (v, false)).collect();
                     file_ci95 = r.ci95;
-                    for (bench, n) in r.each {
-                        let id = crate::metric_sources::bulk_id(name, &bench);
-                        out.benchmarks.push(spans::Benchmark {
-                            id: id.clone(),
-                            table: name.clone(),
-                            name: bench.clone(),
-                        });
-                        out.values.insert(
-                            id,
-                            UserMetricValue {
-                                value: n.value,
-                                lines: 1,
-                                ci95: n.ci95,
-                            },
-                        );
-                    }
+                    read_each(&mut out.values, &mut out.benchmarks, name, r.each);
                     if let Some(p) = r.problem {
                         problem(p);
                     }
@@ -466,13 +471,8 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                 Some(p) => Some(p.text().to_string()),
                 None => def.spans.is_some().then(|| name.clone()),
             };
-            if let Some(bench) = bench {
-                out.benchmarks.push(spans::Benchmark {
-                    id: name.clone(),
-                    table: name.clone(),
-                    name: bench,
-                });
-            }
+            out.benchmarks
+                .extend(bench.map(|b| spans::Benchmark::new(name, name, &b)));
             out.values.insert(
                 name.clone(),
                 UserMetricValue {

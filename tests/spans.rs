@@ -307,3 +307,38 @@ fn real_pytest_benchmark_verbose_lines_give_every_test_a_span() {
         }
     }
 }
+
+/// docs/gating.md's section: its `spans` table is accepted, and the
+/// numbers it states are the code's; a `spans` without a `name` group is
+/// gate.toml's mistake (exit 2, one line naming the key and the fix).
+#[test]
+fn the_documented_spans_table_and_numbers_hold() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/gating.md"))
+        .unwrap();
+    let start = doc.find("## One benchmark among many").unwrap();
+    let section = &doc[start..start + doc[start..].find("\n## Accepting").unwrap()];
+    let block = section.split("```toml\n").nth(1).unwrap();
+    let block = &block[..block.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), block).unwrap();
+    let out = gate(d).args(["metrics"]).output().unwrap();
+    assert!(out.status.success(), "{block}\n{:?}", output(&out));
+    use gpugate::summary::spans::{MAX_SPANS, MIN_SPAN_SAMPLES};
+    assert!(section.contains(&format!("get spans up to {MAX_SPANS}")));
+    assert!(section.contains(&format!("a span needs {MIN_SPAN_SAMPLES} steady samples")));
+    std::fs::write(
+        d.join("gate.toml"),
+        block.replace("(?P<name>\\S+)", "(\\S+)"),
+    )
+    .unwrap();
+    let out = gate(d).args(["metrics"]).output().unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("spans needs a group named 'name'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[user_metrics.ops]"), "{stderr}");
+}

@@ -4,10 +4,7 @@
 //! benchmark whose span every baseline run found; the GPU aggregate and
 //! host columns only (per-GPU values stay the whole window's).
 
-use super::build::metric_entry;
-use super::{Baseline, BaselineMetric, RunStat};
-use crate::config::Config;
-use crate::metrics::{Direction, Statistic};
+use super::{Baseline, BaselineMetric};
 use crate::stats::MetricStats;
 use crate::summary::{steady_finite, Column, RunInput};
 use serde::{Deserialize, Serialize};
@@ -29,9 +26,13 @@ pub struct SpanBaseline {
     pub metrics: BTreeMap<String, BaselineMetric>,
 }
 
+/// A metric entry from its pooled statistics and each run's (the
+/// builder's, with the metric's unit, direction and statistic).
+pub(super) type Entry<'a> = dyn Fn(&str, &MetricStats, &[MetricStats]) -> BaselineMetric + 'a;
+
 /// The spans of every benchmark that each of `inputs` (runs, not the nodes
 /// of one) found, by metric id.
-pub(super) fn build(inputs: &[RunInput], config: &Config) -> BTreeMap<String, SpanBaseline> {
+pub(super) fn build(inputs: &[RunInput], entry: &Entry) -> BTreeMap<String, SpanBaseline> {
     let Some(first) = inputs.first() else {
         return BTreeMap::new();
     };
@@ -68,18 +69,8 @@ pub(super) fn build(inputs: &[RunInput], config: &Config) -> BTreeMap<String, Sp
                 ),
             };
             let Some(pooled) = pooled else { continue };
-            let (unit, direction, statistic, gated) = match config.policy(column.id(), None) {
-                Some(p) => (p.unit, p.direction, p.statistic, p.gated),
-                None => (String::new(), Direction::Neutral, Statistic::Mean, false),
-            };
-            let runs = per_run
-                .iter()
-                .map(|s| RunStat::from_stats(s, statistic))
-                .collect();
-            metrics.insert(
-                column.id().to_string(),
-                metric_entry(unit, direction, statistic, gated, &pooled, runs),
-            );
+            let id = column.id();
+            metrics.insert(id.to_string(), entry(id, &pooled, &per_run));
         }
         let k = all.len() as f64;
         out.insert(

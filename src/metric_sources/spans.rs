@@ -121,14 +121,17 @@ pub fn find(progress: &Progress, lines: &[(f64, &str)]) -> Vec<Span> {
     }
 }
 
-/// The span of benchmark `bench` (the name the metrics file gives it):
-/// the span of that name; for pytest the node id ending in `::bench`; for
-/// nvbench a benchmark of one state by its bare name. Err: why there is
-/// none, for the report.
+/// The span of benchmark `bench` (the name the metrics file gives it, or
+/// a `regex`/`json` table's name): the span of that name; for pytest the
+/// node id ending in `::bench`; for nvbench a benchmark of one state by its
+/// bare name; else the one span whose name is whole words of it (a marker
+/// `matmul` for `test_op[matmul]` or `matmul_ms`). Err: why there is none,
+/// for the report.
 pub fn lookup<'s>(spans: &'s [Span], bench: &str) -> Result<&'s Span, String> {
     if let Some(s) = spans.iter().find(|s| s.name == bench) {
         return Ok(s);
     }
+    let by_words: Vec<&Span> = spans.iter().filter(|s| words_of(&s.name, bench)).collect();
     let by_suffix: Vec<&Span> = spans
         .iter()
         .filter(|s| {
@@ -142,6 +145,7 @@ pub fn lookup<'s>(spans: &'s [Span], bench: &str) -> Result<&'s Span, String> {
         .collect();
     match by_suffix.as_slice() {
         [one] => Ok(one),
+        [] if by_words.len() == 1 => Ok(by_words[0]),
         [] if spans.is_empty() => Err("no progress line of any benchmark".into()),
         [] => Err(format!(
             "no progress line names it ({} others do)",
@@ -152,6 +156,19 @@ pub fn lookup<'s>(spans: &'s [Span], bench: &str) -> Result<&'s Span, String> {
             many.len()
         )),
     }
+}
+
+/// Whether `name`'s words (runs of letters and digits) come in a row in
+/// `bench`'s.
+fn words_of(name: &str, bench: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (n, b) = (words(name), words(bench));
+    !n.is_empty() && b.windows(n.len()).any(|w| w == n.as_slice())
 }
 
 /// Spans whose lines mark each benchmark's END (`row` gives the

@@ -29,6 +29,16 @@ pub(crate) struct Benchmark {
     pub name: String,
 }
 
+impl Benchmark {
+    pub(crate) fn new(id: &str, table: &str, name: &str) -> Benchmark {
+        Benchmark {
+            id: id.to_string(),
+            table: table.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
 /// One benchmark's window in one run.
 #[derive(Debug, Clone)]
 pub struct BenchSpan {
@@ -46,6 +56,10 @@ pub struct BenchSpan {
     /// Why the whole window explains this benchmark.
     pub fallback: Option<String>,
 }
+
+/// What found a table's spans (`Progress::describe`), how to make it
+/// print them (`Progress::hint`), and the spans.
+type Found = (&'static str, &'static str, Vec<Span>);
 
 /// The spans of `benchmarks` in `trace`: computed when a run has several
 /// benchmarks, or a table declares `spans` markers. Keyed by metric id.
@@ -71,8 +85,7 @@ pub(crate) fn derive(
         .map(|o| (o.t, o.line.as_str()))
         .collect();
     // Each table's spans, found once.
-    let mut found: BTreeMap<&str, Option<(&'static str, &'static str, Vec<Span>)>> =
-        BTreeMap::new();
+    let mut found: BTreeMap<&str, Option<Found>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for (i, b) in benchmarks.iter().enumerate() {
         let spans = found.entry(b.table.as_str()).or_insert_with(|| {

@@ -53,9 +53,9 @@ pub fn records(head: &Signature, phases: &[Phase]) -> Vec<Record> {
     let interval = head.interval_ms as f64;
     let (_, warm) = head.sample_counts();
     let mut i = 0usize;
-    let mut energy = vec![0.0f64];
+    let mut energy = 0.0f64;
     let mut sample = |sig: &Signature, i: usize, noise: &mut Noise, out: &mut Vec<Record>| {
-        let g = vec![gpu_row(sig, 1, 0, false, false, &mut energy[0], noise)];
+        let g = vec![gpu_row(sig, 1, 0, false, false, &mut energy, noise)];
         let h = host_row(sig, noise);
         out.push(Record::Sample(SampleRecord {
             t: i as f64 * interval,
