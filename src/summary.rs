@@ -547,7 +547,13 @@ impl<'a> RunInput<'a> {
         let steady = steady_window(trace);
         let mut summary = summarize_window(trace, &steady);
         let readings = user_metric_readings(config, trace);
-        let spans = spans::derive(config, trace, &steady, &readings.benchmarks);
+        let spans = spans::derive(
+            config,
+            trace,
+            &steady,
+            &readings.benchmarks,
+            &readings.values,
+        );
         let user = readings.values;
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         if let Some(rate) = config.work_rate(&summary.user_metrics) {

@@ -342,3 +342,59 @@ fn the_documented_spans_table_and_numbers_hold() {
     );
     assert!(stderr.contains("[user_metrics.ops]"), "{stderr}");
 }
+
+/// The H200 recordings of the helper "diag" (fixtures/holdout-multibench:
+/// pytest-benchmark `-v -s` timing four GPU operations in one process, one
+/// of which regresses; recorded with GPM): each regressed benchmark is
+/// explained by its own span, found in pytest's lines. Skipped where the
+/// recordings are not in the tree.
+#[test]
+fn real_h200_multibench_regressions_are_explained_by_their_spans() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/holdout-multibench/gpm");
+    if !dir.join("multibench-healthy-1.jsonl").exists() {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED real_h200_multibench_regressions_are_explained_by_their_spans: fixtures/holdout-multibench is not in this tree");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut toml = String::new();
+    for op in ["matmul", "softmax", "layernorm", "gather"] {
+        toml.push_str(&format!("[user_metrics.{op}_s]\nsource = \"metrics_file\"\nformat = \"pytest_benchmark\"\nbenchmark = \"test_op[{op}]\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n"));
+    }
+    toml.push_str("[metrics.wall_time_s]\nenabled = false\n");
+    std::fs::write(d.join("gate.toml"), toml).unwrap();
+    let healthy: Vec<PathBuf> = (1..=3)
+        .map(|i| dir.join(format!("multibench-healthy-{i}.jsonl")))
+        .collect();
+    let out = gate(d)
+        .args(["capture", "--baseline", "mb", "--replay"])
+        .args(&healthy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
+    let b = gpugate::baseline::load(&d.join("baselines/mb.toml"), "mb").unwrap();
+    assert_eq!(b.spans.len(), 4, "{:?}", b.spans.keys().collect::<Vec<_>>());
+    for (case, id) in [("matmul-fp32", "matmul_s"), ("norm-unfused", "layernorm_s")] {
+        let out = check_replay(
+            d,
+            "mb",
+            &["--format", "json"],
+            dir.join(format!("multibench-{case}.jsonl")),
+        );
+        let (stdout, stderr) = output(&out);
+        assert_eq!(out.status.code(), Some(1), "{case}: {stderr}");
+        let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let f = findings_of(&r, id);
+        assert!(!f.is_empty(), "{case}: {}", r["diagnosis"]);
+        let w = f[0]["window"].as_str().unwrap();
+        assert!(
+            w.contains("own span") && w.contains("pytest -v"),
+            "{case}: {w}"
+        );
+        assert_ne!(f[0]["rule"], "unexplained", "{case}: {}", f[0]);
+        if case == "matmul-fp32" {
+            assert_eq!(f[0]["rule"], "tensor_cores_unused", "{}", f[0]);
+        }
+    }
+}

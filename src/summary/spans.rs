@@ -68,6 +68,7 @@ pub(crate) fn derive(
     trace: &Trace,
     steady: &[usize],
     benchmarks: &[Benchmark],
+    values: &BTreeMap<String, super::UserMetricValue>,
 ) -> BTreeMap<String, BenchSpan> {
     let marked = |b: &Benchmark| {
         config
@@ -106,7 +107,16 @@ pub(crate) fn derive(
             )),
             Some((_, hint, s)) => lookup(s, &b.name).map_err(|why| format!("{why}; {hint}")),
         };
-        out.insert(b.id.clone(), window(trace, steady, &b.name, by, span));
+        let mut w = window(trace, steady, &b.name, by, span);
+        // The span's rate of work is its own benchmark's number (the
+        // rules' "more work per unit"), not the run's first one.
+        let rate = (values.get(&b.id))
+            .and_then(|v| config.work_rate(&BTreeMap::from([(b.table.clone(), v.value)])));
+        if let (Some(summary), Some(rate)) = (w.summary.as_mut(), rate) {
+            let key = crate::analysis::features::WORK_RATE;
+            summary.features.insert(key.to_string(), rate);
+        }
+        out.insert(b.id.clone(), w);
     }
     out
 }
@@ -192,12 +202,22 @@ mod tests {
             table: "x".into(),
             name: n.into(),
         };
-        let s = derive(&c, &t, &steady, &[b("a"), b("b"), b("c")]);
+        let value = super::super::UserMetricValue {
+            value: 5.0,
+            lines: 1,
+            ci95: None,
+        };
+        let values = BTreeMap::from([("x.a".to_string(), value)]);
+        let s = derive(&c, &t, &steady, &[b("a"), b("b"), b("c")], &values);
         let a = &s["x.a"];
         assert!(a.fallback.is_none(), "{:?}", a.fallback);
         assert_eq!(a.steady.len(), 30, "after 5.0 s, to 8.0 s, at 100 ms");
         assert!((a.start_s - 5.1).abs() < 1e-9 && (a.end_s - 8.0).abs() < 1e-9);
-        assert!(a.summary.as_ref().unwrap().metric("gpu_busy_pct").is_some());
+        let summary = a.summary.as_ref().unwrap();
+        assert!(summary.metric("gpu_busy_pct").is_some());
+        // Its rate of work is its own number (a throughput here).
+        let rate = crate::analysis::features::WORK_RATE;
+        assert_eq!(summary.features.get(rate), Some(&5.0));
         assert!(s["x.b"].summary.is_some(), "b runs to the end");
         let c = &s["x.c"];
         assert!(c.summary.is_none());
