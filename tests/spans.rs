@@ -110,6 +110,18 @@ fn the_regressed_benchmark_is_explained_by_its_own_span_in_every_output() {
 
     let slow = suite_run(&d, "slow.jsonl", 7, true, true);
     let r = json(&d, &slow);
+    // The report, its benchmark and window fields included, is the
+    // documented schema's.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/check-report.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(metric(&r, "gb.BM_C")["verdict"], "regression", "{r}");
     assert_eq!(metric(&r, "gb.BM_A")["verdict"], "pass", "{r}");
     let c = findings_of(&r, "gb.BM_C");
