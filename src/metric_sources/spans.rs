@@ -9,7 +9,7 @@
 //! | nvbench | `Run:  [2/6] copy_type_sweep [Device=0 T{ct}=I8]`, then `Pass:`/`Skip:`/`Warn:` lines | the START of a state (`BENCH/AXES`, the axis tags `{ct}` dropped as in its JSON), and its end (the last of its `Pass:` lines) |
 //! | pytest (`-v`, pytest-benchmark) | `tests/test_x.py::test_sum[0] PASSED   [ 20%]` | the END of the test: pytest writes the line's end when the test is done and flushes it |
 //! | pytest `-v -s` | `tests/test_x.py::test_sum[0] ` and the test's own output, later `PASSED` on a line of its own | the START of the test (its node id, flushed as it starts), and its END |
-//! | asv (`asv run`) | `[ 50.00%] ··· benchmarks.TimeSuite.time_keys   1.23±0.01μs` | the END of the benchmark |
+//! | asv (`asv run`) | `[ 50.00%] ··· benchmarks.TimeSuite.time_keys   1.23±0.01μs` | the END of the benchmark (a batch's results come together after its `Running (...)` line: those spans are too short and fall back) |
 //! | `spans = REGEX` | a line the regex matches; its `name` group names the span | the START of that span (it runs to the next marker line); when a group named `end` takes part in the match, the END of that span instead |
 //!
 //! An end-marked benchmark starts where the one before it ended (the first
