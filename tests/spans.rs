@@ -187,6 +187,18 @@ fn a_benchmark_without_its_span_falls_back_to_the_whole_window_and_says_why() {
         assert!(w.contains("no progress line names it"), "{w}");
         assert!(w.contains("console reporter"), "the fix: {w}");
     }
+    // Capture says which benchmarks got no span, and why.
+    let out = gate(&d)
+        .args(["capture", "--baseline", "lost", "--replay"])
+        .arg(&lost)
+        .output()
+        .unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("gate: warning: 1 of 4 benchmarks have no span in the baseline (gb.BM_C: its span was not found (no progress line names it"),
+        "{stderr}"
+    );
     // A baseline captured without spans: the same benchmark, the whole
     // window, and the fix (re-capture).
     let path = d.join("baselines/gb.toml");

@@ -104,7 +104,40 @@ fn mean_features<'a>(
         .collect()
 }
 
+/// Benchmarks named in the warning about spans not kept.
+const NAMES_SHOWN: usize = 3;
+
 impl Baseline {
+    /// The warning `capture` prints when benchmarks of a run of many got
+    /// no span in this baseline (built from `inputs`): how many, the first
+    /// few with why, and what that means for a regression of theirs.
+    pub fn spans_not_kept(&self, inputs: &[RunInput]) -> Option<String> {
+        let first = inputs.first()?;
+        let missing: Vec<String> = (first.spans.iter())
+            .filter(|(id, _)| !self.spans.contains_key(*id))
+            .map(|(id, _)| {
+                let why = (inputs.iter())
+                    .find_map(|r| r.spans.get(id)?.fallback.clone())
+                    .unwrap_or_else(|| "not found in every run".into());
+                format!("{id}: {why}")
+            })
+            .collect();
+        let shown = missing
+            .iter()
+            .take(NAMES_SHOWN)
+            .cloned()
+            .collect::<Vec<_>>();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "{} of {} benchmarks have no span in the baseline ({}{}); a regression of theirs is explained with the whole window",
+                missing.len(),
+                first.spans.len(),
+                shown.join("; "),
+                if missing.len() > NAMES_SHOWN { "; ..." } else { "" }
+            )
+        })
+    }
+
     /// The baseline as the rules read it for benchmark `id`: its span's
     /// counters and features in place of the whole window's. None when
     /// the baseline keeps no span of it.
