@@ -12,6 +12,9 @@ use crate::trace::{gather, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod spans;
+pub use spans::BenchSpan;
+
 /// The steady window: indices of the samples after warm-up (the recorder
 /// marks it: `--warmup`, `--warmup-until`) and before teardown (the idle
 /// tail after the last step, `validity::teardown_samples`).
@@ -331,6 +334,29 @@ pub(crate) struct UserReadings {
     /// One line per source that says the run is invalid (MLPerf LoadGen's
     /// `Result is : INVALID`): the run fails (`gate::check`).
     pub invalid: Vec<String>,
+    /// Every benchmark read (a glob's each, a harness table's one, a table
+    /// with `spans` markers), for their spans (`spans::derive`).
+    pub(crate) benchmarks: Vec<spans::Benchmark>,
+}
+
+/// Every benchmark a glob table `table` read, each its own metric (into
+/// `UserReadings::values` and `::benchmarks`).
+fn read_each(
+    values: &mut BTreeMap<String, UserMetricValue>,
+    benchmarks: &mut Vec<spans::Benchmark>,
+    table: &str,
+    each: Vec<(String, crate::metric_sources::Number)>,
+) {
+    for (bench, n) in each {
+        let id = crate::metric_sources::bulk_id(table, &bench);
+        benchmarks.push(spans::Benchmark::new(&id, table, &bench));
+        let value = UserMetricValue {
+            value: n.value,
+            lines: 1,
+            ci95: n.ci95,
+        };
+        values.insert(id, value);
+    }
 }
 
 /// A declared user metric that a run did not give: its name, why, and
@@ -402,16 +428,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     let r = reader.read_file(text);
                     matched = r.values.into_iter().map(|v| (v, false)).collect();
                     file_ci95 = r.ci95;
-                    for (bench, n) in r.each {
-                        out.values.insert(
-                            crate::metric_sources::bulk_id(name, &bench),
-                            UserMetricValue {
-                                value: n.value,
-                                lines: 1,
-                                ci95: n.ci95,
-                            },
-                        );
-                    }
+                    read_each(&mut out.values, &mut out.benchmarks, name, r.each);
                     if let Some(p) = r.problem {
                         problem(p);
                     }
@@ -449,6 +466,13 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
             }
         }
         if let Some(v) = aggregate(def.aggregate, &matched) {
+            // One benchmark of a harness file, or a table with markers.
+            let bench = match reader.pattern() {
+                Some(p) => Some(p.text().to_string()),
+                None => def.spans.is_some().then(|| name.clone()),
+            };
+            out.benchmarks
+                .extend(bench.map(|b| spans::Benchmark::new(name, name, &b)));
             out.values.insert(
                 name.clone(),
                 UserMetricValue {
@@ -502,6 +526,9 @@ pub struct RunInput<'a> {
     /// `UserReadings::problems` and `::invalid` of this run.
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
+    /// Each benchmark's own window, by metric id, when the run has several
+    /// (`spans`); empty otherwise.
+    pub spans: BTreeMap<String, BenchSpan>,
 }
 
 impl<'a> RunInput<'a> {
@@ -520,6 +547,13 @@ impl<'a> RunInput<'a> {
         let steady = steady_window(trace);
         let mut summary = summarize_window(trace, &steady);
         let readings = user_metric_readings(config, trace);
+        let spans = spans::derive(
+            config,
+            trace,
+            &steady,
+            &readings.benchmarks,
+            &readings.values,
+        );
         let user = readings.values;
         summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
         if let Some(rate) = config.work_rate(&summary.user_metrics) {
@@ -532,6 +566,7 @@ impl<'a> RunInput<'a> {
             user,
             user_problems: readings.problems,
             user_invalid: readings.invalid,
+            spans,
         }
     }
 
@@ -543,6 +578,7 @@ impl<'a> RunInput<'a> {
             user: derived.user,
             user_problems: derived.user_problems,
             user_invalid: derived.user_invalid,
+            spans: derived.spans,
         }
     }
 }
@@ -557,6 +593,7 @@ pub struct RunDerived {
     pub user: BTreeMap<String, UserMetricValue>,
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
+    pub spans: BTreeMap<String, BenchSpan>,
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ use crate::trace::{
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub mod suite;
+
 /// GPM-derived columns (missing on GPUs without GPM, and in glitch samples).
 const GPM_COLUMNS: &[&str] = &[
     "graphics_pct",

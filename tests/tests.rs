@@ -47,6 +47,7 @@ mod reliability4;
 mod report_cli;
 mod scoreboard;
 mod screenshots;
+mod spans;
 mod stdout_is_data;
 mod suite;
 mod templates;

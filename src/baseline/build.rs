@@ -81,6 +81,12 @@ pub fn build(
         features: mean_features(inputs),
         metrics,
         gpus: runs.per_gpu(header)?,
+        // The nodes of one run are one run: no span of a node is the run's.
+        spans: if multi_node {
+            BTreeMap::new()
+        } else {
+            super::spans::build(inputs, &|id, all, per_run| runs.entry(id, all, per_run))
+        },
     })
 }
 
@@ -101,6 +107,15 @@ impl Runs<'_, '_> {
             Some(p) => (p.unit, p.direction, p.statistic, p.gated),
             None => (String::new(), Direction::Neutral, Statistic::Mean, false),
         }
+    }
+
+    /// The entry of metric `id` from its pooled and per-run statistics.
+    fn entry(&self, id: &str, all: &MetricStats, per_run: &[MetricStats]) -> BaselineMetric {
+        let (unit, direction, statistic, gated) = self.describe(id);
+        let runs = (per_run.iter())
+            .map(|s| RunStat::from_stats(s, statistic))
+            .collect();
+        metric_entry(unit, direction, statistic, gated, all, runs)
     }
 
     /// `sampled` of every column, on the cores (`parallel`).

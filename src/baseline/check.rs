@@ -117,6 +117,25 @@ fn check_values(b: &Baseline) -> Result<(), Problem> {
         finite(*v, &format!("features.\"{name}\""))
             .map_err(|msg| (vec!["features".into(), name.clone()], msg))?;
     }
+    for (bench, span) in &b.spans {
+        for (id, m) in &span.metrics {
+            let at = ["spans".into(), bench.clone(), "metrics".into(), id.clone()];
+            check_metric(m, id, &at)?;
+        }
+        for (name, v) in &span.features {
+            finite(*v, &format!("spans.\"{bench}\".features.\"{name}\"")).map_err(|msg| {
+                (
+                    vec![
+                        "spans".into(),
+                        bench.clone(),
+                        "features".into(),
+                        name.clone(),
+                    ],
+                    msg,
+                )
+            })?;
+        }
+    }
     Ok(())
 }
 

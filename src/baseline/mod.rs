@@ -16,9 +16,11 @@
 mod build;
 /// Load-time checks of a baseline's numbers and name.
 mod check;
+mod spans;
 pub(crate) mod store;
 
 pub use build::{build, BuildMeta};
+pub use spans::SpanBaseline;
 pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcome};
 
 use crate::error::GateError;
@@ -57,6 +59,10 @@ pub struct Baseline {
     /// (with one, the aggregate is that GPU).
     #[serde(default)]
     pub gpus: BTreeMap<String, GpuBaseline>,
+    /// Each benchmark's own span of a multi-benchmark run, by metric id
+    /// (`spans`): what explains that benchmark's regression.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spans: BTreeMap<String, SpanBaseline>,
 }
 
 /// What must match for a new run to be comparable, plus provenance.

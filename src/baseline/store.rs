@@ -508,6 +508,7 @@ pub(crate) mod tests {
             features,
             metrics,
             gpus: BTreeMap::new(),
+            spans: BTreeMap::new(),
         }
     }
 

@@ -230,6 +230,9 @@ impl CapturePlan {
                 crate::escape::terminal(&no_noise.join(", "))
             );
         }
+        if let Some(w) = b.spans_not_kept(&inputs) {
+            crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&w));
+        }
         if let Some(rec) = &self.recorder {
             crate::history::pipeline::after_capture(rec, &self.history, &b, &traces)?;
         }

@@ -76,6 +76,14 @@ pub struct Finding {
     /// a change whose run is slower and whose rule estimates it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explains_pct: Option<f64>,
+    /// The benchmark (metric id) this finding explains, in a run of many
+    /// benchmarks: its title starts with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// Which window the counters came from: the benchmark's own span, or
+    /// the whole window and why its span was not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
 }
 
 /// One row of a finding's evidence table.
@@ -155,6 +163,9 @@ impl Finding {
     /// cannot forge a line.
     pub(crate) fn text_lines(&self, esc: &dyn Fn(&str) -> String) -> Vec<String> {
         let mut lines = vec![esc(&self.title)];
+        if let Some(w) = &self.window {
+            lines.extend(wrap(&format!("({})", esc(w)), TEXT_WIDTH));
+        }
         lines.extend(wrap(&esc(&self.explanation), TEXT_WIDTH));
         let cells: Vec<(String, String)> = self
             .rows
@@ -536,6 +547,8 @@ pub fn unexplained(moved: &[(String, Option<f64>)], work_rate_declared: bool) ->
         score: 0.0,
         rows,
         explains_pct: None,
+        benchmark: None,
+        window: None,
     }
 }
 
@@ -695,6 +708,8 @@ fn finding(
         score: (score * 1000.0).round() / 1000.0,
         rows,
         explains_pct: None,
+        benchmark: None,
+        window: None,
     }
 }
 

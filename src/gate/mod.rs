@@ -35,6 +35,7 @@ mod passes;
 mod report;
 mod runs;
 pub mod settings;
+mod spans;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 pub(crate) use judging::{decides_the_run, is_gated, Policies};
 use judging::{judge_metrics, metric_ids};

@@ -358,6 +358,23 @@ fn raise_if_nothing_judged(results: &[MetricResult], run: &mut RunLevel) {
 /// together, weighed against the same pooled evidence as their verdict;
 /// the nodes of one run one by one, keeping each rule's strongest finding.
 pub(super) fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding> {
+    // Each regressed benchmark of a run of many by its own span; the rest
+    // (counters, a single benchmark) by the whole window.
+    let (benchmarks, handled) = super::spans::diagnose_benchmarks(input, results);
+    if handled.is_empty() {
+        return diagnose_window(input, results);
+    }
+    let rest: Vec<MetricResult> = (results.iter())
+        .filter(|m| !handled.contains(&m.id))
+        .cloned()
+        .collect();
+    let mut out = diagnose_window(input, &rest);
+    out.extend(benchmarks);
+    out
+}
+
+/// `diagnose_change` over the whole window.
+fn diagnose_window(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding> {
     // Causes explain a move in the bad direction: a regression, or one the
     // noise left open. A run that only passed or improved gets none (a
     // healthy run checked against a pathology's baseline is not "launch-bound"

@@ -60,6 +60,7 @@
 mod harness;
 pub mod keep;
 pub mod settings;
+pub mod spans;
 
 pub(crate) use keep::{keep_metrics_file, MetricsFileProblem};
 

@@ -68,6 +68,16 @@ pub struct UserMetricDef {
     /// default a declared number that was not read fails the run.
     #[serde(default)]
     pub optional: bool,
+    /// Markers of each benchmark's span in the benchmark's stdout: a
+    /// regular expression with a group named `name` (`metric_sources::spans`).
+    pub spans: Option<Spanned<String>>,
+}
+
+impl UserMetricDef {
+    /// The `spans` markers, compiled (validated when gate.toml loads).
+    pub fn spans_regex(&self) -> Option<regex::Regex> {
+        regex::Regex::new(self.spans.as_ref()?.get_ref()).ok()
+    }
 }
 
 /// Validate every `[user_metrics]` table into its reader, by name: a name
@@ -105,6 +115,9 @@ pub fn readers(
             ));
         }
         let reader = user_reader(name.get_ref(), u, &at(name.span()), &at)?;
+        if let Some(spans) = &u.spans {
+            check_spans(name.get_ref(), spans, &at)?;
+        }
         if let Some(r) = u.relative {
             check_fraction(r).map_err(|m| {
                 format!(
@@ -127,6 +140,28 @@ pub fn readers(
         user_sources.insert(name.get_ref().clone(), reader);
     }
     Ok(user_sources)
+}
+
+/// `spans = REGEX`: it compiles and names each span with a group `name`.
+fn check_spans(
+    name: &str,
+    spans: &Spanned<String>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<(), String> {
+    let re = regex::Regex::new(spans.get_ref()).map_err(|e| {
+        format!(
+            "{}: [user_metrics.{name}] spans does not compile: {}",
+            at(spans.span()),
+            e.to_string().replace('\n', " ")
+        )
+    })?;
+    if !re.capture_names().any(|n| n == Some("name")) {
+        return Err(format!(
+            "{}: [user_metrics.{name}] spans needs a group named 'name' that names the benchmark, e.g. spans = '^=== bench (?P<name>\\S+)'",
+            at(spans.span())
+        ));
+    }
+    Ok(())
 }
 
 /// Validate one `[user_metrics.NAME]` table into its reader: the keys its

@@ -16,6 +16,9 @@ pub fn markdown(f: &Finding, number: usize) -> String {
         f.severity.as_str(),
         escape::markdown_code(&f.rule)
     );
+    if let Some(w) = &f.window {
+        let _ = write!(out, "_{}_\n\n", escape::markdown_text(w));
+    }
     if !f.explanation.is_empty() {
         let _ = write!(out, "{}\n\n", escape::markdown_text(&f.explanation));
     }
@@ -61,6 +64,9 @@ pub fn html(f: &Finding) -> String {
         f.severity.as_str(),
         escape::html(&f.rule)
     );
+    if let Some(w) = &f.window {
+        let _ = write!(out, r#"<div class="rule">{}</div>"#, escape::html(w));
+    }
     if !f.explanation.is_empty() {
         let _ = write!(out, "<p>{}</p>", escape::html(&f.explanation));
     }

@@ -139,6 +139,8 @@ pub(crate) fn sample_report() -> CheckReport {
                 unit: Some("%".into()),
             }],
             explains_pct: None,
+            benchmark: None,
+            window: None,
         }],
         counts: Counts {
             pass: 1,
