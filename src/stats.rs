@@ -207,6 +207,80 @@ fn interpolate(n: usize, p: f64, lo_value: f64, hi_value: f64) -> f64 {
     lo_value + (h - lo) * (hi_value - lo_value)
 }
 
+/// Percentile `p` (definition 7, as `percentile_sorted`) of the finite
+/// values among `value(0..n)`, without a copy of them: each of the two
+/// order statistics is found by a radix selection on the values' ordered
+/// bit patterns, 16 bits a pass over `value` (Knuth, TAOCP vol. 3, 5.2.5,
+/// radix sorting; the selection keeps only the bucket that holds the rank).
+/// Memory is one 64 Ki-counter table whatever `n` is, and the result is
+/// bit-identical to sorting a copy. None when no value is finite.
+#[cfg(test)]
+pub(crate) fn percentile_by(n: usize, value: impl Fn(usize) -> f64, p: f64) -> Option<f64> {
+    percentile_of_visits(|f| (0..n).for_each(|i| f(value(i))), p)
+}
+
+/// `percentile_by` over the values that `visit` hands to its callback
+/// (every call the same values, in any order): for series read a block
+/// at a time.
+pub(crate) fn percentile_of_visits(visit: impl Fn(&mut dyn FnMut(f64)), p: f64) -> Option<f64> {
+    let mut finite = 0usize;
+    visit(&mut |v| finite += v.is_finite() as usize);
+    if finite == 0 {
+        return None;
+    }
+    let (lo, hi) = percentile_ranks(finite, p);
+    let lo_value = kth_finite(&visit, lo);
+    let hi_value = if hi == lo {
+        lo_value
+    } else {
+        kth_finite(&visit, hi)
+    };
+    Some(interpolate(finite, p, lo_value, hi_value))
+}
+
+/// An f64's bits mapped so that unsigned order is `total_cmp` order.
+fn ordered_key(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+fn from_ordered_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// The `k`-th smallest (0-based, `total_cmp` order) finite value that
+/// `visit` hands over; `k` must be below their count.
+fn kth_finite(visit: &impl Fn(&mut dyn FnMut(f64)), mut k: usize) -> f64 {
+    const BITS: u32 = 16;
+    let mut prefix = 0u64;
+    let mut counts = vec![0usize; 1 << BITS];
+    for pass in 0..(64 / BITS) {
+        let shift = 64 - BITS * (pass + 1);
+        let known = 64 - BITS * pass; // the prefix fixes the bits from here up
+        counts.iter_mut().for_each(|c| *c = 0);
+        visit(&mut |v| {
+            if !v.is_finite() {
+                return;
+            }
+            let key = ordered_key(v);
+            if pass == 0 || key >> known == prefix >> known {
+                counts[((key >> shift) & 0xFFFF) as usize] += 1;
+            }
+        });
+        let mut bucket = 0;
+        while k >= counts[bucket] {
+            k -= counts[bucket];
+            bucket += 1;
+        }
+        prefix |= (bucket as u64) << shift;
+    }
+    from_ordered_key(prefix)
+}
+
 /// The values of the given ranks (0-based, ascending by `total_cmp`) of
 /// `values`, found by successive selections (`select_nth_unstable`), each on
 /// the part right of the previous rank: O(n) per rank instead of a sort.
@@ -349,6 +423,40 @@ mod tests {
         assert!((percentile_sorted(&v, 5.0) - 1.45).abs() < 1e-9);
         assert!((percentile_sorted(&v, 50.0) - 5.5).abs() < 1e-9);
         assert!((percentile_sorted(&v, 95.0) - 9.55).abs() < 1e-9);
+    }
+
+    #[test]
+    fn radix_selection_gives_the_sorted_percentiles_bit_for_bit() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut values: Vec<f64> = (0..5000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match i % 50 {
+                    0 => f64::NAN,
+                    1 => -0.0,
+                    2 => 0.0,
+                    3 => f64::MAX,
+                    4 => -1e300,
+                    5 => 42.0, // ties
+                    _ => (x % 1_000_000) as f64 / 7.0 - 30_000.0,
+                }
+            })
+            .collect();
+        let by = |p| percentile_by(values.len(), |i| values[i], p).unwrap();
+        let got: Vec<f64> = [0.0, 1.0, 50.0, 90.0, 95.0, 99.9, 100.0].map(by).to_vec();
+        values.retain(|v| v.is_finite());
+        values.sort_by(|a, b| a.total_cmp(b));
+        let want: Vec<f64> = [0.0, 1.0, 50.0, 90.0, 95.0, 99.9, 100.0]
+            .map(|p| percentile_sorted(&values, p))
+            .to_vec();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(percentile_by(3, |_| f64::NAN, 50.0), None);
+        assert_eq!(percentile_by(1, |_| 7.5, 90.0), Some(7.5));
     }
 
     #[test]

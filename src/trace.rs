@@ -92,42 +92,43 @@ impl Trace {
             .collect();
         let (n, ngpu) = (self.sample_count(), self.gpu_count());
         if !gpm.is_empty() {
-            // `validity::row_is_gpm_glitch`, a column at a time: per GPU,
-            // which samples have a finite GPM value, and which a nonzero one.
-            let glitches: Vec<Vec<bool>> = (0..ngpu)
-                .map(|g| {
-                    let (mut any, mut nonzero) = (vec![false; n], vec![false; n]);
-                    for &c in &gpm {
-                        for (i, &v) in self.columns.gpu(g, c).iter().enumerate() {
-                            if v.is_finite() {
-                                any[i] = true;
-                                nonzero[i] |= v != 0.0;
-                            }
+            // `validity::row_is_gpm_glitch`, a column at a time: per GPU, a
+            // bit per sample for "some GPM value is finite" and for "some is
+            // nonzero" (n/4 bytes, not a flag list per GPU and sample); the
+            // glitches (rare) are listed in the order of their events,
+            // sample then GPU.
+            let mut glitches: Vec<(usize, usize)> = Vec::new();
+            let words = n.div_ceil(64);
+            for g in 0..ngpu {
+                let (mut any, mut nonzero) = (vec![0u64; words], vec![0u64; words]);
+                for &c in &gpm {
+                    for (i, &v) in self.columns.gpu(g, c).iter().enumerate() {
+                        if v.is_finite() {
+                            any[i / 64] |= 1 << (i % 64);
+                            nonzero[i / 64] |= ((v != 0.0) as u64) << (i % 64);
                         }
                     }
-                    let busy = self.columns.gpu(g, busy_col);
-                    (0..n)
-                        .map(|i| any[i] && !nonzero[i] && validity::is_glitch_busy(busy[i] as f64))
-                        .collect()
-                })
-                .collect();
-            for i in 0..n {
-                for (g, glitch) in glitches.iter().enumerate() {
-                    if !glitch[i] {
-                        continue;
-                    }
-                    for &c in &gpm {
-                        self.columns.gpu_mut(g, c)[i] = f32::NAN;
-                    }
-                    self.events.push(EventRecord {
-                        t: self.times_ms[i],
-                        kind: EventKind::GpmInvalid,
-                        gpu: Some(g as u32),
-                        pid: None,
-                        code: None,
-                        message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
-                    });
                 }
+                let bit = |set: &[u64], i: usize| set[i / 64] >> (i % 64) & 1 == 1;
+                for (i, &b) in self.columns.gpu(g, busy_col).iter().enumerate() {
+                    if bit(&any, i) && !bit(&nonzero, i) && validity::is_glitch_busy(b as f64) {
+                        glitches.push((i, g));
+                    }
+                }
+            }
+            glitches.sort_unstable();
+            for (i, g) in glitches {
+                for &c in &gpm {
+                    self.columns.gpu_mut(g, c)[i] = f32::NAN;
+                }
+                self.events.push(EventRecord {
+                    t: self.times_ms[i],
+                    kind: EventKind::GpmInvalid,
+                    gpu: Some(g as u32),
+                    pid: None,
+                    code: None,
+                    message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
+                });
             }
         }
         self.teardown = self.idle_tail(busy_col);
@@ -144,12 +145,37 @@ impl Trace {
         if !exited || self.gpu_count() == 0 {
             return 0;
         }
-        let mean = self.gpu_mean_series(busy_col);
-        let (times, busy): (Vec<f64>, Vec<f64>) = (0..self.sample_count())
-            .filter(|&i| !self.warmup[i])
-            .map(|i| (self.times_ms[i], mean[i]))
-            .unzip();
-        validity::teardown_len(&times, &busy)
+        // Warm-up ends once, so the steady samples are one range from
+        // `first` (a list of them only if a trace ever says otherwise).
+        let n = self.sample_count();
+        let first = self.warmup.iter().position(|&w| !w).unwrap_or(n);
+        let listed: Option<Vec<usize>> = self.warmup[first..]
+            .iter()
+            .any(|&w| w)
+            .then(|| (first..n).filter(|&i| !self.warmup[i]).collect());
+        let len = listed.as_ref().map_or(n - first, Vec::len);
+        let sample = |k: usize| listed.as_ref().map_or(first + k, |l| l[k]);
+        let mean_at = |k: usize| {
+            let i = sample(k);
+            mean_of_finite((0..self.gpu_count()).map(|g| self.columns.gpu_at(g, busy_col, i)))
+        };
+        // The GPUs' mean busy of every steady sample, read in place a block
+        // at a time (a long trace's columns are in a scratch file, and each
+        // fetch counts against what the process keeps resident of it).
+        let visit = |f: &mut dyn FnMut(f64)| {
+            for start in (0..len).step_by(IDLE_TAIL_BLOCK) {
+                let series: Vec<&[f32]> = (0..self.gpu_count())
+                    .map(|g| self.gpu_series(g, busy_col))
+                    .collect();
+                for k in start..len.min(start + IDLE_TAIL_BLOCK) {
+                    f(mean_of_finite(series.iter().map(|s| s[sample(k)])));
+                }
+            }
+        };
+        match crate::stats::percentile_of_visits(visit, validity::WORKING_LEVEL_PCT) {
+            Some(level) => validity::teardown_tail(len, level, mean_at),
+            None => 0,
+        }
     }
 
     /// Close the measured window at `t_ms` (an `--until` line): every
@@ -511,6 +537,28 @@ pub(crate) fn gather<T: Copy + Into<f64>>(
             .map(|&i| series[i].into())
             .filter(keep)
             .collect()
+    }
+}
+
+/// Samples of the GPU busy columns read between two fetches of their
+/// series in `Trace::idle_tail`.
+const IDLE_TAIL_BLOCK: usize = 1 << 16;
+
+/// The mean of the finite values, NaN when there is none: one sample of
+/// `Trace::gpu_mean_series` (same order of additions, same result).
+fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
+    let (mut sum, mut count) = (0.0f64, 0u32);
+    for v in values {
+        let v = v as f64;
+        if v.is_finite() {
+            sum += v;
+            count += 1;
+        }
+    }
+    if count == 0 {
+        f64::NAN
+    } else {
+        sum / count as f64
     }
 }
 

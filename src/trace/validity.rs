@@ -83,24 +83,33 @@ pub(crate) fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> 
 /// longest tail that starts idle (below half the window's working level)
 /// and stays idle on average (below a quarter): with several GPUs one rank
 /// may flash busy while the others exit.
+#[cfg(test)]
 pub(crate) fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
-    let mut known: Vec<f64> = busy_pct.iter().copied().filter(|v| v.is_finite()).collect();
-    if known.is_empty() || times_ms.len() != busy_pct.len() {
+    if times_ms.len() != busy_pct.len() {
         return 0;
     }
-    known.sort_by(|a, b| a.total_cmp(b));
-    let level = crate::stats::percentile_sorted(&known, 90.0);
-    if level < WORKING_MIN_BUSY_PCT {
+    match crate::stats::percentile_by(busy_pct.len(), |k| busy_pct[k], WORKING_LEVEL_PCT) {
+        Some(level) => teardown_tail(busy_pct.len(), level, |k| busy_pct[k]),
+        None => 0,
+    }
+}
+
+/// The percentile of the window's GPU busy that is its working level.
+pub(crate) const WORKING_LEVEL_PCT: f64 = 90.0;
+
+/// `teardown_len` of the steady window's `len` samples given its working
+/// `level` (`WORKING_LEVEL_PCT` of their busy) and sample `k`'s GPU busy
+/// as `busy_pct(k)`: a backward scan that keeps nothing per sample, so a
+/// trace of any length costs the same memory here.
+pub(crate) fn teardown_tail(len: usize, level: f64, busy_pct: impl Fn(usize) -> f64) -> usize {
+    if len == 0 || level < WORKING_MIN_BUSY_PCT {
         return 0; // a nearly idle run has no teardown to cut
     }
-    let last = times_ms.len() - 1;
+    let last = len - 1;
     let (mut sum, mut n, mut start, mut working) = (0.0, 0usize, None, 0usize);
     for k in (1..=last).rev() {
-        let b = if busy_pct[k].is_finite() {
-            busy_pct[k]
-        } else {
-            0.0
-        };
+        let b = busy_pct(k);
+        let b = if b.is_finite() { b } else { 0.0 };
         sum += b;
         n += 1;
         if b < IDLE_START_OF_LEVEL * level {
