@@ -19,7 +19,9 @@ mod check;
 pub(crate) mod store;
 
 pub use build::{build, BuildMeta};
-pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcome};
+pub use store::{
+    load, parse, path_for, refresh_hint, store, to_toml, verify_readable, StoreOutcome,
+};
 
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};

@@ -118,6 +118,22 @@ pub fn workloads(
                 d.name
             )));
         }
+        // Every workload's patterns before the first runs (issue 41.10).
+        for (field, flag, p) in [
+            ("warmup_until", "--warmup-until", &d.warmup_until),
+            ("until", "--until", &d.until),
+        ] {
+            if let Some(p) = p {
+                super::measure::output_pattern(flag, p, "'^timed section done'").map_err(
+                    |e| {
+                        GateError::bad_file(
+                            origin,
+                            format!("[[suite.workload]] '{}' {field}: {e}", d.name),
+                        )
+                    },
+                )?;
+            }
+        }
         let mut tags: Vec<(String, String)> =
             d.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         if !tags.iter().any(|(k, _)| k == "workload") {

@@ -66,7 +66,31 @@ pub fn run_failure(trace: &crate::trace::Trace) -> Option<RunFailure> {
             by_benchmark: false,
         });
     }
-    end_failure(trace.end.as_ref()?, &src)
+    if let Some(f) = end_failure(trace.end.as_ref()?, &src) {
+        return Some(f);
+    }
+    // A window with no steady sample measured nothing: never a pass on the
+    // harness's number alone (issue 41.2).
+    if trace
+        .note_time(crate::trace::WARMUP_NEVER_RELEASED_NOTE)
+        .is_some()
+    {
+        return Some(RunFailure {
+            message: format!(
+                "--warmup-until never matched a line of the benchmark's stdout (stderr is not read), so every sample is warm-up and nothing was measured ('{src}'); give a pattern the benchmark prints on stdout, or --warmup DURATION"
+            ),
+            by_benchmark: false,
+        });
+    }
+    if trace.closed_at_ms.is_some() && !(0..trace.sample_count()).any(|i| trace.is_steady(i)) {
+        return Some(RunFailure {
+            message: format!(
+                "the window was closed by --until before any steady sample, so nothing was measured ('{src}'); give the benchmark's end-of-timed-section marker, printed after its work"
+            ),
+            by_benchmark: false,
+        });
+    }
+    None
 }
 
 /// `run_failure` for an end record (`gate record` has no loaded trace).

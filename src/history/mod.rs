@@ -115,7 +115,10 @@ impl Location {
         if is_keyword_string(url) {
             return Location::postgres(url);
         }
-        if url.contains('=') || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if url.contains('=')
+            || url.chars().any(|c| c.is_whitespace() || c.is_control())
+            || redact::looks_like_credentials(url)
+        {
             // Not echoed: a mistyped connection string may hold a password.
             return Err(HistoryError::BadLocation(
                 "the history location (not shown: it may hold a password) is neither a file path, sqlite:PATH, a postgres:// URL nor a libpq keyword string (host=HOST user=USER dbname=DB ...); write sqlite:PATH for a file whose name holds '=' or spaces".into(),
@@ -148,7 +151,11 @@ impl Location {
     /// with its password replaced by `***` (`redact`).
     pub fn display(&self) -> String {
         match self {
-            Location::Sqlite(p) => format!("sqlite:{}", p.display()),
+            // A file named like user info (`sqlite:u:pw@h`) shows none.
+            Location::Sqlite(p) => format!(
+                "sqlite:{}",
+                redact::redact_malformed(&p.display().to_string())
+            ),
             Location::Postgres(url) => redact(url),
         }
     }

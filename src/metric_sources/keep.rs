@@ -110,6 +110,20 @@ pub(crate) fn keep_metrics_file(
                 ),
             ));
         }
+        // Read when the run has ended: a time after now is not this run's
+        // writing (a file touched into the future, a clock set back), and
+        // would pass the check above on every later run (issue 41.8).
+        let now = SystemTime::now();
+        if written > now + MTIME_SLACK {
+            return Err(problem(
+                ProblemKind::Stale,
+                format!(
+                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, after this run ended at {}; a file from the future is not this run's (fix the clock or the file's time)",
+                    crate::format::rfc3339_utc(written),
+                    crate::format::rfc3339_utc(now)
+                ),
+            ));
+        }
     }
     let mut reader = BufReader::with_capacity(
         1 << 20,

@@ -6,6 +6,7 @@
 
 use crate::escape::html as esc;
 use crate::format::number;
+use crate::scale::nice_step;
 use std::fmt::Write as _;
 
 const HEIGHT: f64 = 210.0;
@@ -39,22 +40,13 @@ pub(crate) struct Chart<'a> {
     pub(crate) warmup_s: f64,
 }
 
-/// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of `span`.
-fn nice_step(span: f64, n: f64) -> f64 {
-    let raw = (span / n).max(f64::MIN_POSITIVE);
-    let exp = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * exp)
-        .find(|s| *s >= raw * 0.999_999)
-        .unwrap_or(10.0 * exp)
-}
-
 /// The value range: every point, the band with its floor, the new value;
 /// from 0 when the data sit closer to 0 than their own span.
 fn y_range(c: &Chart) -> (f64, f64) {
+    // Within the scale's limit: a span of f64::MAX values is finite.
     let span = |vs: &mut dyn Iterator<Item = f64>| {
-        vs.filter(|v| v.is_finite())
+        vs.map(crate::scale::clamp)
+            .filter(|v| v.is_finite())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                 (lo.min(v), hi.max(v))
             })
@@ -87,12 +79,9 @@ fn y_range(c: &Chart) -> (f64, f64) {
     if lo >= 0.0 && lo < hi - lo {
         lo = 0.0;
     }
-    if hi <= lo {
-        let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.05 };
-        return (lo - pad, hi + pad);
-    }
+    let (lo, hi) = crate::scale::ordered(lo, hi);
     let step = nice_step(hi - lo, 4.0);
-    ((lo / step).floor() * step, (hi / step).ceil() * step)
+    crate::scale::ordered((lo / step).floor() * step, (hi / step).ceil() * step)
 }
 
 /// The chart as one `<svg>` element.
@@ -182,8 +171,7 @@ fn grid(
     end: f64,
 ) {
     let step = nice_step(hi - lo, 4.0);
-    let mut v = lo;
-    while v <= hi + step * 1e-6 {
+    for v in crate::scale::ticks(lo, hi, step) {
         let yy = y(v);
         let _ = write!(
             s,
@@ -193,7 +181,6 @@ fn grid(
             yy + 4.0,
             number(if v.abs() < step * 1e-9 { 0.0 } else { v })
         );
-        v += step;
     }
     if c.lines.is_empty() {
         let _ = write!(
@@ -205,8 +192,7 @@ fn grid(
         return;
     }
     let tstep = nice_step(end, (pw / 90.0).max(2.0));
-    let mut t = 0.0;
-    while t <= end + tstep * 1e-6 {
+    for t in crate::scale::ticks(0.0, end, tstep) {
         let xx = x(t);
         let _ = write!(
             s,
@@ -216,7 +202,6 @@ fn grid(
             number(t),
             b = TOP + ph_of()
         );
-        t += tstep;
     }
     let _ = write!(
         s,

@@ -24,6 +24,8 @@ pub(super) struct Line {
 
 /// A "nice" upper bound (1, 2, 2.5, 5 x 10^k) at or above `v`.
 fn nice_ceil(v: f64) -> f64 {
+    // Within the scale's limit: 2.5 x 10^308 would be infinite.
+    let v = crate::scale::clamp(v);
     if v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
