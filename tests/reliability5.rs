@@ -342,7 +342,8 @@ fn outside_code(md: &str) -> String {
 
 /// What GitHub would turn into a mention, an issue link or a link.
 fn github_triggers(text: &str) -> Vec<String> {
-    let t = outside_code(text);
+    // The zero-width space, as an entity, breaks each of them.
+    let t = outside_code(text).replace("&#8203;", "\u{200B}");
     let b = t.as_bytes();
     let mut found = Vec::new();
     for (i, w) in b.windows(2).enumerate() {
@@ -379,11 +380,14 @@ fn no_benchmark_name_mentions_or_links_in_a_pr_comment_or_summary() {
             .collect();
         serde_json::json!({ "benchmarks": list }).to_string()
     };
+    // The names, and a rule's words from a merge request's gate.toml.
     let toml = user_metric(
         "pytest_benchmark",
         "benchmark = \"*\"\nstat = \"mean\"\n",
         "lower_is_better",
-    );
+    ) + "\n[rules.ping]\nwhen = \"gpu_count >= 1\"\nchange_when = \"gpu_count >= 1\"\nseverity = \"high\"\norder = 0\n\
+         title = \"Ask @octocat\"\n\
+         explanation = \"see #1 and https://evil.example/login or www.evil.example, cc @acme/security-team\"\n";
     let dir = captured(&toml, [&file(0.5), &file(0.501)]);
     let d = dir.path();
     let c = with_metrics_file(d, "c", 3, &file(2.5));

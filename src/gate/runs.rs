@@ -295,7 +295,12 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
         } else {
             "this run".to_string()
         };
-        if let Some(f) = run_failure(t) {
+        let failure = run_failure(t);
+        // Cut short by gate or the runner (a signal, no steady sample):
+        // the number the benchmark never got to print is not its failure
+        // (exit 3, not 5: issue 41.9).
+        let cut_short = failure.as_ref().is_some_and(|f| !f.by_benchmark);
+        if let Some(f) = failure {
             run.benchmark_failed |= f.by_benchmark;
             run.raise(
                 RunVerdict::Error,
@@ -330,7 +335,11 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
         // Nodes of one run: a number one node printed (rank 0) is the run's.
         let elsewhere =
             |m: &str| input.multi_node && input.runs.iter().any(|o| o.user.contains_key(m));
+        let failed_before = run.benchmark_failed;
         user_problems(r, input.config, &who, &elsewhere, run);
+        if cut_short {
+            run.benchmark_failed = failed_before;
+        }
         if valid < MIN_STEADY_SAMPLES {
             if harness_number_decides(r, input.config) {
                 run.counters_unmeasured = true;
