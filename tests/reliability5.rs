@@ -567,3 +567,55 @@ fn a_signal_while_waiting_for_the_warm_up_line_is_exit_3() {
         assert!(took < Duration::from_secs(15), "signal {sig}: {took:?}");
     }
 }
+
+#[test]
+fn a_signal_ends_a_history_wait_with_exit_3() {
+    let dir = captured(REGEX_METRIC, ["value=120\n", "value=121\n"]);
+    let d = dir.path();
+    let c = with_metrics_file(d, "c", 3, "value=120.5\n");
+    // Accepts every connection and keeps it open without a byte.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let url = format!("postgres://gate@127.0.0.1:{port}/gate");
+    let c = c.display().to_string();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let (code, took) = signalled(
+            d,
+            &[
+                "check", "--baseline", "b", "--history", &url, "--history-timeout", "40s",
+                "--replay", &c,
+            ],
+            sig,
+            Duration::from_millis(2500),
+        );
+        assert_eq!(code, Some(3), "signal {sig}");
+        assert!(took < Duration::from_secs(5), "signal {sig}: {took:?}");
+    }
+}
+
+#[test]
+fn a_signal_during_a_suites_second_workload_is_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let workload = |name: &str, sleep: &str| {
+        format!("[[suite.workload]]\nname = \"{name}\"\nbaseline = \"{name}\"\ncommand = [\"sh\", \"-c\", \"echo value=1; sleep {sleep}\"]\n\n")
+    };
+    let metric = "[user_metrics.t]\nregex = '^value=([0-9.]+)'\ndirection = \"lower_is_better\"\nunit = \"s\"\n\n";
+    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", "0.5"), workload("two", "0.5"))).unwrap();
+    let out = run(d, &["capture", "--suite", "--no-gpu", "--interval", "10ms", "--runs", "2"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
+    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", "0.5"), workload("two", "30"))).unwrap();
+    let (code, _) = signalled(
+        d,
+        &["check", "--suite", "--no-gpu", "--interval", "10ms"],
+        libc::SIGTERM,
+        Duration::from_secs(4),
+    );
+    assert_eq!(code, Some(3));
+}

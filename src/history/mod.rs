@@ -258,7 +258,32 @@ pub fn within<T: Send + 'static>(
             format!("cannot start its thread: {e}"),
         ));
     }
-    match rx.recv_timeout(deadline) {
+    // A signal ends the wait (issue 41.9): caught while waiting, so the
+    // command ends with exit 3 after its verdict, never ignored for the
+    // whole time-out nor killed half-way through writing.
+    let _guard = crate::target::InterruptGuard::install();
+    let signals = crate::target::stop_signals();
+    let started = std::time::Instant::now();
+    let waited = loop {
+        let slice = deadline
+            .saturating_sub(started.elapsed())
+            .min(std::time::Duration::from_millis(100));
+        match rx.recv_timeout(slice) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if crate::target::stop_signals() > signals =>
+            {
+                return Err(HistoryError::unavailable(
+                    location,
+                    format!("{INTERRUPTED}: gave up waiting for the store"),
+                ));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if started.elapsed() < deadline => {
+                continue
+            }
+            other => break other,
+        }
+    };
+    match waited {
         Ok(result) => result,
         Err(_) => Err(HistoryError::unavailable(
             location,
@@ -269,6 +294,9 @@ pub fn within<T: Send + 'static>(
         )),
     }
 }
+
+/// How a history step that a signal ended begins its message.
+pub(crate) const INTERRUPTED: &str = "interrupted by a signal";
 
 /// Which command recorded a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
