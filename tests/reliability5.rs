@@ -603,14 +603,15 @@ fn a_signal_ends_a_history_wait_with_exit_3() {
 fn a_signal_during_a_suites_second_workload_is_exit_3() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let workload = |name: &str, sleep: &str| {
-        format!("[[suite.workload]]\nname = \"{name}\"\nbaseline = \"{name}\"\ncommand = [\"sh\", \"-c\", \"echo value=1; sleep {sleep}\"]\n\n")
+    let workload = |name: &str, script: &str| {
+        format!("[[suite.workload]]\nname = \"{name}\"\nbaseline = \"{name}\"\ncommand = [\"sh\", \"-c\", \"{script}\"]\n\n")
     };
+    let quick = "echo value=1; sleep 0.5";
     let metric = "[user_metrics.t]\nregex = '^value=([0-9.]+)'\ndirection = \"lower_is_better\"\nunit = \"s\"\n\n";
-    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", "0.5"), workload("two", "0.5"))).unwrap();
+    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", quick), workload("two", quick))).unwrap();
     let out = run(d, &["capture", "--suite", "--no-gpu", "--interval", "10ms", "--runs", "2"], &[]);
     assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
-    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", "0.5"), workload("two", "30"))).unwrap();
+    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", quick), workload("two", "sleep 30; echo value=1"))).unwrap();
     let (code, _) = signalled(
         d,
         &["check", "--suite", "--no-gpu", "--interval", "10ms"],
