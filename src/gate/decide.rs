@@ -176,9 +176,8 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Pri
         moderated(base, new, prior).map(|n| n.within_range(crate::metrics::range(&policy.id)));
     // A change, floor or band that is not a finite number is never
     // "within tolerance" (issue 41.8): nothing can be said of its noise.
-    let computable = worse.is_finite()
-        && floor.is_finite()
-        && noise.is_none_or(|n| n.band.is_finite());
+    let computable =
+        worse.is_finite() && floor.is_finite() && noise.is_none_or(|n| n.band.is_finite());
     let (verdict, why) = if !policy.gated {
         (Verdict::Info, Why::NotGated)
     } else if !computable {

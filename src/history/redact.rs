@@ -66,10 +66,11 @@ pub(crate) fn redact(conn: &str) -> String {
 /// password would be printed and written into the file system.
 pub(crate) fn looks_like_credentials(loc: &str) -> bool {
     let lower = loc.trim_start().to_ascii_lowercase();
-    lower.starts_with("postgres")
-        || loc
-            .rfind('@')
-            .is_some_and(|at| loc[..at].contains(':'))
+    let after_scheme = ["postgresql", "postgres"]
+        .iter()
+        .find_map(|p| lower.strip_prefix(p));
+    after_scheme.is_some_and(|rest| rest.starts_with(':') || rest.starts_with("//"))
+        || loc.rfind('@').is_some_and(|at| loc[..at].contains(':'))
 }
 
 /// A location string that is not a URL or keyword string, for messages:
@@ -328,6 +329,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_url_is_told_from_a_file_name() {
+        for typo in [
+            "postgres:/u:pw@h/db",
+            "POSTGRESQL:u@h",
+            "postgres//u:pw@h",
+            "u:pw@h/db",
+        ] {
+            assert!(looks_like_credentials(typo), "{typo}");
+            assert!(!redact_malformed(typo).contains("pw"), "{typo}");
+        }
+        for file in [
+            "postgres.sqlite",
+            "postgres/history.db",
+            "a@b.sqlite",
+            ".gate/h.sqlite",
+        ] {
+            assert!(!looks_like_credentials(file), "{file}");
+        }
+    }
 
     #[test]
     fn url_user_info_runs_to_the_last_at() {

@@ -233,7 +233,9 @@ fn pytest_ci95(stat: &str, value: f64, get: &dyn Fn(&str) -> Option<f64>) -> Opt
         "mean" => of_mean,
         // Delta method: se(1/X) ~ se(X) / X^2.
         "ops" if mean > 0.0 => of_mean.map(|c| c / (mean * mean)).filter(|_| value > 0.0),
-        "median" if rounds >= 2.0 => get("iqr").map(|iqr| 1.57 * iqr / rounds.min(MAX_COUNT).sqrt()),
+        "median" if rounds >= 2.0 => {
+            get("iqr").map(|iqr| 1.57 * iqr / rounds.min(MAX_COUNT).sqrt())
+        }
         _ => None,
     }
 }
