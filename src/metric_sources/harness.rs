@@ -258,7 +258,8 @@ fn bmf(text: &str, measure: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
                 Some(value) => Ok(Number {
                     value,
                     ci95: match (stat, get("lower_value"), get("upper_value")) {
-                        ("value", Some(lo), Some(hi)) if hi >= lo => Some((hi - lo) / 2.0),
+                        // Halved first: (f64::MAX - -f64::MAX) is infinite.
+                        ("value", Some(lo), Some(hi)) if hi >= lo => Some(hi / 2.0 - lo / 2.0),
                         _ => None,
                     },
                 }),
