@@ -91,9 +91,12 @@ impl Observation {
         if vals.is_empty() {
             return None;
         }
-        // Each divided first: two runs of 1e308 sum past f64::MAX.
+        // Two runs of 1e308 sum past f64::MAX: then each is divided first.
         let n = vals.len() as f64;
-        let value = vals.iter().map(|v| v.0 / n).sum::<f64>();
+        let value = match vals.iter().map(|v| v.0).sum::<f64>() / n {
+            mean if mean.is_finite() => mean,
+            _ => vals.iter().map(|v| v.0 / n).sum::<f64>(),
+        };
         Some(Observation {
             value,
             runs: vals.iter().map(|v| v.0).collect(),
@@ -318,10 +321,12 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
 }
 
 /// The scale the variances of `sides` are computed in: their largest
-/// magnitude, or 1 when that is 0 or not finite.
+/// magnitude where squares of it would overflow or underflow (beyond
+/// 1e100 or below 1e-100), else 1, so ordinary values give the same bits
+/// as unscaled arithmetic.
 fn scale_of(sides: &[&Observation]) -> f64 {
     let m = sides.iter().fold(0.0f64, |m, o| m.max(o.magnitude()));
-    if m.is_finite() && m > 0.0 {
+    if m.is_finite() && m > 0.0 && !(1e-100..=1e100).contains(&m) {
         m
     } else {
         1.0
