@@ -81,7 +81,8 @@ fn nvbench(mean_s: f64, samples: f64) -> String {
 
 #[test]
 fn a_huge_count_in_a_harness_file_never_hangs_capture_or_check() {
-    let cases: Vec<(String, Box<dyn Fn(f64) -> String>)> = vec![
+    type File = Box<dyn Fn(f64) -> String>;
+    let cases: Vec<(String, File)> = vec![
         (
             user_metric(
                 "pytest_benchmark",

@@ -450,6 +450,49 @@ pub(crate) fn reserve_trace_path(
     )))
 }
 
+/// Unrelated lines a benchmark may print: a pattern matching each of them
+/// (`\w`, `\b|y`, `.`) matches every line it will print.
+const UNRELATED_LINES: [&str; 8] = [
+    "x",
+    "0",
+    "y",
+    "done",
+    "step 1",
+    "Epoch 2/10 loss=0.31",
+    "Traceback (most recent call last):",
+    "=== warming up ===",
+];
+
+/// An `--until` or `--warmup-until` pattern compiled; a bad one, or one
+/// that matches every line (the empty one, or each of `UNRELATED_LINES`),
+/// is a usage error (exit 2): it would end the warm-up or close the window
+/// at the first line the benchmark prints (issue 41.2).
+pub(crate) fn output_pattern(
+    flag: &str,
+    p: &str,
+    example: &str,
+) -> Result<regex::Regex, GateError> {
+    let shown = crate::escape::terminal(p);
+    let re = regex::Regex::new(p).map_err(|e| {
+        GateError::usage(format!(
+            "{flag} '{shown}' is not a valid regex ({e}); e.g. {flag} {example}"
+        ))
+    })?;
+    let every = if re.is_match("") {
+        Some("even an empty one")
+    } else if UNRELATED_LINES.iter().all(|l| re.is_match(l)) {
+        Some("'x', '0', 'done', 'step 1' and any other")
+    } else {
+        None
+    };
+    if let Some(which) = every {
+        return Err(GateError::usage(format!(
+            "{flag} '{shown}' matches every line ({which}); give a line only the benchmark's marker has, e.g. {flag} {example}"
+        )));
+    }
+    Ok(re)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,47 +551,4 @@ mod tests {
         assert!(parse_tag("=x").is_err());
         assert!(parse_tag("novalue").is_err());
     }
-}
-
-/// Unrelated lines a benchmark may print: a pattern matching each of them
-/// (`\w`, `\b|y`, `.`) matches every line it will print.
-const UNRELATED_LINES: [&str; 8] = [
-    "x",
-    "0",
-    "y",
-    "done",
-    "step 1",
-    "Epoch 2/10 loss=0.31",
-    "Traceback (most recent call last):",
-    "=== warming up ===",
-];
-
-/// An `--until` or `--warmup-until` pattern compiled; a bad one, or one
-/// that matches every line (the empty one, or each of `UNRELATED_LINES`),
-/// is a usage error (exit 2): it would end the warm-up or close the window
-/// at the first line the benchmark prints (issue 41.2).
-pub(crate) fn output_pattern(
-    flag: &str,
-    p: &str,
-    example: &str,
-) -> Result<regex::Regex, GateError> {
-    let shown = crate::escape::terminal(p);
-    let re = regex::Regex::new(p).map_err(|e| {
-        GateError::usage(format!(
-            "{flag} '{shown}' is not a valid regex ({e}); e.g. {flag} {example}"
-        ))
-    })?;
-    let every = if re.is_match("") {
-        Some("even an empty one")
-    } else if UNRELATED_LINES.iter().all(|l| re.is_match(l)) {
-        Some("'x', '0', 'done', 'step 1' and any other")
-    } else {
-        None
-    };
-    if let Some(which) = every {
-        return Err(GateError::usage(format!(
-            "{flag} '{shown}' matches every line ({which}); give a line only the benchmark's marker has, e.g. {flag} {example}"
-        )));
-    }
-    Ok(re)
 }

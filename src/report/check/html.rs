@@ -256,9 +256,9 @@ pub(crate) fn render_page(workloads: &[Workload], suite: Option<&Suite>, budget:
         }
     }
     if left_out > 0 {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<p class=\"note\">{left_out} more workload section(s) left out: the page reached its size limit (docs/limits.md); the table above names every workload and the JSON report has every number.</p>\n"
+            "<p class=\"note\">{left_out} more workload section(s) left out: the page reached its size limit (docs/limits.md); the table above names every workload and the JSON report has every number.</p>"
         );
     }
     let _ = write!(
