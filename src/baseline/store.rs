@@ -479,6 +479,18 @@ pub(crate) mod tests {
     use crate::stats::MetricStats;
     use std::collections::BTreeMap;
 
+    #[test]
+    fn a_baseline_over_the_read_limit_would_not_read_back() {
+        let text = to_toml(&sample_baseline(), "");
+        let path = Path::new("baselines/x.toml");
+        let big = format!(
+            "{text}\n# {}\n",
+            "x".repeat(crate::limits::MAX_BASELINE_BYTES as usize)
+        );
+        let e = verify_readable(&big, path).unwrap_err().to_string();
+        assert!(e.contains("over the 16 MiB limit"), "{e}");
+    }
+
     /// A two-run baseline for tests (a tag holds quotes).
     pub(crate) fn sample_baseline() -> Baseline {
         let stat = MetricStats::from_series((0..100).map(|i| 90.0 + (i % 7) as f64)).unwrap();

@@ -243,3 +243,41 @@ fn polyline(
     }
     flush(&mut run, s);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pair of extreme finite values (`scale::EXTREMES`) as the
+    /// line, the band and the new value: a bounded chart (f64::MAX grew
+    /// the page past 3 GB: issue 41.1) whose coordinates are numbers.
+    #[test]
+    fn extreme_values_draw_a_bounded_chart() {
+        for &a in &crate::scale::EXTREMES {
+            for &b in &crate::scale::EXTREMES {
+                let pts = [(0.0, a), (5.0, b)];
+                let lines = [("run".to_string(), &pts[..])];
+                let band = Band {
+                    value: a,
+                    noise: Some(b.abs()),
+                    floor: Some(a.abs()),
+                };
+                let svg = chart(&Chart {
+                    title: "t",
+                    width: 600.0,
+                    lines: &lines,
+                    colors: &["#000"],
+                    band: Some(&band),
+                    new: Some(b),
+                    end_s: 5.0,
+                    warmup_s: 1.0,
+                });
+                assert!(svg.len() < 16 * 1024, "{a} {b}: {} bytes", svg.len());
+                assert!(
+                    !svg.contains("NaN") && !svg.contains("inf"),
+                    "{a} {b}: {svg}"
+                );
+            }
+        }
+    }
+}
