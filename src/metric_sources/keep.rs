@@ -27,6 +27,10 @@ pub(crate) const KEPT_ARRAY_NUMBERS: usize = 64;
 /// 10 ms, behind the precise one the run's start is read from).
 const MTIME_SLACK: Duration = Duration::from_millis(50);
 
+/// A file whose time is this much after now still counts: a network file
+/// server's clock may run a little ahead of this host's.
+const FUTURE_SLACK: Duration = Duration::from_secs(60);
+
 /// Why the metrics file gave nothing to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,7 +118,7 @@ pub(crate) fn keep_metrics_file(
         // writing (a file touched into the future, a clock set back), and
         // would pass the check above on every later run (issue 41.8).
         let now = SystemTime::now();
-        if written > now + MTIME_SLACK {
+        if written > now + FUTURE_SLACK {
             return Err(problem(
                 ProblemKind::Stale,
                 format!(
