@@ -50,7 +50,7 @@ pub(super) fn read(reader: &Reader, text: &str) -> FileReading {
         if let Some(v) = bad {
             reading.invalid = Some(if time {
                 format!(
-                    "the {what} file gives {v} s for '{}'; a time is positive and at least {MIN_TIME_S} s (a picosecond)",
+                    "the {what} file gives {v} s for '{}'; a time is positive and at least {MIN_TIME_S} s (a picosecond), never zero or negative",
                     pattern.text()
                 )
             } else {
