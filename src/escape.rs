@@ -73,13 +73,27 @@ pub fn terminal(s: &str) -> String {
 /// characters are shown visibly.
 pub fn markdown_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '|' => out.push_str("\\|"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
+            // GitHub's mentions (`@team`), issue references (`#1`) and
+            // autolinks (`https://`, `www.`) act on rendered text, where a
+            // backslash is gone: a zero-width space after the trigger
+            // breaks them and shows nothing (issue 41.6).
+            '@' => out.push_str("@&#8203;"),
+            '#' => out.push_str("\\#&#8203;"),
+            ':' if rest.starts_with("//") => out.push_str(":&#8203;"),
+            '.' if out.len() >= 3
+                && out.as_bytes()[out.len() - 3..].eq_ignore_ascii_case(b"www") =>
+            {
+                out.push_str("&#8203;.")
+            }
+            '\\' | '`' | '*' | '_' | '[' | ']' | '~' => {
                 out.push('\\');
                 out.push(c);
             }

@@ -136,18 +136,6 @@ pub fn rfc3339_from_unix(secs: u64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-/// A "nice" step (1, 2, 2.5, 5 x 10^k) giving about `n` intervals of
-/// `span`: the value axes of the check page's and the history page's charts.
-pub(crate) fn nice_step(span: f64, n: f64) -> f64 {
-    let raw = (span / n).max(f64::MIN_POSITIVE);
-    let exp = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * exp)
-        .find(|s| *s >= raw * 0.999_999)
-        .unwrap_or(10.0 * exp)
-}
-
 /// Seconds with up to 3 decimals and no trailing zeros ("1.5", "12").
 pub fn secs(ms: f64) -> String {
     let s = format!("{:.3}", ms / 1000.0);

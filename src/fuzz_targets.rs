@@ -1,5 +1,6 @@
-//! Entry points for fuzzing the five parsers of user-supplied text: a
-//! trace, a baseline, a `gate.toml`, a rule condition, a history location. Each takes arbitrary
+//! Entry points for fuzzing the parsers of user-supplied text: a trace, a
+//! baseline, a `gate.toml`, a rule condition, a history location, a
+//! harness's metrics file, the cgroup mount table. Each takes arbitrary
 //! bytes, parses them the way the commands do, and when the input is
 //! accepted, drives it through what the commands do next (statistics,
 //! judging, reports, rule evaluation), so a value the parser lets through
@@ -185,4 +186,85 @@ pub fn history_location(data: &[u8]) {
             }
         }
     }
+}
+
+/// A benchmark harness's metrics file (pytest-benchmark, Google Benchmark,
+/// nvbench, BMF: `--metrics-file`), read by each reader as `check` does,
+/// and the numbers driven into the verdict's noise band. The properties
+/// issue 41 needed: no count in the file hangs a reader (a quantile at 3e7
+/// degrees of freedom never returned), every value and interval a reader
+/// keeps is finite, and a band built from any of them is a number (scaled
+/// before squaring; infinite only past f64's range).
+pub fn metrics_file(data: &[u8]) {
+    use crate::metric_sources::{Pattern, Reader};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let any = || Pattern::new("*");
+    let readers = [
+        Reader::PytestBenchmark {
+            benchmark: any(),
+            stat: "mean".into(),
+        },
+        Reader::PytestBenchmark {
+            benchmark: any(),
+            stat: "median".into(),
+        },
+        Reader::PytestBenchmark {
+            benchmark: any(),
+            stat: "ops".into(),
+        },
+        Reader::GoogleBenchmark {
+            benchmark: any(),
+            stat: "real_time".into(),
+        },
+        Reader::Nvbench {
+            benchmark: any(),
+            stat: "nv/cold/time/gpu/mean".into(),
+        },
+        Reader::Bmf {
+            benchmark: any(),
+            measure: "latency".into(),
+            stat: "value".into(),
+        },
+    ];
+    for reader in &readers {
+        let got = reader.read_file(text);
+        let numbers: Vec<(f64, Option<f64>)> = got
+            .values
+            .iter()
+            .map(|v| (*v, got.ci95))
+            .chain(got.each.iter().map(|(_, n)| (n.value, n.ci95)))
+            .collect();
+        for (v, ci) in &numbers {
+            assert!(v.is_finite(), "{reader:?} kept {v}");
+            assert!(
+                ci.is_none_or(|c| c.is_finite()),
+                "{reader:?}: interval {ci:?}"
+            );
+        }
+        let Some(new) = crate::noise::Observation::from_runs(&numbers) else {
+            continue;
+        };
+        let base = crate::noise::Observation::from_runs(&[(0.001, Some(1e-5)), (0.0011, None)])
+            .expect("a baseline");
+        if let Some(n) = crate::noise::moderated(&base, &new, &crate::noise::Prior::default()) {
+            // Infinite only past f64's range (values near f64::MAX), which
+            // the verdict calls inconclusive; never NaN.
+            assert!(
+                !n.band.is_nan(),
+                "{reader:?}: band {} from {numbers:?}",
+                n.band
+            );
+        }
+    }
+}
+
+/// `/proc/self/cgroup` and `/proc/self/mountinfo` (split at the first NUL
+/// byte), read as the recorder finds its cgroup: never a panic, and a
+/// directory only under the mount point it names.
+pub fn mountinfo(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (cgroup, mounts) = text.split_once('\0').unwrap_or(("0::/\n", &text));
+    let _ = crate::sampler::cgroup::own_cgroup_dir(cgroup, mounts);
 }

@@ -49,6 +49,8 @@ pub mod parallel;
 pub mod record;
 pub mod report;
 pub mod sampler;
+/// Finite, ordered chart bounds and bounded ticks for every renderer.
+pub mod scale;
 /// Where scratch files go, and the warning when that is a tmpfs.
 pub mod scratch;
 pub mod shell_words;

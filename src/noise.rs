@@ -91,7 +91,12 @@ impl Observation {
         if vals.is_empty() {
             return None;
         }
-        let value = vals.iter().map(|v| v.0).sum::<f64>() / vals.len() as f64;
+        // Two runs of 1e308 sum past f64::MAX: then each is divided first.
+        let n = vals.len() as f64;
+        let value = match vals.iter().map(|v| v.0).sum::<f64>() / n {
+            mean if mean.is_finite() => mean,
+            _ => vals.iter().map(|v| v.0 / n).sum::<f64>(),
+        };
         Some(Observation {
             value,
             runs: vals.iter().map(|v| v.0).collect(),
@@ -111,8 +116,17 @@ impl Observation {
 
     /// Standard deviation of the per-run values (None with fewer than 2).
     pub(crate) fn run_stdev(&self) -> Option<f64> {
-        let (ss, df) = self.run_ss();
-        (df > 0).then(|| (ss / df as f64).sqrt())
+        let scale = scale_of(&[self]);
+        let (ss, df) = self.run_ss(scale);
+        (df > 0).then(|| (ss / df as f64).sqrt() * scale)
+    }
+
+    /// The largest magnitude of its values and intervals.
+    fn magnitude(&self) -> f64 {
+        self.runs
+            .iter()
+            .chain(self.run_ci95.iter().flatten())
+            .fold(self.value.abs(), |m, v| m.max(v.abs()))
     }
 
     fn k(&self) -> usize {
@@ -123,22 +137,28 @@ impl Observation {
         }
     }
 
-    /// Sum of squared deviations of the runs from their mean, and its df.
-    fn run_ss(&self) -> (f64, usize) {
+    /// Sum of squared deviations of the runs from their mean, in units of
+    /// `scale` (so squares of huge values stay finite), and its df.
+    fn run_ss(&self, scale: f64) -> (f64, usize) {
         if !self.repeats || self.runs.len() < 2 {
             return (0.0, 0);
         }
-        let ss = self.runs.iter().map(|v| (v - self.value).powi(2)).sum();
+        let ss = self
+            .runs
+            .iter()
+            .map(|v| (v / scale - self.value / scale).powi(2))
+            .sum();
         (ss, self.runs.len() - 1)
     }
 
-    /// Mean within-run variance of one run's mean (None when any run lacks
-    /// an interval: an unknown part makes the whole unknown).
-    fn within_var(&self) -> Option<f64> {
+    /// Mean within-run variance of one run's mean in units of `scale`
+    /// (None when any run lacks an interval: an unknown part makes the
+    /// whole unknown).
+    fn within_var(&self, scale: f64) -> Option<f64> {
         let vars: Option<Vec<f64>> = self
             .run_ci95
             .iter()
-            .map(|c| c.map(|c| (c / 1.96).powi(2)))
+            .map(|c| c.map(|c| (c / scale / 1.96).powi(2)))
             .collect();
         let vars = vars?;
         (!vars.is_empty()).then(|| vars.iter().sum::<f64>() / vars.len() as f64)
@@ -238,7 +258,9 @@ impl Default for Prior {
 pub(crate) fn t_quantile(df: f64, looks: usize) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
     let p = 1.0 - 0.025 / looks.max(1) as f64;
-    if df.is_finite() && df > 0.0 {
+    // Past `MAX_T_DF` the normal (a file's count never reaches statrs's
+    // inverse CDF, which does not return for huge df: issue 41.1).
+    if df.is_finite() && df > 0.0 && df <= crate::stats::MAX_T_DF {
         if let Ok(t) = StudentsT::new(0.0, 1.0, df) {
             return t.inverse_cdf(p);
         }
@@ -249,8 +271,12 @@ pub(crate) fn t_quantile(df: f64, looks: usize) -> f64 {
 /// The verdict's noise band of `new - base` (module doc); None when
 /// nothing estimates it.
 pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option<Noise> {
-    let (ss_b, df_b) = base.run_ss();
-    let (ss_n, df_n) = new.run_ss();
+    // Every variance below is in units of `scale` squared: a value of
+    // 1e200 s squared is infinite, and an infinite band read as "within
+    // tolerance" (issue 41.8). Scaled before squaring, back at the end.
+    let scale = scale_of(&[base, new]);
+    let (ss_b, df_b) = base.run_ss(scale);
+    let (ss_n, df_n) = new.run_ss(scale);
     let d = (df_b + df_n) as f64;
     let s2 = if d > 0.0 { (ss_b + ss_n) / d } else { 0.0 };
     // One within-run variance of a run's mean for the benchmark: the
@@ -259,12 +285,16 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
     // borrow the other side's: its runs were too autocorrelated to say how
     // much their mean varies, and a quiet baseline's interval would pass
     // for theirs (the calibration's false alarms rose so).
-    let w = match (base.within_var(), new.within_var()) {
+    let w = match (base.within_var(scale), new.within_var(scale)) {
         (Some(a), Some(b)) => Some((a + b) / 2.0),
         _ => None,
     };
     let mut s0_d0 = w.map(|w| (WITHIN_RUN_INFLATION * w, PRIOR_DF));
-    if let Some((vh, dh)) = prior.history.filter(|h| h.1 > 0.0 && h.0.is_finite()) {
+    if let Some((vh, dh)) = prior
+        .history
+        .map(|(v, d)| (v / scale / scale, d))
+        .filter(|h| h.1 > 0.0 && h.0.is_finite())
+    {
         s0_d0 = Some(match s0_d0 {
             Some((s0, d0)) => ((d0 * s0 + dh * vh) / (d0 + dh), d0 + dh),
             None => (vh, dh),
@@ -279,7 +309,7 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
     let (k, m) = (base.k() as f64, new.k() as f64);
     let q = t_quantile(df, prior.looks);
     Some(Noise {
-        band: q * (var * (1.0 / k + 1.0 / m)).sqrt(),
+        band: q * (var * (1.0 / k + 1.0 / m)).sqrt() * scale,
         source: match (d > 0.0, d0 > 0.0) {
             (true, true) => NoiseSource::Moderated,
             (true, false) => NoiseSource::RunToRun,
@@ -288,6 +318,19 @@ pub fn moderated(base: &Observation, new: &Observation, prior: &Prior) -> Option
         df: Some(df),
         widening: q / 1.96,
     })
+}
+
+/// The scale the variances of `sides` are computed in: their largest
+/// magnitude where squares of it would overflow or underflow (beyond
+/// 1e100 or below 1e-100), else 1, so ordinary values give the same bits
+/// as unscaled arithmetic.
+fn scale_of(sides: &[&Observation]) -> f64 {
+    let m = sides.iter().fold(0.0f64, |m, o| m.max(o.magnitude()));
+    if m.is_finite() && m > 0.0 && !(1e-100..=1e100).contains(&m) {
+        m
+    } else {
+        1.0
+    }
 }
 
 /// Largest |z| reported: a change from a constant baseline (no noise at

@@ -386,7 +386,11 @@ fn run(
     ));
     writer.write(&e)?;
     observe(&e);
-    let mut output = OutputKeeper::new(plan.warmup_until.clone(), plan.until.clone());
+    let mut output = OutputKeeper::new(
+        plan.warmup_until.clone(),
+        plan.until.clone(),
+        clock.t0 + plan.warmup,
+    );
     let mut ticker = Ticker::new(plan, target, clock, tree_cgroup.as_ref().ok().cloned());
     let _live = plan
         .live_status
@@ -802,6 +806,12 @@ fn stop_reason(
     clock: Clock,
 ) -> Result<Option<StopReason>, GateError> {
     if target.poll_exit().is_some() {
+        // The same Ctrl-C (the terminal sends it to the whole group) or a
+        // signal gate forwarded may have ended it: an interruption (exit
+        // 3), not the benchmark's failure (issue 41.9).
+        if target::interrupt_signal().is_some() {
+            return Ok(Some(StopReason::Interrupted));
+        }
         return Ok(Some(StopReason::TargetExited));
     }
     let elapsed = clock.since(now);
@@ -909,7 +919,7 @@ fn finish(
         writer.write(&Record::Event(event(
             clock.now_ms(),
             EventKind::Note,
-            "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up",
+            crate::trace::WARMUP_NEVER_RELEASED_NOTE,
         )))?;
     }
     if let Some(e) = exit {
@@ -1016,16 +1026,24 @@ struct OutputKeeper {
     warmup_matched: Option<Instant>,
     /// `--until`, until its line has been seen (then None).
     until: Option<regex::Regex>,
+    /// The end of `--warmup`: an `--until` line before it does not count
+    /// (docs: the window closes at the first such line after warm-up).
+    warmup_ends: Instant,
 }
 
 impl OutputKeeper {
-    fn new(warmup_until: Option<regex::Regex>, until: Option<regex::Regex>) -> OutputKeeper {
+    fn new(
+        warmup_until: Option<regex::Regex>,
+        until: Option<regex::Regex>,
+        warmup_ends: Instant,
+    ) -> OutputKeeper {
         OutputKeeper {
             bytes: 0,
             capped: false,
             warmup_until,
             warmup_matched: None,
             until,
+            warmup_ends,
         }
     }
 
@@ -1057,6 +1075,7 @@ impl OutputKeeper {
             // The window closes at the first --until line after warm-up
             // (a line that released the warm-up does not also close it).
             else if self.warmup_released()
+                && at >= self.warmup_ends
                 && self.until.as_ref().is_some_and(|re| re.is_match(&line))
             {
                 self.until = None;

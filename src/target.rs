@@ -140,7 +140,8 @@ pub(crate) fn interrupt_signal() -> Option<libc::c_int> {
     }
 }
 
-fn stop_signals() -> usize {
+/// How many stop signals gate has received so far.
+pub(crate) fn stop_signals() -> usize {
     STOP_SIGNALS.load(Ordering::SeqCst)
 }
 

@@ -223,9 +223,17 @@ impl Trace {
     /// line matches.
     pub(crate) fn close_window_at_line(&mut self, until: &regex::Regex) -> bool {
         let released = self.warmup_end_ms();
+        // The line that released the warm-up does not also close the
+        // window (as when recording: issue 41.2).
+        let release_line = self
+            .events
+            .iter()
+            .find(|e| e.kind == EventKind::Note && e.message.starts_with(WARMUP_RELEASED_NOTE))
+            .map(|e| (e.t, &e.message[WARMUP_RELEASED_NOTE.len()..]));
         let hit = self
             .output
             .iter()
+            .filter(|o| release_line != Some((o.t, o.line.as_str())))
             .find(|o| o.t >= released && until.is_match(&o.line))
             .map(|o| o.t);
         if let Some(t) = hit {

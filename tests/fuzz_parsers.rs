@@ -1,4 +1,4 @@
-//! Fuzzing the five parsers on stable Rust, inside `cargo test`:
+//! Fuzzing the parsers on stable Rust, inside `cargo test`:
 //! - every file of the committed corpus (`fuzz/corpus/<target>/`) and of
 //!   the crash inputs found so far (`fuzz/regressions/<target>/`) runs
 //!   through its target (`gpugate::fuzz_targets`): a crash found once stays
@@ -77,6 +77,25 @@ const TARGETS: &[Spec] = &[
             "postgres://", "postgresql://", "@", ":", "/", "?", "#", "&", "=", "'", "\\", " ",
             "%40", "%2F", "password=", "PASSWORD=", "sslpassword=", "Pass%77ord=", "host=h ",
             "user=u ", "port=1 ", "dbname=d ", "sqlite:", "file::memory:", "é", "\u{0}",
+        ],
+    },
+    Spec {
+        name: "metrics_file",
+        run: gpugate::fuzz_targets::metrics_file,
+        dictionary: &[
+            "3e7", "1e22", "1e308", "1.7976931348623157e308", "-0", "0", "1e-300", "5e-324",
+            "NaN", "\"rounds\": ", "\"repetitions\": ", "\"nv/cold/sample_size\"",
+            "\"stddev\": ", "\"real_time\": ", "\"aggregate_name\": \"mean\"",
+            "\"run_type\": \"aggregate\"", "\"time_unit\": \"s\"", "{", "}", "[", "]", ",",
+            "\"", ":",
+        ],
+    },
+    Spec {
+        name: "mountinfo",
+        run: gpugate::fuzz_targets::mountinfo,
+        dictionary: &[
+            " - cgroup2 cgroup2 rw\n", "\\040", "\\134", "\\0", "\\", "0::/", "0::",
+            "/sys/fs/cgroup", " ", "\n", "\u{0}", "/..", "é",
         ],
     },
 ];
@@ -287,4 +306,14 @@ fn fuzz_rule_conditions() {
 #[test]
 fn fuzz_history_locations() {
     campaign("history_location");
+}
+
+#[test]
+fn fuzz_metrics_files() {
+    campaign("metrics_file");
+}
+
+#[test]
+fn fuzz_cgroup_mount_table() {
+    campaign("mountinfo");
 }

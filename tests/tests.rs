@@ -44,6 +44,7 @@ mod pr_comment;
 mod record_cli;
 mod release_consistency;
 mod reliability4;
+mod reliability5;
 mod report_cli;
 mod scoreboard;
 mod screenshots;

@@ -21,7 +21,9 @@ pub(crate) mod store;
 
 pub use build::{build, BuildMeta};
 pub use spans::SpanBaseline;
-pub use store::{load, parse, path_for, refresh_hint, store, to_toml, StoreOutcome};
+pub use store::{
+    load, parse, path_for, refresh_hint, store, to_toml, verify_readable, StoreOutcome,
+};
 
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};

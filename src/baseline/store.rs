@@ -202,12 +202,37 @@ pub fn load(path: &Path, name_hint: &str) -> Result<Baseline, GateError> {
             GateError::bad_file(path, format!("cannot read baseline: {e}"))
         }
     })?;
+    read_back(&text, path)
+}
+
+/// The baseline `text` as `load` reads it from `path`: parsed, checked, and
+/// its name equal to the file's.
+fn read_back(text: &str, path: &Path) -> Result<Baseline, GateError> {
     let origin = path.display().to_string();
-    let b = parse(&text, &origin)?;
+    let b = parse(text, &origin)?;
     if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
-        super::check::check_name(&b, &text, &origin, stem)?;
+        super::check::check_name(&b, text, &origin, stem)?;
     }
     Ok(b)
+}
+
+/// Whether `text`, written at `path`, would read back through `load` (its
+/// size limit and its reader): `capture` never writes a baseline that its
+/// own check refuses (values of 1e16 and more, a 19 MiB BMF baseline:
+/// issue 41.4). The error says why it would not.
+pub fn verify_readable(text: &str, path: &Path) -> Result<(), GateError> {
+    let max = crate::limits::MAX_BASELINE_BYTES;
+    if text.len() as u64 > max {
+        return Err(GateError::bad_file(
+            path,
+            format!(
+                "is {}, over the {} limit for a baseline (docs/limits.md)",
+                crate::limits::bytes_text(text.len() as u64),
+                crate::limits::bytes_text(max)
+            ),
+        ));
+    }
+    read_back(text, path).map(|_| ())
 }
 
 /// Parse the text of a baseline file; `origin` names it in messages.
@@ -453,6 +478,18 @@ pub(crate) mod tests {
     use crate::metrics::{Direction, Statistic};
     use crate::stats::MetricStats;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_baseline_over_the_read_limit_would_not_read_back() {
+        let text = to_toml(&sample_baseline(), "");
+        let path = Path::new("baselines/x.toml");
+        let big = format!(
+            "{text}\n# {}\n",
+            "x".repeat(crate::limits::MAX_BASELINE_BYTES as usize)
+        );
+        let e = verify_readable(&big, path).unwrap_err().to_string();
+        assert!(e.contains("over the 16 MiB limit"), "{e}");
+    }
 
     /// A two-run baseline for tests (a tag holds quotes).
     pub(crate) fn sample_baseline() -> Baseline {

@@ -276,6 +276,12 @@ impl CapturePlan {
         let name = &self.name;
         let text = baseline::to_toml(b, &baseline::refresh_hint(name, &b.capture.command));
         let path = baseline::path_for(&self.baseline_dir, name);
+        // Read back with check's reader before anything is written.
+        baseline::verify_readable(&text, &path).map_err(|e| {
+            GateError::usage(format!(
+                "capture would write a baseline that check cannot read, so nothing was written: {e}; gate a smaller selection of metrics (benchmark, measure) or a number within 1e15 (docs/limits.md)"
+            ))
+        })?;
         match baseline::store(&path, &text, self.replace)? {
             StoreOutcome::Refused { diff } => {
                 crate::gate_eprint!("{}", terminal_lines(&diff));

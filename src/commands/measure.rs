@@ -156,13 +156,7 @@ impl MeasureArgs {
         let warmup_until = self
             .warmup_until
             .as_deref()
-            .map(|p| {
-                regex::Regex::new(p).map_err(|e| {
-                    GateError::usage(format!(
-                        "--warmup-until '{p}' is not a valid regex ({e}); e.g. --warmup-until '^step 10 '"
-                    ))
-                })
-            })
+            .map(|p| output_pattern("--warmup-until", p, "'^step 10 '"))
             .transpose()?;
         let until = self.until_regex()?;
         Ok(RecordPlan {
@@ -189,23 +183,10 @@ impl MeasureArgs {
 
     /// `--until` compiled; a bad pattern is a usage error (exit 2).
     pub(crate) fn until_regex(&self) -> Result<Option<regex::Regex>, GateError> {
-        let Some(p) = self.until.as_deref() else {
-            return Ok(None);
-        };
-        let shown = crate::escape::terminal(p);
-        let re = regex::Regex::new(p).map_err(|e| {
-            GateError::usage(format!(
-                "--until '{shown}' is not a valid regex ({e}); e.g. --until '^timed section done'"
-            ))
-        })?;
-        // A pattern that matches an empty line matches every line: the
-        // window would close at the first line the benchmark prints.
-        if re.is_match("") {
-            return Err(GateError::usage(format!(
-                "--until '{shown}' matches every line (even an empty one); give the benchmark's end-of-timed-section marker, e.g. --until '^timed section done'"
-            )));
-        }
-        Ok(Some(re))
+        self.until
+            .as_deref()
+            .map(|p| output_pattern("--until", p, "'^timed section done'"))
+            .transpose()
     }
 
     /// Turn `--command-string LINE` into the argv after `--` (done once, at
@@ -467,6 +448,49 @@ pub(crate) fn reserve_trace_path(
         "cannot find a free trace file name in '{}' (1000 tried); clean the folder or pass another --trace-dir",
         dir.display()
     )))
+}
+
+/// Unrelated lines a benchmark may print: a pattern matching each of them
+/// (`\w`, `\b|y`, `.`) matches every line it will print.
+const UNRELATED_LINES: [&str; 8] = [
+    "x",
+    "0",
+    "y",
+    "done",
+    "step 1",
+    "Epoch 2/10 loss=0.31",
+    "Traceback (most recent call last):",
+    "=== warming up ===",
+];
+
+/// An `--until` or `--warmup-until` pattern compiled; a bad one, or one
+/// that matches every line (the empty one, or each of `UNRELATED_LINES`),
+/// is a usage error (exit 2): it would end the warm-up or close the window
+/// at the first line the benchmark prints (issue 41.2).
+pub(crate) fn output_pattern(
+    flag: &str,
+    p: &str,
+    example: &str,
+) -> Result<regex::Regex, GateError> {
+    let shown = crate::escape::terminal(p);
+    let re = regex::Regex::new(p).map_err(|e| {
+        GateError::usage(format!(
+            "{flag} '{shown}' is not a valid regex ({e}); e.g. {flag} {example}"
+        ))
+    })?;
+    let every = if re.is_match("") {
+        Some("even an empty one")
+    } else if UNRELATED_LINES.iter().all(|l| re.is_match(l)) {
+        Some("'x', '0', 'done', 'step 1' and any other")
+    } else {
+        None
+    };
+    if let Some(which) = every {
+        return Err(GateError::usage(format!(
+            "{flag} '{shown}' matches every line ({which}); give a line only the benchmark's marker has, e.g. {flag} {example}"
+        )));
+    }
+    Ok(re)
 }
 
 #[cfg(test)]

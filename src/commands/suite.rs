@@ -118,6 +118,7 @@ pub fn workloads(
                 d.name
             )));
         }
+        check_patterns(d, origin)?;
         let mut tags: Vec<(String, String)> =
             d.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         if !tags.iter().any(|(k, _)| k == "workload") {
@@ -141,6 +142,25 @@ pub fn workloads(
         });
     }
     Ok(out)
+}
+
+/// Every workload's `warmup_until` and `until`, checked as the flags are,
+/// before the first workload runs (issue 41.10).
+fn check_patterns(d: &WorkloadDef, origin: &str) -> Result<(), GateError> {
+    for (field, flag, p) in [
+        ("warmup_until", "--warmup-until", &d.warmup_until),
+        ("until", "--until", &d.until),
+    ] {
+        if let Some(p) = p {
+            super::measure::output_pattern(flag, p, "'^timed section done'").map_err(|e| {
+                GateError::bad_file(
+                    origin,
+                    format!("[[suite.workload]] '{}' {field}: {e}", d.name),
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn names(defs: &[WorkloadDef]) -> String {

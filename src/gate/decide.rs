@@ -174,8 +174,14 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Pri
     };
     let noise =
         moderated(base, new, prior).map(|n| n.within_range(crate::metrics::range(&policy.id)));
+    // A change, floor or band that is not a finite number is never
+    // "within tolerance" (issue 41.8): nothing can be said of its noise.
+    let computable =
+        worse.is_finite() && floor.is_finite() && noise.is_none_or(|n| n.band.is_finite());
     let (verdict, why) = if !policy.gated {
         (Verdict::Info, Why::NotGated)
+    } else if !computable {
+        (Verdict::Inconclusive, Why::NoNoiseEstimate)
     } else {
         match noise {
             Some(n) if worse > floor && worse > n.band => {
@@ -228,6 +234,28 @@ mod tests {
     fn obs(runs: &[f64], ci: Option<f64>) -> Observation {
         let per: Vec<(f64, Option<f64>)> = runs.iter().map(|v| (*v, ci)).collect();
         Observation::from_runs(&per).unwrap()
+    }
+
+    /// Issue 41.8: no finite input makes a band, floor or change that is
+    /// not a number read as "within tolerance".
+    #[test]
+    fn extreme_values_never_pass_as_within_tolerance() {
+        let p = policy(Direction::LowerIsBetter, 0.01, 0.0);
+        let base = obs(&[0.001, 0.00101], Some(1e-5));
+        for new in [1e200, 1e300, f64::MAX] {
+            let j = judge(&p, &base, &obs(&[new], Some(new / 10.0)), &Prior::default());
+            assert_eq!(j.verdict, Verdict::Regression, "{new}: {j:?}");
+            assert!(j.noise.unwrap().band.is_finite(), "{new}: {j:?}");
+        }
+        // Two sides at opposite ends of f64: the change itself is infinite.
+        let p = policy(Direction::HigherIsBetter, 0.01, 0.0);
+        let j = judge(
+            &p,
+            &obs(&[f64::MAX], None),
+            &obs(&[-f64::MAX], None),
+            &Prior::default(),
+        );
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
     }
 
     /// The issue's three outcomes, with the default 1 % floor of a

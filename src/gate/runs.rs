@@ -66,7 +66,31 @@ pub fn run_failure(trace: &crate::trace::Trace) -> Option<RunFailure> {
             by_benchmark: false,
         });
     }
-    end_failure(trace.end.as_ref()?, &src)
+    if let Some(f) = end_failure(trace.end.as_ref()?, &src) {
+        return Some(f);
+    }
+    // A window with no steady sample measured nothing: never a pass on the
+    // harness's number alone (issue 41.2).
+    if trace
+        .note_time(crate::trace::WARMUP_NEVER_RELEASED_NOTE)
+        .is_some()
+    {
+        return Some(RunFailure {
+            message: format!(
+                "--warmup-until never matched a line of the benchmark's stdout (stderr is not read), so every sample is warm-up and nothing was measured ('{src}'); give a pattern the benchmark prints on stdout, or --warmup DURATION"
+            ),
+            by_benchmark: false,
+        });
+    }
+    if trace.closed_at_ms.is_some() && !(0..trace.sample_count()).any(|i| trace.is_steady(i)) {
+        return Some(RunFailure {
+            message: format!(
+                "the window was closed by --until before any steady sample, so nothing was measured ('{src}'); give the benchmark's end-of-timed-section marker, printed after its work"
+            ),
+            by_benchmark: false,
+        });
+    }
+    None
 }
 
 /// `run_failure` for an end record (`gate record` has no loaded trace).
@@ -271,7 +295,12 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
         } else {
             "this run".to_string()
         };
-        if let Some(f) = run_failure(t) {
+        let failure = run_failure(t);
+        // Cut short by gate or the runner (a signal, no steady sample):
+        // the number the benchmark never got to print is not its failure
+        // (exit 3, not 5: issue 41.9).
+        let cut_short = failure.as_ref().is_some_and(|f| !f.by_benchmark);
+        if let Some(f) = failure {
             run.benchmark_failed |= f.by_benchmark;
             run.raise(
                 RunVerdict::Error,
@@ -306,7 +335,11 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
         // Nodes of one run: a number one node printed (rank 0) is the run's.
         let elsewhere =
             |m: &str| input.multi_node && input.runs.iter().any(|o| o.user.contains_key(m));
+        let failed_before = run.benchmark_failed;
         user_problems(r, input.config, &who, &elsewhere, run);
+        if cut_short {
+            run.benchmark_failed = failed_before;
+        }
         if valid < MIN_STEADY_SAMPLES {
             if harness_number_decides(r, input.config) {
                 run.counters_unmeasured = true;

@@ -284,15 +284,16 @@ impl Strip {
 
     /// The strip for the values `vs` (None when there are none).
     fn of(vs: &[f64]) -> Option<(f64, f64)> {
-        let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let vs = vs.iter().map(|v| crate::scale::clamp(*v));
+        let lo = vs.clone().fold(f64::INFINITY, f64::min);
+        let hi = vs.fold(f64::NEG_INFINITY, f64::max);
         if !lo.is_finite() {
             return None;
         }
         let pad = ((hi - lo) * 0.15)
             .max(hi.abs().max(lo.abs()) * 0.02)
             .max(1e-9);
-        Some((lo - pad, hi + pad))
+        Some(crate::scale::ordered(lo - pad, hi + pad))
     }
 
     fn y(&self, v: f64) -> f64 {
@@ -308,31 +309,29 @@ impl Scale {
         for (_, _, m) in &c.points {
             let value = m.value.filter(|_| m.verdict != Verdict::Regression);
             for v in [value, m.baseline_value].into_iter().flatten() {
-                lo = lo.min(v);
-                hi = hi.max(v);
+                lo = lo.min(crate::scale::clamp(v));
+                hi = hi.max(crate::scale::clamp(v));
             }
             if let (Some(b), Some(t)) = (m.baseline_value, m.tolerance) {
-                lo = lo.min(b - t);
-                hi = hi.max(b + t);
+                lo = lo.min(crate::scale::clamp(b - t));
+                hi = hi.max(crate::scale::clamp(b + t));
             }
         }
         if !lo.is_finite() || !hi.is_finite() {
             // Only regressions: they are the scale.
             for v in c.points.iter().filter_map(|(_, _, m)| m.value) {
-                lo = lo.min(v);
-                hi = hi.max(v);
+                lo = lo.min(crate::scale::clamp(v));
+                hi = hi.max(crate::scale::clamp(v));
             }
         }
         if !lo.is_finite() || !hi.is_finite() {
             return None;
         }
-        if hi - lo < 1e-12 {
-            let pad = (hi.abs() * 0.05).max(1.0);
-            lo -= pad;
-            hi += pad;
-        }
+        // Finite and ordered, whatever the values (1e200 .. f64::MAX
+        // panicked: issue 41.3).
+        let (lo, hi) = crate::scale::ordered(lo, hi);
         let pad = (hi - lo) * 0.06;
-        let (mut lo, mut hi) = (lo - pad, hi + pad);
+        let (mut lo, mut hi) = crate::scale::ordered(lo - pad, hi + pad);
         let values: Vec<f64> = c.points.iter().filter_map(|(_, _, m)| m.value).collect();
         // A series that is never negative (a throughput, a share) gets no
         // negative tick, though a floor around its baseline reaches below
@@ -439,7 +438,7 @@ fn draw_y_grid(html: &mut String, s: &Scale) {
     );
     // Labels at a nice step (900, 1000, 1100; 0, 25, ... 100), not at
     // fifths of an arbitrary range.
-    let step = crate::format::nice_step(s.hi - s.lo, 4.0);
+    let step = crate::scale::nice_step(s.hi - s.lo, 4.0);
     let mut v = (s.lo / step).ceil() * step;
     while v <= s.hi + step * 1e-9 {
         let label = if v.abs() < step * 1e-9 { 0.0 } else { v };
@@ -653,7 +652,12 @@ fn place_label(
 ) -> Option<(f64, f64)> {
     // 11 px text: ~6.4 px a character, 13 px a line.
     let w = text.chars().count() as f64 * 6.4 + 6.0;
-    let lx = x.clamp(LEFT + w / 2.0, LEFT + s.plot_w - w / 2.0);
+    // A label wider than the plot (a 300-digit number) is centred on it.
+    let lx = if w < s.plot_w {
+        x.clamp(LEFT + w / 2.0, LEFT + s.plot_w - w / 2.0)
+    } else {
+        LEFT + s.plot_w / 2.0
+    };
     let (top, bottom) = (TOP + 11.0, s.bottom() + 11.0);
     for dy in [-10.0, 19.0, -24.0, 33.0, -38.0, 47.0, -52.0, 61.0] {
         let ly = y + dy;

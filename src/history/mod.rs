@@ -115,7 +115,10 @@ impl Location {
         if is_keyword_string(url) {
             return Location::postgres(url);
         }
-        if url.contains('=') || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if url.contains('=')
+            || url.chars().any(|c| c.is_whitespace() || c.is_control())
+            || redact::looks_like_credentials(url)
+        {
             // Not echoed: a mistyped connection string may hold a password.
             return Err(HistoryError::BadLocation(
                 "the history location (not shown: it may hold a password) is neither a file path, sqlite:PATH, a postgres:// URL nor a libpq keyword string (host=HOST user=USER dbname=DB ...); write sqlite:PATH for a file whose name holds '=' or spaces".into(),
@@ -148,7 +151,11 @@ impl Location {
     /// with its password replaced by `***` (`redact`).
     pub fn display(&self) -> String {
         match self {
-            Location::Sqlite(p) => format!("sqlite:{}", p.display()),
+            // A file named like user info (`sqlite:u:pw@h`) shows none.
+            Location::Sqlite(p) => format!(
+                "sqlite:{}",
+                redact::redact_malformed(&p.display().to_string())
+            ),
             Location::Postgres(url) => redact(url),
         }
     }
@@ -251,7 +258,32 @@ pub fn within<T: Send + 'static>(
             format!("cannot start its thread: {e}"),
         ));
     }
-    match rx.recv_timeout(deadline) {
+    // A signal ends the wait (issue 41.9): caught while waiting, so the
+    // command ends with exit 3 after its verdict, never ignored for the
+    // whole time-out nor killed half-way through writing.
+    let _guard = crate::target::InterruptGuard::install();
+    let signals = crate::target::stop_signals();
+    let started = std::time::Instant::now();
+    let waited = loop {
+        let slice = deadline
+            .saturating_sub(started.elapsed())
+            .min(std::time::Duration::from_millis(100));
+        match rx.recv_timeout(slice) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if crate::target::stop_signals() > signals =>
+            {
+                return Err(HistoryError::unavailable(
+                    location,
+                    format!("{INTERRUPTED}: gave up waiting for the store"),
+                ));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if started.elapsed() < deadline => {
+                continue
+            }
+            other => break other,
+        }
+    };
+    match waited {
         Ok(result) => result,
         Err(_) => Err(HistoryError::unavailable(
             location,
@@ -262,6 +294,9 @@ pub fn within<T: Send + 'static>(
         )),
     }
 }
+
+/// How a history step that a signal ended begins its message.
+pub(crate) const INTERRUPTED: &str = "interrupted by a signal";
 
 /// Which command recorded a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

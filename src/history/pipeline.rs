@@ -286,6 +286,10 @@ impl Recorder {
                 "{e}; the run was not recorded (--history-required)"
             )));
         }
+        // Interrupted is exit 3 everywhere, required or not.
+        if e.to_string().contains(super::INTERRUPTED) {
+            return Err(GateError::infra(format!("{e}; the run was not recorded")));
+        }
         crate::gate_eprintln!(
             "gate: warning: {}; the run was NOT recorded in the history (the verdict and reports stand; pass --history-required to make this exit 3)",
             crate::escape::terminal(&e.to_string())

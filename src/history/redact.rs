@@ -59,6 +59,32 @@ pub(crate) fn redact(conn: &str) -> String {
     }
 }
 
+/// Whether a location that is not a PostgreSQL URL or keyword string may
+/// still be a mistyped one holding a password (`postgres:/u:pw@h/db`,
+/// `u:pw@h/db`, `postgres//u:pw@h`): it starts like the scheme, or has
+/// user info (a `:` before its last `@`). Taken as a file name, its
+/// password would be printed and written into the file system.
+pub(crate) fn looks_like_credentials(loc: &str) -> bool {
+    let lower = loc.trim_start().to_ascii_lowercase();
+    let after_scheme = ["postgresql", "postgres"]
+        .iter()
+        .find_map(|p| lower.strip_prefix(p));
+    after_scheme.is_some_and(|rest| rest.starts_with(':') || rest.starts_with("//"))
+        || loc.rfind('@').is_some_and(|at| loc[..at].contains(':'))
+}
+
+/// A location string that is not a URL or keyword string, for messages:
+/// any user-info-like span (from the first `:` to the last `@`) hidden,
+/// the way `redact_url` hides a URL's.
+pub(crate) fn redact_malformed(loc: &str) -> String {
+    match (loc.find(':'), loc.rfind('@')) {
+        (Some(colon), Some(at)) if colon < at => {
+            format!("{}{HIDDEN}{}", &loc[..=colon], &loc[at..])
+        }
+        _ => loc.to_string(),
+    }
+}
+
 /// `(user info, rest)` of a URL whose authority starts at `start`: user
 /// info up to the last `@` (None without one).
 fn split_userinfo(url: &str, start: usize) -> (Option<&str>, &str) {
@@ -303,6 +329,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_url_is_told_from_a_file_name() {
+        for typo in [
+            "postgres:/u:pw@h/db",
+            "POSTGRESQL:u@h",
+            "postgres//u:pw@h",
+            "u:pw@h/db",
+        ] {
+            assert!(looks_like_credentials(typo), "{typo}");
+            assert!(!redact_malformed(typo).contains("pw"), "{typo}");
+        }
+        for file in [
+            "postgres.sqlite",
+            "postgres/history.db",
+            "a@b.sqlite",
+            ".gate/h.sqlite",
+        ] {
+            assert!(!looks_like_credentials(file), "{file}");
+        }
+    }
 
     #[test]
     fn url_user_info_runs_to_the_last_at() {

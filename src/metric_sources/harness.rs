@@ -37,23 +37,50 @@ pub(super) fn read(reader: &Reader, text: &str) -> FileReading {
     // A harness's times, counts and rates are never negative (BMF's
     // measures are the user's own): such a number is a broken benchmark,
     // never a -1700 % "improvement".
+    // A time is more: zero, -0 or a sub-picosecond one is no measurement
+    // (a clock cycle is ~0.5 ns), and would judge as a ~100 % improvement
+    // (issue 41.8).
+    let time = is_time_stat(reader);
     if what != "BMF" {
-        let negative = reading
+        let bad = reading
             .values
             .iter()
             .copied()
             .chain(reading.each.iter().map(|(_, n)| n.value))
-            .find(|v| *v < 0.0);
-        if let Some(v) = negative {
-            reading.invalid = Some(format!(
-                "the {what} file gives {v} for '{}'; no time, count or rate is negative",
-                pattern.text()
-            ));
+            .find(|v| *v < 0.0 || (time && *v < MIN_TIME_S));
+        if let Some(v) = bad {
+            reading.invalid = Some(if time {
+                format!(
+                    "the {what} file gives {v} s for '{}'; a time is positive and at least {MIN_TIME_S} s (a picosecond), never zero or negative",
+                    pattern.text()
+                )
+            } else {
+                format!(
+                    "the {what} file gives {v} for '{}'; no time, count or rate is negative",
+                    pattern.text()
+                )
+            });
             reading.values.clear();
             reading.each.clear();
         }
     }
     reading
+}
+
+/// The shortest time a harness can report: a picosecond.
+const MIN_TIME_S: f64 = 1e-12;
+
+/// Whether the reader's statistic is a time (seconds, after unit scaling).
+fn is_time_stat(reader: &Reader) -> bool {
+    match reader {
+        Reader::PytestBenchmark { stat, .. } => matches!(
+            stat.as_str(),
+            "mean" | "median" | "min" | "max" | "ld15iqr" | "hd15iqr"
+        ),
+        Reader::GoogleBenchmark { stat, .. } => stat.ends_with("_time"),
+        Reader::Nvbench { stat, .. } => stat.contains("/time/") && !stat.contains("stdev"),
+        _ => false,
+    }
 }
 
 /// The file as JSON, or why the benchmark's file is not its output (a
@@ -155,10 +182,20 @@ fn listing(entries: &[Entry]) -> String {
 
 /// The two-sided 95 % half-width of a mean of `n` values with standard
 /// deviation `sd` (Student's t, n - 1 df).
+/// `n` is a count from the file: clamped to `MAX_COUNT` before the
+/// quantile sees it (issue 41.1).
 fn mean_ci95(sd: f64, n: f64) -> Option<f64> {
+    let n = n.min(MAX_COUNT);
     (n >= 2.0 && sd.is_finite() && sd >= 0.0)
         .then(|| crate::stats::student_t_975(n as usize - 1) * sd / n.sqrt())
+        .filter(|c| c.is_finite())
 }
+
+/// The largest count (rounds, repetitions, sample size) a file's number is
+/// taken to rest on: 1e12 rounds of a nanosecond are 16 minutes; more is
+/// a broken or hostile file, and a larger count would narrow the interval
+/// beyond anything measured.
+const MAX_COUNT: f64 = 1e12;
 
 // ------------------------------------------------------------ pytest-benchmark
 
@@ -200,7 +237,9 @@ fn pytest_ci95(stat: &str, value: f64, get: &dyn Fn(&str) -> Option<f64>) -> Opt
         "mean" => of_mean,
         // Delta method: se(1/X) ~ se(X) / X^2.
         "ops" if mean > 0.0 => of_mean.map(|c| c / (mean * mean)).filter(|_| value > 0.0),
-        "median" if rounds >= 2.0 => get("iqr").map(|iqr| 1.57 * iqr / rounds.sqrt()),
+        "median" if rounds >= 2.0 => {
+            get("iqr").map(|iqr| 1.57 * iqr / rounds.min(MAX_COUNT).sqrt())
+        }
         _ => None,
     }
 }
@@ -223,7 +262,8 @@ fn bmf(text: &str, measure: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
                 Some(value) => Ok(Number {
                     value,
                     ci95: match (stat, get("lower_value"), get("upper_value")) {
-                        ("value", Some(lo), Some(hi)) if hi >= lo => Some((hi - lo) / 2.0),
+                        // Halved first: (f64::MAX - -f64::MAX) is infinite.
+                        ("value", Some(lo), Some(hi)) if hi >= lo => Some(hi / 2.0 - lo / 2.0),
                         _ => None,
                     },
                 }),

@@ -27,6 +27,10 @@ pub(crate) const KEPT_ARRAY_NUMBERS: usize = 64;
 /// 10 ms, behind the precise one the run's start is read from).
 const MTIME_SLACK: Duration = Duration::from_millis(50);
 
+/// A file whose time is this much after now still counts: a network file
+/// server's clock may run a little ahead of this host's.
+const FUTURE_SLACK: Duration = Duration::from_secs(60);
+
 /// Why the metrics file gave nothing to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -110,6 +114,20 @@ pub(crate) fn keep_metrics_file(
                 ),
             ));
         }
+        // Read when the run has ended: a time after now is not this run's
+        // writing (a file touched into the future, a clock set back), and
+        // would pass the check above on every later run (issue 41.8).
+        let now = SystemTime::now();
+        if written > now + FUTURE_SLACK {
+            return Err(problem(
+                ProblemKind::Stale,
+                format!(
+                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, after this run ended at {}; a file from the future is not this run's (fix the clock or the file's time)",
+                    crate::format::rfc3339_utc(written),
+                    crate::format::rfc3339_utc(now)
+                ),
+            ));
+        }
     }
     let mut reader = BufReader::with_capacity(
         1 << 20,
@@ -177,7 +195,7 @@ fn reduce_json(
     let budget = Budget {
         left: Cell::new(MAX_METRICS_FILE_BYTES as usize),
     };
-    let mut de = serde_json::Deserializer::from_reader(input);
+    let mut de = serde_json::Deserializer::from_reader(StringCap::new(input));
     let mut out = String::new();
     while de.end().is_err() {
         let doc = Prune(&budget).deserialize(&mut de).map_err(|e| {
@@ -199,6 +217,56 @@ fn reduce_json(
         out.push('\n');
     }
     Ok(out)
+}
+
+/// Ends the stream at a JSON string (a key or a value) longer than the
+/// kept limit: serde_json collects a string whole before a visitor can
+/// charge it, so a 1 GB key peaked at 1.9 GB (issue 41.10); now at the
+/// limit and a buffer.
+struct StringCap<R> {
+    inner: R,
+    in_string: bool,
+    escaped: bool,
+    run: u64,
+}
+
+impl<R> StringCap<R> {
+    fn new(inner: R) -> StringCap<R> {
+        StringCap {
+            inner,
+            in_string: false,
+            escaped: false,
+            run: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for StringCap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            if !self.in_string {
+                if b == b'"' {
+                    (self.in_string, self.run) = (true, 0);
+                }
+                continue;
+            }
+            self.run += 1;
+            match b {
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.in_string = false,
+                _ => {}
+            }
+            if self.run > MAX_METRICS_FILE_BYTES {
+                return Err(std::io::Error::other(format!(
+                    "holds a JSON string longer than the {} kept limit",
+                    crate::limits::bytes_text(MAX_METRICS_FILE_BYTES)
+                )));
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Bytes left to keep.
@@ -395,6 +463,20 @@ mod tests {
         assert_eq!(p.kind, ProblemKind::TooLarge);
         assert!(p.message.contains("not JSON"), "{}", p.message);
         assert!(!p.kind.not_produced(), "an input error, exit 2");
+    }
+
+    #[test]
+    fn a_string_past_the_kept_limit_ends_the_stream_before_it_is_held() {
+        let key = std::io::repeat(b'k').take(64 << 20);
+        let input = std::io::Cursor::new(b"{\"".to_vec())
+            .chain(key)
+            .chain(std::io::Cursor::new(b"\": 1}".to_vec()));
+        let p = reduce_json("m.json", BufReader::new(input)).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::TooLarge);
+        assert!(p.message.contains("JSON string longer"), "{}", p.message);
+        // Escaped quotes stay inside the string; a short one passes.
+        let ok = reduce_json("m.json", BufReader::new(&b"{\"a\\\"b\": [1, 2]}"[..])).unwrap();
+        assert_eq!(ok.trim(), r#"{"a\"b":[1,2]}"#);
     }
 
     #[test]

@@ -105,6 +105,32 @@ fn parse_pids(text: &str) -> HashSet<u32> {
         .collect()
 }
 
+/// A mountinfo field as the kernel escapes it: space, tab, newline and
+/// backslash written as `\040`, `\011`, `\012`, `\134` (a cgroup2 mount
+/// point with a space was misread: issue 41.10).
+fn unescape_octal(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let code = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// gate's own cgroup v2 directory from `/proc/self/cgroup` and
 /// `/proc/self/mountinfo`'s text; Err says why there is none.
 pub fn own_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, String> {
@@ -121,7 +147,7 @@ pub fn own_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, Str
                 return None;
             }
             let f: Vec<&str> = left.split_ascii_whitespace().collect();
-            Some((f.get(3)?.to_string(), f.get(4)?.to_string()))
+            Some((unescape_octal(f.get(3)?), unescape_octal(f.get(4)?)))
         })
         .ok_or("no cgroup2 file system mounted")?;
     let rel = path
@@ -334,6 +360,12 @@ mod tests {
         assert_eq!(
             own_cgroup_dir("0::/kubepods/pod1/c2\n", sub).unwrap(),
             Path::new("/sys/fs/cgroup/c2")
+        );
+        // A mount point with a space, as mountinfo escapes it.
+        let spaced = "35 25 0:32 / /mnt/my\\040cgroup rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            own_cgroup_dir("0::/a\n", spaced).unwrap(),
+            Path::new("/mnt/my cgroup/a")
         );
         assert!(own_cgroup_dir("0::/elsewhere\n", sub)
             .unwrap_err()

@@ -196,6 +196,11 @@ pub struct ProcessesRecord {
 /// begins (the matched line follows): user metrics count from it.
 pub(crate) const WARMUP_RELEASED_NOTE: &str = "warm-up released by --warmup-until at output line: ";
 
+/// The recorder's `note` when `--warmup-until` never matched: every sample
+/// is warm-up, nothing was measured (the run fails: `gate::run_failure`).
+pub(crate) const WARMUP_NEVER_RELEASED_NOTE: &str =
+    "--warmup-until never matched a line of the benchmark's stdout: every sample is warm-up";
+
 /// How the recorder's `note` event that closes the measured window at an
 /// `--until` line begins (the matched line follows): every statistic and
 /// user metric ends there.

@@ -5,7 +5,8 @@
 //! the new value, so a run that fell far below its baseline shows how far.
 
 use crate::escape::html as esc;
-use crate::format::{nice_step, number};
+use crate::format::number;
+use crate::scale::nice_step;
 use std::fmt::Write as _;
 
 const HEIGHT: f64 = 210.0;
@@ -44,8 +45,10 @@ pub(crate) struct Chart<'a> {
 /// The value range: every point, the band with its floor, the new value;
 /// from 0 when the data sit closer to 0 than their own span.
 fn y_range(c: &Chart) -> (f64, f64) {
+    // Within the scale's limit: a span of f64::MAX values is finite.
     let span = |vs: &mut dyn Iterator<Item = f64>| {
-        vs.filter(|v| v.is_finite())
+        vs.map(crate::scale::clamp)
+            .filter(|v| v.is_finite())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                 (lo.min(v), hi.max(v))
             })
@@ -78,12 +81,9 @@ fn y_range(c: &Chart) -> (f64, f64) {
     if lo >= 0.0 && lo < hi - lo {
         lo = 0.0;
     }
-    if hi <= lo {
-        let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.05 };
-        return (lo - pad, hi + pad);
-    }
+    let (lo, hi) = crate::scale::ordered(lo, hi);
     let step = nice_step(hi - lo, 4.0);
-    let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    let (lo, hi) = crate::scale::ordered((lo / step).floor() * step, (hi / step).ceil() * step);
     // A share reads on the whole 0-100 % scale, never past it (the nice
     // step made 97 % run to 150 %); a band's edge past 100 % is cut there.
     if c.percent && data_lo >= 0.0 && data_hi <= 100.0 {
@@ -179,8 +179,7 @@ fn grid(
     end: f64,
 ) {
     let step = nice_step(hi - lo, 4.0);
-    let mut v = lo;
-    while v <= hi + step * 1e-6 {
+    for v in crate::scale::ticks(lo, hi, step) {
         let yy = y(v);
         let _ = write!(
             s,
@@ -190,7 +189,6 @@ fn grid(
             yy + 4.0,
             number(if v.abs() < step * 1e-9 { 0.0 } else { v })
         );
-        v += step;
     }
     if c.lines.is_empty() {
         let _ = write!(
@@ -202,8 +200,7 @@ fn grid(
         return;
     }
     let tstep = nice_step(end, (pw / 90.0).max(2.0));
-    let mut t = 0.0;
-    while t <= end + tstep * 1e-6 {
+    for t in crate::scale::ticks(0.0, end, tstep) {
         let xx = x(t);
         let _ = write!(
             s,
@@ -213,7 +210,6 @@ fn grid(
             number(t),
             b = TOP + ph_of()
         );
-        t += tstep;
     }
     let _ = write!(
         s,
@@ -317,5 +313,39 @@ mod tests {
         };
         let labels = y_labels(&chart(&chart_of(&lines, Some(&band), false)));
         assert!(labels.iter().all(|v| *v >= 0.0), "{labels:?}");
+    }
+
+    /// Every pair of extreme finite values (`scale::EXTREMES`) as the
+    /// line, the band and the new value: a bounded chart (f64::MAX grew
+    /// the page past 3 GB: issue 41.1) whose coordinates are numbers.
+    #[test]
+    fn extreme_values_draw_a_bounded_chart() {
+        for &a in &crate::scale::EXTREMES {
+            for &b in &crate::scale::EXTREMES {
+                let pts = [(0.0, a), (5.0, b)];
+                let lines = [("run".to_string(), &pts[..])];
+                let band = Band {
+                    value: a,
+                    noise: Some(b.abs()),
+                    floor: Some(a.abs()),
+                };
+                let svg = chart(&Chart {
+                    title: "t",
+                    width: 600.0,
+                    lines: &lines,
+                    colors: &["#000"],
+                    band: Some(&band),
+                    new: Some(b),
+                    end_s: 5.0,
+                    warmup_s: 1.0,
+                    percent: false,
+                });
+                assert!(svg.len() < 16 * 1024, "{a} {b}: {} bytes", svg.len());
+                assert!(
+                    !svg.contains("NaN") && !svg.contains("inf"),
+                    "{a} {b}: {svg}"
+                );
+            }
+        }
     }
 }

@@ -24,16 +24,23 @@ pub(super) struct Line {
 
 /// A "nice" upper bound (1, 2, 2.5, 5 x 10^k) at or above `v`.
 fn nice_ceil(v: f64) -> f64 {
+    // Within the scale's limit: 2.5 x 10^308 would be infinite.
+    let v = crate::scale::clamp(v);
     if v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
     let exp = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * exp >= v * 0.999_999 {
-            return m * exp;
-        }
+    let nice = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * exp)
+        .find(|s| *s >= v * 0.999_999)
+        .unwrap_or(10.0 * exp);
+    // A subnormal value's power of ten underflows to 0.
+    if nice > 0.0 {
+        nice
+    } else {
+        1.0
     }
-    10.0 * exp
 }
 
 /// Time-tick step giving roughly 8-12 ticks.
@@ -201,6 +208,27 @@ pub(super) fn chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every pair of extreme finite values (`scale::EXTREMES`) as a
+    /// line: a bounded chart whose coordinates are numbers.
+    #[test]
+    fn extreme_values_draw_a_bounded_chart() {
+        for &a in &crate::scale::EXTREMES {
+            for &b in &crate::scale::EXTREMES {
+                let line = Line {
+                    label: "x".into(),
+                    color: "#000",
+                    points: vec![(0.0, a), (1.0, b), (2.0, f64::NAN)],
+                };
+                let svg = chart("t", "u", None, &[line], 2.0, &[], WIDTH);
+                assert!(svg.len() < 16 * 1024, "{a} {b}: {} bytes", svg.len());
+                assert!(
+                    !svg.contains("NaN") && !svg.contains("inf"),
+                    "{a} {b}: {svg}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn axes_round_up_to_nice_numbers() {
