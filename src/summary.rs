@@ -331,6 +331,10 @@ pub(crate) struct UserReadings {
     /// One line per source that says the run is invalid (MLPerf LoadGen's
     /// `Result is : INVALID`): the run fails (`gate::check`).
     pub invalid: Vec<String>,
+    /// The benchmark's own name in its harness's file (`test_sum[0]`) of
+    /// each metric a glob table read, by metric id: what outputs show
+    /// beside the sanitised id.
+    pub benchmarks: BTreeMap<String, String>,
 }
 
 /// A declared user metric that a run did not give: its name, why, and
@@ -402,15 +406,21 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     let r = reader.read_file(text);
                     matched = r.values.into_iter().map(|v| (v, false)).collect();
                     file_ci95 = r.ci95;
-                    for (bench, n) in r.each {
-                        out.values.insert(
-                            crate::metric_sources::bulk_id(name, &bench),
-                            UserMetricValue {
-                                value: n.value,
-                                lines: 1,
-                                ci95: n.ci95,
-                            },
-                        );
+                    match crate::metric_sources::bulk_ids(name, r.each) {
+                        Ok(ids) => {
+                            for (id, bench, n) in ids {
+                                out.values.insert(
+                                    id.clone(),
+                                    UserMetricValue {
+                                        value: n.value,
+                                        lines: 1,
+                                        ci95: n.ci95,
+                                    },
+                                );
+                                out.benchmarks.insert(id, bench);
+                            }
+                        }
+                        Err(p) => problem(p),
                     }
                     if let Some(p) = r.problem {
                         problem(p);
@@ -426,7 +436,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     fault: if p.kind.not_produced() {
                         Fault::NotProduced
                     } else {
-                        Fault::Config
+                        Fault::MetricsFile
                     },
                     text: p.message.clone(),
                 }),
@@ -499,9 +509,10 @@ pub struct RunInput<'a> {
     /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
-    /// `UserReadings::problems` and `::invalid` of this run.
+    /// `UserReadings::problems`, `::invalid` and `::benchmarks` of this run.
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
+    pub(crate) user_benchmarks: BTreeMap<String, String>,
 }
 
 impl<'a> RunInput<'a> {
@@ -532,6 +543,7 @@ impl<'a> RunInput<'a> {
             user,
             user_problems: readings.problems,
             user_invalid: readings.invalid,
+            user_benchmarks: readings.benchmarks,
         }
     }
 
@@ -543,6 +555,7 @@ impl<'a> RunInput<'a> {
             user: derived.user,
             user_problems: derived.user_problems,
             user_invalid: derived.user_invalid,
+            user_benchmarks: derived.user_benchmarks,
         }
     }
 }
@@ -557,6 +570,7 @@ pub struct RunDerived {
     pub user: BTreeMap<String, UserMetricValue>,
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
+    pub(crate) user_benchmarks: BTreeMap<String, String>,
 }
 
 #[cfg(test)]

@@ -382,6 +382,8 @@ fn unread_user_metrics(
         crate::metric_sources::Fault::NotProduced => {
             "set optional = true in gate.toml if the number may be absent".to_string()
         }
+        crate::metric_sources::Fault::Failed => "fix the benchmark".to_string(),
+        crate::metric_sources::Fault::MetricsFile => "fix --metrics-file".to_string(),
     };
     let msg = format!(
         "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else ({fix})",
@@ -389,8 +391,12 @@ fn unread_user_metrics(
         r.trace.path.display()
     );
     Err(match p.fault {
-        crate::metric_sources::Fault::Config => GateError::usage(msg),
-        crate::metric_sources::Fault::NotProduced => GateError::BenchmarkFailed(msg),
+        crate::metric_sources::Fault::Config | crate::metric_sources::Fault::MetricsFile => {
+            GateError::usage(msg)
+        }
+        crate::metric_sources::Fault::NotProduced | crate::metric_sources::Fault::Failed => {
+            GateError::BenchmarkFailed(msg)
+        }
     })
 }
 

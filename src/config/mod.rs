@@ -48,6 +48,7 @@
 //! `[[suite.workload]]` in `suite` here (library code reads it). The checks
 //! they share, and the TOML error text, are in `crate::validate`.
 
+pub mod locate;
 pub mod suite;
 
 use crate::accept::settings::AcceptPolicy;

@@ -202,7 +202,7 @@ fn labels(results: &[MetricResult], keep: impl Fn(&MetricResult) -> bool) -> Vec
     results
         .iter()
         .filter(|m| keep(m))
-        .map(|m| m.label())
+        .map(|m| m.shown_name())
         .collect()
 }
 
@@ -240,7 +240,7 @@ fn raise_for_decisive_moves(
                 let a = m.accepted.as_ref()?;
                 Some(format!(
                     "{} {} (within {} %, {}: {})",
-                    m.label(),
+                    m.shown_name(),
                     m.change_pct
                         .map(|p| format!("{} %", crate::format::percent_change(p)))
                         .unwrap_or_default(),
@@ -406,7 +406,7 @@ pub(super) fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> V
     let moved: Vec<(String, Option<f64>)> = results
         .iter()
         .filter(regressed)
-        .map(|m| (m.label(), m.change_pct))
+        .map(|m| (m.shown_name(), m.change_pct))
         .collect();
     if !moved.is_empty() && !named {
         let rate = crate::analysis::features::WORK_RATE;

@@ -215,10 +215,11 @@ pub(super) fn comparable(
     let cfg = &input.config.file.compare;
     let mut tags = t.header.tags.clone();
     tags.extend(input.cli_tags.clone());
+    tags.retain(|k, _| !cfg.vary.contains(k));
     let d = comparable::differences(
-        &input.baseline.capture.command,
+        &comparable::without_varying(&input.baseline.capture.command, &cfg.vary),
         &input.baseline.tags,
-        &t.header.command,
+        &comparable::without_varying(&t.header.command, &cfg.vary),
         &tags,
         &cfg.tags,
     );
@@ -240,7 +241,7 @@ pub(super) fn comparable(
     }
     if !d.details.is_empty() {
         let text = format!(
-            "{who}: differs from the baseline's run: {}",
+            "{who}: differs from the baseline's run: {} (what differs by design, such as a seed, goes in [compare] vary in gate.toml)",
             d.details.join("; ")
         );
         if cfg.arguments == super::settings::ArgumentsPolicy::Refuse && !allowed {
@@ -360,6 +361,9 @@ pub(super) fn user_problems(
     elsewhere: &dyn Fn(&str) -> bool,
     run: &mut RunLevel,
 ) {
+    if let Some(w) = unread_metrics_file(r, config) {
+        run.warnings.push(format!("{who}: {w}"));
+    }
     for p in r.user_problems.iter().filter(|p| !elsewhere(&p.metric)) {
         if p.optional {
             run.warnings.push(format!(
@@ -375,6 +379,14 @@ pub(super) fn user_problems(
                     format!("{who}: {p}; fix {}", config.user_table_at(&p.metric)),
                 );
             }
+            crate::metric_sources::Fault::MetricsFile => {
+                run.input_error = true;
+                run.raise(RunVerdict::Error, format!("{who}: {p}"));
+            }
+            crate::metric_sources::Fault::Failed => {
+                run.benchmark_failed = true;
+                run.raise(RunVerdict::Error, format!("{who}: {p}"));
+            }
             crate::metric_sources::Fault::NotProduced => {
                 run.benchmark_failed = true;
                 run.raise(
@@ -384,6 +396,26 @@ pub(super) fn user_problems(
             }
         }
     }
+}
+
+/// A run recorded with `--metrics-file` that no `[user_metrics]` table
+/// reads (`source = "metrics_file"`): said, never ignored in silence, and
+/// with why the file gave nothing when it did not (absent, stale...).
+fn unread_metrics_file(r: &RunInput, config: &Config) -> Option<String> {
+    use crate::metric_sources::settings::UserSource;
+    let end = r.trace.end.as_ref()?;
+    if end.metrics_file.is_none() && end.metrics_file_problem.is_none() {
+        return None;
+    }
+    let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
+    if read {
+        return None;
+    }
+    let mut w = "the run was recorded with --metrics-file, but no [user_metrics] table of gate.toml reads it (source = \"metrics_file\"): nothing of it is judged".to_string();
+    if let Some(p) = &end.metrics_file_problem {
+        w.push_str(&format!("; besides, {}", p.message));
+    }
+    Some(w)
 }
 
 /// The benchmark's own number decides this run: a gated user metric was

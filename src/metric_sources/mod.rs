@@ -244,6 +244,14 @@ pub(crate) enum Fault {
     /// The benchmark did not write its number (the file is missing,
     /// stale, empty or broken, no line matched): exit 5.
     NotProduced,
+    /// The harness's file says the benchmark failed at run time (Google
+    /// Benchmark's `error_occurred`, an nvbench state that threw): exit 5,
+    /// with the harness's error text.
+    Failed,
+    /// The file given as `--metrics-file` cannot be what a benchmark wrote
+    /// (not a regular file, over the limits): exit 2, and the text names
+    /// the file and its fix (not gate.toml's).
+    MetricsFile,
 }
 
 /// Why a source gave no number.
@@ -263,6 +271,12 @@ impl Problem {
     pub(crate) fn not_produced(text: String) -> Problem {
         Problem {
             fault: Fault::NotProduced,
+            text,
+        }
+    }
+    pub(crate) fn failed(text: String) -> Problem {
+        Problem {
+            fault: Fault::Failed,
             text,
         }
     }
@@ -403,6 +417,29 @@ pub fn bulk_id(table: &str, bench: &str) -> String {
         clean.push_str(&format!("_{:06x}", h & 0xff_ffff));
     }
     format!("{table}.{clean}")
+}
+
+/// The metric ids of the benchmarks a glob table read (`bulk_id`), each
+/// with its benchmark's own name. Ids are unique by construction: two names
+/// whose ids meet (two hashed names that share 24 bits, or a clean name
+/// equal to another's hashed id) are refused with both names, never one of
+/// them silently dropped.
+pub(crate) fn bulk_ids(
+    table: &str,
+    each: Vec<(String, Number)>,
+) -> Result<Vec<(String, String, Number)>, Problem> {
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut out = Vec::with_capacity(each.len());
+    for (bench, n) in each {
+        let id = bulk_id(table, &bench);
+        if let Some(other) = seen.insert(id.clone(), bench.clone()) {
+            return Err(Problem::config(format!(
+                "benchmarks '{other}' and '{bench}' both become metric id '{id}'; rename one of them, or set benchmark to a pattern that matches only one"
+            )));
+        }
+        out.push((id, bench, n));
+    }
+    Ok(out)
 }
 
 /// A finite JSON number (a numeric string too: some tools quote numbers).
