@@ -93,7 +93,7 @@ pub(crate) fn number_or_na(v: Option<f64>) -> String {
 /// A measured value with its unit (`97.12 %`, `312 W`, `42`), `n/a` when
 /// absent, scaled to a unit people read: a time below a second in ms, µs
 /// or ns (`7.336 µs`, not `0.000007336 s`), and a count or a rate from
-/// 10,000 up with k, M or G (`91.85k 1/s`). Counts and unit-less values
+/// 1,000 up with k, M or G (`91.85k 1/s`). Counts and unit-less values
 /// print bare. Display only: JSON, OpenMetrics and baselines keep the
 /// number in the declared unit.
 ///
@@ -106,6 +106,7 @@ pub(crate) fn number_or_na(v: Option<f64>) -> String {
 /// assert_eq!(value_with_unit(Some(291.0), "1/s"), "291 1/s");
 /// assert_eq!(value_with_unit(Some(39867.0), "MiB"), "39867 MiB");
 /// assert_eq!(value_with_unit(Some(2.5e9), ""), "2.5G");
+/// assert_eq!(value_with_unit(Some(3451.0), "1/s"), "3.451k 1/s");
 /// ```
 pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
     let Some(v) = v else {
@@ -121,11 +122,10 @@ pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
         return time_text(v * seconds);
     }
     let (v, prefix) = if counts_or_rate(unit) {
-        // (from, divisor, prefix): 9999 stays whole, 10,000 is 10k.
-        [(1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")]
+        [(1e9, "G"), (1e6, "M"), (1e3, "k")]
             .into_iter()
-            .find(|(from, _, _)| v.abs() >= *from)
-            .map_or((v, ""), |(_, by, p)| (v / by, p))
+            .find(|(from, _)| v.abs() >= *from)
+            .map_or((v, ""), |(by, p)| (v / by, p))
     } else {
         (v, "")
     };

@@ -19,6 +19,7 @@ mod diagnosis_prose;
 mod docs_facts;
 mod exit_codes;
 mod fixtures_acceptance;
+mod first_hour;
 mod fixtures_diagnosis;
 mod framework_detect;
 mod fuzz_parsers;

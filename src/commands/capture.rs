@@ -155,6 +155,7 @@ impl CapturePlan {
             Some(w) => config.for_workload(w),
             None => config,
         };
+        measure::warn_unread_metrics_file(&measure, &config);
         let history = args.history.settings();
         let recorder = crate::history::pipeline::Recorder::resolve(&history, &config)?;
         // The baseline path is checked before anything is measured: never a

@@ -398,24 +398,20 @@ pub(super) fn user_problems(
     }
 }
 
-/// A run recorded with `--metrics-file` that no `[user_metrics]` table
-/// reads (`source = "metrics_file"`): said, never ignored in silence, and
-/// with why the file gave nothing when it did not (absent, stale...).
+/// A run recorded with `--metrics-file` that gave nothing (absent,
+/// stale...) while no `[user_metrics]` table reads it: said, never
+/// ignored in silence (`measure::warn_unread_metrics_file` says the rest
+/// before a live run).
 fn unread_metrics_file(r: &RunInput, config: &Config) -> Option<String> {
     use crate::metric_sources::settings::UserSource;
-    let end = r.trace.end.as_ref()?;
-    if end.metrics_file.is_none() && end.metrics_file_problem.is_none() {
-        return None;
-    }
+    let problem = r.trace.end.as_ref()?.metrics_file_problem.as_ref()?;
     let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
-    if read {
-        return None;
-    }
-    let mut w = "the run was recorded with --metrics-file, but no [user_metrics] table of gate.toml reads it (source = \"metrics_file\"): nothing of it is judged".to_string();
-    if let Some(p) = &end.metrics_file_problem {
-        w.push_str(&format!("; besides, {}", p.message));
-    }
-    Some(w)
+    (!read).then(|| {
+        format!(
+            "{}; no [user_metrics] table of gate.toml reads --metrics-file (source = \"metrics_file\"), so nothing of it was to be judged",
+            problem.message
+        )
+    })
 }
 
 /// The benchmark's own number decides this run: a gated user metric was

@@ -88,6 +88,7 @@ impl CheckPlan {
         baseline::validate_name(&target.baseline)?;
         refuse_contradictions(args, &target.measure)?;
         let (config, baseline, baseline_source) = load_inputs(args, &target)?;
+        crate::commands::measure::warn_unread_metrics_file(&target.measure, &config);
         let mut history = args.history.settings();
         let recorder = Recorder::resolve(&history, &config)?;
         if recorder.is_some() {
