@@ -143,19 +143,26 @@ impl MetricResult {
     /// under its table (`py.test_sum[0]`, not `py.test_sum_0_888b45`).
     /// Identities (history, acceptances) keep `label`.
     pub fn shown_name(&self) -> String {
-        let Some(bench) = &self.benchmark else {
+        if self.benchmark.is_none() {
             return self.label();
-        };
-        let table = self.id.split_once('.').map_or("", |(t, _)| t);
+        }
         let mut s = String::new();
         if let Some(n) = self.node {
             s.push_str(&format!("node{n}/"));
         }
-        s.push_str(&format!("{table}.{bench}"));
+        s.push_str(&self.shown_id());
         if let Some(g) = self.gpu {
             s.push_str(&format!("[gpu{g}]"));
         }
         s
+    }
+
+    /// `id` as people read it, without node or GPU (`py.test_sum[0]`).
+    pub fn shown_id(&self) -> String {
+        match (&self.benchmark, self.id.split_once('.')) {
+            (Some(bench), Some((table, _))) => format!("{table}.{bench}"),
+            _ => self.id.clone(),
+        }
     }
 
     /// Fails the run (with `fail_on_improvement` for improvements).

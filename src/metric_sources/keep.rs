@@ -106,12 +106,17 @@ pub(crate) fn keep_metrics_file(
                 // Milliseconds: within one second the two times would read
                 // alike ("13:12:29Z before 13:12:29Z").
                 format!(
-                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, {} before this run started at {}; it is an earlier run's file (the benchmark did not write it, or --duration stopped it first)",
+                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, {}before this run started at {}; it is an earlier run's file (the benchmark did not write it, or --duration stopped it first)",
                     humantime::format_rfc3339_millis(written),
-                    crate::format::value_with_unit(
-                        run_start.duration_since(written).ok().map(|d| d.as_secs_f64()),
-                        "s"
-                    ),
+                    run_start
+                        .duration_since(written)
+                        .ok()
+                        .filter(|gap| gap.as_secs() < 60)
+                        .map(|gap| format!(
+                            "{} ",
+                            crate::format::value_with_unit(Some(gap.as_secs_f64()), "s")
+                        ))
+                        .unwrap_or_default(),
                     humantime::format_rfc3339_millis(run_start)
                 ),
             ));

@@ -152,11 +152,11 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
     let mut case = format!(
         "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
         escape::xml_attr(&classname(r, m)),
-        escape::xml_attr(&m.shown_name())
+        escape::xml_attr(&m.shown_id())
     );
     let short = format!(
         "{} {}: {} -> {} ({})",
-        m.shown_name(),
+        m.shown_id(),
         m.statistic.as_str(),
         crate::format::value_with_unit(m.baseline, &m.unit),
         crate::format::value_with_unit(m.new, &m.unit),
