@@ -536,3 +536,116 @@ fn gate_toml_is_found_from_anywhere_in_the_repository() {
         "{all}"
     );
 }
+
+/// Item 40.1: the release workflow fills `release-checksums.txt` (and the
+/// GitLab components' copy, which tests/templates.rs keeps equal) with the
+/// sums of what it built, through scripts/pin-checksums.sh, when it runs on
+/// a version that has none pinned; then it tags and publishes that commit.
+#[test]
+fn the_release_workflow_pins_the_sums_it_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for f in [
+        "ci-templates/release-checksums.txt",
+        "templates/gate-check.yml",
+        "templates/gate-capture.yml",
+    ] {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::fs::copy(Path::new(ROOT).join(f), root.join(f)).unwrap();
+    }
+    // Four files named as release.sh names them, summed by sha256sum.
+    let dist = root.join("dist");
+    std::fs::create_dir(&dist).unwrap();
+    let names = [
+        "gate-9.8.7-x86_64-unknown-linux-gnu.tar.gz",
+        "gate-9.8.7-aarch64-unknown-linux-gnu.tar.gz",
+        "gpugate-9.8.7-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "gpugate-9.8.7-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.whl",
+    ];
+    for n in names {
+        std::fs::write(dist.join(n), n).unwrap();
+    }
+    let sums = std::process::Command::new("sha256sum")
+        .args(names)
+        .current_dir(&dist)
+        .output()
+        .unwrap();
+    assert!(sums.status.success());
+    std::fs::write(dist.join("SHA256SUMS"), &sums.stdout).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(Path::new(ROOT).join("scripts/pin-checksums.sh"))
+        .arg(dist.join("SHA256SUMS"))
+        .arg("--root")
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let mut want: Vec<String> = String::from_utf8(sums.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    want.sort_by(|a, b| a.split_once("  ").unwrap().1.cmp(b.split_once("  ").unwrap().1));
+    let list = std::fs::read_to_string(root.join("ci-templates/release-checksums.txt")).unwrap();
+    let pinned: Vec<&str> = list.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(pinned, want, "{list}");
+    for t in ["templates/gate-check.yml", "templates/gate-capture.yml"] {
+        let text = std::fs::read_to_string(root.join(t)).unwrap();
+        let block = &text[text.find("# --- BEGIN release-checksums ---").unwrap()
+            ..text.find("# --- END release-checksums ---").unwrap()];
+        for l in &want {
+            assert!(block.contains(&format!("\n      {l}\n")), "{t}: {block}");
+        }
+    }
+    // The workflow runs it by hand on a version with no sums, and then
+    // publishes the tag it made.
+    let wf: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join(".github/workflows/release.yml")).unwrap(),
+    )
+    .unwrap();
+    assert!(wf["on"].get("workflow_dispatch").is_some());
+    let steps = wf["jobs"]["publish"]["steps"].as_sequence().unwrap();
+    let pin = steps
+        .iter()
+        .find(|s| s["id"] == "sums")
+        .expect("the publish job's sums step");
+    let run = pin["run"].as_str().unwrap();
+    assert!(
+        run.contains("scripts/pin-checksums.sh dist/SHA256SUMS")
+            && run.contains("workflow_dispatch")
+            && run.contains("git tag")
+            && run.contains("git push"),
+        "{run}"
+    );
+    let publish = steps
+        .iter()
+        .find(|s| s["name"] == "Publish the release")
+        .unwrap();
+    assert_eq!(publish["if"], "steps.sums.outputs.tag != ''");
+}
+
+/// Item 40.1: the README's install section starts with what works today
+/// (from source, the archive or wheel of a release CI built) and says
+/// plainly that PyPI needs a publisher: nothing is there while the
+/// committed list pins no sums.
+#[test]
+fn the_readme_install_section_starts_with_what_works_today() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let at = readme.find("\n## Install\n").expect("README's Install section");
+    let section = &readme[at..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let section = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    let from_source = section.find("cargo install --path . --locked").unwrap();
+    let release = section.find("sha256sum -c SHA256SUMS").unwrap();
+    let pip = section.find("pip install gpugate==").unwrap();
+    assert!(from_source < pip && release < pip, "{section}");
+    let list = std::fs::read_to_string(Path::new(ROOT).join("ci-templates/release-checksums.txt"))
+        .unwrap();
+    let none_pinned = list.lines().all(|l| l.starts_with('#') || l.trim().is_empty());
+    assert_eq!(
+        section.contains("Nothing is on PyPI yet"),
+        none_pinned,
+        "the README's word on PyPI must match ci-templates/release-checksums.txt: {section}"
+    );
+    assert!(section.contains("trusted publisher"), "{section}");
+}
