@@ -649,3 +649,37 @@ fn the_readme_install_section_starts_with_what_works_today() {
     );
     assert!(section.contains("trusted publisher"), "{section}");
 }
+
+/// Item 40.2: a CPU-only benchmark that regressed is diagnosed in words
+/// that fit it: no kernels, no "print samples_per_s".
+#[test]
+fn a_cpu_only_regression_is_diagnosed_without_gpu_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("gate.toml"), BMF_ONE).unwrap();
+    let bench = |v: f64| {
+        format!(
+            "import json, time; time.sleep(0.4); json.dump({{'bench': {{'latency': {{'value': {v}, 'lower_value': {}, 'upper_value': {}}}}}}}, open('m.json', 'w'))",
+            v * 0.99,
+            v * 1.01
+        )
+    };
+    let out = gate(d)
+        .args(["capture", "--baseline", "cpu", "--runs", "2", "--no-gpu"])
+        .args(["--metrics-file", "m.json", "--", "python3", "-c", &bench(0.010)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let out = gate(d)
+        .args(["check", "--baseline", "cpu", "--no-gpu"])
+        .args(["--metrics-file", "m.json", "--", "python3", "-c", &bench(0.050)])
+        .output()
+        .unwrap();
+    let all = both(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("no GPU activity"), "{all}");
+    assert!(all.contains("50 ms"), "scaled: {all}");
+    for gpu_words in ["inside the kernels", "samples_per_s", "kernel times"] {
+        assert!(!all.contains(gpu_words), "{gpu_words}: {all}");
+    }
+}

@@ -408,10 +408,28 @@ pub(super) fn diagnose_change(input: &CheckInput, results: &[MetricResult]) -> V
         .filter(regressed)
         .map(|m| (m.shown_name(), m.change_pct))
         .collect();
-    if !moved.is_empty() && !named {
+    if !moved.is_empty() && !named && without_gpu_activity(input) {
+        diagnosis.push(crate::diagnose::unexplained_without_gpu(&moved));
+    } else if !moved.is_empty() && !named {
         let rate = crate::analysis::features::WORK_RATE;
         let declared = crate::stats::MetricSource::feature(input.baseline, rate).is_some();
         diagnosis.push(crate::diagnose::unexplained(&moved, declared));
     }
     diagnosis
+}
+
+/// Neither the baseline nor this run kept a GPU busy (a CPU-only
+/// benchmark, `--no-gpu`): the diagnosis speaks of no kernels.
+fn without_gpu_activity(input: &CheckInput) -> bool {
+    let idle = |v: Option<f64>| v.is_none_or(|v| v < 1.0);
+    let busy = "gpu_busy_pct";
+    let base = crate::stats::MetricSource::stat(
+        input.baseline,
+        busy,
+        crate::stats::Stat::Of(metrics::Statistic::Mean),
+        None,
+    );
+    idle(base)
+        && (input.runs.iter())
+            .all(|r| idle(r.summary.gpu_aggregate.get(busy).map(|s| s.mean)))
 }
