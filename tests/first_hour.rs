@@ -255,10 +255,7 @@ fn two_modules_test_fwd_are_both_kept_and_the_slower_one_fails() {
     for full in ["test_enc.py::test_fwd", "test_dec.py::test_fwd"] {
         assert!(base.contains(&format!("benchmark = \"{full}\"")), "{base}");
     }
-    let out = live(
-        &["check", "--baseline", "fwd", "--json", "r.json"],
-        "0.010",
-    );
+    let out = live(&["check", "--baseline", "fwd", "--json", "r.json"], "0.010");
     let all = both(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     let r: serde_json::Value =
@@ -300,7 +297,15 @@ fn google_benchmark_time_counter_and_run_time_failure() {
     let d = dir.path();
     std::fs::write(d.join("b.cc"), GBENCH).unwrap();
     let built = std::process::Command::new("g++")
-        .args(["-O1", "-std=c++17", "b.cc", "-o", "b", "-lbenchmark", "-lpthread"])
+        .args([
+            "-O1",
+            "-std=c++17",
+            "b.cc",
+            "-o",
+            "b",
+            "-lbenchmark",
+            "-lpthread",
+        ])
         .current_dir(d)
         .output();
     if !built.as_ref().is_ok_and(|o| o.status.success()) {
@@ -330,7 +335,11 @@ fn google_benchmark_time_counter_and_run_time_failure() {
     assert!(out.status.success(), "{}", both(&out));
     let base = std::fs::read_to_string(d.join("baselines/wait.toml")).unwrap();
     let v: toml::Value = toml::from_str(&base).unwrap();
-    assert_eq!(v["metrics"]["gb"]["mean"].as_float(), Some(0.0025), "{base}");
+    assert_eq!(
+        v["metrics"]["gb"]["mean"].as_float(),
+        Some(0.0025),
+        "{base}"
+    );
     for bench in ["BM_Fails", "*"] {
         let out = run(
             &table(bench, "real_time"),
@@ -374,7 +383,10 @@ fn an_nvbench_state_that_threw_is_a_failed_benchmark() {
         .unwrap();
     let all = both(&out);
     assert_eq!(out.status.code(), Some(5), "{all}");
-    assert!(all.contains("Unexpected error: cudaErrorIllegalAddress"), "{all}");
+    assert!(
+        all.contains("Unexpected error: cudaErrorIllegalAddress"),
+        "{all}"
+    );
 }
 
 const BMF_ONE: &str = "[metrics.wall_time_s]\nenabled = false\n[user_metrics.latency]\nsource = \"metrics_file\"\nformat = \"bmf\"\nbenchmark = \"bench\"\nmeasure = \"latency\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n";
@@ -416,7 +428,11 @@ fn metrics_file_hints_name_the_file_and_the_cause() {
     assert!(all.contains("'m.json'") && all.contains("MiB"), "{all}");
     assert!(!all.contains("fix gate.toml"), "{all}");
     // Stale by half a second: written just before the run, not by it.
-    std::fs::write(d.join("m.json"), r#"{"bench": {"latency": {"value": 1.0}}}"#).unwrap();
+    std::fs::write(
+        d.join("m.json"),
+        r#"{"bench": {"latency": {"value": 1.0}}}"#,
+    )
+    .unwrap();
     let f = std::fs::File::options()
         .write(true)
         .open(d.join("m.json"))
@@ -457,7 +473,14 @@ fn a_metrics_file_nothing_reads_is_said_and_so_is_its_absence() {
     assert!(out.status.success(), "{}", both(&out));
     let out = gate(d)
         .args(["check", "--baseline", "x", "--no-gpu"])
-        .args(["--metrics-file", "nothing.json", "--", "python3", "-c", code])
+        .args([
+            "--metrics-file",
+            "nothing.json",
+            "--",
+            "python3",
+            "-c",
+            code,
+        ])
         .output()
         .unwrap();
     let all = both(&out);
@@ -519,7 +542,12 @@ fn gate_toml_is_found_from_anywhere_in_the_repository() {
     std::fs::write(sub.join("mine.toml"), "").unwrap();
     let out = gate(&sub)
         .args(["check", "--baseline", "h", "--config", "mine.toml"])
-        .args(["--baseline-dir", "../../baselines", "--replay", "../../h2.jsonl"])
+        .args([
+            "--baseline-dir",
+            "../../baselines",
+            "--replay",
+            "../../h2.jsonl",
+        ])
         .output()
         .unwrap();
     assert!(!both(&out).contains("using '"), "{}", both(&out));
@@ -585,7 +613,12 @@ fn the_release_workflow_pins_the_sums_it_built() {
         .lines()
         .map(String::from)
         .collect();
-    want.sort_by(|a, b| a.split_once("  ").unwrap().1.cmp(b.split_once("  ").unwrap().1));
+    want.sort_by(|a, b| {
+        a.split_once("  ")
+            .unwrap()
+            .1
+            .cmp(b.split_once("  ").unwrap().1)
+    });
     let list = std::fs::read_to_string(root.join("ci-templates/release-checksums.txt")).unwrap();
     let pinned: Vec<&str> = list.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(pinned, want, "{list}");
@@ -631,7 +664,9 @@ fn the_release_workflow_pins_the_sums_it_built() {
 #[test]
 fn the_readme_install_section_starts_with_what_works_today() {
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
-    let at = readme.find("\n## Install\n").expect("README's Install section");
+    let at = readme
+        .find("\n## Install\n")
+        .expect("README's Install section");
     let section = &readme[at..];
     let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
     let section = section.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -641,7 +676,9 @@ fn the_readme_install_section_starts_with_what_works_today() {
     assert!(from_source < pip && release < pip, "{section}");
     let list = std::fs::read_to_string(Path::new(ROOT).join("ci-templates/release-checksums.txt"))
         .unwrap();
-    let none_pinned = list.lines().all(|l| l.starts_with('#') || l.trim().is_empty());
+    let none_pinned = list
+        .lines()
+        .all(|l| l.starts_with('#') || l.trim().is_empty());
     assert_eq!(
         section.contains("Nothing is on PyPI yet"),
         none_pinned,
@@ -666,13 +703,27 @@ fn a_cpu_only_regression_is_diagnosed_without_gpu_words() {
     };
     let out = gate(d)
         .args(["capture", "--baseline", "cpu", "--runs", "2", "--no-gpu"])
-        .args(["--metrics-file", "m.json", "--", "python3", "-c", &bench(0.010)])
+        .args([
+            "--metrics-file",
+            "m.json",
+            "--",
+            "python3",
+            "-c",
+            &bench(0.010),
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", both(&out));
     let out = gate(d)
         .args(["check", "--baseline", "cpu", "--no-gpu"])
-        .args(["--metrics-file", "m.json", "--", "python3", "-c", &bench(0.050)])
+        .args([
+            "--metrics-file",
+            "m.json",
+            "--",
+            "python3",
+            "-c",
+            &bench(0.050),
+        ])
         .output()
         .unwrap();
     let all = both(&out);

@@ -430,6 +430,5 @@ fn without_gpu_activity(input: &CheckInput) -> bool {
         None,
     );
     idle(base)
-        && (input.runs.iter())
-            .all(|r| idle(r.summary.gpu_aggregate.get(busy).map(|s| s.mean)))
+        && (input.runs.iter()).all(|r| idle(r.summary.gpu_aggregate.get(busy).map(|s| s.mean)))
 }

@@ -496,8 +496,8 @@ fn nvbench_number(state: &Value, stat: &str) -> Result<Number, Miss> {
         }
         return Err(Miss::Absent(format!("nvbench skipped this state ({why})")));
     }
-    let value = nvbench_summary(state, stat)
-        .ok_or_else(|| Miss::Absent(format!("no summary '{stat}'")))?;
+    let value =
+        nvbench_summary(state, stat).ok_or_else(|| Miss::Absent(format!("no summary '{stat}'")))?;
     // `.../mean` has a relative stdev beside it: `.../stdev/relative`.
     let ci95 = stat.strip_suffix("/mean").and_then(|base| {
         let rel = nvbench_summary(state, &format!("{base}/stdev/relative"))?;

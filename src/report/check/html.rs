@@ -343,7 +343,11 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
                     curves.push_str(&metric_chart(m, &w.runs, 620.0, &anchor(r, m)));
                     drawn.push(&m.id);
                 } else if charts {
-                    let _ = write!(curves, "<p class=\"note\">{}: drawn above.</p>", esc(&m.shown_name()));
+                    let _ = write!(
+                        curves,
+                        "<p class=\"note\">{}: drawn above.</p>",
+                        esc(&m.shown_name())
+                    );
                 }
             }
             let _ = write!(
