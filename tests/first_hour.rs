@@ -121,7 +121,9 @@ fn harness_names_and_readable_units_in_every_output_and_the_baseline() {
         .arg(&t)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", both(&out));
+    let (stdout, stderr) = output(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("  py.test_sum[10] (mean): "), "{stdout}");
     let base = std::fs::read_to_string(d.join("baselines/py.toml")).unwrap();
     let v: toml::Value = toml::from_str(&base).unwrap();
     let id = "py.test_sum_10_d99f71";
@@ -154,6 +156,9 @@ fn harness_names_and_readable_units_in_every_output_and_the_baseline() {
     assert_valid_junit(&d.join("r.xml"));
     let md = std::fs::read_to_string(d.join("r.md")).unwrap();
     assert!(md.contains("py.test_sum[10]") && md.contains("µs"), "{md}");
+    let out = gate(d).args(["diff", "py"]).arg(&t).output().unwrap();
+    let (stdout, stderr) = output(&out);
+    assert!(stdout.contains("py.test_sum[10] "), "{stdout}{stderr}");
 }
 
 /// Item 41.5: ids unique by construction. Two names whose 24-bit hashed

@@ -432,9 +432,10 @@ fn print_summary(b: &baseline::Baseline) {
     for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
         let o = gate::Observation::from_baseline(m, m.statistic);
         if let Some(o) = o {
+            let shown = crate::metric_sources::shown_name(id, m.benchmark.as_deref());
             crate::console::outln(format_args!(
                 "  {} ({}): {}{}",
-                crate::escape::terminal(id),
+                crate::escape::terminal(&shown),
                 m.statistic.as_str(),
                 crate::escape::terminal(&crate::format::value_with_unit(Some(o.value), &m.unit)),
                 o.run_stdev()

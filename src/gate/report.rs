@@ -159,10 +159,7 @@ impl MetricResult {
 
     /// `id` as people read it, without node or GPU (`py.test_sum[0]`).
     pub fn shown_id(&self) -> String {
-        match (&self.benchmark, self.id.split_once('.')) {
-            (Some(bench), Some((table, _))) => format!("{table}.{bench}"),
-            _ => self.id.clone(),
-        }
+        crate::metric_sources::shown_name(&self.id, self.benchmark.as_deref())
     }
 
     /// Fails the run (with `fail_on_improvement` for improvements).

@@ -419,6 +419,16 @@ pub fn bulk_id(table: &str, bench: &str) -> String {
     format!("{table}.{clean}")
 }
 
+/// A metric as people read it: a benchmark a glob table read by its own
+/// name under its table (`py.test_sum[0]`, not its id
+/// `py.test_sum_0_888b45`); any other metric by its id.
+pub fn shown_name(id: &str, benchmark: Option<&str>) -> String {
+    match (benchmark, id.split_once('.')) {
+        (Some(bench), Some((table, _))) => format!("{table}.{bench}"),
+        _ => id.to_string(),
+    }
+}
+
 /// The metric ids of the benchmarks a glob table read (`bulk_id`), each
 /// with its benchmark's own name. Ids are unique by construction: two names
 /// whose ids meet (two hashed names that share 24 bits, or a clean name
