@@ -406,21 +406,9 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     let r = reader.read_file(text);
                     matched = r.values.into_iter().map(|v| (v, false)).collect();
                     file_ci95 = r.ci95;
-                    match crate::metric_sources::bulk_ids(name, r.each) {
-                        Ok(ids) => {
-                            for (id, bench, n) in ids {
-                                out.values.insert(
-                                    id.clone(),
-                                    UserMetricValue {
-                                        value: n.value,
-                                        lines: 1,
-                                        ci95: n.ci95,
-                                    },
-                                );
-                                out.benchmarks.insert(id, bench);
-                            }
-                        }
-                        Err(p) => problem(p),
+                    let (values, names) = (&mut out.values, &mut out.benchmarks);
+                    if let Err(p) = insert_bulk(values, names, name, r.each) {
+                        problem(p);
                     }
                     if let Some(p) = r.problem {
                         problem(p);
@@ -469,6 +457,26 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
         }
     }
     out
+}
+
+/// The benchmarks a glob table read, each its own metric under its id
+/// (`metric_sources::bulk_ids`: unique, or refused) with its own name.
+fn insert_bulk(
+    values: &mut BTreeMap<String, UserMetricValue>,
+    names: &mut BTreeMap<String, String>,
+    table: &str,
+    each: Vec<(String, crate::metric_sources::Number)>,
+) -> Result<(), crate::metric_sources::Problem> {
+    for (id, bench, n) in crate::metric_sources::bulk_ids(table, each)? {
+        let value = UserMetricValue {
+            value: n.value,
+            lines: 1,
+            ci95: n.ci95,
+        };
+        values.insert(id.clone(), value);
+        names.insert(id, bench);
+    }
+    Ok(())
 }
 
 /// One value of the readings `(value, in teardown)` of a run, by `how`.

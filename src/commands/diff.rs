@@ -289,7 +289,10 @@ fn render_text(r: &DiffReport) -> String {
         .iter()
         .map(|m| {
             [
-                t(&crate::metric_sources::shown_name(&m.id, m.benchmark.as_deref())),
+                t(&crate::metric_sources::shown_name(
+                    &m.id,
+                    m.benchmark.as_deref(),
+                )),
                 t(&m.statistic),
                 t(&value_with_unit(m.a, &m.unit)),
                 t(&value_with_unit(m.b, &m.unit)),
