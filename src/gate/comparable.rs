@@ -148,6 +148,20 @@ mod tests {
     }
 
     #[test]
+    fn varying_flags_go_with_their_value() {
+        let vary = v("--seed fixture");
+        assert_eq!(
+            without_varying(&v("python3 t.py --seed 3 --steps 5 --seed=4 -s 1"), &vary),
+            v("python3 t.py --steps 5 -s 1")
+        );
+        // A listed word that is no flag is an argument like any other.
+        assert_eq!(
+            without_varying(&v("python3 t.py fixture"), &vary),
+            v("python3 t.py fixture")
+        );
+    }
+
+    #[test]
     fn identity_is_program_and_script_or_module() {
         assert_eq!(
             identity(&v("/usr/bin/python3 /builds/x/train.py --seed 1")),

@@ -777,6 +777,30 @@ mod tests {
             assert!(crate::validate::valid_name(id), "{id}");
         }
         assert!(bulk_id("t", &"x".repeat(500)).len() < 140);
+        // Unique by construction: ids that meet are refused with both names.
+        let n = Number {
+            value: 1.0,
+            ci95: None,
+        };
+        let each = |names: &[&str]| names.iter().map(|s| (s.to_string(), n)).collect();
+        let ok = bulk_ids("py", each(&["test_sum[0]", "test_sum[1]"])).unwrap();
+        assert_eq!(ok[0].1, "test_sum[0]");
+        for (a, b) in [
+            ("a b:c]d/e[f", "a/b/c(d[e f"),
+            ("test_sum[0]", "test_sum_0_888b45"),
+        ] {
+            let p = bulk_ids("py", each(&[a, b])).unwrap_err();
+            assert_eq!(p.fault, Fault::Config);
+            assert!(
+                p.text.contains(&format!("'{a}'")) && p.text.contains(&format!("'{b}'")),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            shown_name("py.test_sum_0_888b45", Some("test_sum[0]")),
+            "py.test_sum[0]"
+        );
+        assert_eq!(shown_name("sm_active_pct", None), "sm_active_pct");
     }
 
     #[test]
