@@ -123,17 +123,7 @@ done
 cat "$out/SHA256SUMS"
 
 if [ "$record" = 1 ]; then
-  # One line per archive of every released version; older versions stay.
-  sums=ci-templates/release-checksums.txt
-  tmp="$(mktemp)"
-  { grep -v -e " gate-$version-" -e " gpugate-$version-" "$sums" 2>/dev/null || true; cat "$out/SHA256SUMS"; } | sort -k2 > "$tmp"
-  {
-    echo "# SHA-256 of gate's release archives and wheels, written by scripts/release.sh"
-    echo "# --record before the release is tagged; the install step of the GitHub action"
-    echo "# and of the GitLab components installs the wheel with pip --require-hashes"
-    echo "# and this sum, and refuses a version that has none here."
-    grep -v '^#' "$tmp"
-  } > "$sums"
-  rm -f "$tmp"
-  echo "recorded in $sums"
+  # The list and the GitLab components' copy of it, one way (also the
+  # release workflow's).
+  scripts/pin-checksums.sh "$out/SHA256SUMS"
 fi

@@ -280,6 +280,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     crate::parallel::threads_from_env().map_err(crate::error::GateError::usage)?;
     crate::trace::spill_mb_from_env().map_err(crate::error::GateError::usage)?;
+    let mut cli = cli;
+    find_config(&mut cli.command);
     match cli.command {
         Command::Record(a) => record::run(a),
         Command::Doctor(a) => doctor::run(a),
@@ -295,6 +297,22 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Metrics(a) => metrics::run(a),
         Command::Completions(a) => tools::completions(a, Cli::command()),
         Command::Man(a) => tools::man(a, Cli::command()),
+    }
+}
+
+/// `gate.toml` and `baselines/` from anywhere in the repository
+/// (`config::locate`), for every command that reads them.
+fn find_config(command: &mut Command) {
+    use crate::config::locate::use_found;
+    match command {
+        Command::Capture(a) => use_found(&mut a.config, Some(&mut a.baseline_dir)),
+        Command::Check(a) => use_found(&mut a.config, Some(&mut a.baseline_dir)),
+        Command::Diff(a) => use_found(&mut a.config, Some(&mut a.baseline_dir)),
+        Command::Report(a) => use_found(&mut a.config, None),
+        Command::History(a) => use_found(&mut a.config, None),
+        Command::Watch(a) => use_found(&mut a.config, None),
+        Command::Metrics(a) => use_found(&mut a.config, None),
+        _ => {}
     }
 }
 

@@ -91,12 +91,81 @@ pub(crate) fn number_or_na(v: Option<f64>) -> String {
 }
 
 /// A measured value with its unit (`97.12 %`, `312 W`, `42`), `n/a` when
-/// absent. Counts and unit-less values print bare.
-pub(crate) fn value_with_unit(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) if unit.is_empty() || unit == "count" => number(v),
-        Some(v) => format!("{} {unit}", number(v)),
-        None => "n/a".into(),
+/// absent, scaled to a unit people read: a time below a second in ms, µs
+/// or ns (`7.336 µs`, not `0.000007336 s`), and a count or a rate from
+/// 1,000 up with k, M or G (`91.85k 1/s`). Counts and unit-less values
+/// print bare. Display only: JSON, OpenMetrics and baselines keep the
+/// number in the declared unit.
+///
+/// ```
+/// use gpugate::format::value_with_unit;
+/// assert_eq!(value_with_unit(Some(0.000007336), "s"), "7.336 µs");
+/// assert_eq!(value_with_unit(Some(0.0312478), "s"), "31.25 ms");
+/// assert_eq!(value_with_unit(Some(2.5), "s"), "2.5 s");
+/// assert_eq!(value_with_unit(Some(91845.2), "1/s"), "91.85k 1/s");
+/// assert_eq!(value_with_unit(Some(291.0), "1/s"), "291 1/s");
+/// assert_eq!(value_with_unit(Some(39867.0), "MiB"), "39867 MiB");
+/// assert_eq!(value_with_unit(Some(2.5e9), ""), "2.5G");
+/// assert_eq!(value_with_unit(Some(3451.0), "1/s"), "3.451k 1/s");
+/// ```
+pub fn value_with_unit(v: Option<f64>, unit: &str) -> String {
+    let Some(v) = v else {
+        return "n/a".into();
+    };
+    if !v.is_finite() || v == 0.0 {
+        return match unit {
+            "" | "count" => number(v),
+            _ => format!("{} {unit}", number(v)),
+        };
+    }
+    if let Some(seconds) = time_unit_s(unit) {
+        return time_text(v * seconds);
+    }
+    let (v, prefix) = if counts_or_rate(unit) {
+        [(1e9, "G"), (1e6, "M"), (1e3, "k")]
+            .into_iter()
+            .find(|(from, _)| v.abs() >= *from)
+            .map_or((v, ""), |(by, p)| (v / by, p))
+    } else {
+        (v, "")
+    };
+    match unit {
+        "" | "count" => format!("{}{prefix}", number(v)),
+        _ => format!("{}{prefix} {unit}", number(v)),
+    }
+}
+
+/// Seconds per one of `unit`, when it is a time.
+fn time_unit_s(unit: &str) -> Option<f64> {
+    Some(match unit.trim() {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    })
+}
+
+/// A time in seconds in the largest of s, ms, µs, ns that leaves at least 1.
+fn time_text(s: f64) -> String {
+    let (scale, unit) = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs")]
+        .into_iter()
+        .find(|(at, _)| s.abs() >= *at)
+        .unwrap_or((1e-9, "ns"));
+    format!("{} {unit}", number(s / scale))
+}
+
+/// Counts and rates take k, M, G: no unit, `count`, and a rate of a plain
+/// word (`1/s`, `samples/s`, `B/s`); never a unit that has its own prefix
+/// (`MiB`, `MHz`) or a percentage.
+fn counts_or_rate(unit: &str) -> bool {
+    match unit.strip_suffix("/s") {
+        Some(what) => {
+            what == "1"
+                || what == "B"
+                || (!what.is_empty() && what.chars().all(|c| c.is_ascii_lowercase()))
+        }
+        None => matches!(unit, "" | "count"),
     }
 }
 

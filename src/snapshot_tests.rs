@@ -131,3 +131,40 @@ fn baseline_toml() {
     let hint = crate::baseline::refresh_hint(&b.name, &b.capture.command);
     snap("baseline_toml", &crate::baseline::to_toml(&b, &hint));
 }
+
+/// Issue 40.2: a harness benchmark read by a glob table reads by its own
+/// name (`py.test_sum[0]`, not its id) and its microseconds as µs, in the
+/// terminal and in Markdown; the baseline keeps the name beside the id.
+#[test]
+fn harness_names_and_scaled_units() {
+    let mut r = sample_report();
+    let mut m = r.metrics[0].clone();
+    m.id = "py.test_sum_0_888b45".into();
+    m.benchmark = Some("test_sum[0]".into());
+    m.node = None;
+    m.gpu = None;
+    m.unit = "s".into();
+    m.baseline = Some(7.336e-6);
+    m.new = Some(9.102e-6);
+    m.change = Some(9.102e-6 - 7.336e-6);
+    m.change_pct = Some((9.102e-6 - 7.336e-6) / 7.336e-6 * 100.0);
+    m.tolerance = Some(7.336e-8);
+    m.noise = Some(1.89e-7);
+    r.metrics = vec![m];
+    let plain = Terminal {
+        color: false,
+        width: None,
+    };
+    snap("harness_names_terminal", &plain.render(&r));
+    snap("harness_names_markdown", &Markdown.render(&r));
+    let mut b = crate::baseline::store::tests::sample_baseline();
+    let mut entry = b.metrics.values().next().unwrap().clone();
+    entry.benchmark = Some("test_sum[0]".into());
+    b.metrics.insert("py.test_sum_0_888b45".into(), entry);
+    let toml = crate::baseline::to_toml(&b, "");
+    let at = toml.find("[metrics.\"py.test_sum_0_888b45\"]").unwrap();
+    snap(
+        "harness_names_baseline_entry",
+        &toml[at..at + 200.min(toml.len() - at)],
+    );
+}

@@ -337,26 +337,10 @@ pub(crate) struct UserReadings {
     /// Every benchmark read (a glob's each, a harness table's one, a table
     /// with `spans` markers), for their spans (`spans::derive`).
     pub(crate) benchmarks: Vec<spans::Benchmark>,
-}
-
-/// Every benchmark a glob table `table` read, each its own metric (into
-/// `UserReadings::values` and `::benchmarks`).
-fn read_each(
-    values: &mut BTreeMap<String, UserMetricValue>,
-    benchmarks: &mut Vec<spans::Benchmark>,
-    table: &str,
-    each: Vec<(String, crate::metric_sources::Number)>,
-) {
-    for (bench, n) in each {
-        let id = crate::metric_sources::bulk_id(table, &bench);
-        benchmarks.push(spans::Benchmark::new(&id, table, &bench));
-        let value = UserMetricValue {
-            value: n.value,
-            lines: 1,
-            ci95: n.ci95,
-        };
-        values.insert(id, value);
-    }
+    /// The benchmark's own name in its harness's file (`test_sum[0]`) of
+    /// each metric a glob table read, by metric id: what outputs show
+    /// beside the sanitised id.
+    pub names: BTreeMap<String, String>,
 }
 
 /// A declared user metric that a run did not give: its name, why, and
@@ -428,7 +412,13 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     let r = reader.read_file(text);
                     matched = r.values.into_iter().map(|v| (v, false)).collect();
                     file_ci95 = r.ci95;
-                    read_each(&mut out.values, &mut out.benchmarks, name, r.each);
+                    let (values, names) = (&mut out.values, &mut out.names);
+                    match insert_bulk(values, names, name, r.each) {
+                        Ok(ids) => out.benchmarks.extend(
+                            ids.iter().map(|(id, bench)| spans::Benchmark::new(id, name, bench)),
+                        ),
+                        Err(p) => problem(p),
+                    }
                     if let Some(p) = r.problem {
                         problem(p);
                     }
@@ -443,7 +433,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                     fault: if p.kind.not_produced() {
                         Fault::NotProduced
                     } else {
-                        Fault::Config
+                        Fault::MetricsFile
                     },
                     text: p.message.clone(),
                 }),
@@ -485,6 +475,28 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
     out
 }
 
+/// The benchmarks a glob table read, each its own metric under its id
+/// (`metric_sources::bulk_ids`: unique, or refused) with its own name.
+fn insert_bulk(
+    values: &mut BTreeMap<String, UserMetricValue>,
+    names: &mut BTreeMap<String, String>,
+    table: &str,
+    each: Vec<(String, crate::metric_sources::Number)>,
+) -> Result<Vec<(String, String)>, crate::metric_sources::Problem> {
+    let mut read = Vec::new();
+    for (id, bench, n) in crate::metric_sources::bulk_ids(table, each)? {
+        let value = UserMetricValue {
+            value: n.value,
+            lines: 1,
+            ci95: n.ci95,
+        };
+        values.insert(id.clone(), value);
+        names.insert(id.clone(), bench.clone());
+        read.push((id, bench));
+    }
+    Ok(read)
+}
+
 /// One value of the readings `(value, in teardown)` of a run, by `how`.
 fn aggregate(how: Aggregate, matched: &[(f64, bool)]) -> Option<UserMetricValue> {
     let steady: Vec<f64> = matched.iter().filter(|m| !m.1).map(|m| m.0).collect();
@@ -523,12 +535,13 @@ pub struct RunInput<'a> {
     /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
-    /// `UserReadings::problems` and `::invalid` of this run.
+    /// `UserReadings::problems`, `::invalid` and `::benchmarks` of this run.
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
     /// Each benchmark's own window, by metric id, when the run has several
     /// (`spans`); empty otherwise.
     pub spans: BTreeMap<String, BenchSpan>,
+    pub(crate) user_benchmarks: BTreeMap<String, String>,
 }
 
 impl<'a> RunInput<'a> {
@@ -567,6 +580,7 @@ impl<'a> RunInput<'a> {
             user_problems: readings.problems,
             user_invalid: readings.invalid,
             spans,
+            user_benchmarks: readings.names,
         }
     }
 
@@ -579,6 +593,7 @@ impl<'a> RunInput<'a> {
             user_problems: derived.user_problems,
             user_invalid: derived.user_invalid,
             spans: derived.spans,
+            user_benchmarks: derived.user_benchmarks,
         }
     }
 }
@@ -594,6 +609,7 @@ pub struct RunDerived {
     pub(crate) user_problems: Vec<UserProblem>,
     pub(crate) user_invalid: Vec<String>,
     pub spans: BTreeMap<String, BenchSpan>,
+    pub(crate) user_benchmarks: BTreeMap<String, String>,
 }
 
 #[cfg(test)]

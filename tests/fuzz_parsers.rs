@@ -118,6 +118,78 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Panic messages silenced on the thread that holds this, and only there.
+/// The panic hook is global to the test binary: a campaign that replaced it
+/// with a silent one (as this file did) silenced every other test's failure
+/// while it ran, and two campaigns that took and restored it in turn could
+/// leave it silent for good: a test that failed under load then printed
+/// nothing at all (issue 40).
+struct QuietPanics;
+
+impl QuietPanics {
+    fn on_this_thread() -> QuietPanics {
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if !QUIET.with(|q| q.get()) {
+                    default(info);
+                }
+            }));
+        });
+        QUIET.with(|q| q.set(true));
+        QuietPanics
+    }
+}
+
+impl Drop for QuietPanics {
+    fn drop(&mut self) {
+        QUIET.with(|q| q.set(false));
+    }
+}
+
+/// Run by `a_failing_test_prints_why_while_a_campaign_runs` in a child
+/// process: a test thread fails while another thread's campaign silences
+/// its own panics.
+#[test]
+#[ignore = "run by a_failing_test_prints_why_while_a_campaign_runs"]
+fn fails_beside_a_quiet_campaign() {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (ready, wait) = std::sync::mpsc::channel::<()>();
+    let campaign = std::thread::spawn(move || {
+        let _quiet = QuietPanics::on_this_thread();
+        let _ = catch_unwind(|| panic!("a fuzz input's panic, silenced"));
+        ready.send(()).unwrap();
+        let _ = held.recv();
+    });
+    wait.recv().unwrap();
+    let failed = std::thread::spawn(|| panic!("the reason this test failed")).join();
+    release.send(()).unwrap();
+    campaign.join().unwrap();
+    assert!(failed.is_err());
+}
+
+#[test]
+fn a_failing_test_prints_why_while_a_campaign_runs() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "fuzz_parsers::fails_beside_a_quiet_campaign",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the reason this test failed"), "{err}");
+    assert!(!err.contains("silenced"), "{err}");
+}
+
 /// Run `target` on `input`; a panic becomes Err with its message.
 fn attempt(target: Target, input: &[u8]) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| target(input))).map_err(|p| {
@@ -250,10 +322,9 @@ fn campaign(name: &str) {
     let mut rng = Rng(seed ^ name.len() as u64 ^ 0xA5A5);
     let deadline = Instant::now() + budget();
     let mut runs = 0u64;
-    // Silence the default panic message per iteration; the failure below
-    // reports the one that matters.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    // Silence the panic message per iteration, on this thread only; the
+    // failure below reports the one that matters.
+    let quiet = QuietPanics::on_this_thread();
     let mut failure = None;
     while Instant::now() < deadline || runs < 20 {
         let base = corpus[rng.below(corpus.len())].clone();
@@ -268,7 +339,7 @@ fn campaign(name: &str) {
             corpus.push(input);
         }
     }
-    std::panic::set_hook(hook);
+    drop(quiet);
     if let Some((input, msg)) = failure {
         let dir = root().join("target/fuzz-crashes");
         std::fs::create_dir_all(&dir).unwrap();

@@ -609,7 +609,7 @@ fn a_stale_or_absent_metrics_file_fails_and_a_short_run_is_judged_on_its_number(
     let (code, _, err) = run(&capture, argv(0.2, None));
     assert_eq!(code, Some(5), "{err}");
     assert!(
-        err.contains("was last written at 2020-09-13T12:26:40Z, before this run started at"),
+        err.contains("was last written at 2020-09-13T12:26:40.000Z, before this run started at"),
         "{err}"
     );
     // Written by the run: 0.3 s, a handful of samples, judged on its number.

@@ -20,6 +20,7 @@ mod consumers;
 mod diagnosis_prose;
 mod docs_facts;
 mod exit_codes;
+mod first_hour;
 mod fixtures_acceptance;
 mod fixtures_diagnosis;
 mod framework_detect;

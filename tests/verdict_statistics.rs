@@ -113,10 +113,11 @@ fn capture_the_toml_and_check_agree_on_the_baseline_value() {
     let stored = baseline_metric(dir.path(), "t", "samples_per_s")["mean"]
         .as_float()
         .unwrap();
-    let shown = gpugate::format::number(stored);
+    // As every report prints it: 345129 is `345.1k 1/s`.
+    let shown = gpugate::format::value_with_unit(Some(stored), "1/s");
     let cap_text = String::from_utf8_lossy(&cap.stdout);
     assert!(
-        cap_text.contains(&format!("samples_per_s (mean): {shown} 1/s")),
+        cap_text.contains(&format!("samples_per_s (mean): {shown}")),
         "{shown} {cap_text}"
     );
     let check = gate(dir.path())
@@ -128,7 +129,7 @@ fn capture_the_toml_and_check_agree_on_the_baseline_value() {
         .lines()
         .find(|l| l.starts_with("samples_per_s "))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains(&format!(" {shown} 1/s ")), "{shown}: {row}");
+    assert!(row.contains(&format!(" {shown} ")), "{shown}: {row}");
     let json = gate(dir.path())
         .args([
             "check",

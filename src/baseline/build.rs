@@ -63,7 +63,10 @@ pub fn build(
         metrics.insert(wall.to_string(), m);
     }
     for user in config.user_metric_ids(inputs.iter().flat_map(|r| r.user.keys())) {
-        if let Some(m) = runs.run_level(&user, runs.user_values(&user)) {
+        if let Some(mut m) = runs.run_level(&user, runs.user_values(&user)) {
+            m.benchmark = inputs
+                .iter()
+                .find_map(|r| r.user_benchmarks.get(&user).cloned());
             metrics.insert(user, m);
         }
     }
@@ -320,6 +323,7 @@ pub(super) fn metric_entry(
     runs: Vec<RunStat>,
 ) -> BaselineMetric {
     BaselineMetric {
+        benchmark: None,
         unit,
         direction,
         statistic,

@@ -194,6 +194,10 @@ pub struct GpuBaseline {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BaselineMetric {
+    /// The benchmark's own name in its harness's file (`test_sum[0]`) of
+    /// a metric a glob table read; the key is its sanitised id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
     pub unit: String,
     pub direction: Direction,
     /// The statistic the gate judged this metric on at capture time.

@@ -155,6 +155,7 @@ impl CapturePlan {
             Some(w) => config.for_workload(w),
             None => config,
         };
+        measure::warn_unread_metrics_file(&measure, &config);
         let history = args.history.settings();
         let recorder = crate::history::pipeline::Recorder::resolve(&history, &config)?;
         // The baseline path is checked before anything is measured: never a
@@ -391,6 +392,8 @@ fn unread_user_metrics(
         crate::metric_sources::Fault::NotProduced => {
             "set optional = true in gate.toml if the number may be absent".to_string()
         }
+        crate::metric_sources::Fault::Failed => "fix the benchmark".to_string(),
+        crate::metric_sources::Fault::MetricsFile => "fix --metrics-file".to_string(),
     };
     let msg = format!(
         "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else ({fix})",
@@ -398,8 +401,12 @@ fn unread_user_metrics(
         r.trace.path.display()
     );
     Err(match p.fault {
-        crate::metric_sources::Fault::Config => GateError::usage(msg),
-        crate::metric_sources::Fault::NotProduced => GateError::BenchmarkFailed(msg),
+        crate::metric_sources::Fault::Config | crate::metric_sources::Fault::MetricsFile => {
+            GateError::usage(msg)
+        }
+        crate::metric_sources::Fault::NotProduced | crate::metric_sources::Fault::Failed => {
+            GateError::BenchmarkFailed(msg)
+        }
     })
 }
 
@@ -434,9 +441,10 @@ fn print_summary(b: &baseline::Baseline) {
     for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated) {
         let o = gate::Observation::from_baseline(m, m.statistic);
         if let Some(o) = o {
+            let shown = crate::metric_sources::shown_name(id, m.benchmark.as_deref());
             crate::console::outln(format_args!(
                 "  {} ({}): {}{}",
-                crate::escape::terminal(id),
+                crate::escape::terminal(&shown),
                 m.statistic.as_str(),
                 crate::escape::terminal(&crate::format::value_with_unit(Some(o.value), &m.unit)),
                 o.run_stdev()

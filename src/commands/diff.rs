@@ -134,6 +134,9 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
 #[derive(Debug, Serialize)]
 struct MetricDiff {
     id: String,
+    /// A harness benchmark's own name (`test_sum[0]`), as the baselines keep it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    benchmark: Option<String>,
     unit: String,
     statistic: String,
     gated: bool,
@@ -241,6 +244,7 @@ fn metric_rows(config: &Config, a: &Baseline, b: &Baseline, ids: Vec<String>) ->
         let (va, vb) = (val(ma), val(mb));
         let change = va.zip(vb).map(|(x, y)| y - x);
         rows.push(MetricDiff {
+            benchmark: template.benchmark.clone(),
             id,
             unit,
             statistic: statistic.as_str().to_string(),
@@ -285,7 +289,10 @@ fn render_text(r: &DiffReport) -> String {
         .iter()
         .map(|m| {
             [
-                t(&m.id),
+                t(&crate::metric_sources::shown_name(
+                    &m.id,
+                    m.benchmark.as_deref(),
+                )),
                 t(&m.statistic),
                 t(&value_with_unit(m.a, &m.unit)),
                 t(&value_with_unit(m.b, &m.unit)),

@@ -215,6 +215,25 @@ impl MeasureArgs {
 /// assert!(parse_duration("10 parsecs").is_err());
 /// assert!(parse_duration("99999999999h").unwrap_err().contains("7 days"));
 /// ```
+/// `--metrics-file` on a live run while no `[user_metrics]` table of
+/// gate.toml reads it: said before the run, never ignored in silence (a
+/// file the run then leaves absent or stale is said again in the report:
+/// `gate::runs`).
+pub(crate) fn warn_unread_metrics_file(args: &MeasureArgs, config: &crate::config::Config) {
+    use crate::metric_sources::settings::UserSource;
+    let Some(path) = args.metrics_file.as_ref().filter(|_| !args.is_replay()) else {
+        return;
+    };
+    let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
+    if !read {
+        crate::gate_eprintln!(
+            "gate: warning: --metrics-file '{}' is given, but no [user_metrics] table of {} reads it (source = \"metrics_file\"): nothing of it will be judged; declare one (docs/gating.md, \"Where the benchmark's number comes from\") or drop the flag",
+            crate::escape::terminal(&path.display().to_string()),
+            crate::escape::terminal(config.origin.as_deref().unwrap_or("gate.toml (none found)"))
+        );
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let text = s.trim();
     // No flag takes more than limits::MAX_WINDOW: a huge value is one clear

@@ -50,6 +50,7 @@
 //! in `alerts::settings`. The checks
 //! they share, and the TOML error text, are in `crate::validate`.
 
+pub mod locate;
 pub mod suite;
 
 use crate::accept::settings::AcceptPolicy;

@@ -30,6 +30,8 @@
 
 pub mod audit;
 pub mod dsl;
+mod no_gpu;
+pub use no_gpu::unexplained_without_gpu;
 pub mod rules;
 
 use crate::error::GateError;

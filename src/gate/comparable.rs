@@ -60,6 +60,25 @@ pub(crate) fn identity(command: &[String]) -> Vec<String> {
     id
 }
 
+/// `command` without the flags `vary` lists and their values (`--seed 3`,
+/// `--seed=3`): what differs by design between runs of one benchmark.
+pub(crate) fn without_varying(command: &[String], vary: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(command.len());
+    let mut skip_value = false;
+    for a in command {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        let flag = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
+        if a.starts_with('-') && vary.iter().any(|v| v == flag) {
+            skip_value = !a.contains('=');
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
 /// What differs between the baseline's run and this one.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Differences {
@@ -126,6 +145,20 @@ mod tests {
 
     fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn varying_flags_go_with_their_value() {
+        let vary = v("--seed fixture");
+        assert_eq!(
+            without_varying(&v("python3 t.py --seed 3 --steps 5 --seed=4 -s 1"), &vary),
+            v("python3 t.py --steps 5 -s 1")
+        );
+        // A listed word that is no flag is an argument like any other.
+        assert_eq!(
+            without_varying(&v("python3 t.py fixture"), &vary),
+            v("python3 t.py fixture")
+        );
     }
 
     #[test]

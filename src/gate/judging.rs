@@ -182,6 +182,7 @@ pub(super) fn compare(
     };
     let mut r = MetricResult {
         id: policy.id.clone(),
+        benchmark: base.and_then(|m| m.benchmark.clone()),
         node,
         gpu,
         unit: policy.unit.clone(),

@@ -97,6 +97,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         ));
     }
     let mut results = judge_metrics(input, &policies, &first_class, &sampled);
+    name_benchmarks(input, &mut results);
     if run.counters_unmeasured {
         counters_as_context(&mut results);
     }
@@ -153,6 +154,14 @@ pub fn check(input: &CheckInput) -> CheckReport {
         diagnosis,
         counts,
         trend: None,
+    }
+}
+
+/// Each harness benchmark's own name, from this run where the baseline
+/// has none (a baseline captured before names were kept).
+fn name_benchmarks(input: &CheckInput, results: &mut [MetricResult]) {
+    for m in results.iter_mut().filter(|m| m.benchmark.is_none()) {
+        m.benchmark = (input.runs.iter()).find_map(|r| r.user_benchmarks.get(&m.id).cloned());
     }
 }
 

@@ -202,7 +202,7 @@ fn labels(results: &[MetricResult], keep: impl Fn(&MetricResult) -> bool) -> Vec
     results
         .iter()
         .filter(|m| keep(m))
-        .map(|m| m.label())
+        .map(|m| m.shown_name())
         .collect()
 }
 
@@ -240,7 +240,7 @@ fn raise_for_decisive_moves(
                 let a = m.accepted.as_ref()?;
                 Some(format!(
                     "{} {} (within {} %, {}: {})",
-                    m.label(),
+                    m.shown_name(),
                     m.change_pct
                         .map(|p| format!("{} %", crate::format::percent_change(p)))
                         .unwrap_or_default(),
@@ -423,12 +423,29 @@ fn diagnose_window(input: &CheckInput, results: &[MetricResult]) -> Vec<Finding>
     let moved: Vec<(String, Option<f64>)> = results
         .iter()
         .filter(regressed)
-        .map(|m| (m.label(), m.change_pct))
+        .map(|m| (m.shown_name(), m.change_pct))
         .collect();
-    if !moved.is_empty() && !named {
+    if !moved.is_empty() && !named && without_gpu_activity(input) {
+        diagnosis.push(crate::diagnose::unexplained_without_gpu(&moved));
+    } else if !moved.is_empty() && !named {
         let rate = crate::analysis::features::WORK_RATE;
         let declared = crate::stats::MetricSource::feature(input.baseline, rate).is_some();
         diagnosis.push(crate::diagnose::unexplained(&moved, declared));
     }
     diagnosis
+}
+
+/// Neither the baseline nor this run kept a GPU busy (a CPU-only
+/// benchmark, `--no-gpu`): the diagnosis speaks of no kernels.
+fn without_gpu_activity(input: &CheckInput) -> bool {
+    let idle = |v: Option<f64>| v.is_none_or(|v| v < 1.0);
+    let busy = "gpu_busy_pct";
+    let base = crate::stats::MetricSource::stat(
+        input.baseline,
+        busy,
+        crate::stats::Stat::Of(metrics::Statistic::Mean),
+        None,
+    );
+    idle(base)
+        && (input.runs.iter()).all(|r| idle(r.summary.gpu_aggregate.get(busy).map(|s| s.mean)))
 }

@@ -68,6 +68,11 @@ impl RunVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricResult {
     pub id: String,
+    /// The benchmark's own name in its harness's file (`test_sum[0]`) of a
+    /// metric a glob table read: what people read; `id` is its sanitised
+    /// form where an id is needed (`py.test_sum_0_888b45`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
     /// Node of a multi-node run (None: the run, or the aggregate over nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<usize>,
@@ -132,6 +137,29 @@ impl MetricResult {
             s.push_str(&format!("[gpu{g}]"));
         }
         s
+    }
+
+    /// `label` as people read it: a harness benchmark by its own name
+    /// under its table (`py.test_sum[0]`, not `py.test_sum_0_888b45`).
+    /// Identities (history, acceptances) keep `label`.
+    pub fn shown_name(&self) -> String {
+        if self.benchmark.is_none() {
+            return self.label();
+        }
+        let mut s = String::new();
+        if let Some(n) = self.node {
+            s.push_str(&format!("node{n}/"));
+        }
+        s.push_str(&self.shown_id());
+        if let Some(g) = self.gpu {
+            s.push_str(&format!("[gpu{g}]"));
+        }
+        s
+    }
+
+    /// `id` as people read it, without node or GPU (`py.test_sum[0]`).
+    pub fn shown_id(&self) -> String {
+        crate::metric_sources::shown_name(&self.id, self.benchmark.as_deref())
     }
 
     /// Fails the run (with `fail_on_improvement` for improvements).

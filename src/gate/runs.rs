@@ -239,10 +239,11 @@ pub(super) fn comparable(
     let cfg = &input.config.file.compare;
     let mut tags = t.header.tags.clone();
     tags.extend(input.cli_tags.clone());
+    tags.retain(|k, _| !cfg.vary.contains(k));
     let d = comparable::differences(
-        &input.baseline.capture.command,
+        &comparable::without_varying(&input.baseline.capture.command, &cfg.vary),
         &input.baseline.tags,
-        &t.header.command,
+        &comparable::without_varying(&t.header.command, &cfg.vary),
         &tags,
         &cfg.tags,
     );
@@ -264,7 +265,7 @@ pub(super) fn comparable(
     }
     if !d.details.is_empty() {
         let text = format!(
-            "{who}: differs from the baseline's run: {}",
+            "{who}: differs from the baseline's run: {} (what differs by design, such as a seed, goes in [compare] vary in gate.toml)",
             d.details.join("; ")
         );
         if cfg.arguments == super::settings::ArgumentsPolicy::Refuse && !allowed {
@@ -393,6 +394,9 @@ pub(super) fn user_problems(
     elsewhere: &dyn Fn(&str) -> bool,
     run: &mut RunLevel,
 ) {
+    if let Some(w) = unread_metrics_file(r, config) {
+        run.warnings.push(format!("{who}: {w}"));
+    }
     for p in r.user_problems.iter().filter(|p| !elsewhere(&p.metric)) {
         if p.optional {
             run.warnings.push(format!(
@@ -408,6 +412,14 @@ pub(super) fn user_problems(
                     format!("{who}: {p}; fix {}", config.user_table_at(&p.metric)),
                 );
             }
+            crate::metric_sources::Fault::MetricsFile => {
+                run.input_error = true;
+                run.raise(RunVerdict::Error, format!("{who}: {p}"));
+            }
+            crate::metric_sources::Fault::Failed => {
+                run.benchmark_failed = true;
+                run.raise(RunVerdict::Error, format!("{who}: {p}"));
+            }
             crate::metric_sources::Fault::NotProduced => {
                 run.benchmark_failed = true;
                 run.raise(
@@ -417,6 +429,22 @@ pub(super) fn user_problems(
             }
         }
     }
+}
+
+/// A run recorded with `--metrics-file` that gave nothing (absent,
+/// stale...) while no `[user_metrics]` table reads it: said, never
+/// ignored in silence (`measure::warn_unread_metrics_file` says the rest
+/// before a live run).
+fn unread_metrics_file(r: &RunInput, config: &Config) -> Option<String> {
+    use crate::metric_sources::settings::UserSource;
+    let problem = r.trace.end.as_ref()?.metrics_file_problem.as_ref()?;
+    let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
+    (!read).then(|| {
+        format!(
+            "{}; no [user_metrics] table of gate.toml reads --metrics-file (source = \"metrics_file\"), so nothing of it was to be judged",
+            problem.message
+        )
+    })
 }
 
 /// The benchmark's own number decides this run: a gated user metric was

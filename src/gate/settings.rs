@@ -67,6 +67,11 @@ pub struct CompareConfig {
     /// Other arguments or tags than the baseline's: warn (default) or refuse.
     #[serde(default)]
     pub arguments: ArgumentsPolicy,
+    /// Flags (with their value: `--seed 3`, `--seed=3`) and tags that
+    /// differ between runs of one benchmark by design (a seed, a run id):
+    /// never a difference (`gate::comparable::without_varying`).
+    #[serde(default)]
+    pub vary: Vec<String>,
 }
 
 /// `[compare] arguments`.

@@ -16,7 +16,17 @@ const NAMES_SHOWN: usize = 10;
 struct Entry {
     name: String,
     alias: Option<String>,
-    number: Result<Number, String>,
+    number: Result<Number, Miss>,
+}
+
+/// Why a benchmark of a file has no number.
+enum Miss {
+    /// The file has no such number (a stat or measure gate.toml names).
+    Absent(String),
+    /// The harness says the benchmark failed at run time (Google
+    /// Benchmark's `error_occurred`, nvbench's "Unexpected error"): its
+    /// error text.
+    Failed(String),
 }
 
 pub(super) fn read(reader: &Reader, text: &str) -> FileReading {
@@ -97,11 +107,24 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
     if pattern.is_glob() {
         let mut out = FileReading::default();
         let mut skipped = Vec::new();
-        for e in entries.iter().filter(|e| hit(e)) {
+        let mut failed = Vec::new();
+        let matched: Vec<&Entry> = entries.iter().filter(|e| hit(e)).collect();
+        for e in &matched {
+            let name = unique_name(e, &matched);
             match &e.number {
-                Ok(n) => out.each.push((e.name.clone(), *n)),
-                Err(why) => skipped.push(format!("{}: {why}", e.name)),
+                Ok(n) => out.each.push((name, *n)),
+                Err(Miss::Absent(why)) => skipped.push(format!("{name}: {why}")),
+                Err(Miss::Failed(why)) => failed.push(format!("'{name}' ({why})")),
             }
+        }
+        if let Some(twin) = twins_left(&out.each) {
+            out.problem = Some(Problem::config(twin));
+            out.each.clear();
+            return out;
+        }
+        if !failed.is_empty() {
+            out.problem = Some(failed_at_run_time(what, &failed));
+            return out;
         }
         if out.each.is_empty() {
             let text = match skipped.first() {
@@ -135,7 +158,11 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
                 ..FileReading::one(*n)
             },
             Ok(n) => FileReading::one(*n),
-            Err(why) => FileReading::failed(Problem::config(format!(
+            Err(Miss::Failed(why)) => FileReading::failed(failed_at_run_time(
+                what,
+                &[format!("'{}' ({why})", e.name)],
+            )),
+            Err(Miss::Absent(why)) => FileReading::failed(Problem::config(format!(
                 "benchmark '{}' in the {what} file: {why}",
                 e.name
             ))),
@@ -163,6 +190,41 @@ fn select(what: &str, pattern: &Pattern, entries: Vec<Entry>) -> FileReading {
             )))
         }
     }
+}
+
+/// The name a glob reading gives `e`: its own, or where another matched
+/// benchmark has the same name (pytest-benchmark's `test_fwd` of two
+/// modules), the full name it also answers to, so both are kept.
+fn unique_name(e: &Entry, matched: &[&Entry]) -> String {
+    let shared = matched.iter().filter(|o| o.name == e.name).count() > 1;
+    match &e.alias {
+        Some(full) if shared => full.clone(),
+        _ => e.name.clone(),
+    }
+}
+
+/// Two benchmarks a glob read under one name (no full name tells them
+/// apart): refused with the name, never one of them dropped.
+fn twins_left(each: &[(String, Number)]) -> Option<String> {
+    let mut names: Vec<&str> = each.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    let twin = names.windows(2).find(|w| w[0] == w[1])?[0];
+    Some(format!(
+        "two benchmarks of the file are both named '{twin}' and nothing else tells them apart; rename one, or set benchmark to a pattern that matches only one"
+    ))
+}
+
+/// The benchmark ran and failed (exit 5): the harness's own error text.
+fn failed_at_run_time(what: &str, failed: &[String]) -> Problem {
+    Problem::failed(format!(
+        "the {what} file says {} failed at run time: {}",
+        if failed.len() == 1 {
+            "benchmark"
+        } else {
+            "benchmarks"
+        },
+        failed.join(", ")
+    ))
 }
 
 fn listing(entries: &[Entry]) -> String {
@@ -221,7 +283,7 @@ fn pytest(text: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
                         value,
                         ci95: pytest_ci95(stat, value, &get),
                     }),
-                    None => Err(format!("no number stats.{stat}")),
+                    None => Err(Miss::Absent(format!("no number stats.{stat}"))),
                 },
             }
         })
@@ -267,12 +329,12 @@ fn bmf(text: &str, measure: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
                         _ => None,
                     },
                 }),
-                None => Err(format!(
+                None => Err(Miss::Absent(format!(
                     "no number {name}.{measure}.{stat} (its measures: {}); set measure and stat to what the file has",
                     b.as_object()
                         .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>().join(", "))
                         .unwrap_or_default()
-                )),
+                ))),
             };
             Entry {
                 name: name.clone(),
@@ -354,14 +416,17 @@ fn google(text: &str, stat: &str) -> Result<Vec<Entry>, Problem> {
         .collect())
 }
 
-fn google_number(run: &GoogleRun, stat: &str) -> Result<Number, String> {
+fn google_number(run: &GoogleRun, stat: &str) -> Result<Number, Miss> {
     if let Some(e) = &run.error {
-        return Err(format!("the benchmark reported an error: {e}"));
+        return Err(Miss::Failed(format!("error_occurred: {e}")));
     }
-    // Times are in the row's time_unit; gate reads seconds.
+    // Times are in the row's time_unit; gate reads seconds. Only the two
+    // times are: a user counter is written as the benchmark set it, even
+    // one whose name ends in `_time` (json_reporter.cc writes counters
+    // unscaled).
     let value_of = |b: &Value| {
         let v = b.get(stat).and_then(number)?;
-        Some(if stat.ends_with("_time") {
+        Some(if matches!(stat, "real_time" | "cpu_time") {
             v * time_unit_s(b.get("time_unit").and_then(Value::as_str))
         } else {
             v
@@ -399,10 +464,10 @@ fn google_number(run: &GoogleRun, stat: &str) -> Result<Number, String> {
                     .collect()
             })
             .unwrap_or_default();
-        return Err(format!(
+        return Err(Miss::Absent(format!(
             "no number '{stat}' (its numbers: {}); set stat to one of them",
             keys.join(", ")
-        ));
+        )));
     }
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
@@ -459,15 +524,24 @@ fn nvbench_summary(state: &Value, tag: &str) -> Option<f64> {
         .and_then(number)
 }
 
-fn nvbench_number(state: &Value, stat: &str) -> Result<Number, String> {
+fn nvbench_number(state: &Value, stat: &str) -> Result<Number, Miss> {
     if state.get("is_skipped").and_then(Value::as_bool) == Some(true) {
         let why = state
             .get("skip_reason")
             .and_then(Value::as_str)
             .unwrap_or("no reason given");
-        return Err(format!("nvbench skipped this state ({why})"));
+        // nvbench's runner skips a state whose sampling threw with "Unexpected
+        // error: ..." (NVIDIA/nvbench nvbench/runner.cu,
+        // handle_sampling_exception): the benchmark failed at run time. Any
+        // other reason is the benchmark's own `state.skip` (a type pair it
+        // does not run).
+        if why.starts_with("Unexpected error") {
+            return Err(Miss::Failed(why.to_string()));
+        }
+        return Err(Miss::Absent(format!("nvbench skipped this state ({why})")));
     }
-    let value = nvbench_summary(state, stat).ok_or_else(|| format!("no summary '{stat}'"))?;
+    let value =
+        nvbench_summary(state, stat).ok_or_else(|| Miss::Absent(format!("no summary '{stat}'")))?;
     // `.../mean` has a relative stdev beside it: `.../stdev/relative`.
     let ci95 = stat.strip_suffix("/mean").and_then(|base| {
         let rel = nvbench_summary(state, &format!("{base}/stdev/relative"))?;

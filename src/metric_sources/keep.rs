@@ -93,7 +93,7 @@ pub(crate) fn keep_metrics_file(
         Err(e) => {
             return Err(problem(
                 ProblemKind::Unreadable,
-                format!("--metrics-file '{shown}' cannot be read: {e}"),
+                format!("--metrics-file '{shown}' cannot be read: {e}; point --metrics-file at the regular file the benchmark writes (gate reads it once the benchmark has exited: a FIFO, socket or device has nothing left to read)"),
             ))
         }
     };
@@ -107,10 +107,21 @@ pub(crate) fn keep_metrics_file(
         if written + MTIME_SLACK < run_start {
             return Err(problem(
                 ProblemKind::Stale,
+                // Milliseconds: within one second the two times would read
+                // alike ("13:12:29Z before 13:12:29Z").
                 format!(
-                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, before this run started at {}; it is an earlier run's file (the benchmark did not write it, or --duration stopped it first)",
-                    crate::format::rfc3339_utc(written),
-                    crate::format::rfc3339_utc(run_start)
+                    "the benchmark did not produce its number: --metrics-file '{shown}' was last written at {}, {}before this run started at {}; it is an earlier run's file (the benchmark did not write it, or --duration stopped it first)",
+                    humantime::format_rfc3339_millis(written),
+                    run_start
+                        .duration_since(written)
+                        .ok()
+                        .filter(|gap| gap.as_secs() < 60)
+                        .map(|gap| format!(
+                            "{} ",
+                            crate::format::value_with_unit(Some(gap.as_secs_f64()), "s")
+                        ))
+                        .unwrap_or_default(),
+                    humantime::format_rfc3339_millis(run_start)
                 ),
             ));
         }

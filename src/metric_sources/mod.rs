@@ -245,6 +245,14 @@ pub(crate) enum Fault {
     /// The benchmark did not write its number (the file is missing,
     /// stale, empty or broken, no line matched): exit 5.
     NotProduced,
+    /// The harness's file says the benchmark failed at run time (Google
+    /// Benchmark's `error_occurred`, an nvbench state that threw): exit 5,
+    /// with the harness's error text.
+    Failed,
+    /// The file given as `--metrics-file` cannot be what a benchmark wrote
+    /// (not a regular file, over the limits): exit 2, and the text names
+    /// the file and its fix (not gate.toml's).
+    MetricsFile,
 }
 
 /// Why a source gave no number.
@@ -264,6 +272,12 @@ impl Problem {
     pub(crate) fn not_produced(text: String) -> Problem {
         Problem {
             fault: Fault::NotProduced,
+            text,
+        }
+    }
+    pub(crate) fn failed(text: String) -> Problem {
+        Problem {
+            fault: Fault::Failed,
             text,
         }
     }
@@ -404,6 +418,39 @@ pub fn bulk_id(table: &str, bench: &str) -> String {
         clean.push_str(&format!("_{:06x}", h & 0xff_ffff));
     }
     format!("{table}.{clean}")
+}
+
+/// A metric as people read it: a benchmark a glob table read by its own
+/// name under its table (`py.test_sum[0]`, not its id
+/// `py.test_sum_0_888b45`); any other metric by its id.
+pub fn shown_name(id: &str, benchmark: Option<&str>) -> String {
+    match (benchmark, id.split_once('.')) {
+        (Some(bench), Some((table, _))) => format!("{table}.{bench}"),
+        _ => id.to_string(),
+    }
+}
+
+/// The metric ids of the benchmarks a glob table read (`bulk_id`), each
+/// with its benchmark's own name. Ids are unique by construction: two names
+/// whose ids meet (two hashed names that share 24 bits, or a clean name
+/// equal to another's hashed id) are refused with both names, never one of
+/// them silently dropped.
+pub(crate) fn bulk_ids(
+    table: &str,
+    each: Vec<(String, Number)>,
+) -> Result<Vec<(String, String, Number)>, Problem> {
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut out = Vec::with_capacity(each.len());
+    for (bench, n) in each {
+        let id = bulk_id(table, &bench);
+        if let Some(other) = seen.insert(id.clone(), bench.clone()) {
+            return Err(Problem::config(format!(
+                "benchmarks '{other}' and '{bench}' both become metric id '{id}'; rename one of them, or set benchmark to a pattern that matches only one"
+            )));
+        }
+        out.push((id, bench, n));
+    }
+    Ok(out)
 }
 
 /// A finite JSON number (a numeric string too: some tools quote numbers).
@@ -731,6 +778,30 @@ mod tests {
             assert!(crate::validate::valid_name(id), "{id}");
         }
         assert!(bulk_id("t", &"x".repeat(500)).len() < 140);
+        // Unique by construction: ids that meet are refused with both names.
+        let n = Number {
+            value: 1.0,
+            ci95: None,
+        };
+        let each = |names: &[&str]| names.iter().map(|s| (s.to_string(), n)).collect();
+        let ok = bulk_ids("py", each(&["test_sum[0]", "test_sum[1]"])).unwrap();
+        assert_eq!(ok[0].1, "test_sum[0]");
+        for (a, b) in [
+            ("a b:c]d/e[f", "a/b/c(d[e f"),
+            ("test_sum[0]", "test_sum_0_888b45"),
+        ] {
+            let p = bulk_ids("py", each(&[a, b])).unwrap_err();
+            assert_eq!(p.fault, Fault::Config);
+            assert!(
+                p.text.contains(&format!("'{a}'")) && p.text.contains(&format!("'{b}'")),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            shown_name("py.test_sum_0_888b45", Some("test_sum[0]")),
+            "py.test_sum[0]"
+        );
+        assert_eq!(shown_name("sm_active_pct", None), "sm_active_pct");
     }
 
     #[test]

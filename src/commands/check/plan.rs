@@ -88,6 +88,7 @@ impl CheckPlan {
         baseline::validate_name(&target.baseline)?;
         refuse_contradictions(args, &target.measure)?;
         let (config, baseline, baseline_source) = load_inputs(args, &target)?;
+        crate::commands::measure::warn_unread_metrics_file(&target.measure, &config);
         let mut history = args.history.settings();
         let recorder = Recorder::resolve(&history, &config)?;
         if recorder.is_some() {
@@ -282,6 +283,7 @@ fn load_inputs(args: &CheckArgs, target: &Target) -> anyhow::Result<(Config, Bas
     let config = load_config(args, target.scope.as_deref())?;
     let Some(reference) = &args.baseline_ref else {
         let b = baseline::load(&bpath, name)?;
+        declared_needs_config(&config, &b)?;
         return Ok((config, b, bpath.display().to_string()));
     };
     let origin = |p: &Path| format!("{reference}:{}", p.display());
@@ -293,7 +295,29 @@ fn load_inputs(args: &CheckArgs, target: &Target) -> anyhow::Result<(Config, Bas
     })?;
     warn_if_differs(&bpath, &text, reference);
     let b = baseline::parse(&text, &origin(&bpath))?;
+    declared_needs_config(&config, &b)?;
     Ok((config, b, origin(&bpath)))
+}
+
+/// A baseline holds a number gate.toml declared (a user metric: no metric
+/// of the catalogue), but no gate.toml was found: refused, never judged
+/// without it in silence.
+fn declared_needs_config(config: &Config, b: &Baseline) -> Result<(), GateError> {
+    if config.origin.is_some() {
+        return Ok(());
+    }
+    let declared = b
+        .metrics
+        .keys()
+        .find(|id| *id != crate::metrics::WALL_TIME.id && crate::metrics::find(id).is_none());
+    match declared {
+        None => Ok(()),
+        Some(id) => Err(GateError::usage(format!(
+            "baseline '{}' judges '{}', a number declared in gate.toml, but no gate.toml was found here or above up to the repository root; run gate inside the repository, or pass --config FILE",
+            b.name,
+            crate::escape::terminal(id)
+        ))),
+    }
 }
 
 /// gate.toml from the working tree, or from `--baseline-ref` (the target

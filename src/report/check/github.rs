@@ -95,7 +95,7 @@ pub fn items(r: &CheckReport, prefix: &str) -> Vec<Item> {
         .filter(|m| m.fails(r.fail_on_improvement) || m.verdict == Verdict::Accepted)
         .map(|m| Item {
             warning: m.verdict == Verdict::Accepted,
-            title: format!("gate: {prefix}{} {}", m.label(), m.verdict.as_str()),
+            title: format!("gate: {prefix}{} {}", m.shown_name(), m.verdict.as_str()),
             message: super::failure_text(r, m),
         })
         .collect();

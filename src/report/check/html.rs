@@ -392,7 +392,11 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
                     curves.push_str(&metric_chart(m, &w.runs, 620.0, &anchor(r, m)));
                     drawn.push(&m.id);
                 } else if charts {
-                    let _ = write!(curves, "<p class=\"note\">{}: drawn above.</p>", esc(&m.id));
+                    let _ = write!(
+                        curves,
+                        "<p class=\"note\">{}: drawn above.</p>",
+                        esc(&m.shown_name())
+                    );
                 }
             }
             let _ = write!(
@@ -477,7 +481,7 @@ fn metric_table(r: &CheckReport, shown: &[&MetricResult]) -> String {
             s,
             "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
             anchor(r, m),
-            esc(&m.label()),
+            esc(&m.shown_name()),
             m.statistic.as_str(),
             esc(&value_with_unit(m.baseline, &m.unit)),
             esc(&value_with_unit(m.new, &m.unit)),
@@ -548,7 +552,7 @@ fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) 
     let warmup_s = runs.iter().map(|r| r.warmup_s).fold(0.0, f64::max);
     let mut s = format!(
         "<h3 id=\"{anchor}\">{} ({}{})</h3>",
-        esc(&m.label()),
+        esc(&m.shown_name()),
         m.statistic.as_str(),
         if m.unit.is_empty() {
             String::new()
@@ -558,7 +562,7 @@ fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) 
     );
     let band = band_of(m);
     s.push_str(&super::html_svg::chart(&super::html_svg::Chart {
-        title: &m.id,
+        title: &m.shown_name(),
         width,
         lines: &lines,
         colors: &COLORS,

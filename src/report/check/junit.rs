@@ -130,7 +130,7 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
     for m in r.metrics.iter().filter(|m| !m.gated && super::shown(m)) {
         out_text.push_str(&format!(
             "context moved: {} ({}): {} -> {}, change {}\n",
-            m.label(),
+            m.shown_name(),
             m.statistic.as_str(),
             crate::format::value_with_unit(m.baseline, &m.unit),
             crate::format::value_with_unit(m.new, &m.unit),
@@ -151,11 +151,11 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
     let mut case = format!(
         "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
         escape::xml_attr(&classname(r, m)),
-        escape::xml_attr(&m.id)
+        escape::xml_attr(&m.shown_id())
     );
     let short = format!(
         "{} {}: {} -> {} ({})",
-        m.id,
+        m.shown_id(),
         m.statistic.as_str(),
         crate::format::value_with_unit(m.baseline, &m.unit),
         crate::format::value_with_unit(m.new, &m.unit),
@@ -231,7 +231,7 @@ fn properties(r: &CheckReport) -> String {
         .iter()
         .filter_map(|m| {
             let a = m.accepted.as_ref()?;
-            Some(format!("{} ({}: {})", m.label(), a.by, a.reason))
+            Some(format!("{} ({}: {})", m.shown_name(), a.by, a.reason))
         })
         .collect();
     if !accepted.is_empty() {

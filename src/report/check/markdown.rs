@@ -19,7 +19,7 @@ fn table(out: &mut String, rows: &[&MetricResult]) {
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
-            code(&m.label()),
+            code(&m.shown_name()),
             m.statistic.as_str(),
             text(&value_with_unit(m.baseline, &m.unit)),
             text(&value_with_unit(m.new, &m.unit)),
@@ -108,7 +108,7 @@ impl Reporter for Markdown {
             for m in regressions {
                 out.push_str(&format!(
                     "- `{}`: {}\n",
-                    code(&m.label()),
+                    code(&m.shown_name()),
                     text(&super::words::metric_reason(m))
                 ));
             }

@@ -140,7 +140,7 @@ pub(crate) fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) 
     const MAX: usize = crate::limits::MAX_CASE_TEXT_BYTES;
     let mut s = format!(
         "{} ({}): baseline {}, new {}, change {}, floor {}, noise band {}. {}",
-        m.label(),
+        m.shown_name(),
         m.statistic.as_str(),
         value_with_unit(m.baseline, &m.unit),
         value_with_unit(m.new, &m.unit),

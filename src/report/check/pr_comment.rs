@@ -261,7 +261,7 @@ fn context_moved(r: &CheckReport) -> String {
     let named: Vec<String> = moved
         .iter()
         .take(CONTEXT_NAMED)
-        .map(|m| format!("`{}` {}", code(&m.label()), text(&change_text(m))))
+        .map(|m| format!("`{}` {}", code(&m.shown_name()), text(&change_text(m))))
         .collect();
     let more = moved.len().saturating_sub(CONTEXT_NAMED);
     format!(
@@ -396,7 +396,7 @@ impl Reporter for PrComment {
                 .map(|m| {
                     format!(
                         "`{}` {} {} ({})",
-                        code(&m.label()),
+                        code(&m.shown_name()),
                         m.statistic.as_str(),
                         text(&change_text(m)),
                         m.verdict.as_str()
@@ -419,7 +419,7 @@ impl Reporter for PrComment {
             if let Some(a) = &m.accepted {
                 out.push_str(&format!(
                     "\n> :warning: **ACCEPTED regression** `{}` {}, up to {} % acknowledged by {}: {}\n",
-                    code(&m.label()),
+                    code(&m.shown_name()),
                     text(&change_text(m)),
                     crate::format::number(a.max_change_pct),
                     text(&a.by),
@@ -438,7 +438,7 @@ impl Reporter for PrComment {
             for m in gated {
                 out.push_str(&format!(
                     "| `{}` | {} | {} | {} |\n",
-                    code(&m.label()),
+                    code(&m.shown_name()),
                     m.statistic.as_str(),
                     text(&change_text(m)),
                     m.verdict.as_str()

@@ -38,7 +38,7 @@ impl Terminal {
 
 fn row(m: &MetricResult) -> [String; 8] {
     [
-        escape::terminal(&m.label()),
+        escape::terminal(&m.shown_name()),
         m.statistic.as_str().to_string(),
         escape::terminal(&value_with_unit(m.baseline, &m.unit)),
         escape::terminal(&value_with_unit(m.new, &m.unit)),
@@ -201,7 +201,7 @@ fn explanations(r: &CheckReport, width: Option<usize>, out: &mut String) {
         for m in regressions {
             let line = format!(
                 "  {}: {}",
-                escape::terminal(&m.label()),
+                escape::terminal(&m.shown_name()),
                 escape::terminal(&super::words::metric_reason(m))
             );
             out.push_str(&wrap(&line, width, 4));

@@ -15,6 +15,7 @@ fn metric(
 ) -> MetricResult {
     MetricResult {
         id: id.into(),
+        benchmark: None,
         node: None,
         gpu,
         // A user metric's unit comes from gate.toml: free text, so it carries

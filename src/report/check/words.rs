@@ -123,7 +123,7 @@ pub fn metric_reason(m: &MetricResult) -> String {
         (Why::NotInBaseline, _) => "not in the baseline".into(),
         (Why::NotMeasured, Verdict::Missing) => format!(
             "in the baseline but not measured in this run ({} unsupported, GPM unavailable, or the benchmark did not print it)",
-            m.id
+            m.shown_name()
         ),
         (Why::NotMeasured, _) => "not measured in this run".into(),
     }
