@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 mod execute;
 mod plan;
+mod wait_clean;
 pub(crate) use execute::Acquired;
 pub use execute::{HistoryTail, Judged};
 pub(crate) use plan::{base_inputs, load_config, refuse_shared_outputs, CheckPlan, Target};
@@ -86,6 +87,11 @@ pub struct CheckArgs {
     /// else 2]; still open after them: INCONCLUSIVE (exit 4)
     #[arg(long, value_name = "N")]
     pub(crate) max_reruns: Option<usize>,
+
+    /// Before rerunning a DISTURBED run (a process outside the benchmark's tree was on its
+    /// GPU), wait up to DURATION (e.g. 5m) for the GPU to be free of other processes
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) wait_clean: Option<std::time::Duration>,
 
     /// The given traces are the nodes of ONE run: judge each node and their aggregate
     #[arg(long)]

@@ -267,6 +267,7 @@ fn verdict_class(v: RunVerdict) -> &'static str {
         RunVerdict::Invalid => "v-invalid",
         RunVerdict::Inconclusive => "v-inconclusive",
         RunVerdict::Unmeasured => "v-unmeasured",
+        RunVerdict::Disturbed => "v-unmeasured",
         RunVerdict::Accepted => "v-accepted",
     }
 }

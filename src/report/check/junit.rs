@@ -245,6 +245,18 @@ fn properties(r: &CheckReport) -> String {
             capped(&accepted.join("; "), MAX_MESSAGE_BYTES).into_owned(),
         ));
     }
+    // What acted on the run from outside its tree, and what the baseline
+    // cannot see (issue 38): beside the testcases, whatever the verdict.
+    if !r.disturbance.is_empty() {
+        let what: Vec<String> = r.disturbance.iter().map(|d| d.text()).collect();
+        props.push((
+            "gate.disturbance",
+            capped(&what.join(" | "), MAX_MESSAGE_BYTES).into_owned(),
+        ));
+    }
+    if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
+        props.push(("gate.detectable", capped(&s, MAX_MESSAGE_BYTES).into_owned()));
+    }
     let mut xml = String::from("    <properties>\n");
     for (k, v) in props {
         xml.push_str(&format!(

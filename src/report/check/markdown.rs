@@ -40,6 +40,7 @@ impl Reporter for Markdown {
             RunVerdict::Regression => "REGRESSION",
             RunVerdict::Inconclusive => "INCONCLUSIVE",
             RunVerdict::Unmeasured => "UNMEASURED",
+            RunVerdict::Disturbed => "DISTURBED",
             RunVerdict::Invalid => "INVALID",
             RunVerdict::Error => "ERROR",
         };
