@@ -11,7 +11,8 @@
 //!   hold it more than the baseline's (a clock lowered from outside);
 //! - an Xid event (ECC errors among them: Xid 48, 63, 64, 92, 94, 95) was
 //!   reported for its GPU;
-//! - processes outside the tree kept the machine's CPU saturated.
+//! - processes outside the tree kept the machine's CPU saturated, more
+//!   than when the baseline was captured (judged against a baseline only).
 //!
 //! Contention from the benchmark's own children (`in_target`) is the
 //! change's, never a disturbance. Power capping alone is not one either:
@@ -22,7 +23,8 @@
 //!
 //! `detect` judges one run (`gate check`, `gate capture`, and a future
 //! `gate ab` call it per run); `Disturbance::counters` names the gated
-//! counters the neighbour moves, which become context when it is there.
+//! counters the neighbour moves, which become context when it is there
+//! (the contract itself is applied by `passes::judge_disturbed`).
 
 use crate::baseline::Baseline;
 use crate::summary::RunInput;
@@ -346,7 +348,12 @@ fn cpu_stolen(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>)
     ) else {
         return;
     };
-    let before = baseline.and_then(|b| b.features.get(OTHERS_CPU).copied());
+    // Without a baseline (`capture`) nothing says how busy the machine
+    // usually is: a runner shared by parallel jobs is saturated all day,
+    // and its runs are the reference, not a disturbance of it.
+    let Some(before) = baseline.map(|b| b.features.get(OTHERS_CPU).copied()) else {
+        return;
+    };
     if busy >= SATURATED_HOST_CPU_PCT
         && others >= MIN_OTHERS_CPU_PCT
         && others - before.unwrap_or(0.0) >= MIN_OTHERS_CPU_PCT
@@ -365,96 +372,6 @@ fn cpu_stolen(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>)
                 pct(before)
             ),
         });
-    }
-}
-
-/// The contract in a disturbed check (docs/gating.md, "Disturbed is not
-/// regressed"), part 1: the counters the neighbour moves are context. The
-/// GPU's process count joins them when the tree's own count (all
-/// processes minus the foreign ones) did not grow by its floor: a second
-/// process of the benchmark's own stays the change's.
-pub(super) fn counters_as_context(
-    disturbed: &[Disturbance],
-    results: &mut [super::MetricResult],
-) -> Vec<String> {
-    use super::decide::{Verdict, Why};
-    let mut ids: Vec<&str> = disturbed.iter().flat_map(|d| d.counters()).collect();
-    if disturbed.iter().any(Disturbance::has_foreign_process) && !own_processes_grew(results) {
-        ids.push("processes");
-    }
-    let mut moved = Vec::new();
-    for m in results
-        .iter_mut()
-        .filter(|m| m.gated && !m.first_class && ids.contains(&m.id.as_str()))
-    {
-        if m.moved_the_bad_way() {
-            moved.push(m.label());
-        }
-        m.gated = false;
-        m.verdict = Verdict::Info;
-        m.why = Why::Disturbance;
-    }
-    moved
-}
-
-/// Whether the benchmark's own GPU processes grew: `processes` minus
-/// `other_processes` (run level), new against baseline, beyond the
-/// process count's floor.
-fn own_processes_grew(results: &[super::MetricResult]) -> bool {
-    let find = |id: &str| {
-        results
-            .iter()
-            .find(|m| m.id == id && m.gpu.is_none() && m.node.is_none())
-    };
-    let (Some(all), Some(others)) = (find("processes"), find("other_processes")) else {
-        return false;
-    };
-    let own = |a: Option<f64>, o: Option<f64>| Some(a? - o?);
-    match (
-        own(all.baseline, others.baseline),
-        own(all.new, others.new),
-    ) {
-        (Some(before), Some(now)) => now - before > all.tolerance.unwrap_or(0.5),
-        _ => false,
-    }
-}
-
-/// Part 2: a gated number that moved the bad way in a disturbed run is no
-/// evidence about the change: the run is `disturbed` (exit 3, retryable),
-/// naming what acted on it. A run whose numbers held passes, with the
-/// disturbance as the first warning.
-pub(super) fn judge_run(
-    disturbed: &[Disturbance],
-    moved_by_neighbour: &[String],
-    run: &mut super::runs::RunLevel,
-) {
-    use super::RunVerdict;
-    if disturbed.is_empty() {
-        return;
-    }
-    let what = disturbed
-        .iter()
-        .map(Disturbance::text)
-        .collect::<Vec<_>>()
-        .join(" | ");
-    let context = if moved_by_neighbour.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; {} moved with it and are reported as context, not gated",
-            moved_by_neighbour.join(", ")
-        )
-    };
-    match run.verdict {
-        RunVerdict::Regression | RunVerdict::Inconclusive => {
-            run.verdict = RunVerdict::Disturbed;
-            run.reasons.insert(0, format!(
-                "DISTURBED, not evidence about the change: a gated number moved the bad way while something outside the benchmark's process tree acted on the run: {what}{context}. Rerun on a quiet GPU: a live check reruns within --max-reruns (--wait-clean DURATION waits for the neighbour to leave) and judges the clean runs"
-            ));
-        }
-        _ => run.warnings.insert(0, format!(
-            "DISTURBED run: {what}{context}. The judged numbers held despite it, so the verdict stands; judge again on a quiet GPU to be sure"
-        )),
     }
 }
 

@@ -106,7 +106,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         .iter()
         .filter_map(|r| disturbance::detect(r, Some(b)))
         .collect();
-    let moved_by_neighbour = disturbance::counters_as_context(&disturbed, &mut results);
+    let moved_by_neighbour = passes::neighbour_counters_as_context(&disturbed, &mut results);
     let outvoted = let_the_benchmark_decide(&mut results);
     if !outvoted.is_empty() {
         run.warnings.push(format!(
@@ -126,7 +126,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
     }
     apply_acceptances(input, &mut results, &mut run);
     let counts = verdict_from_metrics(input, &results, &mut run);
-    disturbance::judge_run(&disturbed, &moved_by_neighbour, &mut run);
+    passes::judge_disturbed(&disturbed, &moved_by_neighbour, &mut run);
     if let Some(w) = detectable::blind_warning(&b.name, &results, |m| runs_apart(b, m)) {
         run.warnings.push(w);
     }
