@@ -163,6 +163,17 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
         m.verdict.as_str()
     );
     match m.verdict {
+        // In a disturbed run the move is no evidence about the change: an
+        // error (retry), not a test failure.
+        Verdict::Regression if r.verdict == RunVerdict::Disturbed => {
+            tally.errors += 1;
+            case.push_str(&outcome(
+                "error",
+                "disturbed",
+                &short,
+                &failure_text(r, m),
+            ));
+        }
         Verdict::Regression => {
             tally.failures += 1;
             case.push_str(&outcome(
