@@ -268,7 +268,11 @@ fn every_pathology_regresses_and_names_what_moved() {
         // 3, issue 38): the same throughput drop, no evidence about the
         // change; its own counters are context of another kind.
         let disturbed = p == "contention";
-        let (code, verdict) = if disturbed { (3, "disturbed") } else { (1, "regression") };
+        let (code, verdict) = if disturbed {
+            (3, "disturbed")
+        } else {
+            (1, "regression")
+        };
         assert_eq!(out.status.code(), Some(code), "{p}: {stderr}");
         let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(r["verdict"], verdict);

@@ -72,7 +72,10 @@ fn a_neighbour_outside_the_tree_with_the_number_holding_passes_with_a_warning_ev
     // The neighbour as the trace recorded it: pid 1252, python3.
     let named = "pid 1252 'python3' outside the benchmark's process tree shared GPU 0";
     assert!(stdout.contains("VERDICT: PASS"), "{stdout}");
-    assert!(stdout.contains("DISTURBED: ") && stdout.contains(named), "{stdout}");
+    assert!(
+        stdout.contains("DISTURBED: ") && stdout.contains(named),
+        "{stdout}"
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     assert_eq!(r["verdict"], "pass");
@@ -80,17 +83,30 @@ fn a_neighbour_outside_the_tree_with_the_number_holding_passes_with_a_warning_ev
     assert_eq!(cause["kind"], "foreign_process", "{r}");
     assert_eq!(cause["processes"][0]["pid"], 1252);
     assert_eq!(cause["time_share_pct"].as_f64(), Some(100.0));
-    assert!(r["warnings"][0].as_str().unwrap().starts_with("DISTURBED run"));
+    assert!(r["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("DISTURBED run"));
     for id in ["other_processes", "other_sm_share_pct"] {
         let m = metric(&r, id);
-        assert_eq!((m["gated"].as_bool(), m["why"].as_str()), (Some(false), Some("disturbance")), "{m}");
+        assert_eq!(
+            (m["gated"].as_bool(), m["why"].as_str()),
+            (Some(false), Some("disturbance")),
+            "{m}"
+        );
     }
     let junit = std::fs::read_to_string(d.join("j.xml")).unwrap();
-    assert!(junit.contains("<property name=\"gate.disturbance\""), "{junit}");
+    assert!(
+        junit.contains("<property name=\"gate.disturbance\""),
+        "{junit}"
+    );
     assert_valid_junit(&d.join("j.xml"));
     for f in ["m.md", "c.md", "p.html"] {
         let text = std::fs::read_to_string(d.join(f)).unwrap();
-        assert!(text.contains("DISTURBED") && text.contains("pid 1252"), "{f}:\n{text}");
+        assert!(
+            text.contains("DISTURBED") && text.contains("pid 1252"),
+            "{f}:\n{text}"
+        );
     }
 }
 
@@ -147,7 +163,10 @@ fn the_clean_runs_are_judged_and_the_disturbed_one_left_out() {
     );
     assert_eq!(code, 0, "{r}\n{stderr}");
     assert_eq!(r["runs"].as_array().unwrap().len(), 1, "{r}");
-    assert!(r["runs"][0]["source"].as_str().unwrap().ends_with("cnn-healthy-3.jsonl"));
+    assert!(r["runs"][0]["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("cnn-healthy-3.jsonl"));
     assert!(
         r["warnings"][0]
             .as_str()
@@ -177,13 +196,22 @@ fn capture_refuses_a_disturbed_run_unless_allowed() {
     );
     assert!(!d.join("baselines/b.toml").exists());
     let out = gate(d)
-        .args(["capture", "--baseline", "b", "--allow-disturbed", "--replay"])
+        .args([
+            "capture",
+            "--baseline",
+            "b",
+            "--allow-disturbed",
+            "--replay",
+        ])
         .arg(fixture("cnn-contend-out"))
         .output()
         .unwrap();
     let (_, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("kept a DISTURBED run (--allow-disturbed)"), "{stderr}");
+    assert!(
+        stderr.contains("kept a DISTURBED run (--allow-disturbed)"),
+        "{stderr}"
+    );
 }
 
 /// The real Google Benchmark file with its `BM_Sort/4096` mean real time
@@ -252,9 +280,22 @@ fn a_baseline_whose_runs_disagree_by_a_quarter_states_what_it_cannot_see() {
         "{stderr}"
     );
     let mean = (243_081.978 + 315_309.379 + 320_459.496) / 3.0;
-    let slow = synthetic_run_with_file(d, "synthetic-slow.jsonl", 9, &google_benchmark_file(mean * 1.42));
+    let slow = synthetic_run_with_file(
+        d,
+        "synthetic-slow.jsonl",
+        9,
+        &google_benchmark_file(mean * 1.42),
+    );
     let out = gate(d)
-        .args(["check", "--baseline", "b", "--json", "r.json", "--junit", "j.xml"])
+        .args([
+            "check",
+            "--baseline",
+            "b",
+            "--json",
+            "r.json",
+            "--junit",
+            "j.xml",
+        ])
         .args(["--markdown", "m.md", "--pr-comment", "c.md", "--replay"])
         .arg(&slow)
         .output()
@@ -265,17 +306,30 @@ fn a_baseline_whose_runs_disagree_by_a_quarter_states_what_it_cannot_see() {
     let m = metric(&r, "sort_s");
     let change = m["change_pct"].as_f64().unwrap();
     assert!((change - 42.0).abs() < 0.5, "{m}");
-    let detectable_pct = m["detectable"].as_f64().unwrap() / m["baseline"].as_f64().unwrap() * 100.0;
+    let detectable_pct =
+        m["detectable"].as_f64().unwrap() / m["baseline"].as_f64().unwrap() * 100.0;
     assert!(detectable_pct > 42.0, "MDE {detectable_pct} %: {m}");
     // Whatever the verdict, it is not silent: the check states what it can
     // see and warns that the floor is below it.
-    assert!(stdout.contains("detectable change (95 % confidence, 80 % power): sort_s"), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("detectable change (95 % confidence, 80 % power): sort_s"),
+        "{stdout}\n{stderr}"
+    );
     let warned = "baseline 'b' cannot see changes as small as its floor";
     assert!(stdout.contains(warned), "{stdout}");
-    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with(warned)));
+    assert!(r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().starts_with(warned)));
     for f in ["m.md", "c.md", "j.xml"] {
         let text = std::fs::read_to_string(d.join(f)).unwrap();
-        assert!(text.contains("cannot see changes as small as its floor"), "{f}:\n{text}");
+        assert!(
+            text.contains("cannot see changes as small as its floor"),
+            "{f}:\n{text}"
+        );
     }
-    assert!(std::fs::read_to_string(d.join("j.xml")).unwrap().contains("gate.detectable"));
+    assert!(std::fs::read_to_string(d.join("j.xml"))
+        .unwrap()
+        .contains("gate.detectable"));
 }

@@ -721,7 +721,11 @@ fn the_recsys_hold_out() {
                 // Disturbed (issue 38): with the throughput declared it fell
                 // 2.0 % beside the neighbour (exit 3, the class first); with
                 // defaults only the neighbour's own counters moved (exit 0).
-                assert!(disturbed_as_contracted(&o), "recsys-{name}: exit {}", o.exit);
+                assert!(
+                    disturbed_as_contracted(&o),
+                    "recsys-{name}: exit {}",
+                    o.exit
+                );
                 assert_eq!(o.exit, if defaults { 0 } else { 3 }, "recsys-{name}");
                 continue;
             }

@@ -213,7 +213,10 @@ impl CapturePlan {
             .collect();
 
         ensure_known_good(&inputs, config, multi_node, self.allow_disturbed)?;
-        for d in inputs.iter().filter_map(|r| gate::disturbance::detect(r, None)) {
+        for d in inputs
+            .iter()
+            .filter_map(|r| gate::disturbance::detect(r, None))
+        {
             crate::gate_eprintln!(
                 "gate: warning: kept a DISTURBED run (--allow-disturbed): {}",
                 crate::escape::terminal(&d.text())

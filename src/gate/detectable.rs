@@ -120,7 +120,11 @@ pub fn capture_warnings(
 ) -> Vec<String> {
     use crate::noise::{moderated, Observation, Prior};
     let mut out = Vec::new();
-    for (id, m) in b.metrics.iter().filter(|(_, m)| m.gated && m.runs.len() >= 2) {
+    for (id, m) in b
+        .metrics
+        .iter()
+        .filter(|(_, m)| m.gated && m.runs.len() >= 2)
+    {
         let (Some(base), Some(policy)) = (
             Observation::from_baseline(m, m.statistic),
             config.policy(id, None),
@@ -142,7 +146,9 @@ pub fn capture_warnings(
         let (lo, hi) = base
             .runs
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                (l.min(*v), h.max(*v))
+            });
         let rel = |v: f64| v / base.value.abs() * 100.0;
         out.push(format!(
             "the {} runs kept are too far apart on {id} ({}): {} to {}, a spread of {:.1} % of their mean; a check of one run against this baseline catches only a change of {:.1} % or more (floor {:.1} %, 95 % confidence, {:.0} % power). Capture more runs (--runs 10), judge a steadier statistic the harness offers (cpu_time, a per-step mean), use a quieter runner, or compare on one runner with gate ab",

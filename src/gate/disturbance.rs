@@ -120,9 +120,7 @@ impl Disturbance {
         let mut out = Vec::new();
         for c in &self.causes {
             match c.kind {
-                CauseKind::ForeignProcess => {
-                    out.extend(["other_processes", "other_sm_share_pct"])
-                }
+                CauseKind::ForeignProcess => out.extend(["other_processes", "other_sm_share_pct"]),
                 CauseKind::ThermalThrottle => out.push("throttle_thermal_pct"),
                 CauseKind::ClockSlowdown
                 | CauseKind::ClocksBelowBaseline
@@ -201,10 +199,7 @@ fn foreign_processes(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<
     }
     if by_gpu.is_empty() {
         // Counted by the sampler, but no process record names them.
-        by_gpu.insert(
-            run.summary.gpus.first().map_or(0, |g| g.index),
-            Vec::new(),
-        );
+        by_gpu.insert(run.summary.gpus.first().map_or(0, |g| g.index), Vec::new());
     }
     for (gpu, processes) in by_gpu {
         let sm = run

@@ -175,7 +175,9 @@ fn runs_apart(b: &Baseline, m: &MetricResult) -> Option<f64> {
     let (lo, hi) = o
         .runs
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(*v), h.max(*v))
+        });
     (o.runs.len() >= 2 && o.value != 0.0).then(|| (hi - lo) / o.value.abs() * 100.0)
 }
 

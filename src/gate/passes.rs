@@ -426,7 +426,11 @@ pub(super) fn neighbour_counters_as_context(
     results: &mut [MetricResult],
 ) -> Vec<String> {
     let mut ids: Vec<&str> = disturbed.iter().flat_map(|d| d.counters()).collect();
-    if disturbed.iter().any(super::disturbance::Disturbance::has_foreign_process) && !own_processes_grew(results) {
+    if disturbed
+        .iter()
+        .any(super::disturbance::Disturbance::has_foreign_process)
+        && !own_processes_grew(results)
+    {
         ids.push("processes");
     }
     let mut moved = Vec::new();
@@ -457,10 +461,7 @@ fn own_processes_grew(results: &[MetricResult]) -> bool {
         return false;
     };
     let own = |a: Option<f64>, o: Option<f64>| Some(a? - o?);
-    match (
-        own(all.baseline, others.baseline),
-        own(all.new, others.new),
-    ) {
+    match (own(all.baseline, others.baseline), own(all.new, others.new)) {
         (Some(before), Some(now)) => now - before > all.tolerance.unwrap_or(0.5),
         _ => false,
     }

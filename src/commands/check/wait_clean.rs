@@ -12,7 +12,13 @@ const POLL: Duration = Duration::from_secs(1);
 /// benchmark has exited, so any that remains is a neighbour), or until
 /// `limit`. Returns what is still there when the wait ends (empty: clean).
 pub(super) fn wait_for_quiet_gpus(last: &Trace, limit: Duration) -> Vec<(u32, u32)> {
-    let gpus: Vec<u32> = last.header.fingerprint.gpus.iter().map(|g| g.index).collect();
+    let gpus: Vec<u32> = last
+        .header
+        .fingerprint
+        .gpus
+        .iter()
+        .map(|g| g.index)
+        .collect();
     let Ok(nvml) = crate::sampler::nvml::NvmlContext::init() else {
         return Vec::new(); // no NVML: the rerun itself will say
     };

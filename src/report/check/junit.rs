@@ -167,12 +167,7 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
         // error (retry), not a test failure.
         Verdict::Regression if r.verdict == RunVerdict::Disturbed => {
             tally.errors += 1;
-            case.push_str(&outcome(
-                "error",
-                "disturbed",
-                &short,
-                &failure_text(r, m),
-            ));
+            case.push_str(&outcome("error", "disturbed", &short, &failure_text(r, m)));
         }
         Verdict::Regression => {
             tally.failures += 1;
@@ -266,7 +261,10 @@ fn properties(r: &CheckReport) -> String {
         ));
     }
     if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
-        props.push(("gate.detectable", capped(&s, MAX_MESSAGE_BYTES).into_owned()));
+        props.push((
+            "gate.detectable",
+            capped(&s, MAX_MESSAGE_BYTES).into_owned(),
+        ));
     }
     let mut xml = String::from("    <properties>\n");
     for (k, v) in props {

@@ -437,8 +437,13 @@ impl Reporter for PrComment {
                 text(&super::capped(&d.text(), crate::limits::MAX_MESSAGE_BYTES))
             ));
         }
-        if let Some(w) = crate::gate::detectable::blind_warning(&r.baseline.name, &r.metrics, |_| None) {
-            out.push_str(&format!("\n> :warning: **Cannot see small changes**: {}\n", text(&w)));
+        if let Some(w) =
+            crate::gate::detectable::blind_warning(&r.baseline.name, &r.metrics, |_| None)
+        {
+            out.push_str(&format!(
+                "\n> :warning: **Cannot see small changes**: {}\n",
+                text(&w)
+            ));
         }
         out.push_str(&context_moved(r));
         if let Some(t) = &r.trend {
