@@ -222,3 +222,21 @@ fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disturbed run is rerun (it may be clean next time); a regression
+    /// only when confirming, a failed benchmark never.
+    #[test]
+    fn a_disturbed_run_is_rerun() {
+        let mut r = crate::report::check::tests_support::sample_report();
+        r.verdict = gate::RunVerdict::Disturbed;
+        assert!(needs_rerun(&r, false));
+        r.verdict = gate::RunVerdict::Regression;
+        assert!(!needs_rerun(&r, false) && needs_rerun(&r, true));
+        r.verdict = gate::RunVerdict::Error;
+        assert!(!needs_rerun(&r, true));
+    }
+}

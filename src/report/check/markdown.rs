@@ -97,6 +97,13 @@ impl Reporter for Markdown {
             table(&mut out, &gated);
             out.push('\n');
         }
+        if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
+            out.push_str(&format!(
+                "Detectable change (95 % confidence, {:.0} % power): {}\n\n",
+                crate::gate::detectable::POWER * 100.0,
+                text(&s)
+            ));
+        }
         if !r.diagnosis.is_empty() {
             out.push_str("#### Diagnosis\n\n");
             for (i, d) in r.diagnosis.iter().enumerate() {
