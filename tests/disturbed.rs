@@ -383,3 +383,39 @@ fn the_neighbour_family_recorded_for_issue_38() {
         }
     }
 }
+
+/// `--wait-clean` waits before a rerun, so it needs a live run: with a
+/// replay, and with a duration that is not one, it is the user's input
+/// (exit 2) naming the fix, never the retryable 3.
+#[test]
+fn wait_clean_is_refused_where_it_cannot_apply() {
+    let dir = project(true, "cnn", &[1, 2]);
+    let d = dir.path();
+    let out = gate(d)
+        .args(["check", "--baseline", "b", "--wait-clean", "5m", "--replay"])
+        .arg(fixture("cnn-contend-out"))
+        .output()
+        .unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("--wait-clean waits before rerunning the benchmark, so it needs a live run"),
+        "{stderr}"
+    );
+    let out = gate(d)
+        .args([
+            "check",
+            "--baseline",
+            "b",
+            "--wait-clean",
+            "soon",
+            "--replay",
+        ])
+        .arg(fixture("cnn-contend-out"))
+        .output()
+        .unwrap();
+    let (_, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--wait-clean"), "{stderr}");
+}
