@@ -156,10 +156,11 @@ impl CheckPlan {
         // Judge the clean runs when there are any (issue 38): a disturbed
         // run is no evidence about the change. The nodes of one run stay
         // together.
-        let disturbed: Vec<bool> = inputs
+        let found: Vec<Option<gate::disturbance::Disturbance>> = inputs
             .iter()
-            .map(|r| gate::disturbance::detect(r, Some(&self.baseline)).is_some())
+            .map(|r| gate::disturbance::detect(r, Some(&self.baseline)))
             .collect();
+        let disturbed: Vec<bool> = found.iter().map(Option::is_some).collect();
         let left_out = disturbed.iter().filter(|d| **d).count();
         let inputs: Vec<RunInput> = if !j.multi_node && left_out > 0 && left_out < inputs.len() {
             inputs
@@ -188,10 +189,12 @@ impl CheckPlan {
             history_spread: history_spread.clone(),
         });
         if inputs.len() < traces.len() && !j.multi_node {
+            let what: Vec<String> = found.iter().flatten().map(|d| d.text()).collect();
             report.warnings.insert(0, format!(
-                "{left_out} of {} runs were DISTURBED (something outside the benchmark's process tree acted on them) and left out; the {} clean run(s) were judged",
+                "{left_out} of {} runs were DISTURBED (something outside the benchmark's process tree acted on them) and left out; the {} clean run(s) were judged: {}",
                 traces.len(),
-                inputs.len()
+                inputs.len(),
+                what.join(" | ")
             ));
         }
         report
