@@ -499,8 +499,11 @@ pub(super) fn judge_disturbed(
                 "DISTURBED, not evidence about the change: a gated number moved the bad way while something outside the benchmark's process tree acted on the run: {what}{context}. Rerun on a quiet GPU: a live check reruns within --max-reruns (--wait-clean DURATION waits for the neighbour to leave) and judges the clean runs"
             ));
         }
-        _ => run.warnings.insert(0, format!(
-            "DISTURBED run: {what}{context}. The judged numbers held despite it, so the verdict stands; judge again on a quiet GPU to be sure"
+        RunVerdict::Pass | RunVerdict::Accepted => run.warnings.insert(0, format!(
+            "DISTURBED run: {what}{context}. The judged numbers held despite it, so the run passes; judge again on a quiet GPU to be sure"
         )),
+        _ => run
+            .warnings
+            .insert(0, format!("DISTURBED run: {what}{context}")),
     }
 }
