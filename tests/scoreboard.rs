@@ -246,7 +246,10 @@ fn scoreboard() -> (String, Vec<String>) {
             let ok = if neighbour {
                 disturbed_as_contracted(&a) && disturbed_as_contracted(&b)
             } else {
-                exit_ok(a.exit)
+                // Nothing else recorded is disturbed (docs/gating.md).
+                !a.disturbed
+                    && !b.disturbed
+                    && exit_ok(a.exit)
                     && exit_ok(b.exit)
                     && match want {
                         Some(rule) => {
