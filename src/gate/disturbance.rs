@@ -12,7 +12,8 @@
 //! - an Xid event (ECC errors among them: Xid 48, 63, 64, 92, 94, 95) was
 //!   reported for its GPU;
 //! - processes outside the tree kept the machine's CPU saturated, more
-//!   than when the baseline was captured (judged against a baseline only).
+//!   than when the baseline was captured, and the tree got less CPU than
+//!   it did then (judged against a baseline only).
 //!
 //! Contention from the benchmark's own children (`in_target`) is the
 //! change's, never a disturbance. Power capping alone is not one either:
@@ -45,6 +46,10 @@ pub const MIN_CLOCK_DROP: f64 = 0.05;
 /// cores), with at least `MIN_OTHERS_CPU_PCT` of it used outside the tree.
 pub const SATURATED_HOST_CPU_PCT: f64 = 90.0;
 pub const MIN_OTHERS_CPU_PCT: f64 = 10.0;
+/// ... and the tree, which used at least a tenth of a core in the
+/// baseline, got at least a tenth less CPU than it did then.
+pub const MIN_TREE_CPU_PCT: f64 = 10.0;
+pub const MIN_CPU_LOSS: f64 = 0.10;
 
 /// Feature keys this module reads (`analysis::features`).
 const TIME_SHARE: &str = "other_processes.time_share";
@@ -349,7 +354,17 @@ fn cpu_stolen(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>)
     let Some(before) = baseline.map(|b| b.features.get(OTHERS_CPU).copied()) else {
         return;
     };
-    if busy >= SATURATED_HOST_CPU_PCT
+    // Stolen means the tree got less CPU than it used to: a benchmark that
+    // waits on its GPU (or sleeps) loses nothing to a busy machine.
+    let starved = match (
+        run.summary.host.get("target_cpu_pct").map(|m| m.mean),
+        baseline_mean(baseline, "target_cpu_pct"),
+    ) {
+        (Some(now), Some(then)) => then >= MIN_TREE_CPU_PCT && now <= then * (1.0 - MIN_CPU_LOSS),
+        _ => false,
+    };
+    if starved
+        && busy >= SATURATED_HOST_CPU_PCT
         && others >= MIN_OTHERS_CPU_PCT
         && others - before.unwrap_or(0.0) >= MIN_OTHERS_CPU_PCT
     {
@@ -401,5 +416,40 @@ mod tests {
                 .any(|c| c.kind == CauseKind::ThermalThrottle),
             "{d:?}"
         );
+    }
+
+    /// A CPU-bound tree that got less CPU while others saturated the
+    /// machine is disturbed, judged against its baseline; without one
+    /// (`capture`) the CPU is not judged.
+    #[test]
+    fn cpu_taken_from_the_tree_by_others_is_a_disturbance_against_a_baseline() {
+        let config = Config::default();
+        let healthy = crate::synthetic::trace(&Signature::healthy(), 1);
+        let meta = crate::baseline::BuildMeta {
+            created: String::new(),
+            commit: None,
+            tags: Default::default(),
+        };
+        let base = crate::baseline::build(
+            "b",
+            &[RunInput::new(&healthy, &config)],
+            &config,
+            false,
+            &meta,
+        )
+        .unwrap();
+        let mut starved = Signature::healthy();
+        starved.host.insert("target_cpu_pct", 60.0);
+        starved.host.insert("host_cpu_busy_pct", 97.0);
+        let trace = crate::synthetic::trace(&starved, 1);
+        let run = RunInput::new(&trace, &config);
+        let d = detect(&run, Some(&base)).expect("disturbed against the baseline");
+        assert_eq!(d.causes[0].kind, CauseKind::CpuStolen, "{d:?}");
+        assert_eq!(detect(&run, None), None);
+        // The same busy machine, the tree's CPU as before: nothing stolen.
+        let mut fed = Signature::healthy();
+        fed.host.insert("host_cpu_busy_pct", 97.0);
+        let trace = crate::synthetic::trace(&fed, 1);
+        assert_eq!(detect(&RunInput::new(&trace, &config), Some(&base)), None);
     }
 }
