@@ -50,6 +50,10 @@ pub const MIN_OTHERS_CPU_PCT: f64 = 10.0;
 /// baseline, got at least a tenth less CPU than it did then.
 pub const MIN_TREE_CPU_PCT: f64 = 10.0;
 pub const MIN_CPU_LOSS: f64 = 0.10;
+/// The machine's CPU is a 1 s rate (`host_cpu_busy_pct`): a steady window
+/// shorter than this holds too few readings to say the machine stayed
+/// saturated through it, and the CPU is not judged.
+pub const MIN_CPU_WINDOW_S: f64 = 10.0;
 
 /// Feature keys this module reads (`analysis::features`).
 const TIME_SHARE: &str = "other_processes.time_share";
@@ -354,6 +358,10 @@ fn cpu_stolen(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>)
     let Some(before) = baseline.map(|b| b.features.get(OTHERS_CPU).copied()) else {
         return;
     };
+    let window_s = (run.summary.steady_end_ms - run.summary.steady_start_ms) / 1000.0;
+    if window_s < MIN_CPU_WINDOW_S {
+        return;
+    }
     // Stolen means the tree got less CPU than it used to: a benchmark that
     // waits on its GPU (or sleeps) loses nothing to a busy machine.
     let starved = match (
