@@ -11,11 +11,8 @@ pub const REGRESSION: i32 = 1;
 pub const USAGE: i32 = 2;
 /// Measurement or infrastructure problem: gate or the runner could not
 /// measure (no GPU or NVML, gate's own I/O failed, the recording was
-/// interrupted or cut short, the environment does not match the baseline,
-/// or a gated number moved the bad way while something outside the
-/// benchmark's process tree acted on every run: `disturbed`,
-/// `gate::disturbance`). Retrying on another runner may help. A benchmark
-/// that fails is 5, not 3.
+/// interrupted or cut short, the environment does not match the baseline).
+/// Retrying on another runner may help. A benchmark that fails is 5, not 3.
 pub const INFRA: i32 = 3;
 /// The verdict could not be reached: a decisive metric moved the bad way
 /// beyond its practical floor, but inside the noise, and the automatic

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 mod execute;
 mod plan;
-mod wait_clean;
 pub(crate) use execute::Acquired;
 pub use execute::{HistoryTail, Judged};
 pub(crate) use plan::{base_inputs, load_config, refuse_shared_outputs, CheckPlan, Target};
@@ -307,3 +306,6 @@ pub(crate) fn parse_threshold(s: &str) -> Result<f64, String> {
     }
     Ok(frac)
 }
+
+/// `--wait-clean`: waiting for a neighbour to leave the GPU before a rerun.
+mod wait_clean;
