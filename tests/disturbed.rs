@@ -419,3 +419,33 @@ fn wait_clean_is_refused_where_it_cannot_apply() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--wait-clean"), "{stderr}");
 }
+
+/// The JSON reports of a disturbed pass and of a `disturbed` verdict match
+/// the published schema (schemas/check-report.schema.json).
+#[test]
+fn disturbed_reports_match_the_schema() {
+    let text = std::fs::read_to_string(format!("{ROOT}/schemas/check-report.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let dir = project(true, "cnn", &[1, 2]);
+    for (trace, verdict) in [("cnn-contend-out", "disturbed"), ("cnn-healthy-3", "pass")] {
+        let (_, r, _) = json_check(dir.path(), &[fixture(trace)]);
+        assert_eq!(r["verdict"], verdict);
+        let errors: Vec<String> = v
+            .iter_errors(&r)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{trace}: {errors:#?}");
+    }
+    let dir = project(false, "cnn", &[1, 2]);
+    let (code, r, _) = json_check(dir.path(), &[fixture("cnn-contend-out")]);
+    assert_eq!(
+        (code, r["disturbance"].as_array().map(Vec::len)),
+        (0, Some(1))
+    );
+    let errors: Vec<String> = v
+        .iter_errors(&r)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "disturbed pass: {errors:#?}");
+}
