@@ -77,7 +77,9 @@ fn the_check_page_draws_the_verdict_the_band_and_the_diagnosis() {
     );
     let out = check_replay(d, "b", &["--html", "out/check.html"], &t);
     let (stdout, stderr) = output(&out);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    // A job outside the benchmark's tree: DISTURBED (exit 3, issue 38),
+    // drawn and diagnosed like a regression.
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(
         stderr.contains("gate: wrote the --html report 'out/check.html'"),
         "{stderr}"
@@ -87,7 +89,7 @@ fn the_check_page_draws_the_verdict_the_band_and_the_diagnosis() {
     assert_self_contained(&page);
     // The verdict and its reasons come first.
     let verdict = page
-        .find("VERDICT: REGRESSION (exit 1)")
+        .find("VERDICT: DISTURBED (exit 3)")
         .expect("the verdict");
     let first_chart = page.find("<svg").expect("a chart");
     assert!(verdict < first_chart);
@@ -162,7 +164,8 @@ fn every_reporter_shows_a_counter_that_moved_from_zero() {
         repo("fixtures/traces/contention.jsonl"),
     );
     let (stdout, stderr) = output(&out);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    // Another job outside the tree: DISTURBED, exit 3 (issue 38).
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     for id in ["other_sm_share_pct", "other_processes"] {

@@ -112,6 +112,25 @@ struct Outcome {
     causes: Vec<String>,
     regressed: Vec<String>,
     throughput_pct: Option<f64>,
+    /// Something outside the benchmark's tree acted on the run (issue 38).
+    disturbed: bool,
+}
+
+/// The class of a process outside the benchmark's tree on its GPU: since
+/// issue 38 such a run is DISTURBED, never a regression of the change.
+const OUTSIDE_THE_TREE: &str = "gpu_contention";
+
+/// A run beside a neighbour outside the tree, as the contract of
+/// docs/gating.md ("Disturbed is not regressed") wants it: disturbed, and
+/// never exit 1; exit 3 with the neighbour's class first when a gated
+/// number moved the bad way, exit 0 when everything judged held.
+fn disturbed_as_contracted(o: &Outcome) -> bool {
+    o.disturbed
+        && match o.exit {
+            3 => o.top.as_deref() == Some(OUTSIDE_THE_TREE),
+            0 => o.causes.is_empty(),
+            _ => false,
+        }
 }
 
 fn check(dir: &Path, baseline: &str, trace: &Path) -> Outcome {
@@ -159,6 +178,7 @@ fn check(dir: &Path, baseline: &str, trace: &Path) -> Outcome {
             .iter()
             .find(|m| m["id"] == "samples_per_s" && m["gpu"].is_null())
             .and_then(|m| m["change_pct"].as_f64()),
+        disturbed: r["disturbance"].as_array().is_some_and(|d| !d.is_empty()),
     }
 }
 
@@ -222,12 +242,22 @@ fn scoreboard() -> (String, Vec<String>) {
             // (exit 4, issue 17), never green on a real one.
             let expect_exit = if want.is_some() { 1 } else { 0 };
             let exit_ok = |e: i32| e == expect_exit || (want.is_none() && e == 4);
-            let ok = exit_ok(a.exit)
-                && exit_ok(b.exit)
-                && match want {
-                    Some(rule) => a.top.as_deref() == Some(rule) && b.top.as_deref() == Some(rule),
-                    None => a.causes.is_empty() && b.causes.is_empty(),
-                };
+            let neighbour = want == Some(OUTSIDE_THE_TREE);
+            let ok = if neighbour {
+                disturbed_as_contracted(&a) && disturbed_as_contracted(&b)
+            } else {
+                // Nothing else recorded is disturbed (docs/gating.md).
+                !a.disturbed
+                    && !b.disturbed
+                    && exit_ok(a.exit)
+                    && exit_ok(b.exit)
+                    && match want {
+                        Some(rule) => {
+                            a.top.as_deref() == Some(rule) && b.top.as_deref() == Some(rule)
+                        }
+                        None => a.causes.is_empty() && b.causes.is_empty(),
+                    }
+            };
             if !ok {
                 failures.push(format!(
                     "{}{name}: exit {} / {} (want {expect_exit}), top {:?} / {:?} (want {want:?}), causes {:?}, regressed {:?}",
@@ -245,8 +275,11 @@ fn scoreboard() -> (String, Vec<String>) {
                     .as_deref()
                     .map(|r| format!("`{r}`"))
                     .unwrap_or_else(|| "none".into()),
-                want.map(|r| format!("`{r}`"))
-                    .unwrap_or_else(|| "pass, no cause".into()),
+                match want {
+                    _ if neighbour => format!("disturbed: 3 with `{OUTSIDE_THE_TREE}`, or 0"),
+                    Some(r) => format!("`{r}`"),
+                    None => "pass, no cause".into(),
+                },
             ));
         }
     }
@@ -345,7 +378,14 @@ fn scoreboard_without_gpm() -> (String, Vec<String>, usize, usize) {
             // A benign change never fails; the noise may leave it open.
             let exit_ok = |e: i32| e == want_exit || (with_gpm.is_none() && e == 4);
             let plain_wrong = a.exit == 1 && want.is_some() && named(&a).as_deref() != want;
-            if !exit_ok(b.exit) || first != want || plain_wrong {
+            let wrong = if want == Some(OUTSIDE_THE_TREE) {
+                // Disturbed (issue 38): with the number declared it fell
+                // beside the neighbour, exit 3 with the class first.
+                !disturbed_as_contracted(&a) || !disturbed_as_contracted(&b) || first != want
+            } else {
+                !exit_ok(b.exit) || first != want || plain_wrong
+            };
+            if wrong {
                 failures.push(format!(
                     "{id} without GPM: exit {} / {} (want {want_exit}), first {:?} / {first:?} (want {want:?})",
                     a.exit, b.exit, a.top
@@ -445,6 +485,14 @@ fn every_pathology_fails_with_its_class_first_against_one_run_baselines() {
                     1
                 };
                 match want {
+                    Some(OUTSIDE_THE_TREE) => assert!(
+                        disturbed_as_contracted(&o),
+                        "{}{name} against b{b}: exit {}, disturbed {}, top {:?}",
+                        f.prefix,
+                        o.exit,
+                        o.disturbed,
+                        o.top
+                    ),
                     Some(rule) => assert_eq!(
                         (o.exit, o.top.as_deref()),
                         (want_exit, Some(*rule)),
@@ -582,8 +630,11 @@ fn the_vit_inference_hold_out() {
         for (name, rule) in cases {
             let o = check(dir.path(), "b3", &t(name));
             let declared = config.is_some();
+            // Beside a neighbour outside the tree nothing the change owns
+            // moved: a pass, disturbed (before issue 38: exit 1 with
+            // defaults, on the neighbour's own counters).
             let want_exit = match name {
-                "contend-out" if declared => 0,
+                "contend-out" => 0,
                 _ => 1,
             };
             assert_eq!(
@@ -591,7 +642,9 @@ fn the_vit_inference_hold_out() {
                 "{name} (throughput declared: {declared}): regressed {:?}",
                 o.regressed
             );
-            if !(declared && name == "contend-out") {
+            if name == "contend-out" {
+                assert!(disturbed_as_contracted(&o), "{name}: not disturbed");
+            } else {
                 assert_eq!(
                     o.top.as_deref(),
                     Some(rule),
@@ -622,9 +675,13 @@ fn the_decode_hold_out() {
             // run 15 % slower): no evidence of a change.
             ("stream", 0, None),
             ("batch4", 1, Some("kernel_fragmentation")),
-            ("contend-out", 1, Some("gpu_contention")),
+            // Beside a neighbour outside the tree (-1.8 %, inside the
+            // spread): disturbed, and a pass once the neighbour's own
+            // counters are context (exit 1 before issue 38).
+            ("contend-out", 0, None),
         ] {
             let o = check(dir.path(), "b3", &t(name));
+            assert_eq!(o.disturbed, name == "contend-out", "decode-{name}");
             assert_eq!(
                 (o.exit, o.top.as_deref()),
                 (exit, top),
@@ -663,6 +720,18 @@ fn the_recsys_hold_out() {
             // -3.3 and -1.6 %: with defaults no counter moves past its floor.
             let missed = defaults && matches!(name, "sync" | "host-input");
             let o = check(dir.path(), "b3", &t(name));
+            if name == "contend-out" {
+                // Disturbed (issue 38): with the throughput declared it fell
+                // 2.0 % beside the neighbour (exit 3, the class first); with
+                // defaults only the neighbour's own counters moved (exit 0).
+                assert!(
+                    disturbed_as_contracted(&o),
+                    "recsys-{name}: exit {}",
+                    o.exit
+                );
+                assert_eq!(o.exit, if defaults { 0 } else { 3 }, "recsys-{name}");
+                continue;
+            }
             let exit = if top.is_some() && !missed { 1 } else { 0 };
             assert_eq!(
                 o.exit, exit,
@@ -741,8 +810,19 @@ fn an_improvement_is_never_given_a_cause() {
     // Reversed: each pathology as the baseline, a healthy run checked.
     for f in FAMILIES {
         let dir = project(None);
-        for (name, _) in f.cases {
-            capture(dir.path(), "rev", &[fixture(f, name)]);
+        for (name, want) in f.cases {
+            if *want == Some(OUTSIDE_THE_TREE) {
+                // A run beside a neighbour is refused as a baseline run
+                // unless allowed (issue 38); allowed here, on purpose.
+                gate(dir.path())
+                    .args(["capture", "--baseline", "rev", "--replace"])
+                    .args(["--allow-disturbed", "--replay"])
+                    .arg(fixture(f, name))
+                    .assert()
+                    .success();
+            } else {
+                capture(dir.path(), "rev", &[fixture(f, name)]);
+            }
             let o = check(dir.path(), "rev", &fixture(f, "healthy-3"));
             assert!(
                 o.causes.is_empty(),

@@ -18,6 +18,7 @@ mod committed_data;
 mod comparable;
 mod consumers;
 mod diagnosis_prose;
+mod disturbed;
 mod docs_facts;
 mod exit_codes;
 mod first_hour;

@@ -226,7 +226,10 @@ fn check_notice(
         Trigger::Invalid
             if matches!(
                 r.verdict,
-                RunVerdict::Invalid | RunVerdict::Unmeasured | RunVerdict::Error
+                RunVerdict::Invalid
+                    | RunVerdict::Unmeasured
+                    | RunVerdict::Error
+                    | RunVerdict::Disturbed
             ) =>
         {
             ("medium", r.reasons.clone())

@@ -37,6 +37,7 @@ pub(crate) const NAMES: &[&str] = &[
     "target_cpu_pct.busy_when_gpu_idle",
     "host_cpu_busy_pct.others_pct",
     "other_processes.distinct_pids",
+    "other_processes.time_share",
     "xid.count",
     "gpm.invalid_count",
     "benchmark.work_rate",
@@ -78,6 +79,7 @@ pub fn label(name: &str) -> Option<&'static str> {
         "target_cpu_pct.busy_when_gpu_idle" => "benchmark CPU busy while the GPU idled",
         "host_cpu_busy_pct.others_pct" => "CPU used by other work",
         "other_processes.distinct_pids" => "distinct other processes on the GPU",
+        "other_processes.time_share" => "share of samples with another process on the GPU",
         "xid.count" => "Xid events",
         "gpm.invalid_count" => "invalid GPM readings",
         "benchmark.work_rate" => "the benchmark's rate of work",
@@ -127,6 +129,17 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
         others_cpu_feature(trace, host, cpu, &mut out);
     }
     process_and_event_features(trace, &mut out);
+    if let Some(others) = aggregate_series(trace, steady, "other_processes") {
+        // The mean over GPUs is above 0 when any GPU had one (disturbance).
+        let seen: Vec<f64> = others.iter().copied().filter(|v| v.is_finite()).collect();
+        if !seen.is_empty() {
+            let with = seen.iter().filter(|v| **v > 0.0).count();
+            out.insert(
+                "other_processes.time_share".into(),
+                with as f64 / seen.len() as f64,
+            );
+        }
+    }
     out
 }
 

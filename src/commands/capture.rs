@@ -50,6 +50,11 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub replace: bool,
 
+    /// Keep a run that something outside the benchmark's process tree disturbed (a process
+    /// on its GPU, throttling, an Xid, a saturated CPU) instead of refusing it (exit 3)
+    #[arg(long)]
+    pub allow_disturbed: bool,
+
     /// Where live runs write their traces
     #[arg(long, value_name = "DIR", default_value = ".gate/traces")]
     pub(crate) trace_dir: PathBuf,
@@ -116,6 +121,8 @@ pub(crate) struct CapturePlan {
     trace_dir: PathBuf,
     baseline_dir: PathBuf,
     replace: bool,
+    /// `--allow-disturbed`: keep a disturbed run (`gate::disturbance`).
+    allow_disturbed: bool,
     commit: Option<String>,
     history: crate::history::pipeline::HistorySettings,
 }
@@ -186,6 +193,7 @@ impl CapturePlan {
             trace_dir: args.trace_dir.clone(),
             baseline_dir: args.baseline_dir.clone(),
             replace: args.replace,
+            allow_disturbed: args.allow_disturbed,
             commit: args.commit.clone(),
             history,
         })
@@ -205,7 +213,16 @@ impl CapturePlan {
             .map(|(t, d)| RunInput::from_parts(t, d))
             .collect();
 
-        ensure_known_good(&inputs, config, multi_node)?;
+        ensure_known_good(&inputs, config, multi_node, self.allow_disturbed)?;
+        for d in inputs
+            .iter()
+            .filter_map(|r| gate::disturbance::detect(r, None))
+        {
+            crate::gate_eprintln!(
+                "gate: warning: kept a DISTURBED run (--allow-disturbed): {}",
+                crate::escape::terminal(&d.text())
+            );
+        }
 
         let meta = BuildMeta {
             created: crate::format::now_rfc3339(),
@@ -217,6 +234,9 @@ impl CapturePlan {
         ensure_something_gated(&b)?;
         self.store(&b)?;
         print_summary(&b);
+        for w in gate::detectable::capture_warnings(&b, config) {
+            crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&w));
+        }
         // A harness's number carries its own within-run interval (pytest-
         // benchmark rounds, repetitions): only the others lack a noise estimate.
         let no_noise: Vec<&str> = b
@@ -256,7 +276,12 @@ impl CapturePlan {
                 let inputs: Vec<RunInput> = (so_far.iter())
                     .filter_map(|(t, d)| Some(RunInput::from_parts(t, d.clone()?)))
                     .collect();
-                Ok(ensure_known_good(&inputs, config, self.multi_node)?)
+                Ok(ensure_known_good(
+                    &inputs,
+                    config,
+                    self.multi_node,
+                    self.allow_disturbed,
+                )?)
             };
         let acquired = measure::acquire_each_checked(
             &self.measure,
@@ -320,6 +345,7 @@ fn ensure_known_good(
     inputs: &[RunInput],
     config: &Config,
     multi_node: bool,
+    allow_disturbed: bool,
 ) -> Result<(), GateError> {
     let Some(first) = inputs.first() else {
         return Ok(());
@@ -350,6 +376,13 @@ fn ensure_known_good(
                 i + 1,
                 r.trace.path.display(),
                 gate::MIN_STEADY_SAMPLES
+            )));
+        }
+        if let Some(d) = gate::disturbance::detect(r, None).filter(|_| !allow_disturbed) {
+            return Err(GateError::infra(format!(
+                "run {} was DISTURBED, so it cannot be a baseline run: {}; a baseline measures the benchmark alone: capture again on a quiet GPU, or pass --allow-disturbed to keep it",
+                i + 1,
+                d.text()
             )));
         }
         let env = Environment::from_fingerprint(&r.trace.header.fingerprint);

@@ -124,6 +124,11 @@ pub enum Why {
     /// Wall time where one side counted from the end of warm-up and the
     /// other from the start (`gate::wall_time_not_comparable`).
     NotComparable,
+    /// A counter that a process or condition outside the benchmark's tree
+    /// moves (a neighbour's processes and SM share, thermal throttling), in
+    /// a disturbed run: context, not evidence about the change
+    /// (`gate::disturbance`).
+    Disturbance,
     /// In the new run, not in the baseline.
     NotInBaseline,
     /// In the baseline, not measured in the new run.

@@ -200,6 +200,7 @@ pub(super) fn compare(
         tolerance: None,
         noise: None,
         noise_source: None,
+        detectable: None,
         z: None,
         baseline_runs: runs(&base_obs),
         new_runs: runs(&new),
@@ -216,6 +217,7 @@ pub(super) fn compare(
             r.tolerance = Some(j.floor);
             r.noise = j.noise.map(|n| n.band);
             r.noise_source = j.noise.map(|n| n.source);
+            r.detectable = j.noise.map(|n| super::detectable::minimum_detectable(&n));
             r.z = j.z();
             r.verdict = j.verdict;
             r.why = j.why;

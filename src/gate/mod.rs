@@ -30,6 +30,8 @@ use std::collections::BTreeMap;
 
 pub mod comparable;
 pub mod decide;
+pub mod detectable;
+pub mod disturbance;
 mod judging;
 mod passes;
 mod report;
@@ -101,6 +103,12 @@ pub fn check(input: &CheckInput) -> CheckReport {
     if run.counters_unmeasured {
         counters_as_context(&mut results);
     }
+    let disturbed: Vec<disturbance::Disturbance> = input
+        .runs
+        .iter()
+        .filter_map(|r| disturbance::detect(r, Some(b)))
+        .collect();
+    let moved_by_neighbour = passes::neighbour_counters_as_context(&disturbed, &mut results);
     let outvoted = let_the_benchmark_decide(&mut results);
     if !outvoted.is_empty() {
         run.warnings.push(format!(
@@ -120,6 +128,10 @@ pub fn check(input: &CheckInput) -> CheckReport {
     }
     apply_acceptances(input, &mut results, &mut run);
     let counts = verdict_from_metrics(input, &results, &mut run);
+    passes::judge_disturbed(&disturbed, &moved_by_neighbour, &mut run);
+    if let Some(w) = detectable::blind_warning(&b.name, &results, |m| runs_apart(b, m)) {
+        run.warnings.push(w);
+    }
     if exit_code_of(run.verdict, input.config) != run.verdict.exit_code() {
         run.warnings.push(
             "INCONCLUSIVE counted as a pass: gate.toml says [verdict] inconclusive = \"pass\"; the move above is not proven harmless".into(),
@@ -153,6 +165,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         diagnosis_text: diagnosis.iter().map(Finding::text).collect(),
         diagnosis,
         counts,
+        disturbance: disturbed,
         trend: None,
     }
 }
@@ -163,6 +176,19 @@ fn name_benchmarks(input: &CheckInput, results: &mut [MetricResult]) {
     for m in results.iter_mut().filter(|m| m.benchmark.is_none()) {
         m.benchmark = (input.runs.iter()).find_map(|r| r.user_benchmarks.get(&m.id).cloned());
     }
+}
+
+/// How far apart the baseline's runs are on a metric's statistic, in % of
+/// their mean (max - min); None with fewer than two runs.
+fn runs_apart(b: &Baseline, m: &MetricResult) -> Option<f64> {
+    let o = judging::baseline_observation(b.metrics.get(&m.id)?, m.statistic)?;
+    let (lo, hi) = o
+        .runs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(*v), h.max(*v))
+        });
+    (o.runs.len() >= 2 && o.value != 0.0).then(|| (hi - lo) / o.value.abs() * 100.0)
 }
 
 #[cfg(test)]

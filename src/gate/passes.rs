@@ -449,3 +449,95 @@ fn without_gpu_activity(input: &CheckInput) -> bool {
     idle(base)
         && (input.runs.iter()).all(|r| idle(r.summary.gpu_aggregate.get(busy).map(|s| s.mean)))
 }
+
+/// The contract in a disturbed check (docs/gating.md, "Disturbed is not
+/// regressed"), part 1: the counters the neighbour moves are context. The
+/// GPU's process count joins them when the tree's own count (all
+/// processes minus the foreign ones) did not grow by its floor: a second
+/// process of the benchmark's own stays the change's.
+pub(super) fn neighbour_counters_as_context(
+    disturbed: &[super::disturbance::Disturbance],
+    results: &mut [MetricResult],
+) -> Vec<String> {
+    let mut ids: Vec<&str> = disturbed.iter().flat_map(|d| d.counters()).collect();
+    if disturbed
+        .iter()
+        .any(super::disturbance::Disturbance::has_foreign_process)
+        && !own_processes_grew(results)
+    {
+        ids.push("processes");
+    }
+    let mut moved = Vec::new();
+    for m in results
+        .iter_mut()
+        .filter(|m| m.gated && !m.first_class && ids.contains(&m.id.as_str()))
+    {
+        if m.moved_the_bad_way() {
+            moved.push(m.label());
+        }
+        m.gated = false;
+        m.verdict = Verdict::Info;
+        m.why = Why::Disturbance;
+    }
+    moved
+}
+
+/// Whether the benchmark's own GPU processes grew: `processes` minus
+/// `other_processes` (run level), new against baseline, beyond the
+/// process count's floor.
+fn own_processes_grew(results: &[MetricResult]) -> bool {
+    let find = |id: &str| {
+        results
+            .iter()
+            .find(|m| m.id == id && m.gpu.is_none() && m.node.is_none())
+    };
+    let (Some(all), Some(others)) = (find("processes"), find("other_processes")) else {
+        return false;
+    };
+    let own = |a: Option<f64>, o: Option<f64>| Some(a? - o?);
+    match (own(all.baseline, others.baseline), own(all.new, others.new)) {
+        (Some(before), Some(now)) => now - before > all.tolerance.unwrap_or(0.5),
+        _ => false,
+    }
+}
+
+/// Part 2: a gated number that moved the bad way in a disturbed run is no
+/// evidence about the change: the run is `disturbed` (exit 3, retryable),
+/// naming what acted on it. A run whose numbers held passes, with the
+/// disturbance as the first warning.
+pub(super) fn judge_disturbed(
+    disturbed: &[super::disturbance::Disturbance],
+    moved_by_neighbour: &[String],
+    run: &mut RunLevel,
+) {
+    if disturbed.is_empty() {
+        return;
+    }
+    let what = disturbed
+        .iter()
+        .map(super::disturbance::Disturbance::text)
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let context = if moved_by_neighbour.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} moved with it and are reported as context, not gated",
+            moved_by_neighbour.join(", ")
+        )
+    };
+    match run.verdict {
+        RunVerdict::Regression | RunVerdict::Inconclusive => {
+            run.verdict = RunVerdict::Disturbed;
+            run.reasons.insert(0, format!(
+                "DISTURBED, not evidence about the change: a gated number moved the bad way while something outside the benchmark's process tree acted on the run: {what}{context}. Rerun on a quiet GPU: a live check reruns within --max-reruns (--wait-clean DURATION waits for the neighbour to leave) and judges the clean runs"
+            ));
+        }
+        RunVerdict::Pass | RunVerdict::Accepted => run.warnings.insert(0, format!(
+            "DISTURBED run: {what}{context}. The judged numbers held despite it, so the run passes; judge again on a quiet GPU to be sure"
+        )),
+        _ => run
+            .warnings
+            .insert(0, format!("DISTURBED run: {what}{context}")),
+    }
+}

@@ -26,18 +26,24 @@ pub enum RunVerdict {
     /// Too little was measured to judge (exit 3, retryable).
     Unmeasured,
     Regression,
+    /// Something outside the benchmark's tree acted on every run (a
+    /// neighbour on the GPU, throttling, an Xid) and a gated number moved
+    /// the bad way: no evidence about the change (exit 3, retryable;
+    /// `disturbance`).
+    Disturbed,
     Invalid,
     Error,
 }
 
 impl RunVerdict {
     /// Every run verdict.
-    pub const ALL: [RunVerdict; 7] = [
+    pub const ALL: [RunVerdict; 8] = [
         Self::Pass,
         Self::Accepted,
         Self::Inconclusive,
         Self::Unmeasured,
         Self::Regression,
+        Self::Disturbed,
         Self::Invalid,
         Self::Error,
     ];
@@ -49,6 +55,7 @@ impl RunVerdict {
             RunVerdict::Regression => "regression",
             RunVerdict::Inconclusive => "inconclusive",
             RunVerdict::Unmeasured => "unmeasured",
+            RunVerdict::Disturbed => "disturbed",
             RunVerdict::Invalid => "invalid",
             RunVerdict::Error => "error",
         }
@@ -59,7 +66,10 @@ impl RunVerdict {
             RunVerdict::Pass | RunVerdict::Accepted => exit_code::PASS,
             RunVerdict::Regression => exit_code::REGRESSION,
             RunVerdict::Inconclusive => exit_code::INCONCLUSIVE,
-            RunVerdict::Unmeasured | RunVerdict::Invalid | RunVerdict::Error => exit_code::INFRA,
+            RunVerdict::Unmeasured
+            | RunVerdict::Disturbed
+            | RunVerdict::Invalid
+            | RunVerdict::Error => exit_code::INFRA,
         }
     }
 }
@@ -104,6 +114,11 @@ pub struct MetricResult {
     /// Where the noise band came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_source: Option<NoiseSource>,
+    /// The smallest change in the bad direction this check would call a
+    /// regression 80 % of the time (minimum detectable effect, in the
+    /// unit: `gate::detectable`); None without a noise estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
     /// The change in the bad direction, in noise bands (> 1 clears the noise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub z: Option<f64>,
@@ -261,6 +276,10 @@ pub struct CheckReport {
     /// `Finding::text()` of each finding, in the same order.
     pub(crate) diagnosis_text: Vec<String>,
     pub counts: Counts,
+    /// What acted on the runs from outside the benchmark's tree
+    /// (`gate::disturbance`), one entry per disturbed run; empty when clean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disturbance: Vec<super::disturbance::Disturbance>,
     /// The gated metrics' recent past on the target branch and this
     /// check's drift findings (`history::trend`); only with `--history`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -152,11 +152,13 @@ pub(crate) fn from_capture(b: &Baseline, prov: Provenance) -> RunRecord {
 }
 
 /// Runs whose values may enter a drift series: measured and judged (an
-/// errored or environment-mismatched run says nothing about the code).
+/// errored, environment-mismatched or disturbed run says nothing about the
+/// code).
 pub(crate) fn counts_for_drift(run: &RunRecord) -> bool {
     run.kind == RunKind::Check
         && run.verdict != RunVerdict::Error
         && run.verdict != RunVerdict::Invalid
+        && run.verdict != RunVerdict::Disturbed
 }
 
 /// Hostile characters (controls, bidi overrides) shown visibly

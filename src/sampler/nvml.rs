@@ -953,4 +953,18 @@ impl NvmlContext {
             invisible_pids,
         })
     }
+
+    /// The PIDs holding a compute or graphics context on GPU `index` now
+    /// (`check --wait-clean` waits for a neighbour to leave).
+    pub fn context_pids(&self, index: u32) -> Result<Vec<u32>, GateError> {
+        let d = self.device(index)?;
+        let compute = d.running_compute_processes().map_err(|e| {
+            GateError::infra(format!("GPU {index}: listing its processes failed ({e})"))
+        })?;
+        let graphics = d.running_graphics_processes().unwrap_or_default();
+        let mut pids: Vec<u32> = compute.iter().chain(&graphics).map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        Ok(pids)
+    }
 }

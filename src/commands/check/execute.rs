@@ -95,6 +95,17 @@ impl CheckPlan {
                 "gate: the verdict is {} so far; rerun {reruns}/{max_reruns} to judge the runs together",
                 report.verdict.as_str(),
             );
+            if let (gate::RunVerdict::Disturbed, Some(limit), Some(last)) =
+                (report.verdict, self.wait_clean, traces.last())
+            {
+                let left = super::wait_clean::wait_for_quiet_gpus(last, limit);
+                if !left.is_empty() {
+                    crate::gate_eprintln!(
+                        "gate: --wait-clean ran out with {} process(es) still on the GPU; rerunning anyway",
+                        left.len()
+                    );
+                }
+            }
             let more = self.acquire()?;
             traces.extend(more.traces);
             derived.extend(more.derived);
@@ -142,7 +153,26 @@ impl CheckPlan {
             .map(|(t, d)| RunInput::from_parts(t, d.clone()))
             .collect();
         let j = &self.judging;
-        gate::check(&gate::CheckInput {
+        // Judge the clean runs when there are any (issue 38): a disturbed
+        // run is no evidence about the change. The nodes of one run stay
+        // together.
+        let found: Vec<Option<gate::disturbance::Disturbance>> = inputs
+            .iter()
+            .map(|r| gate::disturbance::detect(r, Some(&self.baseline)))
+            .collect();
+        let disturbed: Vec<bool> = found.iter().map(Option::is_some).collect();
+        let left_out = disturbed.iter().filter(|d| **d).count();
+        let inputs: Vec<RunInput> = if !j.multi_node && left_out > 0 && left_out < inputs.len() {
+            inputs
+                .into_iter()
+                .zip(&disturbed)
+                .filter(|(_, d)| !**d)
+                .map(|(r, _)| r)
+                .collect()
+        } else {
+            inputs
+        };
+        let mut report = gate::check(&gate::CheckInput {
             baseline: &self.baseline,
             baseline_source: self.baseline_source.clone(),
             config: &self.config,
@@ -157,7 +187,17 @@ impl CheckPlan {
             acceptances: Some(&self.acceptances),
             looks: 1 + self.max_reruns,
             history_spread: history_spread.clone(),
-        })
+        });
+        if inputs.len() < traces.len() && !j.multi_node {
+            let what: Vec<String> = found.iter().flatten().map(|d| d.text()).collect();
+            report.warnings.insert(0, format!(
+                "{left_out} of {} runs were DISTURBED (something outside the benchmark's process tree acted on them) and left out; the {} clean run(s) were judged: {}",
+                traces.len(),
+                inputs.len(),
+                what.join(" | ")
+            ));
+        }
+        report
     }
 }
 
@@ -173,7 +213,8 @@ fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
         // Every regression was acknowledged: nothing left to decide.
         RunVerdict::Accepted => false,
         RunVerdict::Regression => confirming,
-        RunVerdict::Inconclusive => true,
+        // Every run so far was disturbed: a rerun may be clean.
+        RunVerdict::Inconclusive | RunVerdict::Disturbed => true,
         // A gated metric left open that did not decide the run (wall time
         // beside the benchmark's number): --confirm may still look again.
         RunVerdict::Pass => {
@@ -182,5 +223,23 @@ fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
                     .iter()
                     .any(|m| m.gated && m.verdict == Verdict::Inconclusive)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disturbed run is rerun (it may be clean next time); a regression
+    /// only when confirming, a failed benchmark never.
+    #[test]
+    fn a_disturbed_run_is_rerun() {
+        let mut r = crate::report::check::tests_support::sample_report();
+        r.verdict = gate::RunVerdict::Disturbed;
+        assert!(needs_rerun(&r, false));
+        r.verdict = gate::RunVerdict::Regression;
+        assert!(!needs_rerun(&r, false) && needs_rerun(&r, true));
+        r.verdict = gate::RunVerdict::Error;
+        assert!(!needs_rerun(&r, true));
     }
 }

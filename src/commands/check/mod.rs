@@ -89,6 +89,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N")]
     pub(crate) max_reruns: Option<usize>,
 
+    /// Before rerunning a DISTURBED run (a process outside the benchmark's tree was on its
+    /// GPU), wait up to DURATION (e.g. 5m) for the GPU to be free of other processes
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) wait_clean: Option<std::time::Duration>,
+
     /// The given traces are the nodes of ONE run: judge each node and their aggregate
     #[arg(long)]
     pub multi_node: bool,
@@ -309,3 +314,6 @@ pub(crate) fn parse_threshold(s: &str) -> Result<f64, String> {
     }
     Ok(frac)
 }
+
+/// `--wait-clean`: waiting for a neighbour to leave the GPU before a rerun.
+mod wait_clean;

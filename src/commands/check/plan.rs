@@ -71,6 +71,9 @@ pub(crate) struct CheckPlan {
     /// Reruns this check may make (0 on replay): the sequential test's
     /// looks are 1 + that many.
     pub(crate) max_reruns: usize,
+    /// `--wait-clean`: how long to wait for a neighbour to leave the GPU
+    /// before a disturbed run is rerun.
+    pub(crate) wait_clean: Option<std::time::Duration>,
     pub history: HistorySettings,
 }
 
@@ -142,6 +145,7 @@ impl CheckPlan {
             },
             confirm: args.confirm,
             max_reruns,
+            wait_clean: args.wait_clean,
             history,
         })
     }
@@ -167,6 +171,11 @@ fn refuse_contradictions(args: &CheckArgs, measure: &MeasureArgs) -> Result<(), 
     if args.confirm > 0 && !measure.is_live() {
         return Err(GateError::usage(
             "--confirm reruns the benchmark, so it needs a live run (-- CMD); with --replay, pass every trace at once",
+        ));
+    }
+    if args.wait_clean.is_some() && !measure.is_live() {
+        return Err(GateError::usage(
+            "--wait-clean waits before rerunning the benchmark, so it needs a live run (-- CMD); a replayed disturbed run cannot be rerun",
         ));
     }
     if args.max_reruns.is_some() && !measure.is_live() {

@@ -89,9 +89,13 @@ pub fn render(items: &[Item]) -> Vec<String> {
 /// diagnosis), a warning per accepted regression, or the run-level reasons
 /// when the run itself failed. `prefix` names the workload in a suite.
 pub fn items(r: &CheckReport, prefix: &str) -> Vec<Item> {
+    // A disturbed run's moves are no evidence about the change: its
+    // reason (naming the neighbour) is the annotation, not a regression.
+    let disturbed = r.verdict == RunVerdict::Disturbed;
     let mut items: Vec<Item> = r
         .metrics
         .iter()
+        .filter(|_| !disturbed)
         .filter(|m| m.fails(r.fail_on_improvement) || m.verdict == Verdict::Accepted)
         .map(|m| Item {
             warning: m.verdict == Verdict::Accepted,

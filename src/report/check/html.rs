@@ -289,6 +289,7 @@ fn verdict_class(v: RunVerdict) -> &'static str {
         RunVerdict::Invalid => "v-invalid",
         RunVerdict::Inconclusive => "v-inconclusive",
         RunVerdict::Unmeasured => "v-unmeasured",
+        RunVerdict::Disturbed => "v-unmeasured",
         RunVerdict::Accepted => "v-accepted",
     }
 }
@@ -381,6 +382,14 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
     s.push_str(&provenance(r, &w.runs));
     let shown = charted(r);
     s.push_str(&metric_table(r, &shown));
+    if let Some(d) = crate::gate::detectable::statement(&r.metrics) {
+        let _ = write!(
+            s,
+            "<p class=\"note\">Detectable change (95 % confidence, {:.0} % power): {}</p>",
+            crate::gate::detectable::POWER * 100.0,
+            esc(&d)
+        );
+    }
     let mut drawn: Vec<&str> = Vec::new();
     if !r.diagnosis.is_empty() {
         s.push_str("<h2>Diagnosis: what changed, most likely cause first</h2>");

@@ -162,6 +162,12 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
         m.verdict.as_str()
     );
     match m.verdict {
+        // In a disturbed run the move is no evidence about the change: an
+        // error (retry), not a test failure.
+        Verdict::Regression if r.verdict == RunVerdict::Disturbed => {
+            tally.errors += 1;
+            case.push_str(&outcome("error", "disturbed", &short, &failure_text(r, m)));
+        }
         Verdict::Regression => {
             tally.failures += 1;
             case.push_str(&outcome(
@@ -238,6 +244,21 @@ fn properties(r: &CheckReport) -> String {
         props.push((
             "gate.accepted",
             capped(&accepted.join("; "), MAX_MESSAGE_BYTES).into_owned(),
+        ));
+    }
+    // What acted on the run from outside its tree, and what the baseline
+    // cannot see (issue 38): beside the testcases, whatever the verdict.
+    if !r.disturbance.is_empty() {
+        let what: Vec<String> = r.disturbance.iter().map(|d| d.text()).collect();
+        props.push((
+            "gate.disturbance",
+            capped(&what.join(" | "), MAX_MESSAGE_BYTES).into_owned(),
+        ));
+    }
+    if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
+        props.push((
+            "gate.detectable",
+            capped(&s, MAX_MESSAGE_BYTES).into_owned(),
         ));
     }
     let mut xml = String::from("    <properties>\n");

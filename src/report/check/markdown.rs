@@ -40,6 +40,7 @@ impl Reporter for Markdown {
             RunVerdict::Regression => "REGRESSION",
             RunVerdict::Inconclusive => "INCONCLUSIVE",
             RunVerdict::Unmeasured => "UNMEASURED",
+            RunVerdict::Disturbed => "DISTURBED",
             RunVerdict::Invalid => "INVALID",
             RunVerdict::Error => "ERROR",
         };
@@ -95,6 +96,13 @@ impl Reporter for Markdown {
         } else {
             table(&mut out, &gated);
             out.push('\n');
+        }
+        if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
+            out.push_str(&format!(
+                "Detectable change (95 % confidence, {:.0} % power): {}\n\n",
+                crate::gate::detectable::POWER * 100.0,
+                text(&s)
+            ));
         }
         if !r.diagnosis.is_empty() {
             out.push_str("#### Diagnosis\n\n");

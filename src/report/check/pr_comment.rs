@@ -350,6 +350,7 @@ impl Reporter for PrComment {
             RunVerdict::Regression => (":x:", "REGRESSION"),
             RunVerdict::Inconclusive => (":grey_question:", "INCONCLUSIVE"),
             RunVerdict::Unmeasured => (":warning:", "UNMEASURED"),
+            RunVerdict::Disturbed => (":warning:", "DISTURBED"),
             RunVerdict::Invalid => (":warning:", "INVALID"),
             RunVerdict::Error => (":warning:", "ERROR"),
         };
@@ -375,6 +376,7 @@ impl Reporter for PrComment {
         );
         // Line 2: the top cause.
         let cause = match (r.diagnosis.first(), r.reasons.first()) {
+            (_, Some(reason)) if r.verdict == RunVerdict::Disturbed => reason.clone(),
             (Some(d), _) if r.verdict != RunVerdict::Pass || !moved.is_empty() => {
                 format!("{}: {}", d.title, d.explanation)
             }
@@ -426,6 +428,22 @@ impl Reporter for PrComment {
                     text(&a.reason)
                 ));
             }
+        }
+        // What acted on the run from outside, and what the baseline cannot
+        // see: never folded away (issue 38).
+        for d in &r.disturbance {
+            out.push_str(&format!(
+                "\n> :warning: **DISTURBED** {}\n",
+                text(&super::capped(&d.text(), crate::limits::MAX_MESSAGE_BYTES))
+            ));
+        }
+        if let Some(w) =
+            crate::gate::detectable::blind_warning(&r.baseline.name, &r.metrics, |_| None)
+        {
+            out.push_str(&format!(
+                "\n> :warning: **Cannot see small changes**: {}\n",
+                text(&w)
+            ));
         }
         out.push_str(&context_moved(r));
         if let Some(t) = &r.trend {

@@ -59,6 +59,14 @@ impl Reporter for Terminal {
         }
         out.push('\n');
         self.table(r, &mut out);
+        if let Some(s) = crate::gate::detectable::statement(&r.metrics) {
+            let line = format!(
+                "detectable change (95 % confidence, {:.0} % power): {}",
+                crate::gate::detectable::POWER * 100.0,
+                escape::terminal(&s)
+            );
+            out.push_str(&crate::console::wrap(&line, self.width, 2));
+        }
         explanations(r, self.width, &mut out);
         out.push('\n');
         self.verdict(r, &mut out);
@@ -169,7 +177,7 @@ impl Terminal {
             RunVerdict::Pass => "1;32",
             RunVerdict::Accepted => "1;35",
             RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
-            RunVerdict::Inconclusive | RunVerdict::Unmeasured => "1;33",
+            RunVerdict::Inconclusive | RunVerdict::Unmeasured | RunVerdict::Disturbed => "1;33",
         };
         let headline = format!(
             "VERDICT: {} (exit {})",
@@ -187,6 +195,13 @@ impl Terminal {
             for reason in &r.reasons {
                 let line = format!("  - {}", escape::terminal(reason));
                 out.push_str(&crate::console::wrap(&line, self.width, 4));
+            }
+        }
+        // A disturbed run that passed says so beside its verdict too.
+        if r.verdict != RunVerdict::Disturbed {
+            for d in &r.disturbance {
+                let line = format!("  DISTURBED: {}", escape::terminal(&d.text()));
+                out.push_str(&self.paint(&crate::console::wrap(&line, self.width, 4), "1;33"));
             }
         }
     }

@@ -41,6 +41,7 @@ fn metric(
         tolerance: Some(9.7),
         noise: Some(1.5),
         noise_source: Some(NoiseSource::RunToRun),
+        detectable: None,
         z: Some((b - n) / 1.5),
         baseline_runs: 2,
         new_runs: 1,
@@ -78,6 +79,7 @@ pub(crate) fn sample_report() -> CheckReport {
         multi_node: false,
         fail_on_improvement: false,
         trend: None,
+        disturbance: Vec::new(),
         runs: vec![RunInfo {
             source: "run\u{7}\"1\".jsonl".into(),
             command: "python train.py --tag ]]> \u{1b}[0m".into(),

@@ -117,6 +117,10 @@ pub fn metric_reason(m: &MetricResult) -> String {
             "{}; not judged: one side counts from the end of warm-up, the other from the start (see the warnings)",
             moved()
         ),
+        (Why::Disturbance, _) => format!(
+            "{}; not gated in this run: something outside the benchmark's process tree moved it (see the disturbance warning)",
+            moved()
+        ),
         (Why::NotInBaseline, Verdict::Missing) => {
             "not in the baseline, so not judged; re-capture the baseline to gate it".into()
         }
