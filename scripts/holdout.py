@@ -63,7 +63,8 @@ VERDICTS_ONLY = {
     # latency_bound did not exist when they were written.
     "multibench": {"matmul-fp32": "tensor_cores_unused", "norm-unfused": "memory_bound"},
     "rawkernel": {"strided": "latency_bound", "atomic": "latency_bound"},
-    "ckpt": {"checkpoint": "more_work_per_unit", "sync": "sync_stalls"},
+    "ckpt": {"checkpoint": "more_work_per_unit", "sync": "sync_stalls",
+             "h2d-copy": "blocking_h2d_copy"},
     # Issue 38's neighbour family (GPM only): the healthy ckpt loop beside a
     # burner outside the tree, light (number holds) and heavy; and the
     # burner inside the tree (a regression of the change).

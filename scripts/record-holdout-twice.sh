@@ -70,7 +70,7 @@ case "${1:-}" in
         VERSIONS='import cupy; print("cupy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())' ;;
     ckpt)
         SCRIPT=fixtures/workloads/ckpt_train.py
-        PATHOLOGIES="checkpoint sync"
+        PATHOLOGIES="checkpoint sync h2d-copy"
         VERSIONS='import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' ;;
     neighbour)
         # Modes out-light/out-heavy: the healthy loop beside a burner started
