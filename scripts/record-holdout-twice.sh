@@ -184,8 +184,11 @@ record() {
     esac
     local note="hold-out: recorded with gate record${flags:+ ${flags[*]}} on ${GPU_NAME:-an NVIDIA GPU} (driver ${DRIVER:-?}), device machine nvidia-h200, $(date -u +%F); workload ${WL[*]}"
     local t0=$SECONDS rc
+    # pytest -v -s prints the test's node id before the marker on its line.
+    local warm='^gate: warm'
+    [ "$FAMILY" = multibench ] && warm='gate: warm$'
     local cmd=(timeout -k 5 "$RUN_TIMEOUT_S" "$GATE" record "${flags[@]}"
-        -o "$WORK/traces/$dir/$id.jsonl" --warmup-until '^gate: warm' --warmup-timeout 35s
+        -o "$WORK/traces/$dir/$id.jsonl" --warmup-until "$warm" --warmup-timeout 35s
         "${extra[@]}" --interval 100ms
         --tag "workload=$FAMILY" --tag "mode=$mode" --tag "fixture=$id" --tag "gpm=$gpm"
         --note "$note" -- "${WL[@]}")
