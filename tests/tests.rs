@@ -16,6 +16,7 @@ mod command_strings;
 mod committed_data;
 mod comparable;
 mod diagnosis_prose;
+mod evidence_exists;
 mod docs_facts;
 mod exit_codes;
 mod fixtures_acceptance;
