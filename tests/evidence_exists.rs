@@ -32,7 +32,9 @@ fn recorded(sub: &str) -> Vec<PathBuf> {
         }
     }
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "jsonl") {

@@ -32,9 +32,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 // The cost probe of `examples/nvml-probe.rs`: not in the release binary.
+mod pcie;
 #[cfg(any(test, feature = "testkit"))]
 pub mod probe;
-mod pcie;
 
 /// Minimum spacing of a GPM pair. Pairs exactly 100 ms apart glitched about
 /// once in 200 on the H200; 120 ms keeps a margin for timer jitter.
