@@ -810,15 +810,35 @@ fn the_round5_hold_outs() {
     let cases: &[(&str, &str, &str, Option<&str>)] = &[
         ("rawkernel", "gpm", "atomic", Some("latency_bound")),
         ("rawkernel", "gpm", "strided", Some("latency_bound")),
-        ("rawkernel", "nogpm-recorded", "atomic", Some("latency_bound")),
-        ("rawkernel", "nogpm-recorded", "strided", Some("unexplained")),
+        (
+            "rawkernel",
+            "nogpm-recorded",
+            "atomic",
+            Some("latency_bound"),
+        ),
+        (
+            "rawkernel",
+            "nogpm-recorded",
+            "strided",
+            Some("unexplained"),
+        ),
         ("rawkernel", "gpm", "healthy-4", None),
         ("ckpt", "gpm", "checkpoint", Some("more_work_per_unit")),
-        ("ckpt", "nogpm-recorded", "checkpoint", Some("more_work_per_unit")),
+        (
+            "ckpt",
+            "nogpm-recorded",
+            "checkpoint",
+            Some("more_work_per_unit"),
+        ),
         ("ckpt", "gpm", "sync", Some("sync_stalls")),
         ("ckpt", "nogpm-recorded", "sync", Some("sync_stalls")),
         ("ckpt", "gpm", "h2d-copy", Some("blocking_h2d_copy")),
-        ("ckpt", "nogpm-recorded", "h2d-copy", Some("blocking_h2d_copy")),
+        (
+            "ckpt",
+            "nogpm-recorded",
+            "h2d-copy",
+            Some("blocking_h2d_copy"),
+        ),
         ("ckpt", "gpm", "healthy-4", None),
     ];
     for (family, mode, name, top) in cases {
