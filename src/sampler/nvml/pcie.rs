@@ -121,6 +121,21 @@ fn read_loop(nvml: &'static Nvml, indices: &[u32], slots: &Mutex<Vec<Slot>>, sto
 mod tests {
     use super::*;
 
+    /// README.md, docs/counters.md and docs/rules.md state the cadence.
+    #[test]
+    fn the_docs_state_the_readers_cadence() {
+        let ms = PCIE_PERIOD.as_millis();
+        for doc in ["README.md", "docs/counters.md", "docs/rules.md"] {
+            let text = std::fs::read_to_string(format!("{}/{doc}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap()
+                .replace('\n', " ");
+            assert!(
+                text.contains(&format!("every {ms} ms")),
+                "{doc} does not say the PCIe reader runs every {ms} ms"
+            );
+        }
+    }
+
     #[test]
     fn kb_per_second_become_mib_per_second() {
         assert_eq!(mib_s(1024), 1.0);
