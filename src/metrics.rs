@@ -174,8 +174,8 @@ pub const GPU_METRICS: &[MetricDef] = &[
     m("fp64_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 11 FP64 util", "FP64 pipe activity"),
     m("fp32_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 12 FP32 util", "FP32 pipe activity"),
     m("fp16_pct", "%", Neutral, Gpu, false, Mean, 5.0, "GPM 13 FP16 util", "FP16 pipe activity"),
-    m("pcie_tx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 20 PCIe TX", "PCIe traffic from the GPU"),
-    m("pcie_rx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 21 PCIe RX", "PCIe traffic to the GPU"),
+    m("pcie_tx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 20 PCIe TX (no GPM: NVML PCIe throughput, own thread)", "PCIe traffic from the GPU"),
+    m("pcie_rx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 21 PCIe RX (no GPM: NVML PCIe throughput, own thread)", "PCIe traffic to the GPU"),
     m("nvlink_tx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 61 NVLink total TX", "NVLink traffic from the GPU"),
     m("nvlink_rx_mib_s", "MiB/s", Neutral, Gpu, false, Mean, 100.0, "GPM 60 NVLink total RX", "NVLink traffic to the GPU"),
 ];

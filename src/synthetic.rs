@@ -330,6 +330,30 @@ impl Signature {
         s
     }
 
+    /// Contended atomics (the counters of fixtures/holdout-rawkernel's
+    /// `atomic` run): SM active 96, DRAM 1, every pipe near 0, 145 W.
+    pub fn latency_bound() -> Self {
+        let mut s = Self::base(
+            "latency-bound",
+            &[
+                ("gpu_busy_pct", 99.0),
+                ("mem_busy_pct", 2.0),
+                ("sm_active_pct", 96.0),
+                ("sm_occupancy_pct", 88.0),
+                ("tensor_pct", 0.1),
+                ("dram_pct", 1.1),
+                ("fp32_pct", 0.6),
+                ("fp16_pct", 0.0),
+                ("fp64_pct", 0.0),
+                ("integer_pct", 1.1),
+                ("power_w", 145.0),
+            ],
+            &[],
+        );
+        s.samples_per_s = 14.0;
+        s
+    }
+
     /// 256 MiB pageable host-to-device copies: busy 43, SM 0, PCIe RX 20 GB/s.
     pub fn pageable_h2d() -> Self {
         let mut s = Self::base(

@@ -20,6 +20,7 @@ mod consumers;
 mod diagnosis_prose;
 mod disturbed;
 mod docs_facts;
+mod evidence_exists;
 mod exit_codes;
 mod first_hour;
 mod fixtures_acceptance;

@@ -380,14 +380,13 @@ impl RuleSet {
                     return None;
                 }
                 let margin = dsl::margin(&r.cond, run).unwrap_or(0.0);
+                // A finding cites only what the run recorded (issue 39.3).
                 let evidence = r
                     .evidence
                     .iter()
-                    .map(|(label, e)| {
-                        format!(
-                            "{label} = {}",
-                            rules::with_unit(dsl::eval_num(e, run, None), e)
-                        )
+                    .filter_map(|(label, e)| {
+                        let v = dsl::eval_num(e, run, None)?;
+                        Some(format!("{label} = {}", rules::with_unit(Some(v), e)))
                     })
                     .collect();
                 let (explanation, shown) = r.explanation.render_used(None, run);
@@ -444,9 +443,10 @@ impl RuleSet {
                             dsl::eval_num(e, baseline, None),
                             dsl::eval_num(e, &change, None),
                         );
-                        // A counter neither run has (GPM on a GPU without
-                        // it) is no evidence either way.
-                        if !gpm && b.is_none() && n.is_none() {
+                        // A value one run lacks (GPM on a GPU without it,
+                        // a feature too few samples give) is no evidence:
+                        // a finding cites only what both runs recorded.
+                        if b.is_none() || n.is_none() {
                             return None;
                         }
                         Some(format!(

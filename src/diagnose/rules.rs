@@ -660,7 +660,11 @@ fn reads_gpm(e: &Expr) -> bool {
     match e {
         Expr::Call(dsl::Func::Coalesce | dsl::Func::Known, _) => false,
         Expr::Call(_, args) => args.iter().any(reads_gpm),
-        Expr::Ident(i) => i.metric().is_some_and(crate::metrics::is_gpm),
+        // PCIe comes from NVML's byte counter where GPM is missing
+        // (src/sampler/nvml/pcie.rs): recorded on every GPU since 0.3.
+        Expr::Ident(i) => i
+            .metric()
+            .is_some_and(|m| crate::metrics::is_gpm(m) && !m.starts_with("pcie_")),
         Expr::Neg(a) | Expr::Not(a) => reads_gpm(a),
         Expr::Arith(_, a, b) | Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
             reads_gpm(a) || reads_gpm(b)

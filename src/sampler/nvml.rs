@@ -9,8 +9,9 @@
 //!   carry no GPM value (null), never a repeated or zero one.
 //! - A GPM reading that is NaN, or the all-zero glitch while NVML says the
 //!   GPU is busy, is missing data (null + a `gpm_invalid` event).
-//! - `nvmlDeviceGetPcieThroughput` blocks ~21 ms: never called; PCIe comes
-//!   from GPM 20/21.
+//! - `nvmlDeviceGetPcieThroughput` blocks ~21 ms: never called in the
+//!   sampling loop. With GPM, PCIe comes from GPM 20/21; without it, from
+//!   that counter read on a thread of its own (`pcie.rs`).
 //! - What a GPU cannot report (`NotSupported`) is listed in the header's
 //!   `unsupported` and recorded as null.
 //! - Process utilization returns `NotFound` when nothing is newer than the
@@ -31,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 // The cost probe of `examples/nvml-probe.rs`: not in the release binary.
+mod pcie;
 #[cfg(any(test, feature = "testkit"))]
 pub mod probe;
 
@@ -97,6 +99,9 @@ const GPM_COLUMNS: &[(GpmMetricId, &str)] = &[
     (GpmMetricId::NvlinkTotalTxPerSec, "nvlink_tx_mib_s"),
     (GpmMetricId::NvlinkTotalRxPerSec, "nvlink_rx_mib_s"),
 ];
+
+/// The PCIe columns: GPM's where the GPU has it, else NVML's counter.
+const PCIE_COLUMNS: [&str; 2] = ["pcie_tx_mib_s", "pcie_rx_mib_s"];
 
 /// NVLink GPM columns: requested only from a GPU with an active link.
 const NVLINK_COLUMNS: [&str; 2] = ["nvlink_tx_mib_s", "nvlink_rx_mib_s"];
@@ -374,9 +379,15 @@ impl NvmlContext {
             });
         }
         let xid = self.xid_events(&gpus);
+        // Without GPM, PCIe from NVML's byte counter on its own thread.
+        let pcie = gpus
+            .iter()
+            .any(|g| !g.gpm_supported)
+            .then(|| pcie::PcieReader::start(self.nvml, gpus.iter().map(|g| g.index).collect()));
         Ok(GpuSampler {
             nvml: self.nvml,
             gpus,
+            pcie,
             xid,
             xid_polled_at: start,
             target_gpus: BTreeSet::new(),
@@ -450,6 +461,8 @@ pub struct TickExtras {
 pub struct GpuSampler {
     nvml: &'static Nvml,
     gpus: Vec<GpuState>,
+    /// NVML's PCIe counter, read off the loop, for GPUs sampled without GPM.
+    pcie: Option<pcie::PcieReader>,
     xid: Option<EventSet<'static>>,
     xid_polled_at: Instant,
     /// GPUs on which a process of the target tree has been seen.
@@ -480,7 +493,15 @@ impl GpuSampler {
             .map(|g| {
                 let mut u: Vec<String> = g.unsupported.iter().map(|s| s.to_string()).collect();
                 if !g.gpm_supported {
-                    u.extend(GPM_COLUMNS.iter().map(|(_, c)| c.to_string()));
+                    // PCIe comes from NVML's counter unless it refused.
+                    let nvml_pcie = self.pcie.as_ref().is_some_and(|p| !p.unsupported(g.slot));
+                    u.extend(
+                        GPM_COLUMNS
+                            .iter()
+                            .map(|(_, c)| *c)
+                            .filter(|c| !(nvml_pcie && PCIE_COLUMNS.contains(c)))
+                            .map(str::to_string),
+                    );
                 }
                 (g.index, u)
             })
@@ -516,6 +537,12 @@ impl GpuSampler {
             let c = self.profile.start();
             g.sample_gpm(self.nvml, &mut v, now, t_ms, &mut extras.events);
             self.profile.stop("nvml_gpm", c);
+            if let (false, Some(p)) = (g.gpm_supported, &self.pcie) {
+                if let Some((tx, rx)) = p.latest(g.slot, now) {
+                    v[const { col("pcie_tx_mib_s") }] = Some(tx);
+                    v[const { col("pcie_rx_mib_s") }] = Some(rx);
+                }
+            }
             out.push(v);
         }
         if now.duration_since(self.xid_polled_at) >= XID_POLL {
