@@ -4,7 +4,7 @@
 //! one way: main -> cli -> commands -> the library.
 
 use crate::commands::{
-    capture, check, diff, doctor, history, metrics, record, report, suite, tools, watch,
+    ab, capture, check, diff, doctor, history, metrics, record, report, suite, tools, watch,
 };
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -260,6 +260,11 @@ pub enum Command {
     /// Measure a run and judge it against a baseline (exit codes: `gate check --help`)
     #[command(about = check_about(), long_about = check_long_about())]
     Check(check::CheckArgs),
+    /// Run A and B interleaved on this runner (ABBA rounds) and judge B against A, paired
+    #[command(mut_arg("baseline", |a| a
+        .required_unless_present("a")
+        .help("Name of this comparison in the reports and the history (no baseline file is read) [default: ab]")))]
+    Ab(ab::AbArgs),
     /// Compare two baselines, or a baseline and a trace, metric by metric
     Diff(diff::DiffArgs),
     /// Explain a run: utilization timeline, ranked suspects, processes
@@ -288,6 +293,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Capture(a) => capture::run(a),
         Command::Check(a) if a.suite => suite::check(&a),
         Command::Check(a) => check::run(a),
+        Command::Ab(a) => ab::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Report(a) => report::run(a),
         Command::History(a) => history::run(a),

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod ab_cli;
 mod accept;
 mod architecture;
 mod bad_inputs;

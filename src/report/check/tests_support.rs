@@ -77,6 +77,7 @@ pub(crate) fn sample_report() -> CheckReport {
         multi_node: false,
         fail_on_improvement: false,
         trend: None,
+        ab: None,
         runs: vec![RunInfo {
             source: "run\u{7}\"1\".jsonl".into(),
             command: "python train.py --tag ]]> \u{1b}[0m".into(),

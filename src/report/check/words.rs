@@ -51,6 +51,19 @@ pub fn metric_reason(m: &MetricResult) -> String {
                 "from the spread of {} baseline and {} new run(s) pooled with the prior",
                 m.baseline_runs, m.new_runs
             ),
+            Some(NoiseSource::Paired) => {
+                let interval = m.change.zip(m.noise).map_or(String::new(), |(c, n)| {
+                    format!(
+                        "; paired 95 % interval of B - A: [{}, {}]{unit}",
+                        fmt_num(c - n),
+                        fmt_num(c + n)
+                    )
+                });
+                format!(
+                    "paired t on the B - A differences of {} interleaved round(s){interval}",
+                    m.new_runs
+                )
+            }
             None => String::new(),
         };
         format!("the noise band ±{b}{unit} ({from})")

@@ -1,0 +1,390 @@
+//! `gate ab`: A and B on one runner, interleaved. Two commands (`--a LINE`,
+//! `--b LINE`, split like `--command-string`, never through a shell) run in
+//! ABBA order (A B, B A, A B, ...) for at most `--rounds N` rounds, each run
+//! recorded as `record` records it (counters, declared numbers, harness
+//! files: `measure::acquire_each_checked`). A's runs become the baseline
+//! (`baseline::build`, as `capture` builds one) and B's the new runs, judged
+//! by `gate::check_paired`: every metric on its per-round differences
+//! (`gate::paired`), with check's floors, noise rule, passes and diagnosis.
+//! The report is a check report with its `ab` section, written by check's
+//! writer (`output`), so every output of `check` exists for `ab` too.
+//!
+//! It judges after each ABBA block from the second on and stops as soon as
+//! a look decides (`gate::paired::looks_at`, Bonferroni-split).
+
+use super::check::{load_config, refuse_shared_outputs, CheckArgs};
+use super::measure::{self, MeasureArgs};
+use super::output;
+use crate::baseline::{self, Baseline, BuildMeta};
+use crate::config::Config;
+use crate::error::GateError;
+use crate::files::Inputs;
+use crate::gate::{self, paired, AbDifferences, AbInfo, AbRound, CheckReport, RunVerdict};
+use crate::history::pipeline::{self, CheckHistory, HistorySettings, Recorder};
+use crate::summary::{RunDerived, RunInput};
+use crate::trace::Trace;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Args)]
+pub struct AbArgs {
+    /// A, the reference (e.g. the target branch's build): its command line, split into words
+    /// like --command-string (quotes and backslashes honoured; never run through a shell)
+    #[arg(long = "a", value_name = "LINE", help_heading = "A/B", required_unless_present = "suite")]
+    pub a: Option<String>,
+
+    /// B, the change (e.g. the pull request's build), split like --a
+    #[arg(long = "b", value_name = "LINE", help_heading = "A/B", required_unless_present = "suite")]
+    pub b: Option<String>,
+
+    /// The most rounds (one A run and one B run each, in ABBA order: A B, B A, A B, ...);
+    /// judged after every ABBA block from the second on, stopping when a look decides
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ROUNDS, help_heading = "A/B")]
+    pub rounds: usize,
+
+    #[command(flatten)]
+    pub check: CheckArgs,
+}
+
+/// `--rounds` by default: looks after rounds 4, 6 and 8.
+pub const DEFAULT_ROUNDS: usize = 8;
+
+/// The most `--rounds` taken: two runs each, every one a benchmark run.
+pub const MAX_ROUNDS: usize = 1000;
+
+/// The name of the comparison when `--baseline` does not give one.
+pub const DEFAULT_NAME: &str = "ab";
+
+/// The history tag every `gate ab` row carries (`mode=ab`).
+pub const HISTORY_TAG: (&str, &str) = ("mode", "ab");
+
+pub fn run(args: AbArgs) -> anyhow::Result<i32> {
+    let mut inputs = Inputs::default();
+    match run_inner(&args, &mut inputs) {
+        Ok(code) => Ok(code),
+        Err(err) => {
+            // CI still gets a well-formed JUnit report naming the problem.
+            let code = crate::error::exit_code_of(&err);
+            if let Some(path) = args.check.junit.as_ref().filter(|p| inputs.find(p).is_none()) {
+                let message = err.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
+                let kind = if code == crate::exit_code::USAGE { "usage" } else { "error" };
+                let xml = crate::report::check::junit::render_error(name_of(&args), kind, &message);
+                if let Err(e) = output::write_file(&inputs, "--junit", path, &xml) {
+                    crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&e.to_string()));
+                }
+            }
+            Err(err)
+        }
+    }
+}
+
+fn name_of(args: &AbArgs) -> &str {
+    args.check.baseline.as_deref().unwrap_or(DEFAULT_NAME)
+}
+
+fn run_inner(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
+    let plan = AbPlan::build(args, inputs)?;
+    let (report, pending) = plan.execute()?;
+    output::write(&super::check::outputs_of(&args.check), inputs, &report)?;
+    let history = pending.and_then(|p| {
+        let e = pipeline::finish_check(p).err()?;
+        crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
+        Some(crate::error::exit_code_of(&e.into()))
+    });
+    let codes = std::iter::once(report.exit_code).chain(history);
+    Ok(crate::exit_code::worst_exit_code(codes))
+}
+
+/// One side of the comparison: its command line as given, and how it runs.
+struct Side {
+    line: String,
+    measure: MeasureArgs,
+}
+
+/// A `gate ab`, validated and with its files read.
+struct AbPlan {
+    name: String,
+    a: Side,
+    b: Side,
+    config: Config,
+    rules: crate::diagnose::RuleSet,
+    recorder: Option<Recorder>,
+    history: HistorySettings,
+    trace_dir: PathBuf,
+    rounds: usize,
+    looks: Vec<usize>,
+    args: CheckArgs,
+}
+
+/// A round's runs so far, each side's in round order.
+#[derive(Default)]
+struct Rounds {
+    a: Vec<Trace>,
+    a_derived: Vec<RunDerived>,
+    b: Vec<Trace>,
+    b_derived: Vec<RunDerived>,
+    order: Vec<&'static str>,
+}
+
+impl Rounds {
+    /// Complete rounds.
+    fn complete(&self) -> usize {
+        self.a.len().min(self.b.len())
+    }
+
+    /// Each side's inputs over the complete rounds.
+    fn inputs(&self) -> (Vec<RunInput<'_>>, Vec<RunInput<'_>>) {
+        let n = self.complete();
+        (
+            side_inputs(&self.a, &self.a_derived, n),
+            side_inputs(&self.b, &self.b_derived, n),
+        )
+    }
+}
+
+/// The first `n` runs of one side as the verdict reads them.
+fn side_inputs<'t>(traces: &'t [Trace], derived: &[RunDerived], n: usize) -> Vec<RunInput<'t>> {
+    (traces.iter().zip(derived).take(n))
+        .map(|(t, d)| RunInput::from_parts(t, d.clone()))
+        .collect()
+}
+
+impl AbPlan {
+    fn build(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<AbPlan> {
+        let c = &args.check;
+        refuse_check_only_flags(args)?;
+        let name = name_of(args).to_string();
+        baseline::validate_name(&name)?;
+        let side = |flag: &str, line: &Option<String>| -> Result<Side, GateError> {
+            let line = line.clone().unwrap_or_default();
+            let argv = crate::shell_words::split(&line, flag).map_err(GateError::usage)?;
+            if argv.is_empty() {
+                return Err(GateError::usage(format!(
+                    "{flag} is empty; give the benchmark command, e.g. {flag} 'python bench.py --batch 64'"
+                )));
+            }
+            let mut measure = c.measure.clone();
+            measure.command = argv;
+            Ok(Side { line, measure })
+        };
+        let (a, b) = (side("--a", &args.a)?, side("--b", &args.b)?);
+        inputs.add(
+            "the gate config",
+            c.config.clone().unwrap_or_else(|| PathBuf::from("gate.toml")),
+        );
+        if let Some(m) = &c.measure.metrics_file {
+            inputs.add("the --metrics-file", m);
+        }
+        let config = load_config(c, None)?;
+        let mut history = c.history.settings();
+        let recorder = Recorder::resolve(&history, &config)?;
+        if recorder.is_some() {
+            history.commit = super::detect_commit(None);
+        }
+        inputs.add_all("the history database", recorder.iter().flat_map(|r| r.files()));
+        let outputs = super::check::outputs(c);
+        for (flag, path) in &outputs {
+            inputs.check_output(path, flag).map_err(|e| GateError::usage(e.to_string()))?;
+        }
+        refuse_shared_outputs(&outputs)?;
+        Ok(AbPlan {
+            name,
+            a,
+            b,
+            rules: config.rule_set()?,
+            config,
+            recorder,
+            history,
+            trace_dir: c.trace_dir.clone(),
+            rounds: args.rounds,
+            looks: paired::looks_at(args.rounds),
+            args: c.clone(),
+        })
+    }
+
+    /// Run the rounds, judging at each look until one decides; then the
+    /// history's reads. The report is not written here.
+    fn execute(&self) -> anyhow::Result<(CheckReport, Option<pipeline::PendingCheck>)> {
+        let mut rounds = Rounds::default();
+        let mut judged = None;
+        for round in 0..self.rounds {
+            let ab = round % 2 == 0;
+            rounds.order.push(if ab { "AB" } else { "BA" });
+            crate::gate_eprintln!(
+                "gate: ab round {}/{}: {}",
+                round + 1,
+                self.rounds,
+                if ab { "A then B" } else { "B then A" }
+            );
+            for first in [ab, !ab] {
+                if first {
+                    let (t, d) = self.measure(&self.a, true, "A", round)?;
+                    rounds.a.push(t);
+                    rounds.a_derived.push(d);
+                } else {
+                    let (t, d) = self.measure(&self.b, false, "B", round)?;
+                    rounds.b.push(t);
+                    rounds.b_derived.push(d);
+                }
+            }
+            let b_failed = rounds.b.last().is_some_and(|t| gate::run_failure(t).is_some());
+            if !(self.looks.contains(&(round + 1)) || b_failed) {
+                continue;
+            }
+            let (report, base) = self.judge(&rounds)?;
+            let decided = report.verdict != RunVerdict::Inconclusive;
+            judged = Some((report, base));
+            if decided || b_failed {
+                break;
+            }
+        }
+        let (mut report, base) = judged.expect("the last round is a look");
+        report.ab = Some(self.ab_info(&rounds, &report));
+        let pending = self.recorder.clone().map(|rec| {
+            let mut tags: std::collections::BTreeMap<String, String> =
+                self.a.measure.tags.iter().cloned().collect();
+            tags.insert(HISTORY_TAG.0.into(), HISTORY_TAG.1.into());
+            pipeline::before_check_report(
+                CheckHistory::open(rec),
+                &self.history,
+                &self.config,
+                &base,
+                &rounds.b,
+                &tags,
+                &mut report,
+            )
+        });
+        Ok((report, pending))
+    }
+
+    /// One run of one side, recorded like `record`; A's samples are parked
+    /// for the baseline's pooled statistics. A failed A run stops the
+    /// comparison (nothing to compare against); a failed B run is judged.
+    fn measure(&self, side: &Side, park: bool, which: &str, round: usize) -> anyhow::Result<(Trace, RunDerived)> {
+        let config = &self.config;
+        let derive = |t: &Trace| Some(RunInput::derive(t, config));
+        let (trace, derived) = measure::acquire_each_checked(
+            &side.measure,
+            1,
+            &self.trace_dir,
+            derive,
+            |_| Ok(()),
+            park,
+        )?
+        .pop()
+        .ok_or_else(|| GateError::infra(format!("{which} run of round {} recorded nothing", round + 1)))?;
+        let derived = derived.expect("every run is derived");
+        if which == "A" {
+            if let Some(f) = gate::run_failure(&trace) {
+                return Err(f
+                    .error(format!(
+                        "A ('{}') failed in round {}: {f}; A is the reference, so nothing can be compared",
+                        crate::escape::terminal(&side.line),
+                        round + 1
+                    ))
+                    .into());
+            }
+        }
+        Ok((trace, derived))
+    }
+
+    /// The paired verdict of the rounds so far: A's runs built into a
+    /// baseline as `capture` builds one, B's judged against it round by round.
+    fn judge(&self, rounds: &Rounds) -> anyhow::Result<(CheckReport, Baseline)> {
+        let (a, b) = rounds.inputs();
+        let meta = BuildMeta {
+            created: crate::format::now_rfc3339(),
+            commit: super::detect_commit(None),
+            tags: self.a.measure.tags.iter().cloned().collect(),
+        };
+        let mut base = baseline::build(&self.name, &a, &self.config, false, &meta)?;
+        // A and B are different commands by design: the comparability
+        // check of a stored baseline does not apply.
+        if let Some(t) = rounds.b.first() {
+            base.capture.command = t.header.command.clone();
+        }
+        let report = gate::check_paired(
+            &gate::CheckInput {
+                baseline: &base,
+                baseline_source: format!("A: {}", self.a.line),
+                config: &self.config,
+                cli_threshold: self.args.threshold,
+                runs: &b,
+                multi_node: false,
+                allow_env_mismatch: self.args.allow_env_mismatch,
+                allow_command_change: true,
+                cli_tags: self.a.measure.tags.iter().cloned().collect(),
+                fail_on_improvement: self.args.fail_on_improvement,
+                rules: &self.rules,
+                acceptances: None,
+                looks: self.looks.len(),
+                history_spread: Default::default(),
+            },
+            &a,
+        );
+        Ok((report, base))
+    }
+
+    /// The report's `ab` section: the rounds and each gated metric's
+    /// per-round differences with its interval.
+    fn ab_info(&self, rounds: &Rounds, report: &CheckReport) -> AbInfo {
+        let n = rounds.complete();
+        let (a, b) = rounds.inputs();
+        let path = |t: &Trace| t.path.display().to_string();
+        let differences = report
+            .metrics
+            .iter()
+            .filter(|m| m.gated && m.node.is_none() && m.gpu.is_none())
+            .map(|m| AbDifferences {
+                metric: m.id.clone(),
+                unit: m.unit.clone(),
+                values: gate::round_differences(&self.config, &a, &b, &m.id, m.statistic),
+                interval: m.change.zip(m.noise).map(|(c, w)| [c - w, c + w]),
+            })
+            .collect();
+        AbInfo {
+            a_command: self.a.measure.command.join(" "),
+            b_command: self.b.measure.command.join(" "),
+            rounds_planned: self.rounds,
+            looks: self.looks.clone(),
+            stopped_early: n < self.rounds,
+            rounds: (0..n)
+                .map(|i| AbRound {
+                    order: rounds.order[i].to_string(),
+                    a_trace: path(&rounds.a[i]),
+                    b_trace: path(&rounds.b[i]),
+                })
+                .collect(),
+            differences,
+        }
+    }
+}
+
+/// The flags of `check` that have no meaning here, refused by name.
+fn refuse_check_only_flags(args: &AbArgs) -> Result<(), GateError> {
+    let c = &args.check;
+    let m = &c.measure;
+    let refused = [
+        (c.suite, "--suite"),
+        (m.is_replay(), "--replay"),
+        (m.pid.is_some(), "--pid"),
+        (!m.command.is_empty() || m.command_string.is_some(), "a command after '--' (or --command-string)"),
+        (c.multi_node, "--multi-node"),
+        (c.confirm > 0, "--confirm"),
+        (c.max_reruns.is_some(), "--max-reruns"),
+        (c.accept.is_some() || !c.accept_labels.is_empty(), "--accept/--accept-labels"),
+        (c.baseline_dir != Path::new("baselines"), "--baseline-dir"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(GateError::usage(format!(
+            "gate ab does not take {flag}: it runs --a LINE and --b LINE itself, in rounds (--rounds N), and reads no stored baseline; use gate check for that"
+        )));
+    }
+    if !(2..=MAX_ROUNDS).contains(&args.rounds) {
+        return Err(GateError::usage(format!(
+            "--rounds {} is out of range: give 2 to {MAX_ROUNDS} (a paired interval needs two rounds; {DEFAULT_ROUNDS} by default)",
+            args.rounds
+        )));
+    }
+    Ok(())
+}
