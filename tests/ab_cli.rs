@@ -91,6 +91,11 @@ fn a_ten_percent_slowdown_is_caught_with_its_paired_interval() {
         stdout.contains("paired t on the B - A differences of 4 interleaved round(s); paired 95 % interval of B - A: ["),
         "{stdout}"
     );
+    assert!(
+        stdout.starts_with("gate ab: B judged against A over 4 interleaved round(s) in ABBA order (AB BA AB BA), paired t on the per-round differences; looks after round(s) 4, 6, 8: stopped after round 4 of 8, the interval decided\nA: sh bench.sh 1000 7\nB: sh bench.sh 900 7\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nrate: B - A = "), "{stdout}");
     // ABBA order, and it stopped at the first look (round 4 of 8).
     for (i, order) in ["A then B", "B then A", "A then B", "B then A"].iter().enumerate() {
         assert!(stderr.contains(&format!("gate: ab round {}/8: {order}", i + 1)), "{stderr}");
@@ -153,7 +158,8 @@ fn identical_commands_never_regress_over_many_seeds() {
         let (code, stdout, stderr) = ab(dir.path(), 1000, 1000, seed, &["--rounds", "6"]);
         assert!(code == 0 || code == 4, "seed {seed}: exit {code}\n{stdout}{stderr}");
         assert!(!stdout.contains("REGRESSION"), "seed {seed}: {stdout}");
-        assert!(stdout.contains("paired t on the B - A differences"), "seed {seed}: {stdout}");
+        assert!(stdout.contains("rate: B - A = "), "seed {seed}: {stdout}");
+        assert!(stdout.contains("paired 95 % interval ["), "seed {seed}: {stdout}");
     }
 }
 
