@@ -97,8 +97,14 @@ fn a_ten_percent_slowdown_is_caught_with_its_paired_interval() {
     );
     assert!(stdout.contains("\nrate: B - A = "), "{stdout}");
     // ABBA order, and it stopped at the first look (round 4 of 8).
-    for (i, order) in ["A then B", "B then A", "A then B", "B then A"].iter().enumerate() {
-        assert!(stderr.contains(&format!("gate: ab round {}/8: {order}", i + 1)), "{stderr}");
+    for (i, order) in ["A then B", "B then A", "A then B", "B then A"]
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            stderr.contains(&format!("gate: ab round {}/8: {order}", i + 1)),
+            "{stderr}"
+        );
     }
     assert!(!stderr.contains("round 5/8"), "{stderr}");
 
@@ -131,10 +137,16 @@ fn a_ten_percent_slowdown_is_caught_with_its_paired_interval() {
         .collect();
     assert_eq!(values.len(), 4);
     // The true difference, -100, lies in the interval; 0 does not.
-    let (lo, hi) = (diff["interval"][0].as_f64().unwrap(), diff["interval"][1].as_f64().unwrap());
+    let (lo, hi) = (
+        diff["interval"][0].as_f64().unwrap(),
+        diff["interval"][1].as_f64().unwrap(),
+    );
     assert!(lo < -100.0 && -100.0 < hi && hi < 0.0, "{diff}");
     let mean = values.iter().sum::<f64>() / 4.0;
-    assert!((m["change"].as_f64().unwrap() - mean).abs() < 1e-9, "{m} {values:?}");
+    assert!(
+        (m["change"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{m} {values:?}"
+    );
     assert_eq!(r["baseline"]["source"], "A: sh bench.sh 1000 7");
 
     assert_valid_junit(&d.join("j.xml"));
@@ -145,7 +157,11 @@ fn a_ten_percent_slowdown_is_caught_with_its_paired_interval() {
     let comment = std::fs::read_to_string(d.join("c.md")).unwrap();
     assert!(comment.contains("REGRESSION"), "{comment}");
     let html = std::fs::read_to_string(d.join("r.html")).unwrap();
-    assert!(html.contains("<html") && html.contains("REGRESSION"), "{}", &html[..html.len().min(400)]);
+    assert!(
+        html.contains("<html") && html.contains("REGRESSION"),
+        "{}",
+        &html[..html.len().min(400)]
+    );
 }
 
 /// Identical A and B over seeds 1..=8 (the fixed seeds make the test
@@ -156,10 +172,16 @@ fn identical_commands_never_regress_over_many_seeds() {
     for seed in 1..=8 {
         let dir = project();
         let (code, stdout, stderr) = ab(dir.path(), 1000, 1000, seed, &["--rounds", "6"]);
-        assert!(code == 0 || code == 4, "seed {seed}: exit {code}\n{stdout}{stderr}");
+        assert!(
+            code == 0 || code == 4,
+            "seed {seed}: exit {code}\n{stdout}{stderr}"
+        );
         assert!(!stdout.contains("REGRESSION"), "seed {seed}: {stdout}");
         assert!(stdout.contains("rate: B - A = "), "seed {seed}: {stdout}");
-        assert!(stdout.contains("paired 95 % interval ["), "seed {seed}: {stdout}");
+        assert!(
+            stdout.contains("paired 95 % interval ["),
+            "seed {seed}: {stdout}"
+        );
     }
 }
 
@@ -189,15 +211,31 @@ fn bad_input_is_one_line_and_exit_2() {
     let d = dir.path();
     for (args, says) in [
         (vec!["--a", "", "--b", "true"], "--a is empty"),
-        (vec!["--a", "true", "--b", "true", "--rounds", "1"], "--rounds 1 is out of range"),
+        (
+            vec!["--a", "true", "--b", "true", "--rounds", "1"],
+            "--rounds 1 is out of range",
+        ),
         (vec!["--a", "true", "--b", "'unclosed"], "--b"),
-        (vec!["--a", "true", "--b", "true", "--replay", "x.jsonl"], "does not take --replay"),
+        (
+            vec!["--a", "true", "--b", "true", "--replay", "x.jsonl"],
+            "does not take --replay",
+        ),
     ] {
-        let out = gate(d).args(["ab", "--no-gpu"]).args(&args).output().unwrap();
+        let out = gate(d)
+            .args(["ab", "--no-gpu"])
+            .args(&args)
+            .output()
+            .unwrap();
         let (stdout, stderr) = output(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
-        let line = stderr.lines().find(|l| l.contains(says)).unwrap_or_else(|| panic!("{args:?}: {stderr}"));
-        assert!(line.starts_with("gate: ") || line.starts_with("error: "), "{line}");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(says))
+            .unwrap_or_else(|| panic!("{args:?}: {stderr}"));
+        assert!(
+            line.starts_with("gate: ") || line.starts_with("error: "),
+            "{line}"
+        );
     }
 }
 
@@ -205,7 +243,15 @@ fn bad_input_is_one_line_and_exit_2() {
 fn a_failing_reference_stops_with_the_benchmark_failure_code() {
     let dir = project();
     let out = gate(dir.path())
-        .args(["ab", "--no-gpu", "--no-history", "--a", "false", "--b", "true"])
+        .args([
+            "ab",
+            "--no-gpu",
+            "--no-history",
+            "--a",
+            "false",
+            "--b",
+            "true",
+        ])
         .output()
         .unwrap();
     let (stdout, stderr) = output(&out);

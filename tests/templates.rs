@@ -1170,8 +1170,14 @@ fn github_action_gate_commands_use_the_contract_flags() {
     );
     assert_eq!(ab.flag("--baseline-ref"), Some("origin/main"));
     assert_eq!(ab.flag("--rounds"), Some("8"));
-    assert_eq!(ab.flag("--a"), Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str()));
-    assert_eq!(ab.flag("--b"), Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str()));
+    assert_eq!(
+        ab.flag("--a"),
+        Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str())
+    );
+    assert_eq!(
+        ab.flag("--b"),
+        Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str())
+    );
     assert_eq!(ab.flag("--json"), cmds[1].flag("--json"));
     let check = &cmds[1];
     assert_eq!(
@@ -1491,12 +1497,25 @@ fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
     );
     // mode ab: the same command in the two work trees, the same reports.
     let ab = &sc.commands[1];
-    assert_eq!(ab.flag("--a"), Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str()));
-    assert_eq!(ab.flag("--b"), Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str()));
+    assert_eq!(
+        ab.flag("--a"),
+        Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str())
+    );
+    assert_eq!(
+        ab.flag("--b"),
+        Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str())
+    );
     assert_eq!(ab.flag("--baseline-ref"), Some("origin/main"));
     assert_eq!(ab.flag("--rounds"), Some("8"));
     let check = &sc.commands[2];
-    for flag in ["--junit", "--json", "--markdown", "--openmetrics", "--pr-comment", "--html"] {
+    for flag in [
+        "--junit",
+        "--json",
+        "--markdown",
+        "--openmetrics",
+        "--pr-comment",
+        "--html",
+    ] {
         assert_eq!(ab.flag(flag), check.flag(flag), "{flag}");
     }
     assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));

@@ -30,11 +30,21 @@ use std::path::{Path, PathBuf};
 pub struct AbArgs {
     /// A, the reference (e.g. the target branch's build): its command line, split into words
     /// like --command-string (quotes and backslashes honoured; never run through a shell)
-    #[arg(long = "a", value_name = "LINE", help_heading = "A/B", required_unless_present = "suite")]
+    #[arg(
+        long = "a",
+        value_name = "LINE",
+        help_heading = "A/B",
+        required_unless_present = "suite"
+    )]
     pub a: Option<String>,
 
     /// B, the change (e.g. the pull request's build), split like --a
-    #[arg(long = "b", value_name = "LINE", help_heading = "A/B", required_unless_present = "suite")]
+    #[arg(
+        long = "b",
+        value_name = "LINE",
+        help_heading = "A/B",
+        required_unless_present = "suite"
+    )]
     pub b: Option<String>,
 
     /// The most rounds (one A run and one B run each, in ABBA order: A B, B A, A B, ...);
@@ -65,12 +75,28 @@ pub fn run(args: AbArgs) -> anyhow::Result<i32> {
         Err(err) => {
             // CI still gets a well-formed JUnit report naming the problem.
             let code = crate::error::exit_code_of(&err);
-            if let Some(path) = args.check.junit.as_ref().filter(|p| inputs.find(p).is_none()) {
-                let message = err.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
-                let kind = if code == crate::exit_code::USAGE { "usage" } else { "error" };
+            if let Some(path) = args
+                .check
+                .junit
+                .as_ref()
+                .filter(|p| inputs.find(p).is_none())
+            {
+                let message = err
+                    .chain()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                let kind = if code == crate::exit_code::USAGE {
+                    "usage"
+                } else {
+                    "error"
+                };
                 let xml = crate::report::check::junit::render_error(name_of(&args), kind, &message);
                 if let Err(e) = output::write_file(&inputs, "--junit", path, &xml) {
-                    crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&e.to_string()));
+                    crate::gate_eprintln!(
+                        "gate: warning: {}",
+                        crate::escape::terminal(&e.to_string())
+                    );
                 }
             }
             Err(err)
@@ -170,7 +196,9 @@ impl AbPlan {
         let (a, b) = (side("--a", &args.a)?, side("--b", &args.b)?);
         inputs.add(
             "the gate config",
-            c.config.clone().unwrap_or_else(|| PathBuf::from("gate.toml")),
+            c.config
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("gate.toml")),
         );
         if let Some(m) = &c.measure.metrics_file {
             inputs.add("the --metrics-file", m);
@@ -181,10 +209,15 @@ impl AbPlan {
         if recorder.is_some() {
             history.commit = super::detect_commit(None);
         }
-        inputs.add_all("the history database", recorder.iter().flat_map(|r| r.files()));
+        inputs.add_all(
+            "the history database",
+            recorder.iter().flat_map(|r| r.files()),
+        );
         let outputs = super::check::outputs(c);
         for (flag, path) in &outputs {
-            inputs.check_output(path, flag).map_err(|e| GateError::usage(e.to_string()))?;
+            inputs
+                .check_output(path, flag)
+                .map_err(|e| GateError::usage(e.to_string()))?;
         }
         refuse_shared_outputs(&outputs)?;
         Ok(AbPlan {
@@ -227,7 +260,10 @@ impl AbPlan {
                     rounds.b_derived.push(d);
                 }
             }
-            let b_failed = rounds.b.last().is_some_and(|t| gate::run_failure(t).is_some());
+            let b_failed = rounds
+                .b
+                .last()
+                .is_some_and(|t| gate::run_failure(t).is_some());
             if !(self.looks.contains(&(round + 1)) || b_failed) {
                 continue;
             }
@@ -260,7 +296,13 @@ impl AbPlan {
     /// One run of one side, recorded like `record`; A's samples are parked
     /// for the baseline's pooled statistics. A failed A run stops the
     /// comparison (nothing to compare against); a failed B run is judged.
-    fn measure(&self, side: &Side, park: bool, which: &str, round: usize) -> anyhow::Result<(Trace, RunDerived)> {
+    fn measure(
+        &self,
+        side: &Side,
+        park: bool,
+        which: &str,
+        round: usize,
+    ) -> anyhow::Result<(Trace, RunDerived)> {
         let config = &self.config;
         let derive = |t: &Trace| Some(RunInput::derive(t, config));
         let (trace, derived) = measure::acquire_each_checked(
@@ -272,7 +314,12 @@ impl AbPlan {
             park,
         )?
         .pop()
-        .ok_or_else(|| GateError::infra(format!("{which} run of round {} recorded nothing", round + 1)))?;
+        .ok_or_else(|| {
+            GateError::infra(format!(
+                "{which} run of round {} recorded nothing",
+                round + 1
+            ))
+        })?;
         let derived = derived.expect("every run is derived");
         if which == "A" {
             if let Some(f) = gate::run_failure(&trace) {
@@ -368,11 +415,17 @@ fn refuse_check_only_flags(args: &AbArgs) -> Result<(), GateError> {
         (c.suite, "--suite"),
         (m.is_replay(), "--replay"),
         (m.pid.is_some(), "--pid"),
-        (!m.command.is_empty() || m.command_string.is_some(), "a command after '--' (or --command-string)"),
+        (
+            !m.command.is_empty() || m.command_string.is_some(),
+            "a command after '--' (or --command-string)",
+        ),
         (c.multi_node, "--multi-node"),
         (c.confirm > 0, "--confirm"),
         (c.max_reruns.is_some(), "--max-reruns"),
-        (c.accept.is_some() || !c.accept_labels.is_empty(), "--accept/--accept-labels"),
+        (
+            c.accept.is_some() || !c.accept_labels.is_empty(),
+            "--accept/--accept-labels",
+        ),
         (c.baseline_dir != Path::new("baselines"), "--baseline-dir"),
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {

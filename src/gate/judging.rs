@@ -276,12 +276,12 @@ fn pairs_of(
     gpu: Option<usize>,
     stat: Statistic,
 ) -> Option<super::paired::Pairs> {
-    super::paired::Pairs::new(
-        a_runs
-            .iter()
-            .zip(b_runs)
-            .map(|(a, b)| (run_value(a, id, kind, gpu, stat), run_value(b, id, kind, gpu, stat))),
-    )
+    super::paired::Pairs::new(a_runs.iter().zip(b_runs).map(|(a, b)| {
+        (
+            run_value(a, id, kind, gpu, stat),
+            run_value(b, id, kind, gpu, stat),
+        )
+    }))
 }
 
 /// Each complete round's `B - A` of metric `id` (aggregate), in round
@@ -414,7 +414,8 @@ pub(super) fn judge_metrics(
                 let base = b.metric(d.id, Some(g));
                 let judged = match a_runs {
                     Some(a) => {
-                        let pairs = pairs_of(a, runs_all, d.id, Kind::Sampled, Some(g), p.statistic);
+                        let pairs =
+                            pairs_of(a, runs_all, d.id, Kind::Sampled, Some(g), p.statistic);
                         compare_paired(p, base, new, Some(g), &prior, pairs)
                     }
                     None => compare(p, base, new, node, Some(g), &prior),

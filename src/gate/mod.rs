@@ -44,8 +44,8 @@ use passes::{
     let_the_benchmark_decide, verdict_from_metrics, wall_time_not_comparable,
 };
 pub use report::{
-    AbDifferences, AbInfo, AbRound, BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult, MetricTrend, RunInfo, RunVerdict,
-    Trend, TrendDrift, REPORT_SCHEMA_VERSION,
+    AbDifferences, AbInfo, AbRound, BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult,
+    MetricTrend, RunInfo, RunVerdict, Trend, TrendDrift, REPORT_SCHEMA_VERSION,
 };
 use runs::{check_runs, RunLevel};
 pub use runs::{

@@ -59,7 +59,9 @@ pub type RunValue = (f64, Option<f64>);
 impl Pairs {
     /// From each round's (A, B) values; rounds missing a side are left
     /// out. None with no complete round.
-    pub fn new(rounds: impl IntoIterator<Item = (Option<RunValue>, Option<RunValue>)>) -> Option<Pairs> {
+    pub fn new(
+        rounds: impl IntoIterator<Item = (Option<RunValue>, Option<RunValue>)>,
+    ) -> Option<Pairs> {
         let (a, b) = rounds
             .into_iter()
             .filter_map(|(a, b)| Some((a?, b?)))
@@ -99,7 +101,10 @@ impl Pairs {
     /// Mean within-run variance of one round's difference (None when any
     /// run lacks an interval).
     fn within_var(&self) -> Option<f64> {
-        let var = |c: Option<f64>| c.filter(|c| c.is_finite() && *c >= 0.0).map(|c| (c / 1.96).powi(2));
+        let var = |c: Option<f64>| {
+            c.filter(|c| c.is_finite() && *c >= 0.0)
+                .map(|c| (c / 1.96).powi(2))
+        };
         let per: Option<Vec<f64>> = (self.a.iter().zip(&self.b))
             .map(|(a, b)| Some(var(a.1)? + var(b.1)?))
             .collect();
@@ -135,7 +140,13 @@ pub fn paired_noise(p: &Pairs, looks: usize) -> Option<Noise> {
 /// One metric's paired verdict: the rule of a check (`decide`), with A's
 /// mean as the baseline and the paired band as the noise.
 pub fn judge_paired(policy: &Policy, p: &Pairs, looks: usize) -> Judgement {
-    judge_with(policy, p.mean_a(), p.mean_b(), paired_noise(p, looks), looks)
+    judge_with(
+        policy,
+        p.mean_a(),
+        p.mean_b(),
+        paired_noise(p, looks),
+        looks,
+    )
 }
 
 #[cfg(test)]
@@ -159,7 +170,12 @@ mod tests {
     }
 
     fn pairs(a: &[f64], b: &[f64]) -> Pairs {
-        Pairs::new(a.iter().zip(b).map(|(a, b)| (Some((*a, None)), Some((*b, None))))).unwrap()
+        Pairs::new(
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| (Some((*a, None)), Some((*b, None)))),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -196,10 +212,16 @@ mod tests {
     fn one_round_without_intervals_is_never_a_regression() {
         let p = pairs(&[100.0], &[50.0]);
         assert!(paired_noise(&p, 1).is_none());
-        assert_eq!(judge_paired(&policy(0.01), &p, 1).verdict, Verdict::Inconclusive);
+        assert_eq!(
+            judge_paired(&policy(0.01), &p, 1).verdict,
+            Verdict::Inconclusive
+        );
         // With within-run intervals the prior estimates it.
         let p = Pairs::new([(Some((100.0, Some(1.0))), Some((50.0, Some(1.0))))]).unwrap();
-        assert_eq!(judge_paired(&policy(0.01), &p, 1).verdict, Verdict::Regression);
+        assert_eq!(
+            judge_paired(&policy(0.01), &p, 1).verdict,
+            Verdict::Regression
+        );
     }
 
     /// A small deterministic generator (xorshift64*), Box-Muller normals.
@@ -225,7 +247,8 @@ mod tests {
         let looks = looks_at(rounds);
         let mut alarms = 0;
         for seed in 0..seeds {
-            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (seed + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
+            let mut rng =
+                Rng(0x9E37_79B9_7F4A_7C15 ^ (seed + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
             let mut noise = || {
                 let z = rng.normal();
                 // Heavy tails: a normal scale mixture (1 run in 10 is 4x as noisy).
@@ -260,8 +283,14 @@ mod tests {
     fn identical_sides_alarm_at_most_at_the_nominal_rate() {
         for (rounds, heavy) in [(8, false), (5, false), (8, true), (12, false)] {
             let rate = false_alarm_rate(20_000, rounds, heavy);
-            eprintln!("false alarms: rounds {rounds}, heavy tails {heavy}: {:.2} %", rate * 100.0);
-            assert!(rate <= 0.025 + 0.003, "rounds {rounds} heavy {heavy}: {rate}");
+            eprintln!(
+                "false alarms: rounds {rounds}, heavy tails {heavy}: {:.2} %",
+                rate * 100.0
+            );
+            assert!(
+                rate <= 0.025 + 0.003,
+                "rounds {rounds} heavy {heavy}: {rate}"
+            );
         }
     }
 }

@@ -179,7 +179,11 @@ pub fn ab_lines(ab: &crate::gate::AbInfo) -> Vec<String> {
             d.interval
                 .map(|[lo, hi]| format!("[{}, {}]{unit}", fmt_num(lo), fmt_num(hi)))
                 .unwrap_or_else(|| "n/a (nothing estimates its noise)".into()),
-            d.values.iter().map(|v| fmt_num(*v)).collect::<Vec<_>>().join(", ")
+            d.values
+                .iter()
+                .map(|v| fmt_num(*v))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     lines
