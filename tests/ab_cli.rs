@@ -258,3 +258,67 @@ fn a_failing_reference_stops_with_the_benchmark_failure_code() {
     assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
     assert!(stderr.contains("A ('false') failed in round 1"), "{stderr}");
 }
+
+/// `gate ab --suite`: the workloads with `a` and `b` commands, one
+/// comparison each, one report of each kind; the exit code is the worst.
+#[test]
+fn suite_workloads_with_a_and_b_are_compared_one_after_another() {
+    let dir = project();
+    let d = dir.path();
+    let suite = r#"
+[[suite.workload]]
+name = "slower"
+baseline = "slower-ab"
+command = ["sh", "bench.sh", "1000", "5"]
+a = ["sh", "bench.sh", "1000", "5"]
+b = ["sh", "bench.sh", "900", "5"]
+
+[[suite.workload]]
+name = "same"
+baseline = "same-ab"
+command = ["sh", "bench.sh", "1000", "6"]
+a = ["sh", "bench.sh", "1000", "6"]
+b = ["sh", "bench.sh", "1000", "6"]
+
+[[suite.workload]]
+name = "check-only"
+baseline = "check-only"
+command = ["sh", "bench.sh", "1000", "7"]
+"#;
+    std::fs::write(d.join("gate.toml"), format!("{GATE_TOML}{suite}")).unwrap();
+    let out = gate(d)
+        .args(["ab", "--suite", "--no-gpu", "--no-history", "--rounds", "4"])
+        .args(["--junit", "j.xml", "--json", "r.json"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("gate: ab suite: workload 'slower'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("gate: ab suite: workload 'same'"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("'check-only'"), "{stderr}");
+    assert_valid_junit(&d.join("j.xml"));
+    let r = json(&d.join("r.json"));
+    let text = r.to_string();
+    assert!(
+        text.contains("slower-ab") && text.contains("same-ab"),
+        "{text}"
+    );
+    assert!(!text.contains("\"check-only\""), "{text}");
+    // A workload named without a and b is refused by name.
+    let out = gate(d)
+        .args(["ab", "--suite", "--no-gpu", "--workload", "check-only"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("check-only have no a and b commands"),
+        "{stderr}"
+    );
+}

@@ -34,7 +34,8 @@ pub struct AbArgs {
         long = "a",
         value_name = "LINE",
         help_heading = "A/B",
-        required_unless_present = "suite"
+        required_unless_present = "suite",
+        conflicts_with = "suite"
     )]
     pub a: Option<String>,
 
@@ -43,7 +44,8 @@ pub struct AbArgs {
         long = "b",
         value_name = "LINE",
         help_heading = "A/B",
-        required_unless_present = "suite"
+        required_unless_present = "suite",
+        conflicts_with = "suite"
     )]
     pub b: Option<String>,
 
@@ -109,22 +111,204 @@ fn name_of(args: &AbArgs) -> &str {
 }
 
 fn run_inner(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
-    let plan = AbPlan::build(args, inputs)?;
+    let shared = Shared::build(args, inputs)?;
+    if args.check.suite {
+        return run_suite(args, shared, inputs);
+    }
+    let name = name_of(args).to_string();
+    baseline::validate_name(&name)?;
+    let measure = &args.check.measure;
+    let (a, b) = (
+        Side::of_line("--a", &args.a, measure)?,
+        Side::of_line("--b", &args.b, measure)?,
+    );
+    let config = shared.config.clone();
+    let plan = shared.plan(args, name, (a, b), config)?;
     let (report, pending) = plan.execute()?;
     output::write(&super::check::outputs_of(&args.check), inputs, &report)?;
-    let history = pending.and_then(|p| {
-        let e = pipeline::finish_check(p).err()?;
-        crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
-        Some(crate::error::exit_code_of(&e.into()))
-    });
-    let codes = std::iter::once(report.exit_code).chain(history);
+    let codes = std::iter::once(report.exit_code).chain(finish_history(pending));
     Ok(crate::exit_code::worst_exit_code(codes))
+}
+
+/// `gate ab --suite`: every `[[suite.workload]]` with `a` and `b` (or those
+/// `--workload` names), one comparison after another, one report of each
+/// kind for all of them (check's suite writer).
+fn run_suite(args: &AbArgs, shared: Shared, inputs: &Inputs) -> anyhow::Result<i32> {
+    let all = super::suite::workloads(&shared.config, &args.check.workload, &[])?;
+    let without: Vec<&str> = (all.iter())
+        .filter(|w| w.ab.is_none())
+        .map(|w| w.name.as_str())
+        .collect();
+    if !args.check.workload.is_empty() && !without.is_empty() {
+        return Err(GateError::usage(format!(
+            "gate ab --suite: workload(s) {} have no a and b commands in [[suite.workload]]; add a = [...] and b = [...] (argv), see docs/suites.md",
+            without.join(", ")
+        ))
+        .into());
+    }
+    let chosen: Vec<_> = all.iter().filter(|w| w.ab.is_some()).collect();
+    if chosen.is_empty() {
+        return Err(GateError::usage(
+            "gate ab --suite: no [[suite.workload]] has a and b commands; add a = [...] and b = [...] (argv) to the workloads to compare, see docs/suites.md",
+        )
+        .into());
+    }
+    let mut outcomes = Vec::new();
+    let mut pending = Vec::new();
+    for w in chosen {
+        crate::gate_eprintln!(
+            "gate: ab suite: workload '{}'",
+            crate::escape::terminal(&w.name)
+        );
+        let measure = super::suite::measure_for(&args.check.measure, w);
+        let (a, b) = w.ab.clone().expect("chosen for its a and b");
+        let sides = (Side::of_argv(a, &measure), Side::of_argv(b, &measure));
+        let config = shared.config.for_workload(&w.name);
+        let result = shared
+            .plan(args, w.baseline.clone(), sides, config)
+            .and_then(|plan| plan.execute())
+            .map(|(report, p)| {
+                pending.push(p);
+                report
+            })
+            .map_err(|e| {
+                let message = e
+                    .chain()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                crate::gate_eprintln!(
+                    "gate: ab suite: workload '{}': {}",
+                    crate::escape::terminal(&w.name),
+                    crate::escape::terminal(&message)
+                );
+                (crate::error::exit_code_of(&e), message)
+            });
+        outcomes.push(crate::report::check::suite::Outcome {
+            name: w.name.clone(),
+            baseline: w.baseline.clone(),
+            result,
+        });
+    }
+    let code = crate::exit_code::worst_exit_code(outcomes.iter().map(|o| o.exit_code()));
+    let suite = output::Suite {
+        outcomes: &outcomes,
+        code,
+    };
+    output::write(&super::check::outputs_of(&args.check), inputs, &suite)?;
+    let history = pending.into_iter().filter_map(finish_history);
+    Ok(crate::exit_code::worst_exit_code(
+        std::iter::once(code).chain(history),
+    ))
+}
+
+/// Append the comparison to the history (after every report): an exit
+/// code only when `--history-required` and the store failed.
+fn finish_history(pending: Option<pipeline::PendingCheck>) -> Option<i32> {
+    let e = pipeline::finish_check(pending?).err()?;
+    crate::gate_eprintln!("gate: error: {}", crate::escape::terminal(&e.to_string()));
+    Some(crate::error::exit_code_of(&e.into()))
 }
 
 /// One side of the comparison: its command line as given, and how it runs.
 struct Side {
     line: String,
     measure: MeasureArgs,
+}
+
+impl Side {
+    /// `--a LINE` / `--b LINE`, split like `--command-string`.
+    fn of_line(flag: &str, line: &Option<String>, base: &MeasureArgs) -> Result<Side, GateError> {
+        let line = line.clone().unwrap_or_default();
+        let argv = crate::shell_words::split(&line, flag).map_err(GateError::usage)?;
+        if argv.is_empty() {
+            return Err(GateError::usage(format!(
+                "{flag} is empty; give the benchmark command, e.g. {flag} 'python bench.py --batch 64'"
+            )));
+        }
+        let mut measure = base.clone();
+        measure.command = argv;
+        Ok(Side { line, measure })
+    }
+
+    /// A suite workload's `a` or `b` argv.
+    fn of_argv(argv: Vec<String>, base: &MeasureArgs) -> Side {
+        let mut measure = base.clone();
+        measure.command = argv;
+        Side {
+            line: measure.command.join(" "),
+            measure,
+        }
+    }
+}
+
+/// What every comparison of one invocation shares, validated once: the
+/// (unscoped) gate.toml, the history store, the outputs checked.
+struct Shared {
+    config: Config,
+    recorder: Option<Recorder>,
+    history: HistorySettings,
+}
+
+impl Shared {
+    fn build(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<Shared> {
+        let c = &args.check;
+        refuse_check_only_flags(args)?;
+        inputs.add(
+            "the gate config",
+            c.config
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("gate.toml")),
+        );
+        if let Some(m) = &c.measure.metrics_file {
+            inputs.add("the --metrics-file", m);
+        }
+        let config = load_config(c, None)?;
+        let mut history = c.history.settings();
+        let recorder = Recorder::resolve(&history, &config)?;
+        if recorder.is_some() {
+            history.commit = super::detect_commit(None);
+        }
+        inputs.add_all(
+            "the history database",
+            recorder.iter().flat_map(|r| r.files()),
+        );
+        let outputs = super::check::outputs(c);
+        for (flag, path) in &outputs {
+            inputs
+                .check_output(path, flag)
+                .map_err(|e| GateError::usage(e.to_string()))?;
+        }
+        refuse_shared_outputs(&outputs)?;
+        Ok(Shared {
+            config,
+            recorder,
+            history,
+        })
+    }
+
+    /// One comparison named `name` of sides `(a, b)` under `config`.
+    fn plan(
+        &self,
+        args: &AbArgs,
+        name: String,
+        (a, b): (Side, Side),
+        config: Config,
+    ) -> anyhow::Result<AbPlan> {
+        Ok(AbPlan {
+            name,
+            a,
+            b,
+            rules: config.rule_set()?,
+            config,
+            recorder: self.recorder.clone(),
+            history: self.history.clone(),
+            trace_dir: args.check.trace_dir.clone(),
+            rounds: args.rounds,
+            looks: paired::looks_at(args.rounds),
+            args: args.check.clone(),
+        })
+    }
 }
 
 /// A `gate ab`, validated and with its files read.
@@ -176,65 +360,6 @@ fn side_inputs<'t>(traces: &'t [Trace], derived: &[RunDerived], n: usize) -> Vec
 }
 
 impl AbPlan {
-    fn build(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<AbPlan> {
-        let c = &args.check;
-        refuse_check_only_flags(args)?;
-        let name = name_of(args).to_string();
-        baseline::validate_name(&name)?;
-        let side = |flag: &str, line: &Option<String>| -> Result<Side, GateError> {
-            let line = line.clone().unwrap_or_default();
-            let argv = crate::shell_words::split(&line, flag).map_err(GateError::usage)?;
-            if argv.is_empty() {
-                return Err(GateError::usage(format!(
-                    "{flag} is empty; give the benchmark command, e.g. {flag} 'python bench.py --batch 64'"
-                )));
-            }
-            let mut measure = c.measure.clone();
-            measure.command = argv;
-            Ok(Side { line, measure })
-        };
-        let (a, b) = (side("--a", &args.a)?, side("--b", &args.b)?);
-        inputs.add(
-            "the gate config",
-            c.config
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("gate.toml")),
-        );
-        if let Some(m) = &c.measure.metrics_file {
-            inputs.add("the --metrics-file", m);
-        }
-        let config = load_config(c, None)?;
-        let mut history = c.history.settings();
-        let recorder = Recorder::resolve(&history, &config)?;
-        if recorder.is_some() {
-            history.commit = super::detect_commit(None);
-        }
-        inputs.add_all(
-            "the history database",
-            recorder.iter().flat_map(|r| r.files()),
-        );
-        let outputs = super::check::outputs(c);
-        for (flag, path) in &outputs {
-            inputs
-                .check_output(path, flag)
-                .map_err(|e| GateError::usage(e.to_string()))?;
-        }
-        refuse_shared_outputs(&outputs)?;
-        Ok(AbPlan {
-            name,
-            a,
-            b,
-            rules: config.rule_set()?,
-            config,
-            recorder,
-            history,
-            trace_dir: c.trace_dir.clone(),
-            rounds: args.rounds,
-            looks: paired::looks_at(args.rounds),
-            args: c.clone(),
-        })
-    }
-
     /// Run the rounds, judging at each look until one decides; then the
     /// history's reads. The report is not written here.
     fn execute(&self) -> anyhow::Result<(CheckReport, Option<pipeline::PendingCheck>)> {
@@ -412,8 +537,10 @@ fn refuse_check_only_flags(args: &AbArgs) -> Result<(), GateError> {
     let c = &args.check;
     let m = &c.measure;
     let refused = [
-        (c.suite, "--suite"),
-        (m.is_replay(), "--replay"),
+        (
+            m.is_replay() || !c.suite_replay.is_empty(),
+            "--replay/--suite-replay",
+        ),
         (m.pid.is_some(), "--pid"),
         (
             !m.command.is_empty() || m.command_string.is_some(),

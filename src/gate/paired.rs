@@ -54,13 +54,13 @@ pub struct Pairs {
 }
 
 /// A run's value of a metric and its 95 % within-run half-width.
-pub type RunValue = (f64, Option<f64>);
+pub type SideValue = (f64, Option<f64>);
 
 impl Pairs {
     /// From each round's (A, B) values; rounds missing a side are left
     /// out. None with no complete round.
     pub fn new(
-        rounds: impl IntoIterator<Item = (Option<RunValue>, Option<RunValue>)>,
+        rounds: impl IntoIterator<Item = (Option<SideValue>, Option<SideValue>)>,
     ) -> Option<Pairs> {
         let (a, b) = rounds
             .into_iter()
