@@ -351,6 +351,28 @@ pub(super) fn prior_of(input: &CheckInput, id: &str) -> Prior {
     }
 }
 
+/// One metric over all runs (or over the nodes of one run) against the
+/// baseline, on the per-round differences when A's runs are given (`gate ab`).
+fn judge_aggregate(
+    input: &CheckInput,
+    id: &str,
+    p: &Policy,
+    all: &[&RunInput],
+    a_runs: Option<&[RunInput]>,
+) -> Option<MetricResult> {
+    let kind = kind_of(id, input.config);
+    let new = observe(all, id, kind, None, p.statistic, input.multi_node);
+    let prior = prior_of(input, id);
+    let base = input.baseline.metric(id, None);
+    match a_runs {
+        Some(a) => {
+            let pairs = pairs_of(a, input.runs, id, kind, None, p.statistic);
+            compare_paired(p, base, new, None, &prior, pairs)
+        }
+        None => compare(p, base, new, None, None, &prior),
+    }
+}
+
 /// Every metric judged: the aggregate (over runs, or over the nodes of one
 /// run), then per GPU when there are several (one straggler fails the run
 /// even when the average hides it), then per node; context (ungated) last.
@@ -367,25 +389,7 @@ pub(super) fn judge_metrics(
     let mut results: Vec<MetricResult> = Vec::new();
     let mut context: Vec<MetricResult> = Vec::new();
     for id in first_class.iter().chain(sampled.iter()) {
-        let p = policies.get(id);
-        let new = observe(
-            &all,
-            id,
-            kind_of(id, input.config),
-            None,
-            p.statistic,
-            input.multi_node,
-        );
-        let prior = prior_of(input, id);
-        let kind = kind_of(id, input.config);
-        let judged = match a_runs {
-            Some(a) => {
-                let pairs = pairs_of(a, input.runs, id, kind, None, p.statistic);
-                compare_paired(p, b.metric(id, None), new, None, &prior, pairs)
-            }
-            None => compare(p, b.metric(id, None), new, None, None, &prior),
-        };
-        if let Some(r) = judged {
+        if let Some(r) = judge_aggregate(input, id, policies.get(id), &all, a_runs) {
             if r.gated {
                 results.push(r);
             } else {
