@@ -22,10 +22,7 @@ TOML
 # The same generator as tests/ab_cli.rs (BENCH).
 cat > "$work/bench.sh" <<'SH'
 c=$(cat count 2>/dev/null || echo 0); c=$((c + 1)); echo $c > count
-x=$(( ($2 * 7919 + c * 40503 + 1) % 2147483647 ))
-n=0
-for i in 1 2 3 4 5; do x=$(( (x * 48271) % 2147483647 )); n=$(( n + x % 21 - 10 )); done
-echo "rate: $(( $1 + n * 10 / 13 ))"
+awk -v base="$1" -v seed="$2" -v c="$c" 'BEGIN { srand(seed * 100003 + c); for (i = 0; i < 24; i++) rand(); n = 0; for (i = 0; i < 12; i++) n += rand(); printf "rate: %.1f\n", base + (n - 6) * 10 }'
 SH
 declare -A verdicts=()
 for seed in $(seq 1 "$seeds"); do
