@@ -261,9 +261,25 @@ pub enum Command {
     #[command(about = check_about(), long_about = check_long_about())]
     Check(check::CheckArgs),
     /// Run A and B interleaved on this runner (ABBA rounds) and judge B against A, paired
+    // The flags of check that ab refuses (it runs --a and --b itself and
+    // reads no stored baseline) are hidden from its help.
     #[command(mut_arg("baseline", |a| a
         .required_unless_present("a")
         .help("Name of this comparison in the reports and the history (no baseline file is read) [default: ab]")))]
+    #[command(
+        mut_arg("command", |a| a.hide(true)),
+        mut_arg("command_string", |a| a.hide(true)),
+        mut_arg("replay", |a| a.hide(true)),
+        mut_arg("suite_replay", |a| a.hide(true)),
+        mut_arg("pid", |a| a.hide(true)),
+        mut_arg("multi_node", |a| a.hide(true)),
+        mut_arg("confirm", |a| a.hide(true)),
+        mut_arg("max_reruns", |a| a.hide(true)),
+        mut_arg("accept", |a| a.hide(true)),
+        mut_arg("accept_labels", |a| a.hide(true)),
+        mut_arg("baseline_dir", |a| a.hide(true)),
+        mut_arg("suite", |a| a.help("Compare A and B of every [[suite.workload]] of gate.toml that has a and b (argv lists), one after another, with one report of each kind; exit code: the worst (docs/suites.md)"))
+    )]
     Ab(ab::AbArgs),
     /// Compare two baselines, or a baseline and a trace, metric by metric
     Diff(diff::DiffArgs),
