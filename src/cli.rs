@@ -4,7 +4,7 @@
 //! one way: main -> cli -> commands -> the library.
 
 use crate::commands::{
-    capture, check, diff, doctor, history, metrics, record, report, suite, tools, watch,
+    ab, capture, check, diff, doctor, history, metrics, record, report, suite, tools, watch,
 };
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -260,6 +260,27 @@ pub enum Command {
     /// Measure a run and judge it against a baseline (exit codes: `gate check --help`)
     #[command(about = check_about(), long_about = check_long_about())]
     Check(check::CheckArgs),
+    /// Run A and B interleaved on this runner (ABBA rounds) and judge B against A, paired
+    // The flags of check that ab refuses (it runs --a and --b itself and
+    // reads no stored baseline) are hidden from its help.
+    #[command(mut_arg("baseline", |a| a
+        .required_unless_present("a")
+        .help("Name of this comparison in the reports and the history (no baseline file is read) [default: ab]")))]
+    #[command(
+        mut_arg("command", |a| a.hide(true)),
+        mut_arg("command_string", |a| a.hide(true)),
+        mut_arg("replay", |a| a.hide(true)),
+        mut_arg("suite_replay", |a| a.hide(true)),
+        mut_arg("pid", |a| a.hide(true)),
+        mut_arg("multi_node", |a| a.hide(true)),
+        mut_arg("confirm", |a| a.hide(true)),
+        mut_arg("max_reruns", |a| a.help("Rounds found DISTURBED (something outside the benchmarks' process trees acted on them) are dropped and run again at most N times before exit 3 [default: 2]")),
+        mut_arg("accept", |a| a.hide(true)),
+        mut_arg("accept_labels", |a| a.hide(true)),
+        mut_arg("baseline_dir", |a| a.hide(true)),
+        mut_arg("suite", |a| a.help("Compare A and B of every [[suite.workload]] of gate.toml that has a and b (argv lists), one after another, with one report of each kind; exit code: the worst (docs/suites.md)"))
+    )]
+    Ab(ab::AbArgs),
     /// Compare two baselines, or a baseline and a trace, metric by metric
     Diff(diff::DiffArgs),
     /// Explain a run: utilization timeline, ranked suspects, processes
@@ -290,6 +311,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Capture(a) => capture::run(a),
         Command::Check(a) if a.suite => suite::check(&a),
         Command::Check(a) => check::run(a),
+        Command::Ab(a) => ab::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Report(a) => report::run(a),
         Command::History(a) => history::run(a),

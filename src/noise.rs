@@ -64,6 +64,9 @@ pub enum NoiseSource {
     WithinRun,
     /// The run-to-run spread moderated by a prior (the module doc).
     Moderated,
+    /// The spread of the per-round differences of `gate ab`'s interleaved
+    /// A and B runs (`gate::paired`).
+    Paired,
 }
 
 /// One side's value of a metric statistic over one or more runs.

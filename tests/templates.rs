@@ -709,6 +709,9 @@ fn shell_locals(v: &mut Vars, out: &str) {
     v.set("gate_accept", s("gate-accept.toml"));
     v.set("committed", s(format!("baselines/{BASELINE}.toml")));
     v.set("captured", s(format!("{out}/baselines/{BASELINE}.toml")));
+    // mode ab: the benchmark command in each work tree (one string each).
+    v.set("gate_a", s(format!("env -C {out}/ab/a {COMMAND}")));
+    v.set("gate_b", s(format!("env -C {out}/ab/b {COMMAND}")));
 }
 
 fn github_action_scenario() -> Scenario {
@@ -1092,7 +1095,10 @@ fn github_action_is_composite_with_a_shell_on_every_run_step() {
     }
     for out in ["verdict", "regressions"] {
         let value = str_of(&action["outputs"][out]["value"]);
-        assert_eq!(value, format!("${{{{ steps.check.outputs.{out} }}}}"));
+        assert_eq!(
+            value,
+            format!("${{{{ steps.check.outputs.{out} || steps.ab.outputs.{out} }}}}")
+        );
     }
     let upload = steps
         .iter()
@@ -1131,12 +1137,48 @@ fn github_action_gate_commands_use_the_contract_flags() {
             "--version",
             "check",
             "--version",
+            "ab",
+            "--version",
             "capture",
             "diff",
             "report"
         ],
         "{cmds:#?}"
     );
+    // mode ab: the same command in the two work trees, the thresholds from
+    // the target branch, every report check writes.
+    let ab = &cmds[3];
+    assert_eq!(
+        ab.long_flags(),
+        flags(&[
+            "--baseline",
+            "--baseline-ref",
+            "--config",
+            "--threshold",
+            "--rounds",
+            "--junit",
+            "--json",
+            "--markdown",
+            "--pr-comment",
+            "--html",
+            "--html-url",
+            "--trace-dir",
+            "--args-string",
+            "--a",
+            "--b",
+        ])
+    );
+    assert_eq!(ab.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(ab.flag("--rounds"), Some("8"));
+    assert_eq!(
+        ab.flag("--a"),
+        Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str())
+    );
+    assert_eq!(
+        ab.flag("--b"),
+        Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str())
+    );
+    assert_eq!(ab.flag("--json"), cmds[1].flag("--json"));
     let check = &cmds[1];
     assert_eq!(
         check.long_flags(),
@@ -1180,7 +1222,7 @@ fn github_action_gate_commands_use_the_contract_flags() {
         vec!["python", "bench/train.py", "--seconds", "60"]
     );
 
-    let capture = &cmds[3];
+    let capture = &cmds[5];
     assert_eq!(capture.flag("--runs"), Some("3"));
     assert_eq!(capture.flag("--commit"), Some(COMMIT));
     assert_eq!(capture.flag("--baseline-dir"), Some(".gate/ci/baselines"));
@@ -1189,14 +1231,14 @@ fn github_action_gate_commands_use_the_contract_flags() {
         "CI never overwrites the committed baseline"
     );
     assert_eq!(
-        cmds[4].argv,
+        cmds[6].argv,
         vec![
             "diff",
             &format!("baselines/{BASELINE}.toml"),
             &format!(".gate/ci/baselines/{BASELINE}.toml")
         ]
     );
-    let report = &cmds[5];
+    let report = &cmds[7];
     assert_eq!(report.argv[1], ".gate/ci/traces/*.jsonl");
     assert_eq!(report.flag("--html"), Some(".gate/ci/gate-report.html"));
 
@@ -1451,9 +1493,31 @@ fn gitlab_check_component_has_typed_inputs_retry_and_reports() {
 
     assert_eq!(
         subcommands(&sc.commands),
-        vec!["--version", "check", "report"]
+        vec!["--version", "ab", "check", "report"]
     );
-    let check = &sc.commands[1];
+    // mode ab: the same command in the two work trees, the same reports.
+    let ab = &sc.commands[1];
+    assert_eq!(
+        ab.flag("--a"),
+        Some(format!("env -C .gate/ci/ab/a {COMMAND}").as_str())
+    );
+    assert_eq!(
+        ab.flag("--b"),
+        Some(format!("env -C .gate/ci/ab/b {COMMAND}").as_str())
+    );
+    assert_eq!(ab.flag("--baseline-ref"), Some("origin/main"));
+    assert_eq!(ab.flag("--rounds"), Some("8"));
+    let check = &sc.commands[2];
+    for flag in [
+        "--junit",
+        "--json",
+        "--markdown",
+        "--openmetrics",
+        "--pr-comment",
+        "--html",
+    ] {
+        assert_eq!(ab.flag(flag), check.flag(flag), "{flag}");
+    }
     assert_eq!(check.flag("--baseline-ref"), Some("origin/main"));
     assert_eq!(
         check.long_flags(),
@@ -1672,8 +1736,9 @@ fn runnable(cmd: &GateCommand, traces: &[PathBuf], cwd: &Path, git_ref: bool) ->
             argv.push("--replay".into());
             argv.extend(replay(1));
         }
-        // They need a GPU: check that the flags parse, nothing more.
-        "doctor" | "record" => argv.push("--help".into()),
+        // They need a GPU: check that the flags parse, nothing more (ab
+        // runs the two work trees' builds, which a template test has not).
+        "doctor" | "record" | "ab" => argv.push("--help".into()),
         _ => {}
     }
     argv
@@ -1869,7 +1934,7 @@ fn template_commands_run_against_the_real_binary() {
         local_scenario(),
     ];
     let total: usize = scenarios.iter().map(|s| s.commands.len()).sum();
-    assert_eq!(total, 6 + 3 + 3 + 6);
+    assert_eq!(total, 8 + 4 + 3 + 6);
     for sc in &scenarios {
         run_scenario(sc, &traces);
     }

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod ab_cli;
 mod accept;
 mod alerts;
 mod architecture;

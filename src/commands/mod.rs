@@ -3,6 +3,7 @@
 //! returns the process exit code. The only layer that sees both CLI types
 //! and domain types; `cli::run` dispatches here.
 
+pub mod ab;
 pub mod capture;
 pub mod check;
 pub mod diff;

@@ -42,6 +42,8 @@ pub struct Workload {
     pub name: String,
     pub baseline: String,
     pub command: Vec<String>,
+    /// `gate ab --suite`: A's and B's argv, when the workload has them.
+    pub ab: Option<(Vec<String>, Vec<String>)>,
     pub tags: Vec<(String, String)>,
     pub warmup: Option<Duration>,
     pub duration: Option<Duration>,
@@ -128,6 +130,7 @@ pub fn workloads(
             name: d.name.clone(),
             baseline: d.baseline.clone(),
             command: d.command.clone(),
+            ab: d.a.clone().zip(d.b.clone()),
             tags,
             warmup: d.warmup.as_deref().map(|v| at("warmup", v)).transpose()?,
             duration: d

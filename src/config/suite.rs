@@ -26,6 +26,9 @@ pub struct WorkloadDef {
     pub baseline: String,
     /// argv, never run through a shell.
     pub command: Vec<String>,
+    /// `gate ab --suite`: A's and B's argv (both or neither).
+    pub a: Option<Vec<String>>,
+    pub b: Option<Vec<String>>,
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     pub warmup: Option<String>,
@@ -79,6 +82,18 @@ impl SuiteConfig {
                 return Err(format!(
                     "{at}: command is empty; give the argv, e.g. command = [\"python3\", \"bench.py\"]"
                 ));
+            }
+            match (&w.a, &w.b) {
+                (None, None) => {}
+                (Some(a), Some(b))
+                    if [a, b]
+                        .iter()
+                        .all(|v| v.first().is_some_and(|p| !p.is_empty())) => {}
+                _ => {
+                    return Err(format!(
+                        "{at}: a and b go together, each a non-empty argv, e.g. a = [\"python3\", \"bench.py\", \"--batch\", \"64\"] and b = [\"python3\", \"bench.py\", \"--batch\", \"128\"] (gate ab --suite)"
+                    ));
+                }
             }
             for (k, v) in &w.tags {
                 if k.is_empty() || k.chars().chain(v.chars()).any(crate::escape::is_hostile) {

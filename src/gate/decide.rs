@@ -171,14 +171,28 @@ pub(crate) fn plug_in_band(n: &Noise, looks: usize) -> f64 {
 /// The rule of the module doc, for one metric.
 pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Prior) -> Judgement {
     let (b, x) = (base.value, new.value);
+    let noise = moderated(base, new, prior);
+    judge_with(policy, b, x, noise, prior.looks)
+}
+
+/// The rule of the module doc with the noise band already estimated: by
+/// `moderated` for a check, by the per-round differences for `gate ab`
+/// (`gate::paired`). One rule for both, so their floors, bands and
+/// INCONCLUSIVE mean the same.
+pub(crate) fn judge_with(
+    policy: &Policy,
+    b: f64,
+    x: f64,
+    noise: Option<Noise>,
+    looks: usize,
+) -> Judgement {
     let floor = (policy.relative * b.abs()).max(policy.absolute);
     let worse = match policy.direction {
         Direction::HigherIsBetter => b - x,
         Direction::LowerIsBetter => x - b,
         Direction::Neutral => 0.0,
     };
-    let noise =
-        moderated(base, new, prior).map(|n| n.within_range(crate::metrics::range(&policy.id)));
+    let noise = noise.map(|n| n.within_range(crate::metrics::range(&policy.id)));
     // A change, floor or band that is not a finite number is never
     // "within tolerance" (issue 41.8): nothing can be said of its noise.
     let computable =
@@ -192,7 +206,7 @@ pub fn judge(policy: &Policy, base: &Observation, new: &Observation, prior: &Pri
             Some(n) if worse > floor && worse > n.band => {
                 (Verdict::Regression, Why::BeyondFloorAndNoise)
             }
-            Some(n) if worse > floor && worse > plug_in_band(&n, prior.looks) => {
+            Some(n) if worse > floor && worse > plug_in_band(&n, looks) => {
                 (Verdict::Inconclusive, Why::WithinNoise)
             }
             Some(_) if worse > floor => (Verdict::Pass, Why::WithinMeasuredNoise),

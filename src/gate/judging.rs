@@ -238,6 +238,69 @@ pub(super) fn compare(
     Some(r)
 }
 
+/// `compare`, judged on the per-round differences of `gate ab` when both
+/// sides have the metric in a complete round (`paired`); A's runs are the
+/// baseline's, so a metric missing on one side is `compare`'s verdict.
+pub(super) fn compare_paired(
+    policy: &Policy,
+    base: Option<&BaselineMetric>,
+    new: Option<Observation>,
+    gpu: Option<usize>,
+    prior: &Prior,
+    pairs: Option<super::paired::Pairs>,
+) -> Option<MetricResult> {
+    let mut r = compare(policy, base, new, None, gpu, prior)?;
+    let (Some(p), Some(_)) = (pairs, r.baseline.zip(r.new)) else {
+        return Some(r);
+    };
+    let j = super::paired::judge_paired(policy, &p, prior.looks);
+    let a = p.mean_a();
+    r.baseline = Some(a);
+    r.new = Some(p.mean_b());
+    r.change = Some(j.delta);
+    r.change_pct = (a != 0.0).then(|| j.delta / a.abs() * 100.0);
+    r.tolerance = Some(j.floor);
+    r.noise = j.noise.map(|n| n.band);
+    r.noise_source = j.noise.map(|n| n.source);
+    r.z = j.z();
+    r.verdict = j.verdict;
+    r.why = j.why;
+    r.baseline_runs = p.len();
+    r.new_runs = p.len();
+    Some(r)
+}
+
+/// Each round's A and B values of one metric (`gate ab`).
+fn pairs_of(
+    a_runs: &[RunInput],
+    b_runs: &[RunInput],
+    id: &str,
+    kind: Kind,
+    gpu: Option<usize>,
+    stat: Statistic,
+) -> Option<super::paired::Pairs> {
+    super::paired::Pairs::new(a_runs.iter().zip(b_runs).map(|(a, b)| {
+        (
+            run_value(a, id, kind, gpu, stat),
+            run_value(b, id, kind, gpu, stat),
+        )
+    }))
+}
+
+/// Each complete round's `B - A` of metric `id` (aggregate), in round
+/// order: what `gate ab`'s report lists beside the interval.
+pub(crate) fn round_differences(
+    config: &Config,
+    a_runs: &[RunInput],
+    b_runs: &[RunInput],
+    id: &str,
+    stat: Statistic,
+) -> Vec<f64> {
+    pairs_of(a_runs, b_runs, id, kind_of(id, config), None, stat)
+        .map(|p| p.differences())
+        .unwrap_or_default()
+}
+
 /// Whether a metric is gated (fails a run) or context, as `check` judges
 /// and `gate diff` marks it: `gated` is its policy (catalogue, gate.toml),
 /// `decides` whether a benchmark metric declared in gate.toml could be
@@ -291,6 +354,28 @@ pub(super) fn prior_of(input: &CheckInput, id: &str) -> Prior {
     }
 }
 
+/// One metric over all runs (or over the nodes of one run) against the
+/// baseline, on the per-round differences when A's runs are given (`gate ab`).
+fn judge_aggregate(
+    input: &CheckInput,
+    id: &str,
+    p: &Policy,
+    all: &[&RunInput],
+    a_runs: Option<&[RunInput]>,
+) -> Option<MetricResult> {
+    let kind = kind_of(id, input.config);
+    let new = observe(all, id, kind, None, p.statistic, input.multi_node);
+    let prior = prior_of(input, id);
+    let base = input.baseline.metric(id, None);
+    match a_runs {
+        Some(a) => {
+            let pairs = pairs_of(a, input.runs, id, kind, None, p.statistic);
+            compare_paired(p, base, new, None, &prior, pairs)
+        }
+        None => compare(p, base, new, None, None, &prior),
+    }
+}
+
 /// Every metric judged: the aggregate (over runs, or over the nodes of one
 /// run), then per GPU when there are several (one straggler fails the run
 /// even when the average hides it), then per node; context (ungated) last.
@@ -299,23 +384,15 @@ pub(super) fn judge_metrics(
     policies: &Policies,
     first_class: &[String],
     sampled: &[String],
+    a_runs: Option<&[RunInput]>,
 ) -> Vec<MetricResult> {
     let b = input.baseline;
+    let runs_all = input.runs;
     let all: Vec<&RunInput> = input.runs.iter().collect();
     let mut results: Vec<MetricResult> = Vec::new();
     let mut context: Vec<MetricResult> = Vec::new();
     for id in first_class.iter().chain(sampled.iter()) {
-        let p = policies.get(id);
-        let new = observe(
-            &all,
-            id,
-            kind_of(id, input.config),
-            None,
-            p.statistic,
-            input.multi_node,
-        );
-        let prior = prior_of(input, id);
-        if let Some(r) = compare(p, b.metric(id, None), new, None, None, &prior) {
+        if let Some(r) = judge_aggregate(input, id, policies.get(id), &all, a_runs) {
             if r.gated {
                 results.push(r);
             } else {
@@ -341,7 +418,16 @@ pub(super) fn judge_metrics(
                 }
                 let new = observe(runs, d.id, Kind::Sampled, Some(g), p.statistic, false);
                 let prior = prior_of(input, "");
-                if let Some(r) = compare(p, b.metric(d.id, Some(g)), new, node, Some(g), &prior) {
+                let base = b.metric(d.id, Some(g));
+                let judged = match a_runs {
+                    Some(a) => {
+                        let pairs =
+                            pairs_of(a, runs_all, d.id, Kind::Sampled, Some(g), p.statistic);
+                        compare_paired(p, base, new, Some(g), &prior, pairs)
+                    }
+                    None => compare(p, base, new, node, Some(g), &prior),
+                };
+                if let Some(r) = judged {
                     out.push(r);
                 }
             }

@@ -33,21 +33,22 @@ pub mod decide;
 pub mod detectable;
 pub mod disturbance;
 mod judging;
+pub mod paired;
 mod passes;
 mod report;
 mod runs;
 pub mod settings;
 mod spans;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
-pub(crate) use judging::{decides_the_run, is_gated, Policies};
+pub(crate) use judging::{decides_the_run, is_gated, round_differences, Policies};
 use judging::{judge_metrics, metric_ids};
 use passes::{
     apply_acceptances, counters_as_context, diagnose_change, let_faster_math_explain_idle,
     let_the_benchmark_decide, verdict_from_metrics, wall_time_not_comparable,
 };
 pub use report::{
-    BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult, MetricTrend, RunInfo, RunVerdict,
-    Trend, TrendDrift, REPORT_SCHEMA_VERSION,
+    AbDifferences, AbInfo, AbRound, BaselineInfo, CheckReport, Counts, GpuIdentity, MetricResult,
+    MetricTrend, RunInfo, RunVerdict, Trend, TrendDrift, REPORT_SCHEMA_VERSION,
 };
 use runs::{check_runs, RunLevel};
 pub use runs::{
@@ -82,6 +83,17 @@ pub struct CheckInput<'a, 'b> {
 
 /// Judge the runs against the baseline and assemble the report.
 pub fn check(input: &CheckInput) -> CheckReport {
+    check_with(input, None)
+}
+
+/// `gate ab`'s verdict: `input.runs` are B's runs, `a_runs` A's in the
+/// same rounds (`input.baseline` built from them), each metric judged on
+/// the per-round differences (`paired`); the rest is `check`'s.
+pub fn check_paired(input: &CheckInput, a_runs: &[RunInput]) -> CheckReport {
+    check_with(input, Some(a_runs))
+}
+
+fn check_with(input: &CheckInput, a_runs: Option<&[RunInput]>) -> CheckReport {
     let b = input.baseline;
     let mut run = RunLevel::default();
     let runs_info = check_runs(input, &mut run);
@@ -98,7 +110,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
             b.name
         ));
     }
-    let mut results = judge_metrics(input, &policies, &first_class, &sampled);
+    let mut results = judge_metrics(input, &policies, &first_class, &sampled, a_runs);
     name_benchmarks(input, &mut results);
     if run.counters_unmeasured {
         counters_as_context(&mut results);
@@ -167,6 +179,7 @@ pub fn check(input: &CheckInput) -> CheckReport {
         counts,
         disturbance: disturbed,
         trend: None,
+        ab: None,
     }
 }
 

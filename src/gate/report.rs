@@ -284,6 +284,49 @@ pub struct CheckReport {
     /// check's drift findings (`history::trend`); only with `--history`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trend: Option<Trend>,
+    /// `gate ab`: the interleaved rounds behind a paired verdict (A plays
+    /// the baseline, B the new run); absent for a check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbInfo>,
+}
+
+/// The rounds of `gate ab` and what they measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AbInfo {
+    /// A's and B's command lines (argv joined by spaces).
+    pub a_command: String,
+    pub b_command: String,
+    /// `--rounds`: the most rounds it could run.
+    pub rounds_planned: usize,
+    /// The rounds after which it judged (`gate::paired::looks_at`).
+    pub looks: Vec<usize>,
+    /// It stopped before the last planned round: a look decided.
+    pub stopped_early: bool,
+    pub rounds: Vec<AbRound>,
+    /// Each gated metric's per-round `B - A` and its paired 95 % interval.
+    pub differences: Vec<AbDifferences>,
+}
+
+/// One round: which side ran first, and the two traces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AbRound {
+    /// "AB" or "BA" (ABBA blocks).
+    pub order: String,
+    pub a_trace: String,
+    pub b_trace: String,
+}
+
+/// One gated metric's per-round differences and their interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AbDifferences {
+    pub metric: String,
+    pub unit: String,
+    /// `B - A` of each complete round, in round order.
+    pub values: Vec<f64>,
+    /// The paired 95 % interval of the mean difference (Bonferroni-split
+    /// over the looks); absent when nothing estimates it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
 }
 
 /// Recent runs of the same baseline on one branch (`history::trend`).

@@ -317,3 +317,4 @@ pub(crate) fn parse_threshold(s: &str) -> Result<f64, String> {
 
 /// `--wait-clean`: waiting for a neighbour to leave the GPU before a rerun.
 mod wait_clean;
+pub(crate) use wait_clean::wait_for_quiet_gpus;

@@ -11,7 +11,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// Wait until no process holds a context on the GPUs `last` ran on (the
 /// benchmark has exited, so any that remains is a neighbour), or until
 /// `limit`. Returns what is still there when the wait ends (empty: clean).
-pub(super) fn wait_for_quiet_gpus(last: &Trace, limit: Duration) -> Vec<(u32, u32)> {
+pub(crate) fn wait_for_quiet_gpus(last: &Trace, limit: Duration) -> Vec<(u32, u32)> {
     let gpus: Vec<u32> = last
         .header
         .fingerprint

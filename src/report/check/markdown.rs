@@ -49,6 +49,12 @@ impl Reporter for Markdown {
             code(&r.baseline.name),
             r.exit_code
         ));
+        if let Some(ab) = &r.ab {
+            for line in super::words::ab_lines(ab) {
+                out.push_str(&format!("{}  \n", text(&line)));
+            }
+            out.push('\n');
+        }
         for reason in &r.reasons {
             out.push_str(&format!("- {}\n", text(reason)));
         }

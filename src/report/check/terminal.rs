@@ -77,6 +77,10 @@ impl Reporter for Terminal {
 impl Terminal {
     /// What was judged: the baseline, then one line per run.
     fn header(&self, r: &CheckReport, out: &mut String) {
+        for line in r.ab.iter().flat_map(super::words::ab_lines) {
+            out.push_str(&escape::terminal(&line));
+            out.push('\n');
+        }
         let b = &r.baseline;
         out.push_str(&format!(
             "gate check against baseline '{}' ({} run{}, {}{}{})\n",

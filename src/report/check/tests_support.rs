@@ -80,6 +80,7 @@ pub(crate) fn sample_report() -> CheckReport {
         fail_on_improvement: false,
         trend: None,
         disturbance: Vec::new(),
+        ab: None,
         runs: vec![RunInfo {
             source: "run\u{7}\"1\".jsonl".into(),
             command: "python train.py --tag ]]> \u{1b}[0m".into(),

@@ -51,6 +51,19 @@ pub fn metric_reason(m: &MetricResult) -> String {
                 "from the spread of {} baseline and {} new run(s) pooled with the prior",
                 m.baseline_runs, m.new_runs
             ),
+            Some(NoiseSource::Paired) => {
+                let interval = m.change.zip(m.noise).map_or(String::new(), |(c, n)| {
+                    format!(
+                        "; paired 95 % interval of B - A: [{}, {}]{unit}",
+                        fmt_num(c - n),
+                        fmt_num(c + n)
+                    )
+                });
+                format!(
+                    "paired t on the B - A differences of {} interleaved round(s){interval}",
+                    m.new_runs
+                )
+            }
             None => String::new(),
         };
         format!("the noise band ±{b}{unit} ({from})")
@@ -131,4 +144,51 @@ pub fn metric_reason(m: &MetricResult) -> String {
         ),
         (Why::NotMeasured, _) => "not measured in this run".into(),
     }
+}
+
+/// `gate ab`'s rounds in words, one line each (unescaped: each reporter
+/// escapes for its medium): what ran, in which order, when it stopped, and
+/// each gated metric's per-round `B - A` with its paired interval.
+pub fn ab_lines(ab: &crate::gate::AbInfo) -> Vec<String> {
+    let n = ab.rounds.len();
+    let mut lines = vec![
+        format!(
+            "gate ab: B judged against A over {n} interleaved round(s) in ABBA order ({}), paired t on the per-round differences; looks after round(s) {}{}",
+            ab.rounds.iter().map(|r| r.order.as_str()).collect::<Vec<_>>().join(" "),
+            ab.looks.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", "),
+            if ab.stopped_early {
+                format!(": stopped after round {n} of {}, the interval decided", ab.rounds_planned)
+            } else {
+                String::new()
+            }
+        ),
+        format!("A: {}", ab.a_command),
+        format!("B: {}", ab.b_command),
+    ];
+    for d in &ab.differences {
+        let unit = if d.unit.is_empty() || d.unit == "count" {
+            String::new()
+        } else {
+            format!(" {}", d.unit)
+        };
+        let mean = if d.values.is_empty() {
+            f64::NAN
+        } else {
+            d.values.iter().sum::<f64>() / d.values.len() as f64
+        };
+        lines.push(format!(
+            "{}: B - A = {}{unit}, paired 95 % interval {} (per round: {})",
+            d.metric,
+            fmt_num(mean),
+            d.interval
+                .map(|[lo, hi]| format!("[{}, {}]{unit}", fmt_num(lo), fmt_num(hi)))
+                .unwrap_or_else(|| "n/a (nothing estimates its noise)".into()),
+            d.values
+                .iter()
+                .map(|v| fmt_num(*v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    lines
 }
