@@ -33,6 +33,9 @@
 pub mod replay;
 pub mod window;
 
+#[cfg(test)]
+mod engines_tests;
+
 use crate::analysis::feature::Feature;
 use crate::diagnose::rules::{with_unit, Rule};
 use crate::diagnose::{RuleSet, Severity};
