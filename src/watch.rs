@@ -33,12 +33,16 @@
 pub mod replay;
 pub mod window;
 
+#[cfg(test)]
+mod engines_tests;
+
+use crate::analysis::feature::Feature;
 use crate::diagnose::rules::{with_unit, Rule};
 use crate::diagnose::{RuleSet, Severity};
 use crate::stats::MetricSource;
 use crate::trace::{EventKind, EventRecord, Header, ProcessesRecord, Record, Trace};
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 use window::{FeatureColumns, Ring, Window, WindowView};
 
@@ -214,6 +218,9 @@ pub(crate) struct WindowEngine {
     events: VecDeque<EventRecord>,
     last_eval_ms: f64,
     firing: BTreeMap<String, Firing>,
+    /// The frameworks the recorder's `framework` events named since the
+    /// watch started (`features::frameworks_of`).
+    frameworks_found: BTreeSet<&'static str>,
 }
 
 impl WindowEngine {
@@ -268,6 +275,7 @@ impl WindowEngine {
             events: VecDeque::new(),
             last_eval_ms: f64::NEG_INFINITY,
             firing: BTreeMap::new(),
+            frameworks_found: BTreeSet::new(),
         }
     }
 
@@ -352,6 +360,8 @@ impl WindowEngine {
                 let mut e = e.clone();
                 e.t += self.offset_ms;
                 let alert = self.event_alert(&e);
+                self.frameworks_found
+                    .extend(crate::analysis::features::framework_event(&e));
                 self.events.push_back(e);
                 alert.into_iter().collect()
             }
@@ -476,6 +486,13 @@ impl WindowEngine {
         // Full once the data (without a gap) covers the window, give or
         // take one sampling interval.
         let slack = self.header.interval_ms as f64;
+        // As `features::frameworks`: the events' frameworks, else the
+        // command line's.
+        let frameworks = if self.frameworks_found.is_empty() {
+            crate::analysis::framework::from_command(&self.header.command)
+        } else {
+            self.frameworks_found.clone()
+        };
         let mut out = Vec::new();
         for gi in 0..self.groups.len() {
             let len_ms = self.groups[gi].window.len_ms;
@@ -505,12 +522,19 @@ impl WindowEngine {
                         header: &self.header,
                         events,
                         processes: procs,
+                        frameworks: &frameworks,
                     };
                     transitions(&g.rules, &mut self.firing, &view, &at)
                 }
                 Mode::Recompute => {
                     let trace = window_trace(&self.ring, &g.window, &self.header, events, procs);
-                    let summary = crate::summary::summarize(&trace);
+                    let mut summary = crate::summary::summarize(&trace);
+                    // A window's events may not hold the run's `framework`
+                    // events: the run's frameworks, as the view reads them.
+                    summary.features.retain(|k, _| !k.starts_with("framework."));
+                    for fw in &frameworks {
+                        summary.features.insert(format!("framework.{fw}"), 1.0);
+                    }
                     transitions(&g.rules, &mut self.firing, &summary, &at)
                 }
             };
@@ -518,6 +542,39 @@ impl WindowEngine {
         }
         out
     }
+}
+
+/// The rules a watch evaluates, or why one cannot be: a rule whose
+/// condition reads a feature no sliding window has (`Scope::BenchmarkOutput`:
+/// the benchmark's declared rate of work, read from its output with
+/// gate.toml's user metrics after the run) is refused, never evaluated to
+/// "does not hold" in silence. The built-in rule that reads one
+/// (`more_work_per_unit`) is a change-only rule whose own condition never
+/// holds (a run alone cannot show it), so it is left out: `gate report`
+/// never finds it on one run either.
+pub(crate) fn window_rules(rules: &RuleSet) -> Result<RuleSet, String> {
+    let mut left_out = Vec::new();
+    for rule in rules.rules().iter().filter(|r| r.enabled) {
+        let refused = crate::diagnose::dsl::features_read(&rule.cond)
+            .into_iter()
+            .find_map(|name| {
+                Some((
+                    name,
+                    window::refused_in_a_window(Feature::from_name(name)?)?,
+                ))
+            });
+        let Some((feature, why)) = refused else {
+            continue;
+        };
+        if rule.origin != crate::diagnose::rules::Origin::Builtin {
+            return Err(format!(
+                "rule '{}': `gate watch` cannot evaluate `{feature}` over a sliding window ({why}); drop it from the rule's `when` or read the run with `gate report`",
+                crate::escape::terminal(&rule.name)
+            ));
+        }
+        left_out.push(rule.name.clone());
+    }
+    Ok(rules.only(|r| !left_out.contains(&r.name)))
 }
 
 /// Where and when an evaluation happens.

@@ -309,3 +309,59 @@ fn docs_watch_states_what_the_tool_does() {
         gpugate::format::number(gpugate::watch::HOLD_BACK_MS / 1000.0)
     )));
 }
+
+/// Issue 43: a rule on `framework.*` fires in `gate report` and, on the
+/// same trace, in `gate watch --replay` (it was never evaluated there); a
+/// rule on `benchmark.work_rate`, which no sliding window has, is refused
+/// by the watch at load with exit 2 instead of never firing.
+#[test]
+fn a_framework_rule_fires_in_report_and_watch_and_a_work_rate_rule_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("synthetic-torchrun.jsonl");
+    let mut sig = gpugate::synthetic::Signature::healthy().with_samples(200);
+    sig.command = Some(vec!["torchrun".into(), "train.py".into()]);
+    gpugate::synthetic::write(&sig, 1, &trace).unwrap();
+    std::fs::write(
+        dir.path().join("gate.toml"),
+        "[rules.on_torch]\nseverity = \"high\"\ntitle = \"Runs on torch\"\nwhen = \"framework.torch > 0\"\nfor = \"5s\"\n",
+    )
+    .unwrap();
+    let report = gate(dir.path())
+        .args(["report", "--config", "gate.toml", "--format", "json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{report:?}");
+    let stdout = String::from_utf8(report.stdout).unwrap();
+    assert!(stdout.contains("\"on_torch\""), "report: {stdout}");
+    let watch = gate(dir.path())
+        .args(["watch", "--config", "gate.toml", "--replay"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(watch.status.code(), Some(0), "{watch:?}");
+    let alerts = String::from_utf8(watch.stdout).unwrap();
+    let fired = alerts
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .any(|a| a["rule"] == "on_torch" && a["state"] == "firing");
+    assert!(fired, "watch: {alerts}");
+
+    std::fs::write(
+        dir.path().join("rate.toml"),
+        "[rules.slow]\nseverity = \"high\"\ntitle = \"Slow\"\nwhen = \"benchmark.work_rate < 10\"\n",
+    )
+    .unwrap();
+    let refused = gate(dir.path())
+        .args(["watch", "--config", "rate.toml", "--replay"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        stderr.contains("rule 'slow'") && stderr.contains("benchmark.work_rate"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}

@@ -14,41 +14,9 @@
 //! mean busy, not as idle samples; periodicity is detectable only for periods
 //! of at least ~2 sampling intervals.
 
-use crate::trace::{EventKind, Trace};
+use super::feature::Feature;
+use crate::trace::{EventKind, EventRecord, Trace};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Every feature key `compute` can produce (the rule parser accepts these).
-pub(crate) const NAMES: &[&str] = &[
-    "gpu_busy_pct.idle_frac",
-    "gpu_busy_pct.saturated_frac",
-    "gpu_busy_pct.cv",
-    "gpu_busy_pct.idle_gaps_per_min",
-    "gpu_busy_pct.idle_gap_mean_s",
-    "gpu_busy_pct.gap_regularity",
-    "gpu_busy_pct.periodicity",
-    "gpu_busy_pct.period_s",
-    "gpu_busy_pct.gpu_spread",
-    "gpu_busy_pct.straggler_gpu",
-    "sm_active_pct.busy_ratio",
-    "sm_active_pct.starved_frac",
-    "sm_active_pct.gpu_spread",
-    "tensor_pct.gpu_spread",
-    "target_cpu_pct.cores",
-    "target_cpu_pct.busy_when_gpu_idle",
-    "host_cpu_busy_pct.others_pct",
-    "other_processes.distinct_pids",
-    "other_processes.time_share",
-    "xid.count",
-    "gpm.invalid_count",
-    "benchmark.work_rate",
-    "framework.torch",
-    "framework.jax",
-    "framework.tensorflow",
-    "framework.vllm",
-    "framework.tensorrt",
-    "framework.triton_server",
-    "framework.onnxruntime",
-];
 
 /// The benchmark's own rate of work (units per second: its declared
 /// throughput, or one over its declared time per unit), set by
@@ -57,35 +25,9 @@ pub(crate) const NAMES: &[&str] = &[
 /// `gpu_busy_pct.mean / benchmark.work_rate`.
 pub(crate) const WORK_RATE: &str = "benchmark.work_rate";
 
-/// What a feature is called where people read it (diagnosis tables): every
-/// name of `NAMES` has one (a unit test checks).
+/// What a feature is called where people read it (diagnosis tables).
 pub fn label(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "gpu_busy_pct.idle_frac" => "share of samples with the GPU idle",
-        "gpu_busy_pct.saturated_frac" => "share of samples with the GPU saturated",
-        "gpu_busy_pct.cv" => "variation of GPU busy (CV)",
-        "gpu_busy_pct.idle_gaps_per_min" => "idle gaps of the GPU",
-        "gpu_busy_pct.idle_gap_mean_s" => "mean idle gap of the GPU",
-        "gpu_busy_pct.gap_regularity" => "regularity of the idle gaps",
-        "gpu_busy_pct.periodicity" => "periodicity of GPU busy",
-        "gpu_busy_pct.period_s" => "period of the busy pattern",
-        "gpu_busy_pct.gpu_spread" => "GPU busy, spread between GPUs",
-        "gpu_busy_pct.straggler_gpu" => "GPU with the lowest busy",
-        "sm_active_pct.busy_ratio" => "SM active per busy second",
-        "sm_active_pct.starved_frac" => "share of samples busy with idle SMs",
-        "sm_active_pct.gpu_spread" => "SM active, spread between GPUs",
-        "tensor_pct.gpu_spread" => "tensor activity, spread between GPUs",
-        "target_cpu_pct.cores" => "cores the benchmark used",
-        "target_cpu_pct.busy_when_gpu_idle" => "benchmark CPU busy while the GPU idled",
-        "host_cpu_busy_pct.others_pct" => "CPU used by other work",
-        "other_processes.distinct_pids" => "distinct other processes on the GPU",
-        "other_processes.time_share" => "share of samples with another process on the GPU",
-        "xid.count" => "Xid events",
-        "gpm.invalid_count" => "invalid GPM readings",
-        "benchmark.work_rate" => "the benchmark's rate of work",
-        n if n.starts_with("framework.") => "framework found (1 = yes)",
-        _ => return None,
-    })
+    Feature::from_name(name).map(Feature::label)
 }
 
 /// Below this GPU busy (%) a sample counts as idle (the brief's threshold).
@@ -256,21 +198,31 @@ fn process_and_event_features(trace: &Trace, out: &mut BTreeMap<String, f64>) {
 /// (`framework` events); for traces recorded before it looked, what the
 /// command line names.
 pub(crate) fn frameworks(trace: &Trace) -> BTreeSet<&'static str> {
-    let mapped: BTreeSet<&'static str> = trace
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Framework)
-        .filter_map(|e| {
+    frameworks_of(trace.events.iter(), &trace.header.command)
+}
+
+fn frameworks_of<'a>(
+    events: impl Iterator<Item = &'a EventRecord>,
+    command: &[String],
+) -> BTreeSet<&'static str> {
+    let mapped: BTreeSet<&'static str> = events.filter_map(framework_event).collect();
+    if !mapped.is_empty() {
+        return mapped;
+    }
+    super::framework::from_command(command)
+}
+
+/// The framework a `framework` event names, if it is one this build knows
+/// (the window engine keeps them as they arrive).
+pub(crate) fn framework_event(e: &EventRecord) -> Option<&'static str> {
+    (e.kind == EventKind::Framework)
+        .then(|| {
             super::framework::NAMES
                 .iter()
                 .copied()
                 .find(|fw| *fw == e.message)
         })
-        .collect();
-    if !mapped.is_empty() {
-        return mapped;
-    }
-    super::framework::from_command(&trace.header.command)
+        .flatten()
 }
 
 fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
@@ -574,13 +526,6 @@ mod tests {
     use super::*;
     use crate::synthetic::{self, Signature};
 
-    #[test]
-    fn every_feature_has_a_human_label() {
-        for n in NAMES {
-            assert!(label(n).is_some(), "{n} has no label in features::label");
-        }
-    }
-
     /// Features over the trace's own steady window.
     fn compute(trace: &Trace) -> BTreeMap<String, f64> {
         super::compute(trace, &crate::summary::steady_window(trace))
@@ -781,7 +726,7 @@ mod tests {
     fn every_produced_key_is_declared() {
         for sig in Signature::all() {
             for k in compute(&synthetic::trace(&sig, 2)).keys() {
-                assert!(NAMES.contains(&k.as_str()), "undeclared feature {k}");
+                assert!(Feature::from_name(k).is_some(), "undeclared feature {k}");
             }
         }
     }

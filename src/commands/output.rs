@@ -198,6 +198,53 @@ pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow
     Ok(())
 }
 
+/// The reports of a check or suite that failed before it had results (a
+/// bad gate.toml, a missing baseline, a benchmark that could not start):
+/// the JUnit file and the PR comment name the problem (`name`: the
+/// baseline, or "suite"), so CI shows the cause instead of a missing
+/// report, and GitHub Actions reads `verdict=error`. A file that cannot be
+/// written is a warning: the error itself is what the command exits with.
+pub(crate) fn write_error(to: &Outputs, inputs: &Inputs, name: &str, err: &anyhow::Error) {
+    let code = crate::error::exit_code_of(err);
+    let message = err
+        .chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ");
+    let kind = if code == crate::exit_code::USAGE {
+        "usage"
+    } else {
+        "error"
+    };
+    for &(output, path) in &to.files {
+        // Not over an input: that refusal may be the very error.
+        if inputs.find(path).is_some() {
+            continue;
+        }
+        let text = match output {
+            Output::Junit => report::junit::render_error(name, kind, &message),
+            Output::PrComment => report::pr_comment::render_error(name, code, &message),
+            Output::Markdown | Output::Json | Output::OpenMetrics | Output::Bmf | Output::Html => {
+                continue;
+            }
+        };
+        let written = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(|e| GateError::usage(e.to_string()))
+            .and_then(|_| write_file(inputs, output.flag(), path, &text));
+        if let Err(e) = written {
+            crate::gate_eprintln!(
+                "gate: warning: cannot write '{}': {}",
+                crate::escape::terminal(&path.display().to_string()),
+                crate::escape::terminal(&e.to_string())
+            );
+        }
+    }
+    super::github::output(inputs, "error", 0);
+}
+
 /// Write one report file whole (temporary + rename; see `files`).
 pub(crate) fn write_file(
     inputs: &Inputs,

@@ -206,15 +206,13 @@ pub(crate) fn measure_for(
     m
 }
 
-/// `gate check --suite`. A suite that cannot start still tells GitHub
-/// Actions (`verdict=error`), as one check does.
+/// `gate check --suite`. A suite that cannot start still writes its JUnit
+/// file and PR comment naming the problem and tells GitHub Actions
+/// (`verdict=error`), as one check does (`output::write_error`).
 pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
-    check_inner(args).inspect_err(|_| {
-        super::github::output(
-            &check::base_inputs(args, &check::Target::of(args)),
-            "error",
-            0,
-        );
+    let mut inputs = check::base_inputs(args, &check::Target::of(args));
+    check_inner(args, &mut inputs).inspect_err(|e| {
+        super::output::write_error(&check::outputs_of(args), &inputs, "suite", e);
     })
 }
 
@@ -227,7 +225,9 @@ struct Planned {
     said: String,
 }
 
-fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
+/// `inputs`: what the suite reads, filled in as it learns it (the error
+/// path must not write over any of it either).
+fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::Result<i32> {
     let config = check::load_config(args, None)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
     let alerting = check::Alerting::resolve(&config, args.html_url.as_deref())?;
@@ -246,7 +246,6 @@ fn check_inner(args: &CheckArgs) -> anyhow::Result<i32> {
         .collect();
     // Outputs first: a path that would be refused must not cost live runs,
     // nor replace anything the suite reads (the history database included).
-    let mut inputs = crate::files::Inputs::default();
     for (_, target) in &targets {
         inputs.extend(check::base_inputs(args, target));
     }

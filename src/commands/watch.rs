@@ -177,7 +177,7 @@ fn parse_min_severity(s: &str) -> Result<Severity, String> {
 pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     let config_path = args.config.clone().unwrap_or_else(|| "gate.toml".into());
     let config = Config::load(&config_path, args.config.is_some())?;
-    let rules = config.rule_set()?;
+    let rules = crate::watch::window_rules(&config.rule_set()?).map_err(GateError::usage)?;
     check_cadence(&args, &rules, None)?;
     let mut inputs: Vec<&Path> = args.replay.iter().map(PathBuf::as_path).collect();
     inputs.push(&config_path);

@@ -31,7 +31,7 @@ pub fn problems(f: &Finding, rule: Option<&Rule>) -> Vec<String> {
         // metrics and features never are.
         let internal = crate::metrics::all()
             .map(|d| d.id)
-            .chain(crate::analysis::features::NAMES.iter().copied())
+            .chain(crate::analysis::feature::Feature::names())
             .filter(|id| id.contains(['_', '.']))
             .any(|id| row.label.contains(id));
         if internal {

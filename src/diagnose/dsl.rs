@@ -235,9 +235,8 @@ impl Vocabulary {
     /// The catalogue, the built-in features, and no user metrics.
     pub fn standard() -> Vocabulary {
         Vocabulary {
-            features: crate::analysis::features::NAMES
-                .iter()
-                .map(|s| s.to_string())
+            features: crate::analysis::feature::Feature::names()
+                .map(String::from)
                 .collect(),
             user_metrics: BTreeSet::new(),
         }
@@ -1159,6 +1158,25 @@ fn exact_truth(e: &Expr, src: &dyn MetricSource) -> Option<bool> {
         Expr::Call(Func::Known, args) => Some(eval_num(&args[0], src, None).is_some()),
         _ => None,
     }
+}
+
+/// Every feature `e` reads, in order of appearance, once each.
+pub(crate) fn features_read(e: &Expr) -> Vec<&str> {
+    fn walk<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
+        match e {
+            Expr::Ident(Ident::Feature(f)) if !out.contains(&f.as_str()) => out.push(f),
+            Expr::Num(_) | Expr::Ident(_) => {}
+            Expr::Neg(a) | Expr::Not(a) => walk(a, out),
+            Expr::Arith(_, a, b) | Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
+        }
+    }
+    let mut out = Vec::new();
+    walk(e, &mut out);
+    out
 }
 
 /// The operands worth showing as evidence: every non-literal side of every

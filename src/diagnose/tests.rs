@@ -393,7 +393,7 @@ fn docs_list_every_builtin_rule_exactly() {
             r.name
         );
     }
-    for f in features::NAMES {
+    for f in crate::analysis::feature::Feature::names() {
         assert!(
             RULES_DOC.contains(&format!("`{f}`")),
             "feature {f} undocumented"

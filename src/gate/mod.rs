@@ -164,6 +164,7 @@ fn check_with(input: &CheckInput, a_runs: Option<&[RunInput]>) -> CheckReport {
         },
         exit_code: run.exit_code(input.config),
         verdict: run.verdict,
+        inconclusive: input.config.file.verdict.inconclusive,
         reasons: run.reasons,
         warnings: run
             .warnings
@@ -236,5 +237,25 @@ mod tests {
         assert_eq!(r.reasons.last().map(String::as_str), Some("drift again"));
         r.warn("a slide".into());
         assert_eq!(r.warnings.last().map(String::as_str), Some("a slide"));
+    }
+
+    /// `[verdict] inconclusive = "pass"` holds for a verdict raised after
+    /// `check` too: an inconclusive run exits 0 however it got there.
+    #[test]
+    fn a_raise_to_inconclusive_honours_the_verdict_settings() {
+        use super::settings::InconclusiveExit;
+        for (setting, code) in [(InconclusiveExit::Fail, 4), (InconclusiveExit::Pass, 0)] {
+            let mut r = crate::report::check::tests_support::sample_report();
+            (r.verdict, r.exit_code, r.inconclusive) = (RunVerdict::Pass, 0, setting);
+            r.raise(RunVerdict::Inconclusive, "left open".into());
+            assert_eq!(
+                (r.verdict, r.exit_code),
+                (RunVerdict::Inconclusive, code),
+                "{setting:?}"
+            );
+            // A regression still fails, whatever the setting.
+            r.raise(RunVerdict::Regression, "drift".into());
+            assert_eq!((r.verdict, r.exit_code), (RunVerdict::Regression, 1));
+        }
     }
 }

@@ -258,6 +258,10 @@ pub struct CheckReport {
     pub baseline: BaselineInfo,
     pub verdict: RunVerdict,
     pub exit_code: i32,
+    /// What an inconclusive verdict exits with (`[verdict] inconclusive`),
+    /// for `raise`.
+    #[serde(skip)]
+    pub(crate) inconclusive: super::settings::InconclusiveExit,
     /// Why the run verdict is what it is (crash, mismatch, too few
     /// samples, regressions), one sentence each.
     pub reasons: Vec<String>,
@@ -371,15 +375,16 @@ impl CheckReport {
 
     /// A finding judged after `check` (drift over the history) that fails
     /// the run: `reason` joins the reasons, and the verdict rises to `to`
-    /// when it is below it, its exit code with it (`RunVerdict::exit_code`).
-    /// A verdict already at or above `to` (an error, an invalid run) and its
-    /// exit code stay. The one way anything outside this module changes a
-    /// verdict.
+    /// when it is below it, its exit code with it (`RunVerdict::exit_code`,
+    /// under gate.toml's `[verdict] inconclusive` as `gate::check` reads
+    /// it). A verdict already at or above `to` (an error, an invalid run)
+    /// and its exit code stay. The one way anything outside this module
+    /// changes a verdict.
     pub fn raise(&mut self, to: RunVerdict, reason: String) {
         self.reasons.push(reason);
         if self.verdict < to {
             self.verdict = to;
-            self.exit_code = to.exit_code();
+            self.exit_code = super::runs::exit_code_under(to, self.inconclusive);
         }
     }
 

@@ -183,8 +183,16 @@ pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
 /// inconclusive = "pass"` makes an inconclusive run green (still reported
 /// as inconclusive).
 pub fn exit_code_of(verdict: RunVerdict, config: &Config) -> i32 {
+    exit_code_under(verdict, config.file.verdict.inconclusive)
+}
+
+/// `exit_code_of` under the `[verdict] inconclusive` setting itself.
+pub(crate) fn exit_code_under(
+    verdict: RunVerdict,
+    inconclusive: super::settings::InconclusiveExit,
+) -> i32 {
     if verdict == RunVerdict::Inconclusive
-        && config.file.verdict.inconclusive == super::settings::InconclusiveExit::Pass
+        && inconclusive == super::settings::InconclusiveExit::Pass
     {
         exit_code::PASS
     } else {

@@ -33,6 +33,7 @@
 //! `tests::incremental_alerts_equal_a_recomputation` (src/watch.rs) replays
 //! fixtures through both.
 
+use crate::analysis::feature::{Feature, Scope};
 use crate::analysis::features::{
     periodicity, IDLE_BUSY_PCT, SATURATED_BUSY_PCT, STARVED_BUSY_PCT, STARVED_SM_PCT,
     TARGET_CPU_BUSY_PCT,
@@ -665,6 +666,17 @@ fn build_features(ring: &Ring, c: &FeatureColumns, start: u64, end: u64) -> Feat
     f
 }
 
+/// Why a feature has no value over a sliding window, for the one scope
+/// that has none (`watch::window_rules` refuses a rule on it).
+pub(crate) fn refused_in_a_window(feature: Feature) -> Option<&'static str> {
+    match feature.scope() {
+        Scope::Samples | Scope::Records | Scope::Run => None,
+        Scope::BenchmarkOutput => Some(
+            "it is read from the benchmark's output with gate.toml's user metrics once the run has ended",
+        ),
+    }
+}
+
 /// A window read as a run: what the rules see (`MetricSource`).
 pub(crate) struct WindowView<'a> {
     pub(crate) ring: &'a Ring,
@@ -673,6 +685,9 @@ pub(crate) struct WindowView<'a> {
     /// The window's events and process lists (`WindowEngine` picks them).
     pub events: Vec<&'a EventRecord>,
     pub processes: Vec<&'a ProcessesRecord>,
+    /// The frameworks the run was found to use (`WindowEngine` keeps them:
+    /// a property of the run, not of a window).
+    pub frameworks: &'a BTreeSet<&'static str>,
 }
 
 impl WindowView<'_> {
@@ -699,58 +714,23 @@ impl WindowView<'_> {
             .mean()
     }
 
+    /// A feature over the window: every `Feature` is either computed here
+    /// or, for the one a window cannot have, absent and refused when a
+    /// watch loads a rule that reads it (`refused_in_a_window`).
     fn feature_value(&self, name: &str) -> Option<f64> {
         let (ring, w, c) = (self.ring, self.window, &self.window.columns);
-        let (metric, feature) = name.split_once('.')?;
-        match (metric, feature) {
-            ("xid", "count") => {
-                return Some(self.count_events(EventKind::Xid));
-            }
-            ("gpm", "invalid_count") => {
-                return Some(self.count_events(EventKind::GpmInvalid));
-            }
-            ("other_processes", "distinct_pids") => {
-                if self.processes.is_empty() {
-                    return None;
-                }
-                let pids: BTreeSet<u32> = self
-                    .processes
-                    .iter()
-                    .flat_map(|r| r.procs.iter())
-                    .filter(|p| !p.in_target)
-                    .map(|p| p.pid)
-                    .collect();
-                return Some(pids.len() as f64);
-            }
-            (m, "gpu_spread") | (m @ "gpu_busy_pct", "straggler_gpu") => {
-                let col = match m {
-                    "gpu_busy_pct" => c.busy,
-                    "sm_active_pct" => c.sm,
-                    "tensor_pct" => c.tensor,
-                    _ => None,
-                }?;
-                let means: Vec<(usize, f64)> = (0..c.gpu_indices.len())
-                    .filter_map(|g| self.gpu_mean(g, col).map(|m| (g, m)))
-                    .collect();
-                if means.len() < 2 {
-                    return None;
-                }
-                let (lo_gpu, lo) = means
-                    .iter()
-                    .copied()
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .unwrap_or((0, 0.0));
-                if feature == "straggler_gpu" {
-                    return Some(c.gpu_indices[lo_gpu] as f64);
-                }
-                let hi = means.iter().map(|m| m.1).fold(f64::NEG_INFINITY, f64::max);
-                return Some(hi - lo);
-            }
-            _ => {}
-        }
-        let f = w.features(ring);
-        match name {
-            "sm_active_pct.busy_ratio" => {
+        let feature = Feature::from_name(name)?;
+        let f = || w.features(ring);
+        match feature {
+            Feature::XidCount => Some(self.count_events(EventKind::Xid)),
+            Feature::GpmInvalidCount => Some(self.count_events(EventKind::GpmInvalid)),
+            Feature::OtherPids => self.other_pids(),
+            Feature::OtherTimeShare => self.other_time_share(),
+            Feature::BusySpread | Feature::StragglerGpu => self.spread(c.busy, feature),
+            Feature::SmSpread => self.spread(c.sm, feature),
+            Feature::TensorSpread => self.spread(c.tensor, feature),
+            Feature::SmBusyRatio => {
+                let f = f();
                 if f.bs_n == 0 {
                     return None;
                 }
@@ -758,21 +738,93 @@ impl WindowView<'_> {
                 let (mb, ms) = (f.bs_busy / n, f.bs_sm / n);
                 (mb > 0.0).then(|| ms / mb)
             }
-            "sm_active_pct.starved_frac" => (f.bs_n > 0).then(|| f.starved as f64 / f.bs_n as f64),
-            "target_cpu_pct.cores" => {
+            Feature::SmStarvedFrac => {
+                let f = f();
+                (f.bs_n > 0).then(|| f.starved as f64 / f.bs_n as f64)
+            }
+            Feature::TargetCores => {
                 let col = c.target_cpu?;
                 w.sums(ring, Series::Host { col }).mean().map(|m| m / 100.0)
             }
-            "target_cpu_pct.busy_when_gpu_idle" => {
+            Feature::TargetBusyWhenGpuIdle => {
+                let f = f();
                 (f.bc_n > 0).then(|| f.busy_when_idle as f64 / f.bc_n as f64)
             }
-            "host_cpu_busy_pct.others_pct" => (f.hc_n > 0).then(|| f.others / f.hc_n as f64),
-            _ => self.busy_feature(name, &f),
+            Feature::OthersCpuPct => {
+                let f = f();
+                (f.hc_n > 0).then(|| f.others / f.hc_n as f64)
+            }
+            Feature::IdleFrac
+            | Feature::SaturatedFrac
+            | Feature::BusyCv
+            | Feature::IdleGapsPerMin
+            | Feature::IdleGapMeanS
+            | Feature::GapRegularity
+            | Feature::Periodicity
+            | Feature::PeriodS => self.busy_feature(feature, &f()),
+            Feature::Framework(fw) => self.frameworks.contains(fw.name()).then_some(1.0),
+            Feature::WorkRate => None,
         }
     }
 
+    /// Share of the window's samples with another process on any GPU (the
+    /// mean over GPUs above 0, as `features::compute` reads it). Scanned
+    /// when a rule asks: no built-in rule reads it.
+    fn other_time_share(&self) -> Option<f64> {
+        let Some(Series::GpuMean { col }) = self.series("other_processes", None) else {
+            return None;
+        };
+        let (with, seen) = self
+            .window
+            .seqs(self.ring)
+            .map(|seq| self.ring.value(seq, Series::GpuMean { col }))
+            .filter(|v| v.is_finite())
+            .fold((0usize, 0usize), |(w, n), v| {
+                (w + (v > 0.0) as usize, n + 1)
+            });
+        (seen > 0).then(|| with as f64 / seen as f64)
+    }
+
+    /// Other processes seen on the GPUs during the window.
+    fn other_pids(&self) -> Option<f64> {
+        if self.processes.is_empty() {
+            return None;
+        }
+        let pids: BTreeSet<u32> = self
+            .processes
+            .iter()
+            .flat_map(|r| r.procs.iter())
+            .filter(|p| !p.in_target)
+            .map(|p| p.pid)
+            .collect();
+        Some(pids.len() as f64)
+    }
+
+    /// The spread of one column's per-GPU means, or (`StragglerGpu`) the
+    /// index of the GPU with the lowest (`features::spread_features`).
+    fn spread(&self, col: Option<usize>, feature: Feature) -> Option<f64> {
+        let c = &self.window.columns;
+        let col = col?;
+        let means: Vec<(usize, f64)> = (0..c.gpu_indices.len())
+            .filter_map(|g| self.gpu_mean(g, col).map(|m| (g, m)))
+            .collect();
+        if means.len() < 2 {
+            return None;
+        }
+        let (lo_gpu, lo) = means
+            .iter()
+            .copied()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((0, 0.0));
+        if feature == Feature::StragglerGpu {
+            return Some(c.gpu_indices[lo_gpu] as f64);
+        }
+        let hi = means.iter().map(|m| m.1).fold(f64::NEG_INFINITY, f64::max);
+        Some(hi - lo)
+    }
+
     /// The `gpu_busy_pct.*` features (`features::busy_features`).
-    fn busy_feature(&self, name: &str, f: &FeatureCounts) -> Option<f64> {
+    fn busy_feature(&self, feature: Feature, f: &FeatureCounts) -> Option<f64> {
         let (ring, w) = (self.ring, self.window);
         let busy = Series::GpuMean {
             col: w.columns.busy?,
@@ -782,25 +834,25 @@ impl WindowView<'_> {
         }
         let n = f.busy_n as f64;
         let interval_s = || w.interval_s(ring, self.header.interval_ms);
-        match name {
-            "gpu_busy_pct.idle_frac" => Some(f.idle as f64 / n),
-            "gpu_busy_pct.saturated_frac" => Some(f.saturated as f64 / n),
-            "gpu_busy_pct.cv" => {
+        match feature {
+            Feature::IdleFrac => Some(f.idle as f64 / n),
+            Feature::SaturatedFrac => Some(f.saturated as f64 / n),
+            Feature::BusyCv => {
                 let s = w.sums(ring, busy);
                 let (mean, stdev) = (s.mean()?, s.stdev()?);
                 (mean > 0.0).then(|| stdev / mean)
             }
-            "gpu_busy_pct.idle_gaps_per_min" => {
+            Feature::IdleGapsPerMin => {
                 let steady_s = w.len(ring) as f64 * interval_s();
                 let gaps = w.gap_starts(ring, f).len();
                 (steady_s > 0.0).then(|| gaps as f64 * 60.0 / steady_s)
             }
-            "gpu_busy_pct.idle_gap_mean_s" => {
+            Feature::IdleGapMeanS => {
                 let gaps = w.gap_starts(ring, f).len();
                 // Every idle sample lies in exactly one gap.
                 (gaps > 0).then(|| f.idle as f64 / gaps as f64 * interval_s())
             }
-            "gpu_busy_pct.gap_regularity" => {
+            Feature::GapRegularity => {
                 let starts = w.gap_starts(ring, f);
                 if starts.len() < 4 {
                     return None;
@@ -811,10 +863,10 @@ impl WindowView<'_> {
                     (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (d.len() - 1) as f64).sqrt();
                 (m > 0.0).then(|| (1.0 - sd / m).clamp(0.0, 1.0))
             }
-            "gpu_busy_pct.periodicity" | "gpu_busy_pct.period_s" => {
+            Feature::Periodicity | Feature::PeriodS => {
                 let series: Vec<f64> = w.range(ring).map(|q| ring.value(q, busy)).collect();
                 let (strength, lag) = periodicity(&series)?;
-                if name.ends_with("periodicity") {
+                if feature == Feature::Periodicity {
                     Some(strength)
                 } else {
                     lag.map(|l| l as f64 * interval_s())

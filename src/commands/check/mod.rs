@@ -8,9 +8,7 @@
 use super::measure::MeasureArgs;
 use super::output::{Output, Outputs};
 use super::Format;
-use crate::error::GateError;
 use crate::files::Inputs;
-use crate::report::check as report;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -188,45 +186,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         Ok(code) => Ok(code),
         Err(err) => {
             // CI still gets a well-formed report naming the problem.
-            let code = crate::error::exit_code_of(&err);
-            let message = err
-                .chain()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(": ");
-            let kind = if code == crate::exit_code::USAGE {
-                "usage"
-            } else {
-                "error"
-            };
-            // Not over an input: that refusal may be the very error.
-            let writable = |p: &&PathBuf| inputs.find(p).is_none();
-            if let Some(path) = args.junit.as_ref().filter(writable) {
-                let xml = report::junit::render_error(args.baseline_name(), kind, &message);
-                if let Err(e) = super::output::write_file(&inputs, "--junit", path, &xml) {
-                    crate::gate_eprintln!(
-                        "gate: warning: {}",
-                        crate::escape::terminal(&e.to_string())
-                    );
-                }
-            }
-            if let Some(path) = args.pr_comment.as_ref().filter(writable) {
-                let text = report::pr_comment::render_error(args.baseline_name(), code, &message);
-                let written = path
-                    .parent()
-                    .filter(|d| !d.as_os_str().is_empty())
-                    .map_or(Ok(()), std::fs::create_dir_all)
-                    .map_err(|e| GateError::usage(e.to_string()))
-                    .and_then(|_| super::output::write_file(&inputs, "--pr-comment", path, &text));
-                if let Err(e) = written {
-                    crate::gate_eprintln!(
-                        "gate: warning: cannot write '{}': {}",
-                        crate::escape::terminal(&path.display().to_string()),
-                        crate::escape::terminal(&e.to_string())
-                    );
-                }
-            }
-            super::github::output(&inputs, "error", 0);
+            super::output::write_error(&outputs_of(&args), &inputs, args.baseline_name(), &err);
             Err(err)
         }
     }

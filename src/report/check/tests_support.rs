@@ -74,6 +74,7 @@ pub(crate) fn sample_report() -> CheckReport {
         },
         verdict: RunVerdict::Regression,
         exit_code: 1,
+        inconclusive: Default::default(),
         reasons: vec!["1 regression beyond the floor and the noise: sm_active_pct".into()],
         warnings: vec![],
         multi_node: false,
