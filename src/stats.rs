@@ -21,6 +21,9 @@ use crate::metrics::Statistic;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod visits;
+pub(crate) use visits::VISIT_BYTES;
+
 /// A statistic rules and verdicts read by name (`MetricSource::stat`): a
 /// judged statistic of the steady window, its spread, or its sample count.
 /// Parsed once where the name is read (the rules DSL; a baseline's or
@@ -238,6 +241,15 @@ pub(crate) fn percentile_of_visits(visit: impl Fn(&mut dyn FnMut(f64)), p: f64) 
     Some(interpolate(finite, p, lo_value, hi_value))
 }
 
+/// The `k`-th smallest (0-based, `total_cmp` order) of the finite values
+/// `visit` hands over, without a copy: the value `select_nth_unstable`
+/// puts at `k`. None when `k` is not below their count.
+pub(crate) fn kth_of_visits(visit: impl Fn(&mut dyn FnMut(f64)), k: usize) -> Option<f64> {
+    let mut finite = 0usize;
+    visit(&mut |v| finite += v.is_finite() as usize);
+    (k < finite).then(|| kth_finite(&visit, k))
+}
+
 /// An f64's bits mapped so that unsigned order is `total_cmp` order.
 fn ordered_key(v: f64) -> u64 {
     let b = v.to_bits();
@@ -373,9 +385,15 @@ pub(crate) fn batch_means_ci95(series: &[f64]) -> Option<f64> {
     let means: Vec<f64> = (0..batches)
         .map(|b| series[b * len..(b + 1) * len].iter().sum::<f64>() / len as f64)
         .collect();
+    Some(batch_ci95_of_means(&means))
+}
+
+/// The Student-t 95 % half-width over at least two batch means.
+fn batch_ci95_of_means(means: &[f64]) -> f64 {
+    let batches = means.len();
     let grand = means.iter().sum::<f64>() / batches as f64;
     let var = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (batches - 1) as f64;
-    Some(student_t_975(batches - 1) * (var / batches as f64).sqrt())
+    student_t_975(batches - 1) * (var / batches as f64).sqrt()
 }
 
 /// Degrees of freedom past which Student's t is taken as the normal: at

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod spans;
+mod steady_values;
 pub use spans::BenchSpan;
 
 /// The steady window: indices of the samples after warm-up (the recorder
@@ -171,11 +172,10 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
                 .map(|id| Column::Host { id }),
         )
         .collect();
-    // Each job holds its steady values as f64 and their selection copy;
-    // a GPU mean also its per-sample sums and counts.
-    let job_bytes = steady.len().saturating_mul(28);
-    let mut stats = crate::parallel::map_within(job_bytes, &jobs, |c| {
-        MetricStats::from_finite(steady_finite(trace, steady, c))
+    // Each job reads its column in place, a few passes (`from_visits`):
+    // its memory is counter tables, not a copy of the steady values.
+    let mut stats = crate::parallel::map_within(crate::stats::VISIT_BYTES, &jobs, |c| {
+        MetricStats::from_visits(|f| steady_values::visit(trace, steady, c, f))
     })
     .into_iter();
     let mut gpus = Vec::with_capacity(ngpu);

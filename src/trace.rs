@@ -27,6 +27,8 @@ pub mod read;
 pub mod validity;
 /// The trace writer.
 pub mod write;
+/// A series read in place at chosen samples.
+mod visit;
 
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
@@ -554,7 +556,7 @@ const IDLE_TAIL_BLOCK: usize = 1 << 16;
 
 /// The mean of the finite values, NaN when there is none: one sample of
 /// `Trace::gpu_mean_series` (same order of additions, same result).
-fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
+pub(crate) fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
     let (mut sum, mut count) = (0.0f64, 0u32);
     for v in values {
         let v = v as f64;

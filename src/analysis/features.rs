@@ -52,21 +52,21 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
     let interval_s = sample_interval_s(trace, steady);
     let steady_s = steady.len() as f64 * interval_s;
 
+    // Each series is gathered where it is first read and dropped after
+    // its last: at most three of them at once (issue 44.2).
     let busy = aggregate_series(trace, steady, "gpu_busy_pct");
-    let sm = aggregate_series(trace, steady, "sm_active_pct");
-    let target_cpu = host_series(trace, steady, "target_cpu_pct");
-    let host_cpu = host_series(trace, steady, "host_cpu_busy_pct");
-
     if let Some(busy) = &busy {
         busy_features(busy, interval_s, steady_s, &mut out);
     }
-    if let (Some(busy), Some(sm)) = (&busy, &sm) {
-        sm_features(busy, sm, &mut out);
+    if let (Some(busy), Some(sm)) = (&busy, aggregate_series(trace, steady, "sm_active_pct")) {
+        sm_features(busy, &sm, &mut out);
     }
     spread_features(trace, steady, &mut out);
+    let target_cpu = host_series(trace, steady, "target_cpu_pct");
     if let Some(cpu) = &target_cpu {
         target_cpu_features(cpu, busy.as_deref(), &mut out);
     }
+    let host_cpu = host_series(trace, steady, "host_cpu_busy_pct");
     if let (Some(host), Some(cpu)) = (&host_cpu, &target_cpu) {
         others_cpu_feature(trace, host, cpu, &mut out);
     }
@@ -88,22 +88,22 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
 /// SM active against GPU busy: their ratio, and the share of samples busy
 /// but starved.
 fn sm_features(busy: &[f64], sm: &[f64], out: &mut BTreeMap<String, f64>) {
-    let pairs: Vec<(f64, f64)> = both_finite(busy, sm);
-    if pairs.is_empty() {
+    let pairs = || both_finite(busy, sm);
+    let count = pairs().count();
+    if count == 0 {
         return;
     }
-    let mb = pairs.iter().map(|p| p.0).sum::<f64>() / pairs.len() as f64;
-    let ms = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+    let mb = pairs().map(|p| p.0).sum::<f64>() / count as f64;
+    let ms = pairs().map(|p| p.1).sum::<f64>() / count as f64;
     if mb > 0.0 {
         out.insert("sm_active_pct.busy_ratio".into(), ms / mb);
     }
-    let starved = pairs
-        .iter()
+    let starved = pairs()
         .filter(|(b, s)| *b > STARVED_BUSY_PCT && *s < STARVED_SM_PCT)
         .count();
     out.insert(
         "sm_active_pct.starved_frac".into(),
-        starved as f64 / pairs.len() as f64,
+        starved as f64 / count as f64,
     );
 }
 
@@ -129,19 +129,18 @@ fn spread_features(trace: &Trace, steady: &[usize], out: &mut BTreeMap<String, f
 
 /// The target's CPU: cores used, and how often it is busy while the GPU idles.
 fn target_cpu_features(cpu: &[f64], busy: Option<&[f64]>, out: &mut BTreeMap<String, f64>) {
-    if let Some(mean) = mean_finite(cpu) {
+    if let Some(mean) = mean_finite(cpu.iter().copied()) {
         out.insert("target_cpu_pct.cores".into(), mean / 100.0);
     }
     if let Some(busy) = busy {
-        let pairs = both_finite(busy, cpu);
-        if !pairs.is_empty() {
-            let n = pairs
-                .iter()
+        let count = both_finite(busy, cpu).count();
+        if count > 0 {
+            let n = both_finite(busy, cpu)
                 .filter(|(b, c)| *b < 50.0 && *c > TARGET_CPU_BUSY_PCT)
                 .count();
             out.insert(
                 "target_cpu_pct.busy_when_gpu_idle".into(),
-                n as f64 / pairs.len() as f64,
+                n as f64 / count as f64,
             );
         }
     }
@@ -153,11 +152,8 @@ fn target_cpu_features(cpu: &[f64], busy: Option<&[f64]>, out: &mut BTreeMap<Str
 fn others_cpu_feature(trace: &Trace, host: &[f64], cpu: &[f64], out: &mut BTreeMap<String, f64>) {
     let cpus = trace.header.fingerprint.host.cpu_count;
     if cpus > 0 {
-        let others: Vec<f64> = both_finite(host, cpu)
-            .iter()
-            .map(|(h, t)| (h - t / cpus as f64).max(0.0))
-            .collect();
-        if let Some(m) = mean_finite(&others) {
+        let others = both_finite(host, cpu).map(|(h, t)| (h - t / cpus as f64).max(0.0));
+        if let Some(m) = mean_finite(others) {
             out.insert("host_cpu_busy_pct.others_pct".into(), m);
         }
     }
@@ -226,18 +222,20 @@ pub(crate) fn framework_event(e: &EventRecord) -> Option<&'static str> {
 }
 
 fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
-    let finite: Vec<f64> = busy.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.is_empty() {
+    // The finite values, read again for each sum instead of copied.
+    let finite = || busy.iter().copied().filter(|v| v.is_finite());
+    let count = finite().count();
+    if count == 0 {
         return;
     }
-    let n = finite.len() as f64;
-    let idle = finite.iter().filter(|&&v| v < IDLE_BUSY_PCT).count() as f64;
-    let sat = finite.iter().filter(|&&v| v >= SATURATED_BUSY_PCT).count() as f64;
+    let n = count as f64;
+    let idle = finite().filter(|&v| v < IDLE_BUSY_PCT).count() as f64;
+    let sat = finite().filter(|&v| v >= SATURATED_BUSY_PCT).count() as f64;
     out.insert("gpu_busy_pct.idle_frac".into(), idle / n);
     out.insert("gpu_busy_pct.saturated_frac".into(), sat / n);
-    let mean = finite.iter().sum::<f64>() / n;
-    let stdev = if finite.len() > 1 {
-        (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    let mean = finite().sum::<f64>() / n;
+    let stdev = if count > 1 {
+        (finite().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
     } else {
         0.0
     };
@@ -469,23 +467,29 @@ fn direct_r(x: &[f64], var: f64, k: usize) -> f64 {
         / var
 }
 
+/// The median step between steady samples (the upper median: the
+/// `len / 2`-th smallest), selected over the steps in place.
 fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
-    let mut d: Vec<f64> = steady
-        .windows(2)
-        .map(|w| trace.times_ms[w[1]] - trace.times_ms[w[0]])
-        .filter(|d| *d > 0.0)
-        .collect();
-    if d.is_empty() {
-        return trace.header.interval_ms.max(1) as f64 / 1000.0;
+    let visit = |f: &mut dyn FnMut(f64)| {
+        steady
+            .windows(2)
+            .map(|w| trace.times_ms[w[1]] - trace.times_ms[w[0]])
+            .filter(|d| *d > 0.0)
+            .for_each(f)
+    };
+    let mut len = 0usize;
+    visit(&mut |_| len += 1);
+    match crate::stats::kth_of_visits(visit, len / 2) {
+        Some(mid) => mid / 1000.0,
+        None => trace.header.interval_ms.max(1) as f64 / 1000.0,
     }
-    let mid = d.len() / 2;
-    *d.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1 / 1000.0
 }
 
 /// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
 pub(crate) fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
     let col = trace.gpu_column(id)?;
-    let v = crate::trace::gather(&trace.gpu_mean_series(col), steady, |_| true);
+    let mut v = Vec::with_capacity(steady.len());
+    trace.visit_gpu_mean(steady, col, &mut |x| v.push(x));
     v.iter().any(|x| x.is_finite()).then_some(v)
 }
 
@@ -502,23 +506,34 @@ fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)>
     };
     (0..trace.gpu_count())
         .filter_map(|g| {
-            let v = crate::trace::gather(trace.gpu_series(g, col), steady, |_| true);
-            mean_finite(&v).map(|m| (g, m))
+            // `mean_finite`, read in place.
+            let (mut sum, mut n) = (std::iter::empty::<f64>().sum::<f64>(), 0usize);
+            trace.visit_gpu(steady, g, col, &mut |v| {
+                if v.is_finite() {
+                    sum += v;
+                    n += 1;
+                }
+            });
+            (n > 0).then(|| (g, sum / n as f64))
         })
         .collect()
 }
 
-fn both_finite(a: &[f64], b: &[f64]) -> Vec<(f64, f64)> {
+fn both_finite<'a>(a: &'a [f64], b: &'a [f64]) -> impl Iterator<Item = (f64, f64)> + 'a {
     a.iter()
         .zip(b)
         .filter(|(x, y)| x.is_finite() && y.is_finite())
         .map(|(x, y)| (*x, *y))
-        .collect()
 }
 
-fn mean_finite(v: &[f64]) -> Option<f64> {
-    let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    (!f.is_empty()).then(|| f.iter().sum::<f64>() / f.len() as f64)
+/// The mean of the finite values (their sum in order, as a copy's), None
+/// when there is none.
+fn mean_finite(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let zero: f64 = std::iter::empty::<f64>().sum();
+    let (sum, n) = v
+        .filter(|x| x.is_finite())
+        .fold((zero, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| sum / n as f64)
 }
 
 #[cfg(test)]

@@ -14,9 +14,22 @@ pub(crate) struct Text {
 }
 
 impl RunReporter for Text {
+    /// Each run's timeline keeps to the JSON's share of `TIMELINE_POINTS`
+    /// (`json::timeline_rows`, `json::downsample`): many runs' text stays
+    /// bounded (64 one-hour nodes wrote 54 MB before, docs/limits.md).
     fn render(&self, runs: &[Run]) -> String {
+        let rows = super::json::timeline_rows(runs.len());
         runs.iter()
-            .map(|r| render(&r.report, self.color))
+            .map(|r| match super::json::downsample(&r.report.panorama, rows) {
+                None => render(&r.report, self.color),
+                Some(panorama) => render(
+                    &RunReport {
+                        panorama,
+                        ..r.report.clone()
+                    },
+                    self.color,
+                ),
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -269,6 +282,44 @@ mod tests {
     use crate::report::run::tests_support::report;
     use crate::synthetic;
     use crate::synthetic::Signature;
+
+    /// Issue 44.2: many runs' text keeps each GPU's timeline to the JSON's
+    /// share of `TIMELINE_POINTS`, its header saying the joined width; the
+    /// statistics are the full report's.
+    #[test]
+    fn many_runs_keep_their_timeline_to_the_jsons_share() {
+        use crate::report::run::{json, TIMELINE_POINTS};
+        let mut sig = Signature::contention();
+        sig.duration_s = 900.0;
+        let t = synthetic::trace(&sig, 1);
+        let r = RunReport::build(&t, &crate::diagnose::RuleSet::builtin(), 1000.0);
+        let full = r.panorama.gpus[0].slices.len();
+        let runs: Vec<Run> = (0..5).map(|_| Run::new(r.clone(), &t)).collect();
+        let rows = json::timeline_rows(runs.len());
+        assert_eq!(rows, TIMELINE_POINTS / 5);
+        let k = full.div_ceil(rows);
+        assert!(k >= 2, "{full} slices should not fit {rows}");
+        let text = Text { color: false }.render(&runs);
+        let joined = crate::format::secs(r.panorama.slice_ms * k as f64);
+        assert_eq!(text.matches(&format!("{joined} s slices;")).count(), 5);
+        // Each run's panorama table: a header and one line per joined slice.
+        let one = render(&r, false);
+        let table_lines = |t: &str| {
+            t.lines()
+                .skip_while(|l| !l.starts_with("GPU "))
+                .skip(1)
+                .take_while(|l| !l.is_empty())
+                .count()
+        };
+        let first = text.split("gate report:").nth(1).unwrap();
+        assert_eq!(table_lines(first), 1 + full.div_ceil(k));
+        assert_eq!(table_lines(&one), 1 + full);
+        // The statistics section is the full report's.
+        let stats = |t: &str| t.split("== 4.").nth(1).unwrap().trim_end().to_string();
+        assert_eq!(stats(first), stats(&one));
+        // One run (under the cap) is the report as before.
+        assert_eq!(Text { color: false }.render(&runs[..1]), one);
+    }
 
     #[test]
     fn stats_cover_every_column_and_say_na_for_unmeasured() {
