@@ -25,10 +25,10 @@ pub mod nogpm;
 pub mod read;
 /// Which samples count: rules shared by the recorder and this loader.
 pub mod validity;
-/// The trace writer.
-pub mod write;
 /// A series read in place at chosen samples.
 mod visit;
+/// The trace writer.
+pub mod write;
 
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;

@@ -275,3 +275,49 @@ fn real_suite_output_is_valid_against_the_suite_schema() {
     doc["extra"] = 1.into();
     assert!(!v.is_valid(&doc));
 }
+
+/// The `gate ab` reports written on the H200 (bench-results/2026-12-03-h200-ab,
+/// docs/gating.md "On the H200") match the schema and say what the table
+/// says: batch 96 against 128 regressed (exit 1, decided at round 4 of 5),
+/// the same command twice passed, and a round disturbed by a neighbour
+/// outside the tree was dropped, named and redone.
+#[test]
+fn the_h200_gate_ab_reports_match_the_schema_and_the_docs_table() {
+    let v = validator();
+    let dir = Path::new(ROOT).join("bench-results/2026-12-03-h200-ab");
+    let read = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.join(name).join("ab.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    for (name, verdict, exit, judged_rounds, redone) in [
+        ("ab-128-vs-96", "regression", 1, 4, false),
+        ("aa-128-vs-128", "pass", 0, 4, false),
+        ("aa-disturbed", "pass", 0, 4, true),
+    ] {
+        let r = read(name);
+        assert_valid(&v, &r, name);
+        assert_eq!(r["verdict"], verdict, "{name}");
+        assert_eq!(r["exit_code"], exit, "{name}");
+        assert_eq!(
+            r["ab"]["rounds"].as_array().unwrap().len(),
+            judged_rounds,
+            "{name}"
+        );
+        let first_warning = r["warnings"][0].as_str().unwrap_or("");
+        assert_eq!(
+            first_warning.contains("1 round(s) were DISTURBED")
+                && first_warning.contains("pid 1715 'python3'"),
+            redone,
+            "{name}: {first_warning}"
+        );
+    }
+    let docs = std::fs::read_to_string(Path::new(ROOT).join("docs/gating.md")).unwrap();
+    for row in [
+        "| batch 128 / batch 96 | 4 (5)",
+        "| 1 | 4172 / 3563 |",
+        "| 0 | 4214 / 4224 |",
+        "4 (4) + 1 redone",
+    ] {
+        assert!(docs.contains(row), "docs/gating.md lost '{row}'");
+    }
+}

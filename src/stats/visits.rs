@@ -174,7 +174,9 @@ mod tests {
                     _ => (i as f64).sin() * 1e6,
                 })
                 .collect(),
-            (0..70_000).map(|i| (i / 3000) as f32 as f64 / 3.0).collect(),
+            (0..70_000)
+                .map(|i| (i / 3000) as f32 as f64 / 3.0)
+                .collect(),
             vec![42.5; 100_000],
         ];
         for series in cases {

@@ -12,7 +12,13 @@ const BLOCK: usize = 1 << 16;
 
 impl Trace {
     /// GPU slot `gpu`'s column `col` at each of `samples` (NaN = missing).
-    pub(crate) fn visit_gpu(&self, samples: &[usize], gpu: usize, col: usize, f: &mut dyn FnMut(f64)) {
+    pub(crate) fn visit_gpu(
+        &self,
+        samples: &[usize],
+        gpu: usize,
+        col: usize,
+        f: &mut dyn FnMut(f64),
+    ) {
         for block in samples.chunks(BLOCK) {
             let series = self.gpu_series(gpu, col);
             block.iter().for_each(|&i| f(series[i] as f64));

@@ -20,16 +20,18 @@ impl RunReporter for Text {
     fn render(&self, runs: &[Run]) -> String {
         let rows = super::json::timeline_rows(runs.len());
         runs.iter()
-            .map(|r| match super::json::downsample(&r.report.panorama, rows) {
-                None => render(&r.report, self.color),
-                Some(panorama) => render(
-                    &RunReport {
-                        panorama,
-                        ..r.report.clone()
-                    },
-                    self.color,
-                ),
-            })
+            .map(
+                |r| match super::json::downsample(&r.report.panorama, rows) {
+                    None => render(&r.report, self.color),
+                    Some(panorama) => render(
+                        &RunReport {
+                            panorama,
+                            ..r.report.clone()
+                        },
+                        self.color,
+                    ),
+                },
+            )
             .collect::<Vec<_>>()
             .join("\n")
     }
