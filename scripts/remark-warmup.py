@@ -6,8 +6,10 @@ Why: fixtures/holdout-multibench was recorded with --warmup-until '^gate: warm',
 but pytest -v -s prints the test's node id first, so the marker line read
 '...::test_op[matmul] gate: warm' and never matched at the line start. The
 trace kept that line with its time; this script marks every sample before
-it warm-up ("w": true) and every later one not, and says so in the header
-note. Nothing else changes: samples, output, events are the recorded ones.
+it warm-up ("w": true) and every later one not, says so in the header
+note, and drops the recorder's note that --warmup-until never matched (no
+longer true of the derived trace, and gate fails a run that carries it).
+Nothing else changes: samples, output, other events are the recorded ones.
 The result is DERIVED, not recorded (fixtures/holdout-multibench/README.md).
 
 Usage: scripts/remark-warmup.py REGEX OUT_DIR TRACE.jsonl[.gz]...
@@ -19,6 +21,9 @@ import os
 import re
 import sys
 
+# The recorder's note when --warmup-until never matched (src/trace/format.rs).
+NEVER_MATCHED = "--warmup-until never matched a line of the benchmark's stdout"
+
 
 def remark(lines, pattern, source):
     rx = re.compile(pattern)
@@ -29,6 +34,8 @@ def remark(lines, pattern, source):
     t_warm = marks[0]
     out = []
     for r in recs:
+        if r.get("type") == "event" and r.get("kind") == "note" and r.get("message", "").startswith(NEVER_MATCHED):
+            continue
         if r.get("type") == "header":
             r["note"] = (r.get("note", "") + f" | DERIVED by scripts/remark-warmup.py from {source}: "
                          f"warm-up re-marked to end at the kept output line matching {pattern!r} "

@@ -8,8 +8,9 @@
 #                                 path as given)
 #   docs/check-screenshot.png     `gate check --html` of the same fixture
 #                                 against the committed baseline train-h200
-#                                 (exit 1: a regression; the page is drawn
-#                                 all the same)
+#                                 (exit 3: another job shared the GPU, so the
+#                                 run is DISTURBED; the page is drawn all
+#                                 the same)
 #   docs/history-screenshot.png   `gate history --html` of the demo history
 #                                 (examples/history-demo: the real binary over
 #                                 SYNTHETIC traces, a made-up clock)

@@ -444,16 +444,9 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
                 )),
             },
         }
-        // A time or a rate is never negative: such a number is a broken
-        // benchmark, never a -1700 % "improvement".
-        if let Some((v, _)) = matched.iter().find(|m| m.0 < 0.0) {
-            if crate::metric_sources::never_negative(&def.unit) {
-                out.invalid.push(format!(
-                    "user metric '{name}': the benchmark reported {v} {}; a time or a rate is never negative",
-                    def.unit
-                ));
-                continue;
-            }
+        if let Some(why) = negative_reading(name, &def.unit, &matched) {
+            out.invalid.push(why);
+            continue;
         }
         if let Some(v) = aggregate(def.aggregate, &matched) {
             // One benchmark of a harness file, or a table with markers.
@@ -473,6 +466,15 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
         }
     }
     out
+}
+
+/// A time or a rate is never negative: such a number is a broken
+/// benchmark, never a -1700 % "improvement". Why, when one is.
+fn negative_reading(name: &str, unit: &str, matched: &[(f64, bool)]) -> Option<String> {
+    let (v, _) = matched.iter().find(|m| m.0 < 0.0)?;
+    crate::metric_sources::never_negative(unit).then(|| {
+        format!("user metric '{name}': the benchmark reported {v} {unit}; a time or a rate is never negative")
+    })
 }
 
 /// The benchmarks a glob table read, each its own metric under its id

@@ -119,7 +119,7 @@ fn an_accepted_regression_exits_0_and_every_output_says_so() {
         "{comment}"
     );
     assert!(
-        comment.contains("> :warning: **ACCEPTED regression** `samples_per_s` -12.6 %, up to 15 % acknowledged by gate-accept.toml entry 1: fp32 projections in block 3 for accuracy (\\#812)"),
+        comment.contains("> :warning: **ACCEPTED regression** `samples_per_s` -12.6 %, up to 15 % acknowledged by gate-accept.toml entry 1: fp32 projections in block 3 for accuracy (\\#&#8203;812)"),
         "{comment}"
     );
 

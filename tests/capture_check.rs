@@ -574,7 +574,7 @@ fn noise_between_baseline_runs_passes_moves_inside_it_and_leaves_larger_ones_ope
     assert!(output(&out).0.contains("VERDICT: INCONCLUSIVE (exit 0)"));
     assert!(std::fs::read_to_string(&junit)
         .unwrap()
-        .contains("<skipped message=\"inconclusive"));
+        .contains("<skipped type=\"inconclusive\" message="));
 }
 
 #[test]

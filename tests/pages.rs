@@ -23,7 +23,7 @@ fn pages(d: &Path) -> Vec<(&'static str, PathBuf)> {
     let check = d.join("check.html");
     gate(root)
         .args(["check", "--baseline", "train-h200", "--replay"])
-        .arg("fixtures/traces/contention.jsonl")
+        .arg("fixtures/traces/launch-storm.jsonl")
         .arg("--html")
         .arg(&check)
         .assert()

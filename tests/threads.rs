@@ -17,7 +17,8 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// stdout of `gate ARGS` in `dir` with the environment `env`; the exit
-/// code must be 0 or 1 (pass or regression), never an error.
+/// code must be 0, 1 or 3 (pass, regression, or disturbed: `contention`
+/// shares the GPU with another job), never another error.
 fn run(dir: &Path, env: &[(&str, &str)], args: &[&str], traces: &[PathBuf]) -> Vec<u8> {
     let out = gate(dir)
         .envs(env.iter().copied())
@@ -26,7 +27,7 @@ fn run(dir: &Path, env: &[(&str, &str)], args: &[&str], traces: &[PathBuf]) -> V
         .output()
         .unwrap();
     assert!(
-        matches!(out.status.code(), Some(0 | 1)),
+        matches!(out.status.code(), Some(0 | 1 | 3)),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -72,7 +72,7 @@ pub fn statement(results: &[MetricResult]) -> Option<String> {
         .map(|m| {
             format!(
                 "{} {} (floor {})",
-                m.label(),
+                m.shown_name(),
                 amount(m, m.detectable.unwrap_or(0.0)),
                 amount(m, m.tolerance.unwrap_or(0.0))
             )
@@ -97,7 +97,7 @@ pub fn blind_warning(
                 .unwrap_or_default();
             format!(
                 "{}: {} or more (floor {}{apart})",
-                m.label(),
+                m.shown_name(),
                 amount(m, m.detectable.unwrap_or(0.0)),
                 amount(m, m.tolerance.unwrap_or(0.0)),
             )

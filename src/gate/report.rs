@@ -72,6 +72,18 @@ impl RunVerdict {
             | RunVerdict::Error => exit_code::INFRA,
         }
     }
+
+    /// `exit_code` under the `[verdict] inconclusive` setting: "pass" makes
+    /// an inconclusive run green (still reported as inconclusive).
+    pub(crate) fn exit_code_under(self, inconclusive: super::settings::InconclusiveExit) -> i32 {
+        if self == RunVerdict::Inconclusive
+            && inconclusive == super::settings::InconclusiveExit::Pass
+        {
+            exit_code::PASS
+        } else {
+            self.exit_code()
+        }
+    }
 }
 
 /// One metric's comparison, as every reporter shows it.
@@ -384,7 +396,7 @@ impl CheckReport {
         self.reasons.push(reason);
         if self.verdict < to {
             self.verdict = to;
-            self.exit_code = super::runs::exit_code_under(to, self.inconclusive);
+            self.exit_code = to.exit_code_under(self.inconclusive);
         }
     }
 

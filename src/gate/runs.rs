@@ -183,21 +183,7 @@ pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
 /// inconclusive = "pass"` makes an inconclusive run green (still reported
 /// as inconclusive).
 pub fn exit_code_of(verdict: RunVerdict, config: &Config) -> i32 {
-    exit_code_under(verdict, config.file.verdict.inconclusive)
-}
-
-/// `exit_code_of` under the `[verdict] inconclusive` setting itself.
-pub(crate) fn exit_code_under(
-    verdict: RunVerdict,
-    inconclusive: super::settings::InconclusiveExit,
-) -> i32 {
-    if verdict == RunVerdict::Inconclusive
-        && inconclusive == super::settings::InconclusiveExit::Pass
-    {
-        exit_code::PASS
-    } else {
-        verdict.exit_code()
-    }
+    verdict.exit_code_under(config.file.verdict.inconclusive)
 }
 
 /// The run verdict as it is assembled: the strongest reason wins.
