@@ -67,9 +67,10 @@ fn versions_in(line: &str) -> Vec<String> {
 }
 
 /// Numbers that look like versions but are not gate's: pinned tools (each
-/// named on its line), the format example of a version, a textbook section.
+/// named on its line), the format example of a version, a textbook section,
+/// the NVIDIA driver and PyTorch of a recording.
 fn is_other_version(token: &str, line: &str) -> bool {
-    const TOOLS: [&str; 11] = [
+    const TOOLS: [&str; 13] = [
         "RUST_TOOLCHAIN",
         "ZIG_VERSION",
         "ziglang",
@@ -81,6 +82,8 @@ fn is_other_version(token: &str, line: &str) -> bool {
         "junit-report",
         "127.0.0.1",
         "section ",
+        "driver ",
+        "torch ",
     ];
     matches!(token, "1.2.3" | "1.2.3-rc.1") || TOOLS.iter().any(|t| line.contains(t))
 }
