@@ -144,13 +144,22 @@ fn harness_names_and_readable_units_in_every_output_and_the_baseline() {
     assert_eq!(m["benchmark"].as_str(), Some("test_sum[10]"), "{base}");
     let out = gate(d)
         .args(["check", "--baseline", "py", "--json", "r.json"])
-        .args(["--junit", "r.xml", "--markdown", "r.md", "--replay"])
+        .args(["--junit", "r.xml", "--markdown", "r.md"])
+        .args(["--bmf", "r.bmf.json", "--openmetrics", "r.om", "--replay"])
         .arg(&t)
         .output()
         .unwrap();
     let (stdout, stderr) = output(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("py.test_sum[10]"), "{stdout}");
+    // Bencher's file and the metrics file name it too (the OpenMetrics
+    // family stays the id: a metric name has no brackets).
+    let bmf: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.bmf.json")).unwrap()).unwrap();
+    assert!(bmf["py"]["py.test_sum[10]"]["value"].is_number(), "{bmf}");
+    assert!(bmf["py"].get(id.as_str()).is_none(), "{bmf}");
+    let om = std::fs::read_to_string(d.join("r.om")).unwrap();
+    assert!(om.contains("benchmark=\"py.test_sum[10]\""), "{om}");
     assert!(!stdout.contains(id.as_str()), "the sanitised id: {stdout}");
     assert!(
         stdout.contains(" µs") && !stdout.contains("0.0000"),

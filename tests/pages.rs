@@ -362,7 +362,8 @@ fn axes(html: &str, heading: &str) -> Vec<(String, Vec<f64>)> {
         .collect()
 }
 
-/// Axes that fit the data: a percentage runs 0-100 % (not to 150 %), and
+/// Axes that fit the data: a bounded percentage runs 0-100 % (not to
+/// 150 %; a process tree's CPU %, which counts cores, runs to its data), and
 /// series that are never negative (every one of these pages') get no
 /// negative tick, though a floor around their baseline reaches below 0.
 #[test]
@@ -383,8 +384,13 @@ fn chart_axes_fit_the_data() {
                 labels.iter().all(|v| *v >= 0.0),
                 "{name}: {title}: {labels:?}"
             );
+            // A share bounded at 100 % (a GPU's busy, SM activity, a
+            // host's CPU): a process tree's CPU % counts cores and may not be.
+            let id = title.rsplit('>').next().unwrap_or(title);
+            let id = id.split(" (").next().unwrap_or(id).trim();
+            let bounded = gpugate::metrics::range(id) == Some(100.0);
             let percent = title.contains(", %)") || title.contains("(mean %,");
-            if percent {
+            if percent && bounded {
                 percent_charts += 1;
                 let (lo, hi) = labels
                     .iter()

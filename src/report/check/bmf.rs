@@ -3,8 +3,9 @@
 //! (bencher.dev/docs/reference/bencher-metric-format), so `bencher run
 //! --adapter json --file FILE` or any BMF reader can track them. The
 //! benchmark is the baseline's name (`NAME.gpuG`, `NAME.nodeN` for one GPU
-//! or node), the measure the metric id; metrics not measured in this run are
-//! left out.
+//! or node), the measure the metric as people read it (`shown_id`: a
+//! harness benchmark by its own name, `py.test_sum[10]`, else the metric
+//! id); metrics not measured in this run are left out.
 //!
 //! `lower_value`/`upper_value` are the value minus and plus its noise band
 //! (the 95 % half-width of a change, `MetricResult::noise`) when the band is
@@ -49,7 +50,7 @@ pub fn document(report: &CheckReport) -> serde_json::Map<String, serde_json::Val
             measure["lower_value"] = (value - band).into();
             measure["upper_value"] = (value + band).into();
         }
-        entry[m.id.as_str()] = measure;
+        entry[m.shown_id().as_str()] = measure;
     }
     doc
 }

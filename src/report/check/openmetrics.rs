@@ -176,6 +176,10 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
             );
             let mut labels = baseline();
             labels.push(("statistic", m.statistic.as_str().to_string()));
+            // A harness benchmark by its own name (the family is its id).
+            if m.benchmark.is_some() {
+                labels.push(("benchmark", m.shown_id()));
+            }
             if let Some(n) = m.node {
                 labels.push(("node", n.to_string()));
             }
