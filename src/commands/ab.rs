@@ -662,7 +662,10 @@ mod tests {
     #[test]
     fn a_disturbed_round_is_found_and_dropped_whole() {
         let clean = (Signature::healthy(), Signature::healthy());
-        assert_eq!(rounds_of(&[clean.clone()]).last_disturbed(), None);
+        assert_eq!(
+            rounds_of(std::slice::from_ref(&clean)).last_disturbed(),
+            None
+        );
         for last in [
             (Signature::contention(), Signature::healthy()),
             (Signature::healthy(), Signature::contention()),

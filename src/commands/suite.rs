@@ -261,7 +261,7 @@ fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::R
             .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
-    let plans = plan_all(args, targets, &inputs);
+    let plans = plan_all(args, targets, inputs);
     let mut acquired = acquire_replays(&plans);
     let mut outcomes = Vec::new();
     let mut pending = Vec::new();
@@ -292,7 +292,7 @@ fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::R
         outcomes: &outcomes,
         code,
     };
-    super::output::write(&check::outputs_of(args), &inputs, &suite)?;
+    super::output::write(&check::outputs_of(args), inputs, &suite)?;
     // The history after every report (history::pipeline): a store that
     // fails can only raise the exit code with --history-required.
     let history_codes: Vec<i32> = pending
