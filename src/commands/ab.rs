@@ -75,32 +75,9 @@ pub fn run(args: AbArgs) -> anyhow::Result<i32> {
     match run_inner(&args, &mut inputs) {
         Ok(code) => Ok(code),
         Err(err) => {
-            // CI still gets a well-formed JUnit report naming the problem.
-            let code = crate::error::exit_code_of(&err);
-            if let Some(path) = args
-                .check
-                .junit
-                .as_ref()
-                .filter(|p| inputs.find(p).is_none())
-            {
-                let message = err
-                    .chain()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(": ");
-                let kind = if code == crate::exit_code::USAGE {
-                    "usage"
-                } else {
-                    "error"
-                };
-                let xml = crate::report::check::junit::render_error(name_of(&args), kind, &message);
-                if let Err(e) = output::write_file(&inputs, "--junit", path, &xml) {
-                    crate::gate_eprintln!(
-                        "gate: warning: {}",
-                        crate::escape::terminal(&e.to_string())
-                    );
-                }
-            }
+            // CI still gets a JUnit file and PR comment naming the problem.
+            let outputs = super::check::outputs_of(&args.check);
+            output::write_error(&outputs, &inputs, name_of(&args), &err);
             Err(err)
         }
     }
@@ -171,19 +148,7 @@ fn run_suite(args: &AbArgs, shared: Shared, inputs: &Inputs) -> anyhow::Result<i
                 pending.push(p);
                 report
             })
-            .map_err(|e| {
-                let message = e
-                    .chain()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(": ");
-                crate::gate_eprintln!(
-                    "gate: ab suite: workload '{}': {}",
-                    crate::escape::terminal(&w.name),
-                    crate::escape::terminal(&message)
-                );
-                (crate::error::exit_code_of(&e), message)
-            });
+            .map_err(|e| super::suite::workload_failed("ab suite", &w.name, &e));
         outcomes.push(crate::report::check::suite::Outcome {
             name: w.name.clone(),
             baseline: w.baseline.clone(),

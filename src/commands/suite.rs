@@ -382,6 +382,12 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
 /// A workload that could not be judged: its exit code and message, said
 /// on stderr.
 fn failed(w: &Workload, e: &anyhow::Error) -> (i32, String) {
+    workload_failed("suite", &w.name, e)
+}
+
+/// A workload of `what` (`suite`, `ab suite`) that could not be judged:
+/// its exit code and message, said on stderr.
+pub(crate) fn workload_failed(what: &str, name: &str, e: &anyhow::Error) -> (i32, String) {
     let code = crate::error::exit_code_of(e);
     let message = e
         .chain()
@@ -389,8 +395,8 @@ fn failed(w: &Workload, e: &anyhow::Error) -> (i32, String) {
         .collect::<Vec<_>>()
         .join(": ");
     crate::gate_eprintln!(
-        "gate: suite: workload '{}': {}",
-        crate::escape::terminal(&w.name),
+        "gate: {what}: workload '{}': {}",
+        crate::escape::terminal(name),
         crate::escape::terminal(&message)
     );
     (code, message)
