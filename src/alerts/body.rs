@@ -63,9 +63,15 @@ pub fn alertmanager(n: &Notice, d: &Destination, now: SystemTime) -> Vec<u8> {
 }
 
 /// Slack's escaping of a value in mrkdwn text: `&`, `<`, `>` as entities
-/// (the three Slack asks for), control characters as spaces, and at most
-/// `max` characters.
+/// (the three Slack asks for), control characters as spaces, a zero-width
+/// space in `://` so that a bare URL in a name is not made a link, and at
+/// most `max` characters.
 pub fn mrkdwn(s: &str, max: usize) -> String {
+    entities(s, max).replace("://", ":\u{200b}//")
+}
+
+/// `mrkdwn` without the URL break: for gate's own link target.
+fn entities(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars().take(max) {
         match c {
@@ -139,7 +145,7 @@ pub fn slack(n: &Notice, d: &Destination) -> Vec<u8> {
     }
     // A link: `<url|words>`, the URL's own `|` and `>` would end it early.
     if let Some(u) = n.url.as_deref().filter(|u| !u.contains(['|', '<', '>'])) {
-        blocks.push(section(format!("<{}|The run's page>", mrkdwn(u, 1000))));
+        blocks.push(section(format!("<{}|The run's page>", entities(u, 1000))));
     }
     serde_json::to_vec(&serde_json::json!({"text": head, "blocks": blocks})).unwrap_or_default()
 }
@@ -197,12 +203,18 @@ mod tests {
 
     #[test]
     fn slack_escapes_every_value_from_the_benchmark() {
-        let hostile = "<!channel> <https://evil|click> & \u{1b}[31m\n";
+        let hostile = "<!channel> <https://evil|click> & \u{1b}[31m\n https://evil.example/login";
         let body = slack(&notice(hostile), &dest(Kind::Slack));
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         let text = v.to_string();
         assert!(!text.contains("<!channel>"), "{text}");
         assert!(!text.contains("<https://evil"), "{text}");
+        // A bare URL is not autolinked: `://` is broken by a zero-width space.
+        assert!(!text.contains("https://evil.example"), "{text}");
+        assert!(
+            text.contains("https:\u{200b}//evil.example/login"),
+            "{text}"
+        );
         assert!(text.contains("&lt;!channel&gt;"), "{text}");
         assert!(!text.contains("\\u001b"), "{text}");
         // gate's own link stays a link, its `&` an entity.
