@@ -958,7 +958,7 @@ fn the_docs_and_the_example_say_what_the_code_does() {
             gpugate::alerts::send::backoff(1).as_millis(),
             gpugate::alerts::send::backoff(10).as_secs()
         ),
-        format!("plus the waits; {} s with the\n  defaults)", {
+        format!("4 s; {} s with the\n  defaults)", {
             let c: s::AlertsConfig =
                 toml::from_str("[x]\ntype = \"webhook\"\nurl_env = \"U\"\n").unwrap();
             gpugate::alerts::send::budget(&c.destinations[0]).as_secs_f64()

@@ -126,22 +126,33 @@ pub struct Delivery {
     pub failure: Option<String>,
 }
 
-/// The wait before retry `k` (1-based): 250 ms doubling, at most 4 s.
+/// The longest wait between two attempts, a receiver's `Retry-After`
+/// included.
+pub const MAX_WAIT: Duration = Duration::from_secs(4);
+
+/// The wait before retry `k` (1-based): 250 ms doubling, at most `MAX_WAIT`.
 pub fn backoff(k: u32) -> Duration {
-    Duration::from_millis(250u64 << (k - 1).min(4)).min(Duration::from_secs(4))
+    Duration::from_millis(250u64 << (k - 1).min(4)).min(MAX_WAIT)
 }
 
 /// The longest one notice's delivery can take: every attempt timing out,
-/// and the backoffs between them.
+/// and the longest wait between them (a `Retry-After` may ask for it).
 pub fn budget(d: &Destination) -> Duration {
-    (1..=d.retries).map(backoff).sum::<Duration>() + d.timeout * (d.retries + 1)
+    MAX_WAIT * d.retries + d.timeout * (d.retries + 1)
+}
+
+/// A receiver's `Retry-After` in seconds (RFC 9110 section 10.2.3; the
+/// HTTP-date form is not read: the backoff applies).
+fn retry_after(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 /// One attempt's outcome: delivered, a failure worth retrying, or one that
 /// is not.
 enum Attempt {
     Delivered,
-    Retry(String),
+    /// Why, and the wait the receiver asked for (`Retry-After`).
+    Retry(String, Option<Duration>),
     Final(String),
 }
 
@@ -166,6 +177,11 @@ fn attempt(t: &Target, n: &Notice, now: SystemTime) -> Attempt {
     match req.send(&body[..]) {
         Ok(resp) => {
             let status = resp.status().as_u16();
+            let asked = retry_after(
+                resp.headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()),
+            );
             // Read (bounded) and drop what the receiver said.
             let _ = resp
                 .into_body()
@@ -174,14 +190,14 @@ fn attempt(t: &Target, n: &Notice, now: SystemTime) -> Attempt {
                 .read_to_vec();
             match status {
                 200..=299 => Attempt::Delivered,
-                429 | 500..=599 => Attempt::Retry(format!("HTTP {status}")),
+                429 | 500..=599 => Attempt::Retry(format!("HTTP {status}"), asked),
                 _ => Attempt::Final(format!(
                     "HTTP {status} (not retried: check the URL in ${} and the receiver's logs)",
                     t.dest.url_env
                 )),
             }
         }
-        Err(e) => Attempt::Retry(reason(&e, &secs)),
+        Err(e) => Attempt::Retry(reason(&e, &secs), None),
     }
 }
 
@@ -217,7 +233,7 @@ pub fn deliver(t: &Target, n: &Notice) -> Delivery {
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let why = match attempt(t, n, SystemTime::now()) {
+        let (why, asked) = match attempt(t, n, SystemTime::now()) {
             Attempt::Delivered => {
                 return Delivery {
                     attempts,
@@ -230,7 +246,7 @@ pub fn deliver(t: &Target, n: &Notice) -> Delivery {
                     failure: Some(why),
                 }
             }
-            Attempt::Retry(why) => why,
+            Attempt::Retry(why, asked) => (why, asked),
         };
         if attempts > t.dest.retries {
             return Delivery {
@@ -238,7 +254,23 @@ pub fn deliver(t: &Target, n: &Notice) -> Delivery {
                 failure: Some(why),
             };
         }
-        std::thread::sleep(backoff(attempts));
+        // The receiver's ask is honoured up to MAX_WAIT; a longer one is
+        // not worth a retry now (it would only be refused again).
+        let wait = match asked {
+            Some(a) if a > MAX_WAIT => {
+                return Delivery {
+                    attempts,
+                    failure: Some(format!(
+                        "{why}; the receiver asked to wait {} s (Retry-After), longer than gate waits ({} s)",
+                        a.as_secs(),
+                        MAX_WAIT.as_secs()
+                    )),
+                }
+            }
+            Some(a) => a.max(backoff(attempts)),
+            None => backoff(attempts),
+        };
+        std::thread::sleep(wait);
     }
 }
 
@@ -571,6 +603,61 @@ mod tests {
             renewed: true,
             document: serde_json::Value::Null,
         }
+    }
+
+    /// A receiver that answers `responses` in turn (then 200), counting
+    /// the requests it got.
+    fn answering(responses: Vec<&'static str>) -> (String, Arc<Mutex<usize>>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let n = Arc::new(Mutex::new(0usize));
+        let keep = Arc::clone(&n);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(8) {
+                let Ok(mut s) = stream else { continue };
+                s.set_read_timeout(Some(Duration::from_millis(300)))
+                    .unwrap();
+                let mut chunk = [0u8; 4096];
+                while s.read(&mut chunk).unwrap_or(0) > 0 {}
+                let mut k = keep.lock().unwrap();
+                let head = responses.get(*k).copied().unwrap_or("200 OK");
+                *k += 1;
+                let _ = s.write_all(
+                    format!("HTTP/1.1 {head}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                );
+            }
+        });
+        (url, n)
+    }
+
+    /// `Retry-After` up to `MAX_WAIT` is waited for; a longer one ends the
+    /// retries with the reason.
+    #[test]
+    fn retry_after_is_honoured_up_to_the_longest_wait() {
+        let cfg: AlertsConfig =
+            toml::from_str("[w]\ntype = \"webhook\"\nurl_env = \"U\"\nretries = 2\n").unwrap();
+        let (url, n) = answering(vec!["429 Too Many Requests\r\nRetry-After: 2"]);
+        let (ok, _) = targets(&cfg, &|_| Some(url.clone()));
+        let t0 = Instant::now();
+        let d = deliver(&ok[0], &notice(true));
+        assert_eq!((d.attempts, d.failure.as_deref()), (2, None));
+        assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+        assert_eq!(*n.lock().unwrap(), 2);
+
+        let (url, n) = answering(vec!["503 Service Unavailable\r\nRetry-After: 60"]);
+        let (ok, _) = targets(&cfg, &|_| Some(url.clone()));
+        let t0 = Instant::now();
+        let d = deliver(&ok[0], &notice(true));
+        let why = d.failure.unwrap();
+        assert_eq!(d.attempts, 1, "{why}");
+        assert!(
+            why.contains("HTTP 503") && why.contains("Retry-After"),
+            "{why}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert_eq!(*n.lock().unwrap(), 1);
     }
 
     /// Alertmanager: a firing alert is re-sent every `resend` (its
