@@ -261,31 +261,43 @@ fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::R
             .check_output(path, flag)
             .map_err(|e| GateError::usage(e.to_string()))?;
     }
-    let plans = plan_all(args, targets, inputs);
-    let mut acquired = acquire_replays(&plans);
+    let mut plans = plan_all(args, targets, inputs);
+    // Replays are loaded a window at a time, on the cores, and judged in
+    // the suite's order: the suite holds a window's traces, never all of
+    // them (1,000 workloads).
+    let window = replay_window(&plans);
     let mut outcomes = Vec::new();
     let mut pending = Vec::new();
-    for (i, p) in plans.into_iter().enumerate() {
-        crate::console::err_text(&p.said);
-        let result = p.plan.and_then(|plan| {
-            let judged = match acquired.get_mut(i).and_then(Option::take) {
-                Some((first, said)) => {
-                    crate::console::err_text(&said);
-                    first.and_then(|first| plan.conclude(first))
-                }
-                None => plan.execute(),
-            };
-            judged.map_err(|e| failed(&p.workload, &e))
-        });
-        let result = result.map(|j| {
-            pending.push(j.history);
-            j.report
-        });
-        outcomes.push(Outcome {
-            name: p.workload.name,
-            baseline: p.workload.baseline,
-            result,
-        });
+    while !plans.is_empty() {
+        let chunk: Vec<Planned> = plans
+            .drain(..window.unwrap_or(plans.len()).min(plans.len()))
+            .collect();
+        let mut acquired = match window {
+            Some(_) => acquire_replays(&chunk),
+            None => Vec::new(),
+        };
+        for (i, p) in chunk.into_iter().enumerate() {
+            crate::console::err_text(&p.said);
+            let result = p.plan.and_then(|plan| {
+                let judged = match acquired.get_mut(i).and_then(Option::take) {
+                    Some((first, said)) => {
+                        crate::console::err_text(&said);
+                        first.and_then(|first| plan.conclude(first))
+                    }
+                    None => plan.execute(),
+                };
+                judged.map_err(|e| failed(&p.workload, &e))
+            });
+            let result = result.map(|j| {
+                pending.push(j.history);
+                j.report
+            });
+            outcomes.push(Outcome {
+                name: p.workload.name,
+                baseline: p.workload.baseline,
+                result,
+            });
+        }
     }
     let code = worst_exit_code(outcomes.iter().map(Outcome::exit_code));
     let suite = super::output::Suite {
@@ -355,12 +367,16 @@ fn plan_all(
 /// benchmarks (they share the GPUs: one after another) or when one thread
 /// is all it may use (each workload is then executed in its turn).
 type Held = (anyhow::Result<check::Acquired>, String);
-fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
+/// How many workloads' replays are loaded at once: twice the threads
+/// that load them (so the cores stay busy while one window is judged);
+/// None when they are loaded one at a time, as each workload's turn comes
+/// (a live suite, or traces too large to load side by side).
+fn replay_window(plans: &[Planned]) -> Option<usize> {
     let replayed = plans
         .iter()
         .all(|p| p.plan.as_ref().map_or(true, CheckPlan::is_replay));
     if !replayed {
-        return Vec::new();
+        return None;
     }
     let traces: Vec<PathBuf> = plans
         .iter()
@@ -368,11 +384,17 @@ fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
         .flat_map(|p| p.measure.replay.iter().cloned())
         .collect();
     let threads = super::measure::load_threads(&traces);
-    if threads <= 1 {
-        // One at a time: each workload acquires when its turn comes, so
-        // no workload's runs wait in memory for the others'.
-        return Vec::new();
-    }
+    (threads > 1).then_some(threads * 2)
+}
+
+/// Every workload's replays of `plans`, loaded and summarised on the cores.
+fn acquire_replays(plans: &[Planned]) -> Vec<Option<Held>> {
+    let traces: Vec<PathBuf> = plans
+        .iter()
+        .filter_map(|p| p.plan.as_ref().ok())
+        .flat_map(|p| p.measure.replay.iter().cloned())
+        .collect();
+    let threads = super::measure::load_threads(&traces).max(1);
     crate::parallel::map_with(threads, plans, |p| {
         let plan = p.plan.as_ref().ok()?;
         Some(crate::console::hold_err(|| plan.acquire()))

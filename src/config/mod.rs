@@ -142,8 +142,9 @@ pub struct Config {
     pub origin: Option<String>,
     /// The reader of each user metric (`metric_sources`), by name.
     pub(crate) user_sources: BTreeMap<String, crate::metric_sources::Reader>,
-    /// The file's text, to point rule errors at their line.
-    pub(crate) source_text: String,
+    /// The file's text, to point rule errors at their line (shared: every
+    /// workload of a suite has a copy of the config).
+    pub(crate) source_text: std::sync::Arc<str>,
 }
 
 impl Config {
@@ -194,7 +195,7 @@ impl Config {
             file,
             origin: Some(origin.to_string()),
             user_sources,
-            source_text: text.to_string(),
+            source_text: text.into(),
         })
     }
 

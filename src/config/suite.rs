@@ -138,7 +138,10 @@ impl Config {
                 Box::new(move |m| !others.iter().any(|o| o == m))
             }
         };
+        // A workload's config has no suite table: each of a thousand
+        // workloads holding all thousand made the suite quadratic in memory.
         let mut c = self.clone();
+        c.file.suite = None;
         c.file.user_metrics.retain(|k, _| keep(k.get_ref()));
         c.user_sources.retain(|k, _| keep(k));
         c
@@ -183,4 +186,23 @@ pub(super) fn check_workload_metrics(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workload's config keeps the file's policy and drops the suite
+    /// table: each workload holding every workload made a suite quadratic
+    /// in memory (1,000 workloads: 898 MB; BENCHMARKS.md).
+    #[test]
+    fn a_workload_config_has_no_suite_table() {
+        let text = "[verdict]\nmax_reruns = 4\n\n[[suite.workload]]\nname = \"a\"\nbaseline = \"a\"\ncommand = [\"true\"]\n\n[[suite.workload]]\nname = \"b\"\nbaseline = \"b\"\ncommand = [\"true\"]\n";
+        let c = Config::parse(text, "gate.toml").unwrap();
+        assert_eq!(c.file.suite.as_ref().map(|s| s.workload.len()), Some(2));
+        let w = c.for_workload("a");
+        assert!(w.file.suite.is_none());
+        assert_eq!(w.file.verdict.max_reruns, Some(4));
+        assert!(std::sync::Arc::ptr_eq(&w.source_text, &c.source_text));
+    }
 }

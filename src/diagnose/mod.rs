@@ -282,17 +282,28 @@ impl Severity {
 /// The active rules: built-in ones plus the user's from gate.toml.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
-    rules: Vec<rules::Rule>,
+    /// Shared: the built-in rules are parsed once, and every check of a
+    /// suite (a thousand workloads) holds the same ones.
+    rules: Vec<std::sync::Arc<rules::Rule>>,
     vocab: dsl::Vocabulary,
 }
 
 impl RuleSet {
     pub fn builtin() -> RuleSet {
+        static BUILTIN: std::sync::OnceLock<Vec<std::sync::Arc<rules::Rule>>> =
+            std::sync::OnceLock::new();
         let vocab = dsl::Vocabulary::standard();
-        // The embedded file is checked by a unit test; a broken one is a bug
-        // in this build, not a user error.
-        let rules = rules::parse_file(BUILTIN_RULES_TOML, &vocab)
-            .unwrap_or_else(|e| panic!("built-in rules.toml is invalid: {e}"));
+        let rules = BUILTIN
+            .get_or_init(|| {
+                // The embedded file is checked by a unit test; a broken one
+                // is a bug in this build, not a user error.
+                rules::parse_file(BUILTIN_RULES_TOML, &vocab)
+                    .unwrap_or_else(|e| panic!("built-in rules.toml is invalid: {e}"))
+                    .into_iter()
+                    .map(std::sync::Arc::new)
+                    .collect()
+            })
+            .clone();
         RuleSet { rules, vocab }
     }
 
@@ -320,7 +331,7 @@ impl RuleSet {
                 )));
             }
             let existing = self.rules.iter().position(|r| &r.name == name);
-            let base = existing.map(|i| &self.rules[i]);
+            let base = existing.map(|i| &*self.rules[i]);
             let origin = if base.is_some() {
                 rules::Origin::Overridden
             } else {
@@ -343,15 +354,15 @@ impl RuleSet {
                 GateError::usage(format!("[rules.{name}] {e}{hint}"))
             })?;
             match existing {
-                Some(i) => self.rules[i] = rule,
-                None => self.rules.push(rule),
+                Some(i) => self.rules[i] = std::sync::Arc::new(rule),
+                None => self.rules.push(std::sync::Arc::new(rule)),
             }
         }
         Ok(self)
     }
 
     /// All rules, enabled or not, in name order of loading.
-    pub fn rules(&self) -> &[rules::Rule] {
+    pub fn rules(&self) -> &[std::sync::Arc<rules::Rule>] {
         &self.rules
     }
 
@@ -365,7 +376,7 @@ impl RuleSet {
     }
 
     pub fn get(&self, name: &str) -> Option<&rules::Rule> {
-        self.rules.iter().find(|r| r.name == name)
+        self.rules.iter().find(|r| r.name == name).map(|r| &**r)
     }
 
     /// Ranked suspects of one run: every enabled rule whose condition is
