@@ -17,6 +17,8 @@ fn main() {
     if let Some(code) = gpugate::watchdog::main_if_requested() {
         std::process::exit(code);
     }
+    // Ctrl-C or SIGTERM outside a recording is exit 3 (target.rs).
+    gpugate::target::exit_3_on_interrupt();
     // clap, plus --args-string expanded into real flags (cli::parse_from).
     let args = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let code = match cli::run(args) {

@@ -72,6 +72,39 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP_SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
+/// What gate says when a stop signal ends it outside a recording.
+const INTERRUPTED: &[u8] = b"gate: interrupted by a signal before the verdict was complete: exit 3 (nothing was judged; rerun)\n";
+
+extern "C" fn exit_on_signal(_sig: libc::c_int) {
+    // SAFETY: write(2) and _exit(2) are async-signal-safe. Reports are
+    // written whole or not at all (temporary file, then rename), so ending
+    // here leaves no half-written file.
+    unsafe {
+        libc::write(2, INTERRUPTED.as_ptr().cast(), INTERRUPTED.len());
+        libc::_exit(crate::exit_code::INFRA);
+    }
+}
+
+/// Outside a recording (replaying, judging, writing reports), SIGINT,
+/// SIGTERM and SIGHUP end gate at once with exit 3, the infrastructure
+/// code, instead of the shell's 130/143 (issue 41.9). A recording catches
+/// them itself (`InterruptGuard`) and restores this when it ends. A signal
+/// ignored on purpose (`nohup`) stays ignored.
+pub fn exit_3_on_interrupt() {
+    for sig in STOP_SIGNALS_CAUGHT {
+        // SAFETY: as in `install_interrupt_handler`.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = exit_on_signal as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut act.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, &act, &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN {
+                libc::sigaction(sig, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 /// The signals gate catches while it records and forwards to the tree.
 const STOP_SIGNALS_CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -105,9 +138,9 @@ pub(crate) fn install_interrupt_handler() -> Vec<(libc::c_int, libc::sigaction)>
 }
 
 /// The signals are caught while this lives (one recording); afterwards
-/// their previous dispositions come back (the default, or SIG_IGN under
-/// `nohup`), so Ctrl-C while gate judges or writes reports ends gate at
-/// once: no benchmark runs then. A signal that arrived stays noted, so the
+/// their previous dispositions come back (`exit_3_on_interrupt`, or SIG_IGN
+/// under `nohup`), so Ctrl-C while gate judges or writes reports ends gate
+/// at once with exit 3: no benchmark runs then. A signal that arrived stays noted, so the
 /// next run of `--runs N` stops at once too.
 pub(crate) struct InterruptGuard(Vec<(libc::c_int, libc::sigaction)>);
 

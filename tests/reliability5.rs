@@ -714,6 +714,60 @@ fn signalled(d: &Path, args: &[&str], sig: i32, after: Duration) -> (Option<i32>
     }
 }
 
+/// No benchmark runs while gate replays and judges: SIGINT or SIGTERM then
+/// ends it at once with exit 3 and a line saying so, never the shell's
+/// 130/143 (a suite of 300 replayed workloads keeps it busy for seconds).
+#[test]
+fn a_signal_while_judging_replays_is_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/traces");
+    let out = common::gate(d)
+        .args(["capture", "--baseline", "w", "--replay"])
+        .args([root.join("healthy-1.jsonl"), root.join("healthy-2.jsonl")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let base = std::fs::read_to_string(d.join("baselines/w.toml")).unwrap();
+    let (mut toml, mut args) = (String::new(), vec!["check".to_string(), "--suite".into()]);
+    for i in 0..300 {
+        std::fs::write(
+            d.join(format!("baselines/w{i}.toml")),
+            base.replace("name = \"w\"", &format!("name = \"w{i}\"")),
+        )
+        .unwrap();
+        toml.push_str(&format!(
+            "[[suite.workload]]\nname = \"w{i}\"\nbaseline = \"w{i}\"\ncommand = [\"true\"]\n\n"
+        ));
+        args.push("--suite-replay".into());
+        args.push(format!("w{i}={}", root.join("healthy-3.jsonl").display()));
+    }
+    std::fs::write(d.join("gate.toml"), toml).unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let (code, took) = signalled(d, &args, sig, Duration::from_millis(1500));
+        assert_eq!(code, Some(3), "signal {sig}");
+        assert!(took < Duration::from_secs(2), "signal {sig}: {took:?}");
+    }
+    // What it says: one line, on stderr.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gate"))
+        .current_dir(d)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gate: interrupted by a signal before the verdict was complete: exit 3"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_signal_while_waiting_for_the_warm_up_line_is_exit_3() {
     let dir = live_checkout();
