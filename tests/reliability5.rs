@@ -750,7 +750,7 @@ fn a_signal_while_judging_replays_is_exit_3() {
         assert!(took < Duration::from_secs(2), "signal {sig}: {took:?}");
     }
     // What it says: one line, on stderr.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gate"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gate"))
         .current_dir(d)
         .args(&args)
         .stdout(std::process::Stdio::null())
