@@ -49,6 +49,14 @@ impl GateError {
     }
 }
 
+/// An error and its causes on one line, outermost first ("a: b: c").
+pub fn chain_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 /// Exit code for any error that reached `main`: typed errors keep theirs,
 /// anything else (I/O on an output file, say) is an input/usage problem.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {

@@ -25,11 +25,7 @@ fn main() {
         Ok(code) => code,
         Err(err) => {
             // One line: the outermost context, then the cause chain.
-            let msg = err
-                .chain()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(": ");
+            let msg = gpugate::error::chain_line(&err);
             // One line whatever the causes printed (regex and TOML errors
             // draw multi-line pictures): CI logs and annotations stay tidy.
             let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");

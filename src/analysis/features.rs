@@ -159,19 +159,27 @@ fn others_cpu_feature(trace: &Trace, host: &[f64], cpu: &[f64], out: &mut BTreeM
     }
 }
 
+/// How many processes outside the benchmark's tree the process lists saw
+/// (`other_processes.distinct_pids`, for a run or a watch's window).
+pub(crate) fn distinct_foreign_pids<'a>(
+    records: impl IntoIterator<Item = &'a crate::trace::ProcessesRecord>,
+) -> usize {
+    let pids: BTreeSet<u32> = records
+        .into_iter()
+        .flat_map(|r| r.procs.iter())
+        .filter(|p| !p.in_target)
+        .map(|p| p.pid)
+        .collect();
+    pids.len()
+}
+
 /// Other processes on the GPUs, faults and the frameworks found. Events
 /// are counted over the whole recording: an Xid during warm-up is still a
 /// fault.
 fn process_and_event_features(trace: &Trace, out: &mut BTreeMap<String, f64>) {
     if !trace.processes.is_empty() {
-        let others: BTreeSet<u32> = trace
-            .processes
-            .iter()
-            .flat_map(|r| r.procs.iter())
-            .filter(|p| !p.in_target)
-            .map(|p| p.pid)
-            .collect();
-        out.insert("other_processes.distinct_pids".into(), others.len() as f64);
+        let n = distinct_foreign_pids(&trace.processes);
+        out.insert("other_processes.distinct_pids".into(), n as f64);
     }
     let xid = trace
         .events

@@ -206,11 +206,7 @@ pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow
 /// written is a warning: the error itself is what the command exits with.
 pub(crate) fn write_error(to: &Outputs, inputs: &Inputs, name: &str, err: &anyhow::Error) {
     let code = crate::error::exit_code_of(err);
-    let message = err
-        .chain()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(": ");
+    let message = crate::error::chain_line(err);
     let kind = if code == crate::exit_code::USAGE {
         "usage"
     } else {

@@ -411,11 +411,7 @@ fn failed(w: &Workload, e: &anyhow::Error) -> (i32, String) {
 /// its exit code and message, said on stderr.
 pub(crate) fn workload_failed(what: &str, name: &str, e: &anyhow::Error) -> (i32, String) {
     let code = crate::error::exit_code_of(e);
-    let message = e
-        .chain()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(": ");
+    let message = crate::error::chain_line(e);
     crate::gate_eprintln!(
         "gate: {what}: workload '{}': {}",
         crate::escape::terminal(name),
@@ -459,12 +455,7 @@ pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
                 crate::gate_eprintln!(
                     "gate: suite: workload '{}': {}",
                     crate::escape::terminal(&w.name),
-                    crate::escape::terminal(
-                        &e.chain()
-                            .map(|c| c.to_string())
-                            .collect::<Vec<_>>()
-                            .join(": ")
-                    )
+                    crate::escape::terminal(&crate::error::chain_line(&e))
                 );
                 crate::error::exit_code_of(&e)
             }

@@ -790,14 +790,8 @@ impl WindowView<'_> {
         if self.processes.is_empty() {
             return None;
         }
-        let pids: BTreeSet<u32> = self
-            .processes
-            .iter()
-            .flat_map(|r| r.procs.iter())
-            .filter(|p| !p.in_target)
-            .map(|p| p.pid)
-            .collect();
-        Some(pids.len() as f64)
+        let n = crate::analysis::features::distinct_foreign_pids(self.processes.iter().copied());
+        Some(n as f64)
     }
 
     /// The spread of one column's per-GPU means, or (`StragglerGpu`) the
