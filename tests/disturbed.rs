@@ -227,23 +227,6 @@ fn google_benchmark_file(real_time_ns: f64) -> String {
     doc.to_string()
 }
 
-/// A SYNTHETIC healthy trace whose end record carries `metrics_file` (what
-/// `gate record --metrics-file` embeds).
-fn synthetic_run_with_file(dir: &Path, name: &str, seed: u64, metrics_file: &str) -> PathBuf {
-    let plain = trace(dir, &format!("synthetic-plain-{name}"), &healthy(seed));
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string(&plain).unwrap().lines() {
-        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
-        if r["type"] == "end" {
-            r["metrics_file"] = metrics_file.into();
-        }
-        out.push(r.to_string());
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, out.join("\n") + "\n").unwrap();
-    path
-}
-
 /// The case: a Google Benchmark `real_time` baseline whose three
 /// runs disagree by 26 % (the real file's three repetitions of `BM_Sort/4096`
 /// on a loaded machine: 243, 315 and 320 us) and a 42 % slower run. The
@@ -264,7 +247,7 @@ fn a_baseline_whose_runs_disagree_by_a_quarter_states_what_it_cannot_see() {
         .enumerate()
         .map(|(i, v)| {
             let f = google_benchmark_file(*v);
-            synthetic_run_with_file(d, &format!("synthetic-base-{i}.jsonl"), i as u64 + 1, &f)
+            run_with_file(d, &format!("synthetic-base-{i}.jsonl"), i as u64 + 1, &f)
         })
         .collect();
     let out = gate(d)
@@ -280,7 +263,7 @@ fn a_baseline_whose_runs_disagree_by_a_quarter_states_what_it_cannot_see() {
         "{stderr}"
     );
     let mean = (243_081.978 + 315_309.379 + 320_459.496) / 3.0;
-    let slow = synthetic_run_with_file(
+    let slow = run_with_file(
         d,
         "synthetic-slow.jsonl",
         9,

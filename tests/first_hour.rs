@@ -9,26 +9,9 @@
 
 use crate::common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// A synthetic healthy run whose end record carries `text` as the kept
-/// `--metrics-file` (what `gate record` embeds).
-fn run_with_file(dir: &Path, name: &str, seed: u64, text: &str) -> PathBuf {
-    let plain = trace(dir, &format!("plain-{name}"), &healthy(seed));
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string(&plain).unwrap().lines() {
-        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
-        if r["type"] == "end" {
-            r["metrics_file"] = text.into();
-        }
-        out.push(r.to_string());
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, out.join("\n") + "\n").unwrap();
-    path
-}
 
 fn zst(name: &str) -> String {
     let path = Path::new(ROOT).join("tests/data").join(name);
@@ -38,12 +21,6 @@ fn zst(name: &str) -> String {
 fn both(o: &std::process::Output) -> String {
     let (out, err) = output(o);
     format!("{out}{err}")
-}
-
-/// "SKIPPED ..." on the real stderr, where scripts/ci-skipped.sh counts it.
-fn skipped(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 const BMF_GLOB: &str = "[metrics.wall_time_s]\nenabled = false\n[user_metrics.b]\nsource = \"metrics_file\"\nformat = \"bmf\"\nbenchmark = \"*\"\nmeasure = \"latency\"\ndirection = \"lower_is_better\"\nunit = \"s\"\n";
@@ -211,26 +188,6 @@ fn names_whose_ids_would_meet_are_refused_with_both_names() {
         );
         assert!(!d.join("baselines/b.toml").exists());
     }
-}
-
-/// A Python with pytest-benchmark (`GATE_TEST_PYTHON`, which .ci/run sets,
-/// or the venv it makes, or python3).
-fn harness_python(test: &str) -> Option<String> {
-    let venv = format!("{ROOT}/target/harness-venv/bin/python3");
-    let candidates = std::env::var("GATE_TEST_PYTHON")
-        .into_iter()
-        .chain([venv, "python3".to_string()]);
-    for py in candidates {
-        let ok = std::process::Command::new(&py)
-            .args(["-c", "import pytest_benchmark"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    skipped(&format!("SKIPPED {test} (pytest-benchmark): no Python with pytest-benchmark; set GATE_TEST_PYTHON or pip install pytest-benchmark"));
-    None
 }
 
 /// Item 41.5 with the real pytest-benchmark: `test_fwd` of two modules

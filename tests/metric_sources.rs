@@ -18,23 +18,6 @@ fn data(name: &str) -> String {
     .unwrap()
 }
 
-/// A synthetic healthy run whose end record carries `metrics_file` as the
-/// text of the benchmark's `--metrics-file` (what `gate record` embeds).
-fn run_with_file(dir: &Path, name: &str, seed: u64, metrics_file: &str) -> PathBuf {
-    let plain = trace(dir, &format!("plain-{name}"), &healthy(seed));
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string(&plain).unwrap().lines() {
-        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
-        if r["type"] == "end" {
-            r["metrics_file"] = metrics_file.into();
-        }
-        out.push(r.to_string());
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, out.join("\n") + "\n").unwrap();
-    path
-}
-
 fn capture(dir: &Path, name: &str, runs: &[PathBuf]) -> std::process::Output {
     gate(dir)
         .args(["capture", "--baseline", name, "--replay"])
@@ -422,32 +405,6 @@ fn zst(name: &str) -> String {
 
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
-}
-
-/// A Python with pytest-benchmark: `GATE_TEST_PYTHON` (.ci/run installs
-/// one), else `python3` when it has it. None: the test says SKIPPED.
-fn harness_python(test: &str) -> Option<String> {
-    let candidates = std::env::var("GATE_TEST_PYTHON")
-        .into_iter()
-        .chain(["python3".to_string()]);
-    for py in candidates {
-        let ok = std::process::Command::new(&py)
-            .args(["-c", "import pytest_benchmark"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    skipped(format!("SKIPPED {test} (pytest-benchmark): no Python with pytest-benchmark; set GATE_TEST_PYTHON or pip install pytest-benchmark"));
-    None
-}
-
-/// "SKIPPED ..." on the real stderr (not the test's captured one), where
-/// scripts/ci-skipped.sh counts it: cargo reports an early return as passed.
-fn skipped(line: String) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 fn toml(d: &Path, text: &str) {

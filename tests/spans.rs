@@ -269,26 +269,6 @@ fn real_google_benchmark_rows_give_every_benchmark_a_span() {
     }
 }
 
-/// A Python with pytest-benchmark (`GATE_TEST_PYTHON`, which .ci/run
-/// sets, else `python3`); None: the test says SKIPPED.
-fn harness_python(test: &str) -> Option<String> {
-    let candidates = std::env::var("GATE_TEST_PYTHON")
-        .into_iter()
-        .chain(["python3".to_string()]);
-    for py in candidates {
-        let ok = std::process::Command::new(&py)
-            .args(["-c", "import pytest_benchmark"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test} (pytest-benchmark): no Python with pytest-benchmark; set GATE_TEST_PYTHON or pip install pytest-benchmark");
-    None
-}
-
 /// Real pytest-benchmark under `gate capture`, with `-v` and with `-v -s`
 /// (the test's own output between its node id and PASSED): every test of
 /// scripts/harness/pytest_suite gets its span; without `-v` none does, and

@@ -158,3 +158,50 @@ pub fn peak_kib(stderr: &str) -> u64 {
         .and_then(|v| v.trim_end_matches(" kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak resident set in {stderr:?}"))
 }
+
+/// A synthetic healthy run whose end record carries `metrics_file` as the
+/// text of the benchmark's `--metrics-file` (what `gate record` embeds).
+pub fn run_with_file(dir: &Path, name: &str, seed: u64, metrics_file: &str) -> PathBuf {
+    let plain = trace(dir, &format!("plain-{name}"), &healthy(seed));
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(&plain).unwrap().lines() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        if r["type"] == "end" {
+            r["metrics_file"] = metrics_file.into();
+        }
+        out.push(r.to_string());
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    path
+}
+
+/// Say on stderr that a test could not run (`SKIPPED ...`: .ci/run counts
+/// these lines; a skipped test never counts as passed).
+pub fn skipped(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A Python with pytest-benchmark (`GATE_TEST_PYTHON`, which .ci/run sets,
+/// the venv .ci/run makes, else `python3`); None: the test says SKIPPED.
+pub fn harness_python(test: &str) -> Option<String> {
+    let venv = format!(
+        "{}/target/harness-venv/bin/python3",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let candidates = std::env::var("GATE_TEST_PYTHON")
+        .into_iter()
+        .chain([venv, "python3".to_string()]);
+    for py in candidates {
+        let ok = std::process::Command::new(&py)
+            .args(["-c", "import pytest_benchmark"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    skipped(&format!("SKIPPED {test} (pytest-benchmark): no Python with pytest-benchmark; set GATE_TEST_PYTHON or pip install pytest-benchmark"));
+    None
+}
