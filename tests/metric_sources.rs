@@ -858,7 +858,7 @@ fn google_benchmark_json_of_the_real_library_is_gated() {
         .args(["-lbenchmark", "-lpthread"])
         .output();
     if !built.as_ref().is_ok_and(|o| o.status.success()) {
-        skipped("SKIPPED google_benchmark_json_of_the_real_library_is_gated (live part): g++ or libbenchmark-dev missing (apt-get install -y g++ libbenchmark-dev)".into());
+        skipped("SKIPPED google_benchmark_json_of_the_real_library_is_gated (live part): g++ or libbenchmark-dev missing (apt-get install -y g++ libbenchmark-dev)");
         return;
     }
     let bin = d.join("gbench_tiny").display().to_string();
@@ -1013,7 +1013,7 @@ fn loadgen_invalid_is_one_reason_whatever_reads_it() {
 fn real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline() {
     let traces = repo("fixtures/holdout-timm/gpm");
     if !traces.join("timm-healthy-1.jsonl").exists() {
-        skipped("SKIPPED real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline (fixtures/holdout-timm): the H200 recordings are not in this checkout".into());
+        skipped("SKIPPED real_h200_pytest_benchmark_runs_are_decided_against_a_one_run_baseline (fixtures/holdout-timm): the H200 recordings are not in this checkout");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
