@@ -73,12 +73,16 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
     process_and_event_features(trace, &mut out);
     if let Some(others) = aggregate_series(trace, steady, "other_processes") {
         // The mean over GPUs is above 0 when any GPU had one (disturbance).
-        let seen: Vec<f64> = others.iter().copied().filter(|v| v.is_finite()).collect();
-        if !seen.is_empty() {
-            let with = seen.iter().filter(|v| **v > 0.0).count();
+        let (with, seen) = others
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold((0usize, 0usize), |(w, n), v| {
+                (w + (*v > 0.0) as usize, n + 1)
+            });
+        if seen > 0 {
             out.insert(
                 "other_processes.time_share".into(),
-                with as f64 / seen.len() as f64,
+                with as f64 / seen as f64,
             );
         }
     }

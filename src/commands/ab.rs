@@ -318,14 +318,15 @@ impl Rounds {
     /// Why the last complete round was disturbed, if it was: A's run or
     /// B's, each judged on its own (no baseline: A and B share the machine).
     fn last_disturbed(&self) -> Option<String> {
-        let n = self.complete();
-        let (a, b) = self.inputs();
-        let found: Vec<String> = [a.get(n.checked_sub(1)?), b.get(n - 1)]
-            .into_iter()
-            .flatten()
-            .filter_map(|r| gate::disturbance::detect(r, None))
-            .map(|d| d.text())
-            .collect();
+        let i = self.complete().checked_sub(1)?;
+        let found: Vec<String> = [
+            (&self.a[i], &self.a_derived[i]),
+            (&self.b[i], &self.b_derived[i]),
+        ]
+        .into_iter()
+        .filter_map(|(t, d)| gate::disturbance::detect(&RunInput::from_parts(t, d.clone()), None))
+        .map(|d| d.text())
+        .collect();
         (!found.is_empty()).then(|| found.join("; "))
     }
 
