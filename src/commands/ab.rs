@@ -399,8 +399,9 @@ impl AbPlan {
                     .into());
                 }
                 crate::gate_eprintln!(
-                    "gate: ab round {} was DISTURBED and is run again: {why}",
-                    round + 1
+                    "gate: ab round {} was DISTURBED and is run again: {}",
+                    round + 1,
+                    crate::escape::terminal(&why)
                 );
                 redone.push(format!("round {}: {why}", round + 1));
                 rounds.drop_last();
