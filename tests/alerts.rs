@@ -963,6 +963,10 @@ fn the_docs_and_the_example_say_what_the_code_does() {
                 toml::from_str("[x]\ntype = \"webhook\"\nurl_env = \"U\"\n").unwrap();
             gpugate::alerts::send::budget(&c.destinations[0]).as_secs_f64()
         }),
+        format!(
+            "`Retry-After: N` (seconds) waits N s instead when that is longer, up to\n  {} s",
+            gpugate::alerts::send::MAX_WAIT.as_secs()
+        ),
         "`X-Gate-Signature: sha256=".into(),
         "`X-Gate-Fingerprint`".into(),
         "`POST /api/v2/alerts`".into(),

@@ -88,6 +88,45 @@ fn the_readme_main_job_prints_no_warning_a_newcomer_cannot_act_on() {
     );
 }
 
+/// The README's main job, swapped for each recorded pathology it names:
+/// exit 1 with a diagnosis, and `contention` (another job on the GPU) exit
+/// 3, disturbed, as the README says.
+#[test]
+fn the_readme_pathologies_exit_as_the_readme_says() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("(`contention` exits 3: another process shared the GPU, so that run is disturbed, not regressed)"), "README");
+    for (fixture, code) in [
+        ("fp32-no-tf32", 1),
+        ("launch-storm", 1),
+        ("memory-bound", 1),
+        ("pageable-h2d", 1),
+        ("sync-stall", 1),
+        ("host-bound", 1),
+        ("contention", 3),
+    ] {
+        assert!(
+            flat.contains(&format!("`{fixture}`")),
+            "README lacks {fixture}"
+        );
+        let out = gate(Path::new(ROOT))
+            .args(["check", "--baseline", "train-h200", "--replay"])
+            .arg(format!("fixtures/traces/{fixture}.jsonl"))
+            .output()
+            .unwrap();
+        let all = both(&out);
+        assert_eq!(out.status.code(), Some(code), "{fixture}: {all}");
+        if code == 1 {
+            assert!(
+                all.contains("Diagnosis") || all.contains("diagnosis"),
+                "{fixture}: {all}"
+            );
+        } else {
+            assert!(all.contains("DISTURBED"), "{fixture}: {all}");
+        }
+    }
+}
+
 /// Item 40.2: `test_sum[0]` of a real 222-test pytest-benchmark file is
 /// shown by its own name in the terminal, JSON, JUnit and Markdown, kept
 /// in the baseline beside its id, and its microseconds read as µs.
