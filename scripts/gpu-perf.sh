@@ -38,6 +38,11 @@
 #      About 5 minutes with the defaults below:
 #   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (3),
 #      LAUNCH_WARMUP (8s), LAUNCH_JOB (scripts/busy-tree.py --torch)
+#   6. the same job shape ATTACHED (`record --pid`, issue 44.1): gate with and
+#      without GPM, both NVML floors and dmon, one at a time beside one job,
+#      rotated rounds, then one profiled run of each (GATE_PROFILE):
+#   SECTIONS=6 bash scripts/gpu-perf.sh     # ATTACH_SECONDS (20), ATTACH_ROUNDS (3),
+#      ATTACH_CGROUP (shared; own: the job in a cgroup of its own), ATTACH_JOB
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
@@ -169,6 +174,90 @@ print("target (issue 32.1): gate / floor <= 1.2 on the cgroup path")
 EOF
 for f in "$D"/launch-profiled-r1.stderr "$D"/launch-profiledproc-r1.stderr; do
     [ -f "$f" ] && grep -A14 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
+done
+fi
+
+if section 6; then
+ATTACH_SECONDS="${ATTACH_SECONDS:-20}"
+ATTACH_ROUNDS="${ATTACH_ROUNDS:-3}"
+echo "== 6. attached (--pid): main + 8 DataLoader workers, ${ATTACH_SECONDS}s at 100 ms, $ATTACH_ROUNDS rounds"
+# ATTACH_CGROUP=own: the job is started in a cgroup of its own (as a
+# systemd unit, a Slurm step or a container gives it), so gate can read its
+# cpu.stat; otherwise the job shares gate's cgroup and gate reads /proc.
+read -r -a job_args <<< "${ATTACH_JOB:-scripts/busy-tree.py --torch}"
+slots=$(( ATTACH_ROUNDS * 5 + 4 ))
+job_seconds=$(( slots * (ATTACH_SECONDS + 8) + 60 ))
+if [ "${ATTACH_CGROUP:-shared}" = own ]; then
+    own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    cg="/sys/fs/cgroup${own%/}/gate-bench-job-$$"
+    mkdir "$cg" && echo "job cgroup: $cg"
+    # The launcher moves itself in, then becomes the job: every worker is born inside.
+    sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$PYTHON" "${job_args[@]}" "$job_seconds" \
+        > "$D/attach-job.stdout" 2> "$D/attach-job.stderr" &
+else
+    "$PYTHON" "${job_args[@]}" "$job_seconds" > "$D/attach-job.stdout" 2> "$D/attach-job.stderr" &
+fi
+AJOB=$!
+sleep 15
+echo "job $AJOB: $(ls /proc/$AJOB/task | wc -l) threads in main; tree: $(pgrep -P $AJOB | wc -l) children"
+attached() { # NAME ROUND EXTRA-FLAGS...
+    local name=$1 r=$2; shift 2
+    timeout -k 10 $((ATTACH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/att-$name-r$r.json" \
+        --stdout "$D/att-$name-r$r.stdout" --stderr "$D/att-$name-r$r.stderr" --timeout $((ATTACH_SECONDS + 50)) -- \
+        env ${PROFILE:+GATE_PROFILE=1} "$GATE" record --pid "$AJOB" --interval 100ms --gpu 0 --duration "${ATTACH_SECONDS}s" "$@" \
+        -o "$D/att-$name-r$r.jsonl"
+    grep -o 'host counters: [^"]*' "$D/att-$name-r$r.jsonl" | head -n 1 | sed "s/^/$name r$r: /"
+}
+afloor() { # NAME ROUND EXTRA-FLAGS...
+    local name=$1 r=$2; shift 2
+    timeout -k 10 $((ATTACH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/att-$name-r$r.json" \
+        --stdout /dev/null --stderr "$D/att-$name-r$r.stderr" --timeout $((ATTACH_SECONDS + 50)) -- \
+        "$PROBE" floor --gpu 0 --seconds "$ATTACH_SECONDS" --interval 100ms "$@" --json "$D/att-$name-r$r-self.json"
+}
+for r in $(seq 1 "$ATTACH_ROUNDS"); do
+    order=(gpm nogpm floorgpm floornogpm dmon); for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
+    for kind in "${order[@]}"; do
+        case $kind in
+            gpm) attached gpm "$r" ;;
+            nogpm) attached nogpm "$r" --no-gpm ;;
+            floorgpm) afloor floorgpm "$r" ;;
+            floornogpm) afloor floornogpm "$r" --no-gpm ;;
+            dmon) timeout -k 5 $((ATTACH_SECONDS + 20)) "${MEASURE[@]}" --json "$D/att-dmon-r$r.json" \
+                    --stdout "$D/att-dmon-r$r.txt" --stderr "$D/att-dmon-r$r.stderr" \
+                    --timeout $((ATTACH_SECONDS + 15)) -- nvidia-smi dmon -i 0 -s pucm -d 1 -c "$ATTACH_SECONDS" ;;
+        esac
+    done
+done
+PROFILE=1 attached profgpm 1
+PROFILE=1 attached profnogpm 1 --no-gpm
+kill "$AJOB" 2>/dev/null; pkill -P "$AJOB" 2>/dev/null; wait "$AJOB" 2>/dev/null
+[ -n "${cg:-}" ] && { sleep 1; rmdir "$cg" 2>/dev/null; }
+"$PYTHON" - "$D" "$ATTACH_ROUNDS" <<'EOF'
+import json, os, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+med = statistics.median
+def load(n, r):
+    f = f"{d}/att-{n}-r{r}.json"
+    return json.load(open(f)) if os.path.exists(f) else None
+print("| attached main + 8 workers, 100 ms | gate % of a core | NVML floor | gate / floor (rounds) | gate peak RSS | dmon peak RSS |")
+print("|---|---|---|---|---|---|")
+dm = [x for r in range(1, rounds + 1) if (x := load("dmon", r))]
+for name, fl in (("gpm", "floorgpm"), ("nogpm", "floornogpm")):
+    g = [load(name, r) for r in range(1, rounds + 1)]
+    f = [load(fl, r) for r in range(1, rounds + 1)]
+    pairs = [(a, b) for a, b in zip(g, f) if a and b]
+    if not pairs:
+        continue
+    ratio = [a["cpu_s"] / a["wall_s"] / (b["cpu_s"] / b["wall_s"]) for a, b in pairs]
+    print(f"| {name} | {med(a['cpu_pct_of_one_core'] for a, _ in pairs):.3f} % | {med(b['cpu_pct_of_one_core'] for _, b in pairs):.3f} % | "
+          f"{med(ratio):.2f} ({' '.join(f'{v:.2f}' for v in ratio)}) | {med(a['peak_rss_mib'] for a, _ in pairs):.1f} MiB | "
+          f"{med(x['peak_rss_mib'] for x in dm) if dm else float('nan'):.1f} MiB |")
+if dm:
+    print(f"nvidia-smi dmon -d 1 beside the same job: {med(x['cpu_pct_of_one_core'] for x in dm):.3f} % of a core")
+print("target (issue 44.1): gate / floor <= 1.2 with and without GPM; peak RSS <= dmon + 3 MiB")
+EOF
+for f in "$D"/att-profgpm-r1.stderr "$D"/att-profnogpm-r1.stderr; do
+    [ -f "$f" ] && grep -A16 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
 done
 fi
 
