@@ -39,8 +39,10 @@
 #   SECTIONS=5 bash scripts/gpu-perf.sh     # LAUNCH_SECONDS (20), LAUNCH_ROUNDS (3),
 #      LAUNCH_WARMUP (8s), LAUNCH_JOB (scripts/busy-tree.py --torch)
 #   6. the same job shape ATTACHED (`record --pid`, issue 44.1): gate with and
-#      without GPM, both NVML floors and dmon, one at a time beside one job,
-#      rotated rounds, then one profiled run of each (GATE_PROFILE):
+#      without GPM, each on the job's own cgroup where it has one
+#      (GATE_CGROUP=1) and on each process's CPU clock (GATE_CGROUP=0), both
+#      NVML floors and dmon, one at a time beside one job, rotated rounds,
+#      then one profiled run of each path (GATE_PROFILE):
 #   SECTIONS=6 bash scripts/gpu-perf.sh     # ATTACH_SECONDS (20), ATTACH_ROUNDS (3),
 #      ATTACH_CGROUP (shared; own: the job in a cgroup of its own), ATTACH_JOB
 set -u -o pipefail
@@ -185,7 +187,7 @@ echo "== 6. attached (--pid): main + 8 DataLoader workers, ${ATTACH_SECONDS}s at
 # systemd unit, a Slurm step or a container gives it), so gate can read its
 # cpu.stat; otherwise the job shares gate's cgroup and gate reads /proc.
 read -r -a job_args <<< "${ATTACH_JOB:-scripts/busy-tree.py --torch}"
-slots=$(( ATTACH_ROUNDS * 5 + 4 ))
+slots=$(( ATTACH_ROUNDS * 6 + 4 ))
 job_seconds=$(( slots * (ATTACH_SECONDS + 8) + 60 ))
 if [ "${ATTACH_CGROUP:-shared}" = own ]; then
     own=$(sed -n 's/^0:://p' /proc/self/cgroup)
@@ -200,11 +202,11 @@ fi
 AJOB=$!
 sleep 15
 echo "job $AJOB: $(ls /proc/$AJOB/task | wc -l) threads in main; tree: $(pgrep -P $AJOB | wc -l) children"
-attached() { # NAME ROUND EXTRA-FLAGS...
-    local name=$1 r=$2; shift 2
+attached() { # NAME ROUND GATE_CGROUP EXTRA-FLAGS...
+    local name=$1 r=$2 cgv=$3; shift 3
     timeout -k 10 $((ATTACH_SECONDS + 60)) "${MEASURE[@]}" --json "$D/att-$name-r$r.json" \
         --stdout "$D/att-$name-r$r.stdout" --stderr "$D/att-$name-r$r.stderr" --timeout $((ATTACH_SECONDS + 50)) -- \
-        env ${PROFILE:+GATE_PROFILE=1} "$GATE" record --pid "$AJOB" --interval 100ms --gpu 0 --duration "${ATTACH_SECONDS}s" "$@" \
+        env GATE_CGROUP="$cgv" ${PROFILE:+GATE_PROFILE=1} "$GATE" record --pid "$AJOB" --interval 100ms --gpu 0 --duration "${ATTACH_SECONDS}s" "$@" \
         -o "$D/att-$name-r$r.jsonl"
     grep -o 'host counters: [^"]*' "$D/att-$name-r$r.jsonl" | head -n 1 | sed "s/^/$name r$r: /"
 }
@@ -215,11 +217,17 @@ afloor() { # NAME ROUND EXTRA-FLAGS...
         "$PROBE" floor --gpu 0 --seconds "$ATTACH_SECONDS" --interval 100ms "$@" --json "$D/att-$name-r$r-self.json"
 }
 for r in $(seq 1 "$ATTACH_ROUNDS"); do
-    order=(gpm nogpm floorgpm floornogpm dmon); for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
+    # gpm/nogpm: GATE_CGROUP=1 (the job's own cgroup where it has one);
+    # clock/nogpmclock: GATE_CGROUP=0 (each process's CPU clock). dmon in
+    # round 1 only.
+    order=(gpm clock nogpm nogpmclock floorgpm floornogpm); [ "$r" = 1 ] && order+=(dmon)
+    for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
     for kind in "${order[@]}"; do
         case $kind in
-            gpm) attached gpm "$r" ;;
-            nogpm) attached nogpm "$r" --no-gpm ;;
+            gpm) attached gpm "$r" 1 ;;
+            clock) attached clock "$r" 0 ;;
+            nogpm) attached nogpm "$r" 1 --no-gpm ;;
+            nogpmclock) attached nogpmclock "$r" 0 --no-gpm ;;
             floorgpm) afloor floorgpm "$r" ;;
             floornogpm) afloor floornogpm "$r" --no-gpm ;;
             dmon) timeout -k 5 $((ATTACH_SECONDS + 20)) "${MEASURE[@]}" --json "$D/att-dmon-r$r.json" \
@@ -228,10 +236,10 @@ for r in $(seq 1 "$ATTACH_ROUNDS"); do
         esac
     done
 done
-PROFILE=1 attached profgpm 1
-PROFILE=1 attached profnogpm 1 --no-gpm
+PROFILE=1 attached profgpm 1 1
+PROFILE=1 attached profclock 1 0
 kill "$AJOB" 2>/dev/null; pkill -P "$AJOB" 2>/dev/null; wait "$AJOB" 2>/dev/null
-[ -n "${cg:-}" ] && { sleep 1; rmdir "$cg" 2>/dev/null; }
+[ -n "${cg:-}" ] && for _ in $(seq 1 20); do rmdir "$cg" 2>/dev/null && break; sleep 0.5; done
 "$PYTHON" - "$D" "$ATTACH_ROUNDS" <<'EOF'
 import json, os, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
@@ -242,7 +250,7 @@ def load(n, r):
 print("| attached main + 8 workers, 100 ms | gate % of a core | NVML floor | gate / floor (rounds) | gate peak RSS | dmon peak RSS |")
 print("|---|---|---|---|---|---|")
 dm = [x for r in range(1, rounds + 1) if (x := load("dmon", r))]
-for name, fl in (("gpm", "floorgpm"), ("nogpm", "floornogpm")):
+for name, fl in (("gpm", "floorgpm"), ("clock", "floorgpm"), ("nogpm", "floornogpm"), ("nogpmclock", "floornogpm")):
     g = [load(name, r) for r in range(1, rounds + 1)]
     f = [load(fl, r) for r in range(1, rounds + 1)]
     pairs = [(a, b) for a, b in zip(g, f) if a and b]
@@ -256,8 +264,8 @@ if dm:
     print(f"nvidia-smi dmon -d 1 beside the same job: {med(x['cpu_pct_of_one_core'] for x in dm):.3f} % of a core")
 print("target (issue 44.1): gate / floor <= 1.2 with and without GPM; peak RSS <= dmon + 3 MiB")
 EOF
-for f in "$D"/att-profgpm-r1.stderr "$D"/att-profnogpm-r1.stderr; do
-    [ -f "$f" ] && grep -A16 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
+for f in "$D"/att-profgpm-r1.stderr "$D"/att-profclock-r1.stderr; do
+    [ -f "$f" ] && grep -A24 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
 done
 fi
 

@@ -171,7 +171,8 @@ pub(crate) fn record_observed(
     // Declared before the target, so dropped after it: the directory goes
     // once the tree is stopped, on every way out of this function.
     let tree_cgroup = match plan.pid {
-        Some(_) => Err("attached to a running process, which stays in its own cgroup".to_string()),
+        // Read where it is the tree's own; never moved.
+        Some(pid) => TreeCgroup::adopt(pid, &host::TreeScanner::default().scan(pid)),
         None => TreeCgroup::create(),
     };
     let target = match plan.pid {
@@ -179,7 +180,7 @@ pub(crate) fn record_observed(
         None => Target::launch_in(
             &plan.command,
             echo,
-            (tree_cgroup.as_ref().ok()).map(|c| (c.join_fd(), c.dir())),
+            (tree_cgroup.as_ref().ok()).and_then(|c| Some((c.join_fd()?, c.dir()))),
         ),
     };
     let mut target = match target {
@@ -678,7 +679,7 @@ impl Ticker {
         let fresh = if cgroup {
             self.host_sampler.cgroup_members()
         } else {
-            Some(self.tree_scanner.scan(target.pid()))
+            self.tree_scanner.scan_if_created(target.pid())
         };
         if let Some(fresh) = fresh.filter(|f| !f.is_empty()) {
             // Remembered, so they are stopped with the tree even after

@@ -289,14 +289,17 @@ fn cpu_seconds(t: &Trace, from_ms: f64) -> f64 {
 fn cgroup_and_proc_paths_agree_on_a_busy_tree_and_the_cgroup_goes_away() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (
+    let (a, b, c) = (
         dir.path().join("cgroup.jsonl"),
         dir.path().join("proc.jsonl"),
+        dir.path().join("adopted.jsonl"),
     );
     let (pidfile, go) = (dir.path().join("main.pid"), dir.path().join("go"));
-    // One tree recorded twice at the same time: launched by gate (the
-    // cgroup path where the machine allows it), and attached to by a
-    // second gate (attaching always takes the per-process /proc path).
+    // One tree recorded three times at once: launched by gate (the cgroup
+    // path where the machine allows it), attached to by a second gate on
+    // the per-process path (GATE_CGROUP=0: each process's CPU clock), and
+    // by a third that adopts the first one's cgroup (the tree's own: the
+    // attached path where the tree has one).
     let argv: Vec<String> = vec![
         "python3".into(),
         "-c".into(),
@@ -316,7 +319,8 @@ fn cgroup_and_proc_paths_agree_on_a_busy_tree_and_the_cgroup_goes_away() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    let gb = start_record(&b, &["--pid", &main_pid], &[], Some("1"));
+    let gb = start_record(&b, &["--pid", &main_pid], &[], Some("0"));
+    let gc = start_record(&c, &["--pid", &main_pid], &[], Some("1"));
     // The children start once the attached gate is sampling.
     let partial = dir.path().join("proc.jsonl.partial");
     while std::fs::read_to_string(&partial).map_or(true, |t| !t.contains("\"sample\"")) {
@@ -328,9 +332,15 @@ fn cgroup_and_proc_paths_agree_on_a_busy_tree_and_the_cgroup_goes_away() {
     }
     std::fs::write(&go, "").unwrap();
     let (pa, pb) = (ga.id(), gb.id());
-    let (oa, ob) = (
+    let (oa, ob, oc) = (
         ga.wait_with_output().unwrap(),
         gb.wait_with_output().unwrap(),
+        gc.wait_with_output().unwrap(),
+    );
+    assert!(
+        oc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&oc.stderr)
     );
     assert!(
         oa.status.success(),
@@ -342,15 +352,34 @@ fn cgroup_and_proc_paths_agree_on_a_busy_tree_and_the_cgroup_goes_away() {
         "{}",
         String::from_utf8_lossy(&ob.stderr)
     );
-    let (ta, tb) = (Trace::load(&a).unwrap(), Trace::load(&b).unwrap());
-    assert!(
-        host_path(&tb).contains("per process from /proc (attached"),
-        "{}",
-        host_path(&tb)
+    let (ta, tb, tc) = (
+        Trace::load(&a).unwrap(),
+        Trace::load(&b).unwrap(),
+        Trace::load(&c).unwrap(),
+    );
+    assert_eq!(
+        host_path(&tb),
+        "host counters: per process from /proc (GATE_CGROUP=0)"
     );
     let path_a = host_path(&ta);
-    if !path_a.contains("own cgroup") {
-        // Both traces then come from /proc: they still agree below.
+    let adopted = path_a.contains("own cgroup");
+    if adopted {
+        let launched = path_a
+            .split(" under ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert!(
+            host_path(&tc).starts_with(&format!(
+                "host counters: the attached process's own cgroup {launched}/gate-{pa}-"
+            )),
+            "{}",
+            host_path(&tc)
+        );
+    } else {
+        // All three traces then come from /proc: they still agree below.
         eprintln!("SKIPPED (the cgroup path): this machine falls back: {path_a}");
     }
     let truth: f64 = (ta.output.iter())
@@ -365,18 +394,33 @@ fn cgroup_and_proc_paths_agree_on_a_busy_tree_and_the_cgroup_goes_away() {
         .find(|o| o.line == "go")
         .expect("go line")
         .t;
-    let (ca, cb) = (cpu_seconds(&ta, go_ms), cpu_seconds(&tb, 0.0));
+    let (ca, cb, cc) = (
+        cpu_seconds(&ta, go_ms),
+        cpu_seconds(&tb, 0.0),
+        cpu_seconds(&tc, 0.0),
+    );
     // The kernel's own account of the children's CPU against each path's
-    // integral: /proc counts 10 ms ticks (a tick or two per process over
-    // the run), the cgroup microseconds; the main's own CPU while it waits
-    // adds a little, and a sample straddling "go" a little of the start-up.
-    for (path, got) in [("cgroup", ca), ("/proc", cb)] {
+    // integral: the cgroup counts microseconds, the CPU clocks nanoseconds;
+    // the main's own CPU while it waits adds a little, and a sample
+    // straddling "go" a little of the start-up.
+    for (path, got) in [("cgroup", ca), ("/proc", cb), ("adopted cgroup", cc)] {
         assert!(
             (got - truth).abs() <= 0.03 * truth + 0.08,
-            "{path} path: {got:.3} CPU s, the children used {truth:.3} s (cgroup {ca:.3}, /proc {cb:.3})"
+            "{path} path: {got:.3} CPU s, the children used {truth:.3} s (cgroup {ca:.3}, /proc {cb:.3}, adopted {cc:.3})"
         );
     }
-    eprintln!("children's CPU {truth:.3} s; cgroup path {ca:.3} s; /proc path {cb:.3} s");
+    eprintln!("children's CPU {truth:.3} s; cgroup path {ca:.3} s; /proc path {cb:.3} s; adopted {cc:.3} s");
+    // The user/system split on the clock path is the last second's
+    // shares of the clock's CPU: they add up to it.
+    let (all, user, sys) = (
+        host_mean(&tb, "target_cpu_pct").unwrap(),
+        host_mean(&tb, "target_cpu_user_pct").unwrap(),
+        host_mean(&tb, "target_cpu_sys_pct").unwrap(),
+    );
+    assert!(
+        (user + sys - all).abs() <= 0.01 * all + 0.01,
+        "{user} + {sys} vs {all}"
+    );
     // The two children are the workers while they live (6 s, 60 samples;
     // the launcher's short-lived helpers, pyenv's shim, come and go first).
     let workers = ta.host_column("workers").unwrap();
@@ -469,10 +513,18 @@ fn an_attached_target_and_a_bad_gate_cgroup_take_the_proc_path_or_exit_2() {
         .success();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
-    assert_eq!(
-        host_path(&Trace::load(&out).unwrap()),
-        "host counters: per process from /proc (attached to a running process, which stays in its own cgroup)"
+    // The sleeper shares gate's cgroup (this test's): not the tree's own.
+    let path = host_path(&Trace::load(&out).unwrap());
+    assert!(
+        path.starts_with("host counters: per process from /proc ("),
+        "{path}"
     );
+    if own_cgroup_dir().is_some() {
+        assert!(
+            path.contains("attached to a process whose cgroup") && path.contains("also holds gate"),
+            "{path}"
+        );
+    }
     let bad = gate()
         .env("GATE_CGROUP", "yes\x1b[31m")
         .args(["record", "--no-gpu", "-o"])

@@ -19,9 +19,16 @@
 //! also counts page cache and kernel memory, so a baseline recorded on
 //! one path would not compare with a run on the other.
 //!
-//! Where it cannot be done (an attached PID, cgroup v1 only, a read-only
-//! or foreign cgroup tree, `GATE_CGROUP=0`), [`TreeCgroup::create`] says
-//! why in one line and gate keeps its per-process `/proc` path. The
+//! An attached process (`--pid`) is not moved: where its cgroup is the
+//! tree's own (a systemd unit, a container, a Slurm step: every process in
+//! it, and in any cgroup below it, belongs to the attached tree, and gate
+//! is not in it), [`TreeCgroup::adopt`] reads that cgroup the same way,
+//! and leaves it as it found it.
+//!
+//! Where it cannot be done (cgroup v1 only, a read-only or foreign cgroup
+//! tree, an attached process sharing its cgroup, `GATE_CGROUP=0`),
+//! [`TreeCgroup::create`] and [`TreeCgroup::adopt`] say why in one line
+//! and gate keeps its per-process `/proc` path. The
 //! directory is removed when the recording ends, on every path gate
 //! controls ([`Drop`]); whatever is still inside by then (a process that
 //! left the tree's process group and ignored SIGTERM) is killed through
@@ -170,6 +177,11 @@ pub fn own_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf, Str
 /// "host counters: ..." note and `gate doctor`.
 pub(crate) fn describe(cgroup: Result<&TreeCgroup, &String>) -> String {
     match cgroup {
+        Ok(c) if c.adopted() => format!(
+            "the attached process's own cgroup {} (the tree's CPU{} from the cgroup at every sample; processes, memory and roles from /proc once a second)",
+            crate::escape::terminal(&c.dir.display().to_string()),
+            if c.io_stat.is_some() { " and I/O" } else { "" },
+        ),
         Ok(c) => format!(
             "the target's own cgroup under {} (the tree's CPU{} from the cgroup at every sample; processes, memory and roles from /proc once a second)",
             crate::escape::terminal(&c.dir.parent().unwrap_or(&c.dir).display().to_string()),
@@ -182,12 +194,13 @@ pub(crate) fn describe(cgroup: Result<&TreeCgroup, &String>) -> String {
     }
 }
 
-/// A cgroup created for one launched target; removed on drop.
+/// A cgroup created for one launched target (removed on drop), or the
+/// attached target's own (left as it was).
 pub(crate) struct TreeCgroup {
     dir: PathBuf,
     /// `cgroup.procs` opened for writing before the fork: the child writes
-    /// "0" to it to move itself in (closed at exec).
-    join: fs::File,
+    /// "0" to it to move itself in (closed at exec). None when adopted.
+    join: Option<fs::File>,
     procs: ProcFile,
     cpu_stat: ProcFile,
     io_stat: Option<ProcFile>,
@@ -217,7 +230,7 @@ impl TreeCgroup {
                 .open(dir.join("cgroup.procs"))
                 .map_err(|e| format!("cannot open cgroup.procs of {}: {e}", dir.display()))?;
             Ok::<_, String>(TreeCgroup {
-                join,
+                join: Some(join),
                 procs: file("cgroup.procs").ok_or("cannot read cgroup.procs")?,
                 cpu_stat: file("cpu.stat").ok_or("the new cgroup has no cpu.stat")?,
                 io_stat: file("io.stat"),
@@ -230,14 +243,67 @@ impl TreeCgroup {
         opened
     }
 
+    /// The cgroup of the attached process `pid` when it is the tree's own:
+    /// every process in it and below it is in `tree` (the process and its
+    /// descendants), none is in a cgroup below it (whose processes the
+    /// tree's one read of `cgroup.procs` would miss), and gate is
+    /// neither in it nor below it. Else why not, in one line.
+    pub fn adopt(pid: u32, tree: &HashSet<u32>) -> Result<TreeCgroup, String> {
+        if !enabled_by_env()? {
+            return Err(format!("{CGROUP_ENV}=0"));
+        }
+        let read = |p: &str| fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"));
+        let mountinfo = read("/proc/self/mountinfo")?;
+        let dir = own_cgroup_dir(&read(&format!("/proc/{pid}/cgroup"))?, &mountinfo)?;
+        let shown = || crate::escape::terminal(&dir.display().to_string());
+        let gate = own_cgroup_dir(&read("/proc/self/cgroup")?, &mountinfo)?;
+        if gate.starts_with(&dir) {
+            return Err(format!(
+                "attached to a process whose cgroup {} also holds gate",
+                shown()
+            ));
+        }
+        let procs = |d: &Path| fs::read_to_string(d.join("cgroup.procs")).map(|t| parse_pids(&t));
+        let members =
+            procs(&dir).map_err(|e| format!("cannot read {}/cgroup.procs: {e}", shown()))?;
+        if let Some(other) = members.iter().find(|p| !tree.contains(p)) {
+            return Err(format!(
+                "attached to a process whose cgroup {} also holds PID {other}, outside its tree",
+                shown()
+            ));
+        }
+        if populated_below(&dir, &procs) {
+            return Err(format!(
+                "attached to a process whose cgroup {} has processes in cgroups below it",
+                shown()
+            ));
+        }
+        let file = |name: &str| ProcFile::open(&dir.join(name).to_string_lossy());
+        Ok(TreeCgroup {
+            join: None,
+            procs: file("cgroup.procs").ok_or("cannot read cgroup.procs")?,
+            cpu_stat: file("cpu.stat").ok_or_else(|| {
+                format!("the attached process's cgroup {} has no cpu.stat", shown())
+            })?,
+            io_stat: file("io.stat"),
+            dir,
+        })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// Whether gate made this cgroup (and removes it), or adopted the
+    /// attached process's own.
+    pub(crate) fn adopted(&self) -> bool {
+        self.join.is_none()
+    }
+
     /// The descriptor the launched child writes "0" to, between fork and
-    /// exec, to move itself in.
-    pub(crate) fn join_fd(&self) -> RawFd {
-        self.join.as_raw_fd()
+    /// exec, to move itself in (None for an adopted cgroup).
+    pub(crate) fn join_fd(&self) -> Option<RawFd> {
+        self.join.as_ref().map(|j| j.as_raw_fd())
     }
 
     /// The processes in the cgroup now.
@@ -305,8 +371,23 @@ impl TreeCgroup {
     }
 }
 
+/// Whether any cgroup below `dir` holds a process.
+fn populated_below(dir: &Path, procs: &dyn Fn(&Path) -> std::io::Result<HashSet<u32>>) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let sub = e.path();
+        e.file_type().is_ok_and(|t| t.is_dir())
+            && (procs(&sub).is_ok_and(|p| !p.is_empty()) || populated_below(&sub, procs))
+    })
+}
+
 impl Drop for TreeCgroup {
     fn drop(&mut self) {
+        if self.adopted() {
+            return;
+        }
         if let Err(e) = self.remove() {
             crate::gate_eprintln!("gate: warning: {e}");
         }

@@ -16,13 +16,17 @@
 //! takes its last interval with it (its parent's `cutime` only grows after a
 //! `wait`, which we cannot see). Both are short compared to a window.
 //!
-//! `/proc/PID/stat` (CPU, RSS, threads) is read at every host sample on
-//! the per-process path. For a launched target in a cgroup of gate's own
-//! (`sampler::cgroup`), the tree's CPU comes from the cgroup's `cpu.stat`
-//! at every sample instead, and the per-process reads (roles, RSS,
-//! threads, the processes table) happen once a second ([`SLOW_PERIOD`]):
-//! a sample then costs the same for a tree of one process or of a
-//! hundred.
+//! For a launched target in a cgroup of gate's own, or an attached one in
+//! a cgroup that is its tree's own (`sampler::cgroup`), the tree's CPU
+//! comes from the cgroup's `cpu.stat` at every sample, and the
+//! per-process reads (roles, RSS, threads, the processes table) happen
+//! once a second ([`SLOW_PERIOD`]): a sample then costs the same for a
+//! tree of one process or of a hundred. Elsewhere (the per-process path)
+//! each process's CPU clock is read at every sample (the tree's CPU and
+//! the roles' to the nanosecond, one system call a process, the user and
+//! system split by the last second's shares), and `/proc/PID/stat` (RSS,
+//! threads, user and system ticks) once a second; where a process has no
+//! clock, its `stat` at every sample as before.
 //! Context switches (`status`), storage I/O (`io`) and the machine's CPU
 //! (`/proc/stat`) are read once a second ([`SLOW_PERIOD`]): they were about
 //! two thirds of gate's `/proc` time a tick on the H200 (BENCHMARKS.md
@@ -198,9 +202,41 @@ pub(crate) fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64, u64)> {
 
 pub(crate) use super::ProcFile;
 
-/// `/proc/PID/{stat,status,io}` of one process, open between samples.
+/// A process's CPU clock (`clock_getcpuclockid`): the user and system time
+/// of all its threads, the dead ones included, in nanoseconds, from one
+/// system call. `/proc/PID/stat` says the same in 10 ms ticks, formatted
+/// as text among fifty other fields: about 10 us a read beside a torch
+/// main process on the H200 against well under 1 us for the clock
+/// (BENCHMARKS.md, "attached").
+struct CpuClock(libc::clockid_t);
+
+impl CpuClock {
+    fn of(pid: u32) -> Option<CpuClock> {
+        let mut id: libc::clockid_t = 0;
+        let pid = libc::pid_t::try_from(pid).ok()?;
+        // SAFETY: writes the clock id into the variable we own.
+        let ok = unsafe { libc::clock_getcpuclockid(pid, &mut id) } == 0;
+        ok.then_some(CpuClock(id))
+    }
+
+    /// Nanoseconds of CPU so far; None once the process is gone.
+    fn read_ns(&self) -> Option<u64> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        let ok = unsafe { libc::clock_gettime(self.0, &mut ts) } == 0;
+        ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+}
+
+/// `/proc/PID/{stat,status,io}` of one process, open between samples,
+/// and its CPU clock.
 struct ProcFiles {
     stat: ProcFile,
+    /// None where the kernel does not give one (then `stat` every sample).
+    clock: Option<CpuClock>,
     status: Option<ProcFile>,
     /// None when not readable (another user's process, no permission).
     io: Option<ProcFile>,
@@ -210,6 +246,7 @@ impl ProcFiles {
     fn open(pid: u32) -> Option<ProcFiles> {
         Some(ProcFiles {
             stat: ProcFile::open(&format!("/proc/{pid}/stat"))?,
+            clock: CpuClock::of(pid),
             status: ProcFile::open(&format!("/proc/{pid}/status")),
             io: ProcFile::open(&format!("/proc/{pid}/io")),
         })
@@ -261,12 +298,46 @@ pub(crate) struct TreeScanner {
     /// Whether the kernel has `children` files (asked once).
     children_supported: Option<bool>,
     buf: Vec<u8>,
+    /// `/proc/loadavg`, kept open, and the last PID the kernel gave out
+    /// (its last field) at the last scan, with that scan's root.
+    loadavg: Option<ProcFile>,
+    scanned_at_pid: Option<(u32, u32)>,
+}
+
+/// The last PID (or thread ID) the kernel gave out in gate's PID
+/// namespace: the last field of `/proc/loadavg`.
+fn last_pid(loadavg: &ProcFile, buf: &mut Vec<u8>) -> Option<u32> {
+    loadavg
+        .read(buf)?
+        .split_ascii_whitespace()
+        .last()?
+        .parse()
+        .ok()
 }
 
 impl TreeScanner {
     /// The tree rooted at `root` now (empty when `root` is gone).
     pub fn scan(&mut self, root: u32) -> HashSet<u32> {
         self.scan_roots(&[root])
+    }
+
+    /// The tree rooted at `root` now, or None when no process or thread
+    /// was created anywhere since the last scan of `root` (the kernel's
+    /// last PID, one read, is the same): the tree can then only have
+    /// lost processes, which fail their next read. A scan reads every
+    /// thread's `children` file (about 200 us a second beside a torch
+    /// main with 8 workers on the H200; BENCHMARKS.md, "attached").
+    pub(crate) fn scan_if_created(&mut self, root: u32) -> Option<HashSet<u32>> {
+        if self.loadavg.is_none() {
+            self.loadavg = ProcFile::open("/proc/loadavg");
+        }
+        let now = (self.loadavg.as_ref()).and_then(|f| last_pid(f, &mut self.buf));
+        if now.is_some() && self.scanned_at_pid == now.map(|p| (p, root)) {
+            return None;
+        }
+        let tree = self.scan(root);
+        self.scanned_at_pid = now.map(|p| (p, root));
+        Some(tree)
     }
 
     /// The live `roots` and all their descendants now.
@@ -419,6 +490,17 @@ pub(crate) struct HostSampler {
     cgroup_procs: Vec<u8>,
     last_cgroup_cpu: Option<CpuUsec>,
     last_cgroup_io: Option<(u64, u64)>,
+    /// The per-process path's CPU at every sample: each process's CPU
+    /// clock (ns) at the last sample. The `stat` reads (RSS, threads, the
+    /// user/system split) then happen once a second, as on the cgroup
+    /// path. False where a process of the tree has no clock.
+    clocks: bool,
+    last_clock: HashMap<u32, u64>,
+    spare_clock: HashMap<u32, u64>,
+    /// The tree's user share of its CPU over the last once-a-second read
+    /// (since each process started, at the first): splits each sample's
+    /// clock CPU into user and system.
+    user_share: Option<f64>,
 }
 
 impl Default for HostSampler {
@@ -459,6 +541,10 @@ impl HostSampler {
             cgroup_procs: Vec::new(),
             last_cgroup_cpu: None,
             last_cgroup_io: None,
+            clocks: true,
+            last_clock: HashMap::new(),
+            spare_clock: HashMap::new(),
+            user_share: None,
         }
     }
 
@@ -524,13 +610,20 @@ impl HostSampler {
             .map(|t| now.duration_since(t).as_secs_f64())
             .filter(|d| *d > 0.0);
         let slow = self.slow_due(now);
-        let (user, sys) = if self.cgroup.is_none() || slow {
+        // Which path: the cgroup's `cpu.stat`, each process's CPU clock,
+        // or (no clock) each process's `stat` at every sample.
+        let clocks = self.cgroup.is_none() && self.clocks;
+        let (user, sys) = if (self.cgroup.is_none() && !clocks) || slow {
             self.read_processes(tree, main, now)
         } else {
-            self.read_new_processes(tree);
+            if self.cgroup.is_some() {
+                self.read_new_processes(tree);
+            }
             (0, 0)
         };
-        // The tree's CPU seconds since the previous sample: (all, user, system).
+        let clock_cpu = clocks.then(|| self.read_clocks(tree, main, dt_s));
+        // The tree's CPU seconds since the previous sample: (all, user,
+        // system; the clocks' split by the last second's user share).
         let tree_cpu = match &self.cgroup {
             Some(cg) => {
                 let read = cg.cpu(&mut self.buf);
@@ -539,14 +632,18 @@ impl HostSampler {
                 read.zip(prev).map(|(c, p)| {
                     (
                         s(c.usage, p.usage),
-                        s(c.user, p.user),
-                        s(c.system, p.system),
+                        Some(s(c.user, p.user)),
+                        Some(s(c.system, p.system)),
                     )
                 })
             }
+            None if clocks => clock_cpu.flatten().map(|all| {
+                let share = self.user_share;
+                (all, share.map(|u| all * u), share.map(|u| all * (1.0 - u)))
+            }),
             None => (dt_s.is_some() && self.procs.processes.is_some()).then(|| {
                 let s = |ticks: u64| ticks as f64 / self.ticks_per_s;
-                (s(user + sys), s(user), s(sys))
+                (s(user + sys), Some(s(user)), Some(s(sys)))
             }),
         };
         if let Some((all, _, _)) = tree_cpu {
@@ -555,8 +652,10 @@ impl HostSampler {
         if slow {
             self.read_slow(main, now);
         }
-        let cpu = |part: fn((f64, f64, f64)) -> f64| {
-            dt_s.zip(tree_cpu).map(|(dt, c)| part(c) / dt * 100.0)
+        type Split = (f64, Option<f64>, Option<f64>);
+        let cpu = |part: fn(Split) -> Option<f64>| {
+            dt_s.zip(tree_cpu.and_then(part))
+                .map(|(dt, c)| c / dt * 100.0)
         };
         let p = self.procs;
         let seen = p.processes.is_some();
@@ -564,7 +663,7 @@ impl HostSampler {
         let values = HOST_METRICS
             .iter()
             .map(|d| match d.id {
-                "target_cpu_pct" => cpu(|c| c.0),
+                "target_cpu_pct" => cpu(|c| Some(c.0)),
                 "target_cpu_user_pct" => cpu(|c| c.1),
                 "target_cpu_sys_pct" => cpu(|c| c.2),
                 "target_rss_mib" => seen.then_some(p.rss_mib),
@@ -647,6 +746,15 @@ impl HostSampler {
             }
         }
         let seen = !current.is_empty();
+        // The user share: over the time since the last read; at the first
+        // read (or after a second without a tick), since the processes
+        // started.
+        let share = |u: u64, s: u64| (u + s > 0).then(|| u as f64 / (u + s) as f64);
+        let (all_u, all_s) =
+            (current.values()).fold((0, 0), |(u, s), c| (u + c.utime_ticks, s + c.stime_ticks));
+        self.user_share = (dt_s.and_then(|_| share(user, sys)))
+            .or(self.user_share)
+            .or_else(|| share(all_u, all_s));
         let pct = |ticks: u64| {
             dt_s.filter(|_| seen)
                 .map(|dt| ticks as f64 / self.ticks_per_s / dt * 100.0)
@@ -665,6 +773,65 @@ impl HostSampler {
         self.spare = std::mem::replace(&mut self.last, current);
         self.last_proc_at = Some(now);
         (user, sys)
+    }
+
+    /// Every tree process's CPU clock: the tree's CPU seconds since the
+    /// previous sample (None on the first, or when a process has no
+    /// clock: then `stat` is read every sample from now on), with the
+    /// main processes' and the workers' % of a core over it held in
+    /// `procs` and each process's in `last_cpu_pct`.
+    fn read_clocks(
+        &mut self,
+        tree: &HashSet<u32>,
+        main: &HashSet<u32>,
+        dt_s: Option<f64>,
+    ) -> Option<f64> {
+        self.open.retain(|pid, _| tree.contains(pid));
+        let mut current = std::mem::take(&mut self.spare_clock);
+        current.clear();
+        for &pid in tree {
+            let mut ns = (self.open.get(&pid))
+                .and_then(|f| f.clock.as_ref())
+                .and_then(|c| c.read_ns());
+            if ns.is_none() {
+                // New to the tree (its first `stat` waits for the next
+                // once-a-second read), or gone.
+                let Some(files) = ProcFiles::open(pid) else {
+                    continue;
+                };
+                if files.clock.is_none() {
+                    self.clocks = false;
+                }
+                ns = files.clock.as_ref().and_then(|c| c.read_ns());
+                self.open.insert(pid, files);
+            }
+            if let Some(ns) = ns {
+                current.insert(pid, ns);
+            }
+        }
+        let (mut main_ns, mut worker_ns) = (0u64, 0u64);
+        self.last_cpu_pct.clear();
+        for (pid, ns) in &current {
+            // A clock that went back is a reused PID: counted from now.
+            let Some(d) = (self.last_clock.get(pid)).and_then(|p| ns.checked_sub(*p)) else {
+                continue;
+            };
+            if main.contains(pid) {
+                main_ns += d;
+            } else {
+                worker_ns += d;
+            }
+            if let Some(dt) = dt_s {
+                self.last_cpu_pct.insert(*pid, d as f64 / 1e9 / dt * 100.0);
+            }
+        }
+        let seen = !current.is_empty() && !self.last_clock.is_empty();
+        self.spare_clock = std::mem::replace(&mut self.last_clock, current);
+        let dt = dt_s.filter(|_| seen && self.clocks)?;
+        let pct = |ns: u64| Some(ns as f64 / 1e9 / dt * 100.0);
+        self.procs.main_cpu_pct = pct(main_ns);
+        self.procs.workers_cpu_pct = pct(worker_ns);
+        Some((main_ns + worker_ns) as f64 / 1e9)
     }
 
     /// Whether a sample at `now` also reads the once-a-second counters.
@@ -877,6 +1044,61 @@ mod tests {
         assert!(without.contains(&me));
         // A PID that does not exist has no tree.
         assert!(scanner.scan(u32::MAX - 1).is_empty());
+    }
+
+    #[test]
+    fn a_new_child_is_always_scanned_and_a_quiet_machine_is_not() {
+        let me = std::process::id();
+        let mut scanner = TreeScanner::default();
+        assert!(scanner.scan_if_created(me).unwrap().contains(&me));
+        // A new process moves the kernel's last PID: always a scan.
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let with_child = scanner.scan_if_created(me);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(with_child.unwrap().contains(&child.id()));
+        // With nothing created in between (other tests start threads, so
+        // a few tries), no scan; a new root is always scanned.
+        let quiet = (0..200).any(|_| {
+            let _ = scanner.scan_if_created(me);
+            scanner.scan_if_created(me).is_none()
+        });
+        assert!(quiet, "every scan found a new PID");
+        assert!(scanner.scan_if_created(u32::MAX - 1).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_clock_path_splits_cpu_by_the_user_share_and_counts_roles_each_sample() {
+        // A child that spins: its CPU comes from its clock at every sample.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let tree: HashSet<u32> = [me, child.id()].into_iter().collect();
+        let main: HashSet<u32> = [me].into_iter().collect();
+        let mut s = HostSampler::new();
+        let idx = |id: &str| HOST_METRICS.iter().position(|d| d.id == id).unwrap();
+        let t0 = Instant::now();
+        let mut last = Vec::new();
+        for i in 0..4 {
+            std::thread::sleep(Duration::from_millis(100));
+            last = s.sample(&tree, &main, t0 + Duration::from_millis(100 * i));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(s.clocks, "this kernel gives every process a CPU clock");
+        let v = |id: &str| last[idx(id)].unwrap_or_else(|| panic!("{id} missing"));
+        // Roughly a core for the spinning worker (a loaded machine gives less).
+        assert!(v("workers_cpu_pct") > 20.0, "{}", v("workers_cpu_pct"));
+        assert!(
+            (v("target_cpu_user_pct") + v("target_cpu_sys_pct") - v("target_cpu_pct")).abs() < 1e-6
+        );
+        assert!(v("target_cpu_pct") >= v("workers_cpu_pct"));
+        assert_eq!(v("target_processes"), 2.0);
     }
 
     #[test]

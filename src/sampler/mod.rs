@@ -102,6 +102,42 @@ impl CpuProfile {
         if let Some(hwm) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
             crate::gate_eprintln!("gate: GATE_PROFILE peak resident set: {}", hwm.trim());
         }
+        // What the resident set is now: allocations, or file pages (the
+        // binary's and the libraries' code, shared with the page cache).
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::trim)
+        };
+        if let (Some(anon), Some(file)) = (field("RssAnon:"), field("RssFile:")) {
+            crate::gate_eprintln!("gate: GATE_PROFILE resident now: anonymous {anon}, file {file}");
+        }
+        // Which files: the mappings holding more than 1 MiB.
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+        let mut by_file: std::collections::BTreeMap<&str, u64> = Default::default();
+        let mut name = "";
+        for line in smaps.lines() {
+            if let Some(kb) = line.strip_prefix("Rss:") {
+                let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                *by_file.entry(name).or_default() += kb;
+            } else if line
+                .split(' ')
+                .next()
+                .is_some_and(|r| r.contains('-') && !r.ends_with(':'))
+            {
+                name = line
+                    .split_ascii_whitespace()
+                    .nth(5)
+                    .unwrap_or("[anonymous]");
+            }
+        }
+        for (file, kb) in by_file.iter().filter(|(_, kb)| **kb >= 1024) {
+            crate::gate_eprintln!(
+                "gate: GATE_PROFILE resident in {}: {kb} kB",
+                crate::escape::terminal(file)
+            );
+        }
     }
 
     pub fn print(&self) {
