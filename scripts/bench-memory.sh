@@ -24,7 +24,9 @@
 # TMPDIR should be a disk with room: 3 x 1.4-1.8 GB at 24 h plus scratch.
 #
 # Usage: scripts/bench-memory.sh [--hours 24] [--nodes 64] [--old PATH]
-#        scripts/bench-memory.sh --matrix "1 6 24" [--threads "1 2 4 8"] [--matrix-nodes N] [--old PATH]
+#        scripts/bench-memory.sh --matrix "1 6 24" [--threads "1 2 4 8"] [--runs 3] [--matrix-nodes N] [--old PATH]
+# (--runs: how many runs of each length are captured and checked; the
+# report, text report and `watch --replay` rows read the first.)
 # GATE (default target/release/gate), MK (default
 # target/release/examples/make-big-trace); NO_BUILD=1 uses them as built.
 # Disk: the traces go to a temporary directory under TMPDIR (default /tmp)
@@ -37,7 +39,7 @@
 # memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-hours=24; nodes=64; old=""; matrix=""; threads="1 2 4 8"
+hours=24; nodes=64; old=""; matrix=""; threads="1 2 4 8"; mruns=3
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hours) hours=$2; shift 2 ;;
@@ -46,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --matrix) matrix=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --matrix-nodes) matrix_nodes=$2; shift 2 ;;
+    --runs) mruns=$2; shift 2 ;;
     *) echo "usage: $0 [--hours H] [--nodes N] [--old PATH] | --matrix \"H...\" [--threads \"T...\"] [--old PATH]" >&2; exit 2 ;;
   esac
 done
@@ -101,7 +104,7 @@ mrow() {
 if [[ -n $matrix ]]; then
   # In the scratch directory: no gate.toml of the repository's (its user
   # metric is not in synthetic traces).
-  gate=$(realpath "$gate"); [[ -n $old ]] && old=$(realpath "$old")
+  gate=$(realpath "$gate"); mk=$(realpath "$mk"); [[ -n $old ]] && old=$(realpath "$old")
   cd "$work"
   echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), no GPU, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -114,18 +117,20 @@ if [[ -n $matrix ]]; then
   for h in $matrix; do
     samples=$(awk -v h="$h" 'BEGIN {printf "%d", h * 36000}')
     runs=()
-    for s in 1 2 3; do
+    for s in $(seq "$mruns"); do
       "$mk" --synthetic healthy --gpus 8 --samples "$samples" --seed "$s" -o "$work/run$s.jsonl" 2>/dev/null
       runs+=("$work/run$s.jsonl")
     done
-    echo "|   ${h} h: 3 runs of $(( $(stat -c %s "${runs[0]}") / 1000000 )) MB each | | | | | |"
+    echo "|   ${h} h: $mruns runs of $(( $(stat -c %s "${runs[0]}") / 1000000 )) MB each | | | | | |"
     for t in $threads; do
       for b in "${bins[@]}"; do
         bin=$gate; [[ $b == old ]] && bin=$old
-        mrow "${h} h, $t thr, $b, capture 3 runs" GATE_THREADS="$t" -- "$bin" capture --baseline "m$h-$t" --baseline-dir "$work/b-$b" --commit bench --replay "${runs[@]}"
-        mrow "${h} h, $t thr, $b, check 3 runs" GATE_THREADS="$t" -- "$bin" check --baseline "m$h-$t" --baseline-dir "$work/b-$b" --format json --replay "${runs[@]}"
+        mrow "${h} h, $t thr, $b, capture $mruns runs" GATE_THREADS="$t" -- "$bin" capture --baseline "m$h-$t" --baseline-dir "$work/b-$b" --commit bench --replay "${runs[@]}"
+        mrow "${h} h, $t thr, $b, check $mruns runs" GATE_THREADS="$t" -- "$bin" check --baseline "m$h-$t" --baseline-dir "$work/b-$b" --format json --replay "${runs[@]}"
         cp "$work/out" "$work/check-$b.json"
         mrow "${h} h, $t thr, $b, report 1 run (JSON)" GATE_THREADS="$t" -- "$bin" report --format json "${runs[0]}"
+        mrow "${h} h, $t thr, $b, report 1 run (text)" GATE_THREADS="$t" -- "$bin" report "${runs[0]}"
+        mrow "${h} h, $t thr, $b, watch --replay 1 run" GATE_THREADS="$t" -- "$bin" watch --replay "${runs[0]}"
       done
       if [[ -n $old ]]; then
         same_b=DIFFERS; diff <(grep -v '^created' "$work/b-gate/m$h-$t.toml") <(grep -v '^created' "$work/b-old/m$h-$t.toml") >/dev/null && same_b=identical
