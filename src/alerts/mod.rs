@@ -222,17 +222,19 @@ fn check_notice(
         .flat_map(|t| t.drift.iter().map(|d| d.message.clone()))
         .collect();
     let (severity, evidence) = match trigger {
-        Trigger::Regression if r.verdict == RunVerdict::Regression => ("high", r.reasons.clone()),
+        Trigger::Regression if r.verdict() == RunVerdict::Regression => {
+            ("high", r.reasons().to_vec())
+        }
         Trigger::Invalid
             if matches!(
-                r.verdict,
+                r.verdict(),
                 RunVerdict::Invalid
                     | RunVerdict::Unmeasured
                     | RunVerdict::Error
                     | RunVerdict::Disturbed
             ) =>
         {
-            ("medium", r.reasons.clone())
+            ("medium", r.reasons().to_vec())
         }
         Trigger::Drift if !drift.is_empty() => ("medium", drift),
         _ => return None,
@@ -242,8 +244,8 @@ fn check_notice(
         Trigger::Drift => format!("Drift in the history of baseline {baseline}"),
         _ => format!(
             "{} against baseline {baseline} (exit {})",
-            r.verdict.as_str(),
-            r.exit_code
+            r.verdict().as_str(),
+            r.exit_code()
         ),
     };
     let top = r.diagnosis.first();
@@ -283,8 +285,8 @@ fn check_notice(
         "evidence": n.evidence,
         "explanation": n.explanation,
         "baseline": baseline,
-        "verdict": r.verdict.as_str(),
-        "exit_code": r.exit_code,
+        "verdict": r.verdict().as_str(),
+        "exit_code": r.exit_code(),
         "url": n.url,
     });
     if let Some(s) = scope {

@@ -103,7 +103,7 @@ fn run_inner(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     let plan = shared.plan(args, name, (a, b), config)?;
     let (report, pending) = plan.execute()?;
     output::write(&super::check::outputs_of(&args.check), inputs, &report)?;
-    let codes = std::iter::once(report.exit_code).chain(finish_history(pending));
+    let codes = std::iter::once(report.exit_code()).chain(finish_history(pending));
     Ok(crate::exit_code::worst_exit_code(codes))
 }
 
@@ -421,7 +421,7 @@ impl AbPlan {
                 continue;
             }
             let (report, base) = self.judge(&rounds)?;
-            let decided = report.verdict != RunVerdict::Inconclusive;
+            let decided = report.verdict() != RunVerdict::Inconclusive;
             judged = Some((report, base));
             if decided || b_failed {
                 break;
@@ -430,7 +430,7 @@ impl AbPlan {
         let (mut report, base) = judged.expect("the last round is a look");
         report.ab = Some(self.ab_info(&rounds, &report));
         if !redone.is_empty() {
-            report.warnings.insert(0, format!(
+            report.warn_first(format!(
                 "{} round(s) were DISTURBED (something outside the benchmarks' process trees acted on them), dropped and run again: {}",
                 redone.len(),
                 redone.join(" | ")

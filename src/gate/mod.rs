@@ -39,6 +39,8 @@ mod report;
 mod runs;
 pub mod settings;
 mod spans;
+#[cfg(test)]
+pub(crate) mod tests_support;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 pub(crate) use judging::{decides_the_run, is_gated, round_differences, Policies};
 use judging::{judge_metrics, metric_ids};

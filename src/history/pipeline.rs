@@ -437,8 +437,8 @@ pub(crate) fn before_check_report(
         if let Some(previous) = previous {
             run.drift = record::find_drift(&run, &previous, &drift_cfg);
             record::apply_drift(report, &run.drift);
-            run.verdict = report.verdict.into();
-            run.exit_code = report.exit_code;
+            run.verdict = report.verdict().into();
+            run.exit_code = report.exit_code();
         }
         report.trend = Some(super::trend::build(report, &earlier, target, &run.drift));
     }

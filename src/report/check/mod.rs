@@ -162,4 +162,4 @@ pub(crate) fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) 
 }
 
 #[cfg(test)]
-pub(crate) mod tests_support;
+pub(crate) use crate::gate::tests_support;
