@@ -13,13 +13,12 @@
 
 pub mod body;
 pub mod send;
-pub mod settings;
 
+use crate::config::alerts::Trigger;
 use crate::diagnose::RuleSet;
 use crate::gate::{CheckReport, RunVerdict};
 use crate::trace::Header;
 use crate::watch::{Alert, AlertState};
-use settings::Trigger;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::SystemTime;

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::files::Inputs;
 use crate::gate::{self, paired, AbDifferences, AbInfo, AbRound, CheckReport, RunVerdict};
-use crate::history::pipeline::{self, CheckHistory, HistorySettings, Recorder};
+use crate::history::pipeline::{self, CheckHistory, HistoryPlan, HistorySettings};
 use crate::summary::{RunDerived, RunInput};
 use crate::trace::Trace;
 use clap::Args;
@@ -211,7 +211,7 @@ impl Side {
 /// (unscoped) gate.toml, the history store, the outputs checked.
 struct Shared {
     config: Config,
-    recorder: Option<Recorder>,
+    history_plan: Option<HistoryPlan>,
     history: HistorySettings,
 }
 
@@ -230,13 +230,13 @@ impl Shared {
         }
         let config = load_config(c, None)?;
         let mut history = c.history.settings();
-        let recorder = Recorder::resolve(&history, &config)?;
-        if recorder.is_some() {
+        let history_plan = HistoryPlan::resolve(&history, &config)?;
+        if history_plan.is_some() {
             history.commit = super::detect_commit(None);
         }
         inputs.add_all(
             "the history database",
-            recorder.iter().flat_map(|r| r.files()),
+            history_plan.iter().flat_map(|r| r.files()),
         );
         let outputs = super::check::outputs(c);
         for (flag, path) in &outputs {
@@ -247,7 +247,7 @@ impl Shared {
         refuse_shared_outputs(&outputs)?;
         Ok(Shared {
             config,
-            recorder,
+            history_plan,
             history,
         })
     }
@@ -267,7 +267,7 @@ impl Shared {
             b,
             rules: config.rule_set()?,
             config,
-            recorder: self.recorder.clone(),
+            history_plan: self.history_plan.clone(),
             history: self.history.clone(),
             trace_dir: args.check.trace_dir.clone(),
             rounds: args.rounds,
@@ -276,7 +276,7 @@ impl Shared {
                 .check
                 .max_reruns
                 .or(config_max_reruns)
-                .unwrap_or(crate::gate::settings::DEFAULT_MAX_RERUNS),
+                .unwrap_or(crate::config::verdict::DEFAULT_MAX_RERUNS),
             wait_clean: args.check.wait_clean,
             args: args.check.clone(),
         })
@@ -290,7 +290,7 @@ struct AbPlan {
     b: Side,
     config: Config,
     rules: crate::diagnose::RuleSet,
-    recorder: Option<Recorder>,
+    history_plan: Option<HistoryPlan>,
     history: HistorySettings,
     trace_dir: PathBuf,
     rounds: usize,
@@ -436,7 +436,7 @@ impl AbPlan {
                 redone.join(" | ")
             ));
         }
-        let pending = self.recorder.clone().map(|rec| {
+        let pending = self.history_plan.clone().map(|rec| {
             let mut tags: std::collections::BTreeMap<String, String> =
                 self.a.measure.tags.iter().cloned().collect();
             tags.insert(HISTORY_TAG.0.into(), HISTORY_TAG.1.into());

@@ -75,9 +75,12 @@ impl RunVerdict {
 
     /// `exit_code` under the `[verdict] inconclusive` setting: "pass" makes
     /// an inconclusive run green (still reported as inconclusive).
-    pub(crate) fn exit_code_under(self, inconclusive: super::settings::InconclusiveExit) -> i32 {
+    pub(crate) fn exit_code_under(
+        self,
+        inconclusive: crate::config::verdict::InconclusiveExit,
+    ) -> i32 {
         if self == RunVerdict::Inconclusive
-            && inconclusive == super::settings::InconclusiveExit::Pass
+            && inconclusive == crate::config::verdict::InconclusiveExit::Pass
         {
             exit_code::PASS
         } else {
@@ -277,7 +280,7 @@ pub struct CheckReport {
     /// What an inconclusive verdict exits with (`[verdict] inconclusive`),
     /// for `raise`.
     #[serde(skip)]
-    pub(super) inconclusive: super::settings::InconclusiveExit,
+    pub(super) inconclusive: crate::config::verdict::InconclusiveExit,
     /// Why the run verdict is what it is (crash, mismatch, too few
     /// samples, regressions), one sentence each.
     pub(super) reasons: Vec<String>,

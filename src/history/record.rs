@@ -6,9 +6,9 @@
 //! clock) is handed in by the command as a `Provenance`.
 
 use super::drift::{self, Series};
-use super::settings::DriftConfig;
 use super::{DriftRow, MetricRow, RowVerdict, RunKind, RunRecord, StoredVerdict};
 use crate::baseline::{Baseline, Environment};
+use crate::config::history::DriftConfig;
 use crate::gate::{CheckReport, Observation, RunVerdict, Verdict};
 use crate::metrics::Direction;
 use std::collections::{BTreeMap, BTreeSet};

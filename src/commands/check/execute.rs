@@ -77,7 +77,7 @@ impl CheckPlan {
         } = first;
         // The history store, opened once: its healthy checks are the noise
         // model's prior; drift and the trend are read from it after the verdict.
-        let mut history = self.recorder.clone().map(CheckHistory::open);
+        let mut history = self.history_plan.clone().map(CheckHistory::open);
         let history_spread = history
             .as_mut()
             .map(|h| h.healthy_spread(&self.baseline))
