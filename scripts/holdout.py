@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Judge the recorded hold-out families with a gate binary, as written down
-in bench-results/*-holdout*/ and fixtures/README.md.
+in benchmarks/raw-output/*-holdout*/ and fixtures/README.md.
 
   scripts/holdout.py verdicts FAMILY    one family's verdict table (TSV): a
                                         baseline from healthy-1..3, every

@@ -94,15 +94,6 @@ pub(crate) fn stdout_color(choice: ColorChoice) -> bool {
     )
 }
 
-/// Colour for what goes to stderr.
-pub fn stderr_color(choice: ColorChoice) -> bool {
-    color_enabled(
-        choice,
-        std::io::stderr().is_terminal(),
-        ColorEnv::of_process(),
-    )
-}
-
 /// Where the benchmark's own stdout lines are passed through to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Echo {

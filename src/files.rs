@@ -156,14 +156,6 @@ pub(crate) fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// `read_input` through `open_real_input` (never from /proc or /sys).
-pub fn read_real_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = open_real_input(path, limit)?;
-    let mut out = Vec::new();
-    Capped::new(file, limit).read_to_end(&mut out)?;
-    Ok(out)
-}
-
 /// The text of an input file (see `open_input`); invalid UTF-8 is an error
 /// naming the line.
 pub(crate) fn read_input_string(path: &Path, limit: u64) -> io::Result<String> {
@@ -506,14 +498,6 @@ pub(crate) fn f32_bytes(values: &[f32]) -> &[u8] {
     // SAFETY: f32 has no padding; u8 has alignment 1; the length covers
     // exactly the slice's memory, borrowed for the slice's lifetime.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
-}
-
-/// `f32_bytes`, writable: any bit pattern is a valid f32.
-pub fn f32_bytes_mut(values: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as `f32_bytes`, and every byte pattern is a valid f32.
-    unsafe {
-        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
-    }
 }
 
 #[cfg(test)]

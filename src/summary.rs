@@ -5,8 +5,8 @@
 //! `diff` and `report` all summarise a run through `RunInput::new`, so they
 //! judge, store and explain the same numbers.
 
+use crate::config::user_metrics::{Aggregate, UserSource};
 use crate::config::Config;
-use crate::metric_sources::settings::{Aggregate, UserSource};
 use crate::stats::{MetricSource, MetricStats, Stat};
 use crate::trace::{gather, Trace};
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,8 @@
 //!   line boundaries and merged in order, through the same rules;
 //! - `write`: the writer (`PATH.partial`, renamed when the recording ends);
 //! - `columns`: the loaded sample values, a series per GPU and metric;
-//! - `validity`: which samples count; `nogpm`: GPM-stripped twins.
+//! - `validity`: which samples count; `nogpm`: GPM-stripped twins (test
+//!   support, feature `testkit`: never in the release library).
 
 /// One long plain trace parsed on every core.
 mod chunks;
@@ -19,7 +20,10 @@ pub mod columns;
 mod fast_sample;
 /// The format's types.
 pub mod format;
-/// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`).
+/// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`): test
+/// support like `synthetic` (feature `testkit`), never in the release
+/// library, which reads traces only through the typed reader.
+#[cfg(any(test, feature = "testkit"))]
 pub mod nogpm;
 /// The one streaming reader of a trace.
 pub mod read;
@@ -94,7 +98,7 @@ impl Trace {
             .collect();
         let (n, ngpu) = (self.sample_count(), self.gpu_count());
         if !gpm.is_empty() {
-            // `validity::row_is_gpm_glitch`, a column at a time: per GPU, a
+            // `validity::is_trace_gpm_glitch`, a column at a time: per GPU, a
             // bit per sample for "some GPM value is finite" and for "some is
             // nonzero" (n/4 bytes, not a flag list per GPU and sample); the
             // glitches (rare) are listed in the order of their events,
@@ -113,7 +117,7 @@ impl Trace {
                 }
                 let bit = |set: &[u64], i: usize| set[i / 64] >> (i % 64) & 1 == 1;
                 for (i, &b) in self.columns.gpu(g, busy_col).iter().enumerate() {
-                    if bit(&any, i) && !bit(&nonzero, i) && validity::is_glitch_busy(b as f64) {
+                    if validity::is_trace_gpm_glitch(bit(&any, i), bit(&nonzero, i), b) {
                         glitches.push((i, g));
                     }
                 }
@@ -123,14 +127,8 @@ impl Trace {
                 for &c in &gpm {
                     self.columns.gpu_mut(g, c)[i] = f32::NAN;
                 }
-                self.events.push(EventRecord {
-                    t: self.times_ms[i],
-                    kind: EventKind::GpmInvalid,
-                    gpu: Some(g as u32),
-                    pid: None,
-                    code: None,
-                    message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
-                });
+                self.events
+                    .push(validity::gpm_invalid_event(self.times_ms[i], g));
             }
         }
         self.teardown = self.idle_tail(busy_col);

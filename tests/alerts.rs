@@ -943,7 +943,7 @@ fn a_dead_receiver_never_blocks_a_watch_its_queue_drops_the_oldest_and_counts() 
 /// about alert delivery is what the code does.
 #[test]
 fn the_docs_and_the_example_say_what_the_code_does() {
-    use gpugate::alerts::settings::{self as s, Kind, Trigger};
+    use gpugate::config::alerts::{self as s, Kind, Trigger};
     let doc = std::fs::read_to_string(Path::new(ROOT).join("docs/watch.md")).unwrap();
     let section = &doc[doc.find("## Where alerts go").unwrap()..];
     let secs = |d: Duration| humantime::format_duration(d).to_string();

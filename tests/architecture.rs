@@ -6,9 +6,11 @@
 //!    -> baseline, cli <-> commands/tools).
 //! 2. The same between rooms (a room is the first path segment under
 //!    `src/`: `summary`, `diagnose`, `analysis`, ...): no two rooms import
-//!    each other through any of their files, and no room imports the top
-//!    (`lib.rs`, `main.rs`, `cli.rs`, `commands/`). The rules (`diagnose`)
-//!    read summaries; run analysis (`analysis`) sits under the summary.
+//!    each other through any of their files, no room imports the top
+//!    (`lib.rs`, `main.rs`, `cli.rs`, `commands/`), and `config` (every
+//!    section of gate.toml, `config/`) imports no room that reads it. The
+//!    rules (`diagnose`) read summaries; run analysis (`analysis`) sits
+//!    under the summary.
 //! 3. No clap type below `commands/`: the library takes validated domain
 //!    types (e.g. `record::RecordPlan`), only `cli.rs`, `main.rs` and
 //!    `commands/` see flags.
@@ -16,8 +18,8 @@
 //!    in `LONG_FUNCTIONS`.
 //!
 //! Imports are read from `crate::a::b` and `super::x` paths outside test
-//! code (everything after a file's first `#[cfg(test)]`, and test-only
-//! files), which is how this code base writes them.
+//! code (every item under `#[cfg(test)]`, blanked wherever it is in the
+//! file, and test-only files), which is how this code base writes them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -59,17 +61,38 @@ fn modules() -> BTreeMap<Vec<String>, PathBuf> {
         .collect()
 }
 
-/// The non-test code of a file, comments removed.
+/// The non-test code of a whole file: comments, strings and chars blanked
+/// (`blank_literals`), and every item under `#[cfg(test)]` (a test module,
+/// a test-only function or import) blanked too (`blank_test_items`), line
+/// breaks kept, so what follows a test module is read like the rest.
 fn code(file: &Path) -> String {
-    let text = std::fs::read_to_string(file).unwrap();
-    let text = match text.find("#[cfg(test)]") {
-        Some(i) => &text[..i],
-        None => &text[..],
-    };
-    text.lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
+    // Any non-ASCII character left (there is none in code) blanked too,
+    // so a byte is a character.
+    let text: String = blank_literals(&std::fs::read_to_string(file).unwrap())
+        .chars()
+        .map(|ch| if ch.is_ascii() { ch } else { ' ' })
+        .collect();
+    blank_test_items(&text)
+}
+
+/// `text` (literals blanked, ASCII) with each `#[cfg(test)]` item blanked
+/// to spaces from its attribute to its closing brace or `;` (line breaks
+/// kept).
+fn blank_test_items(text: &str) -> String {
+    let mut c = text.as_bytes().to_vec();
+    let attr = b"#[cfg(test)]";
+    let mut i = 0;
+    while let Some(k) = c[i..].windows(attr.len()).position(|w| w == attr) {
+        let start = i + k;
+        let end = item_end(&c, start + attr.len()).unwrap_or(c.len() - 1);
+        for ch in &mut c[start..=end] {
+            if *ch != b'\n' {
+                *ch = b' ';
+            }
+        }
+        i = end + 1;
+    }
+    String::from_utf8(c).expect("ASCII")
 }
 
 fn is_test_only(path: &[String]) -> bool {
@@ -114,10 +137,9 @@ fn import_graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
             targets.extend(resolve(&mods, &parts).or(Some(base)));
         }
         for t in targets {
-            // A module and its own submodules are one room (but a section
-            // of gate.toml is a room of its own: `room_of`).
+            // A module and its own submodules are one room.
             let nested = t.starts_with(me) || me.starts_with(&t);
-            if &t != me && (!nested || room_of(&t) != room_of(me)) {
+            if &t != me && !nested {
                 graph.entry(me.clone()).or_default().insert(t);
             }
         }
@@ -190,15 +212,9 @@ fn no_clap_type_below_the_commands() {
 /// The top of the layering: what may import any room, and no room may import.
 const TOP: [&str; 3] = ["", "cli", "commands"];
 
-/// The room a source file is in: its first path segment under `src/`,
-/// except a section of gate.toml (`ROOM/settings.rs`): the room keeps its
-/// section's schema beside it, and `config` assembles the document from
-/// them, so each is a small room of its own below both.
+/// The room a source file is in: its first path segment under `src/`.
 fn room_of(path: &[String]) -> String {
-    match path {
-        [room, leaf] if leaf == "settings" => format!("{room}::settings"),
-        _ => path.first().cloned().unwrap_or_default(),
-    }
+    path.first().cloned().unwrap_or_default()
 }
 
 /// Which room imports which (`room_of`), with one file-level import that
@@ -241,6 +257,33 @@ fn no_room_imports_itself_through_others() {
             graph[from][to]
         );
     }
+    // The configuration is read by the rooms that act on it, and imports
+    // none of them: each section's schema is in `config/` (no arrow back
+    // up from `config` to a room that reads it, directly or through others).
+    let reads_config = |room: &String| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![room];
+        while let Some(r) = todo.pop() {
+            for next in graph.get(r).into_iter().flat_map(|t| t.keys()) {
+                if next == "config" {
+                    return true;
+                }
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        false
+    };
+    let back_up: Vec<&String> = graph["config"]
+        .iter()
+        .filter(|(to, _)| reads_config(to))
+        .map(|(_, why)| why)
+        .collect();
+    assert!(
+        back_up.is_empty(),
+        "config imports a room that reads the configuration: {back_up:?}"
+    );
     let up: Vec<&String> = graph
         .iter()
         .filter(|(room, _)| !TOP.contains(&room.as_str()))
@@ -288,7 +331,7 @@ fn no_room_imports_itself_through_others() {
 const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("diagnose/rules.rs", "from_table", "parser"),
     ("diagnose/dsl.rs", "lex", "parser"),
-    ("metric_sources/settings.rs", "user_reader", "parser"),
+    ("config/user_metrics.rs", "user_reader", "parser"),
     ("report/run/svg.rs", "chart", "renderer"),
     ("report/check/openmetrics.rs", "render_many", "renderer"),
     ("report/check/pr_comment.rs", "render", "renderer"),
@@ -398,20 +441,12 @@ fn item_end(c: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// Every function with a body in `file` outside test code (everything
-/// after its first `#[cfg(test)]`, as `code` reads it), as (name, lines
-/// from its `fn` line to its closing brace).
+/// Every function with a body in `file` outside test code (`code`: the
+/// whole file, test items blanked), as (name, lines from its `fn` line to
+/// its closing brace).
 fn function_lengths(file: &Path) -> Vec<(String, usize)> {
-    // Literals blanked, and any other non-ASCII character (there is none
-    // in code) too, so a byte is a character.
-    let text: String = blank_literals(&std::fs::read_to_string(file).unwrap())
-        .chars()
-        .map(|ch| if ch.is_ascii() { ch } else { ' ' })
-        .collect();
-    let text = match text.find("#[cfg(test)]") {
-        Some(i) => &text[..i],
-        None => &text[..],
-    };
+    let text = code(file);
+    let text = &text[..];
     let c = text.as_bytes();
     let mut line_of = Vec::with_capacity(c.len());
     let mut line = 0;
@@ -505,6 +540,10 @@ fn the_function_scan_reads_past_literals_and_comments() {
         "}\n",
         "#[cfg(test)]\n",
         "mod tests { fn f() {} }\n",
+        "#[cfg(test)]\n",
+        "use tests::f;\n",
+        "fn h() {\n",
+        "}\n",
     );
     std::fs::write(&file, src).unwrap();
     let found = function_lengths(&file);
@@ -514,7 +553,8 @@ fn the_function_scan_reads_past_literals_and_comments() {
         vec![
             ("a".to_string(), 6),
             ("d".to_string(), 3),
-            ("g".to_string(), 3)
+            ("g".to_string(), 3),
+            ("h".to_string(), 2)
         ]
     );
 }

@@ -276,7 +276,7 @@ fn real_suite_output_is_valid_against_the_suite_schema() {
     assert!(!v.is_valid(&doc));
 }
 
-/// The `gate ab` reports written on the H200 (bench-results/2026-12-03-h200-ab,
+/// The `gate ab` reports written on the H200 (benchmarks/raw-output/2026-12-03-h200-ab,
 /// docs/gating.md "On the H200") match the schema and say what the table
 /// says: batch 96 against 128 regressed (exit 1, decided at round 4 of 5),
 /// the same command twice passed, and a round disturbed by a neighbour
@@ -284,7 +284,7 @@ fn real_suite_output_is_valid_against_the_suite_schema() {
 #[test]
 fn the_h200_gate_ab_reports_match_the_schema_and_the_docs_table() {
     let v = validator();
-    let dir = Path::new(ROOT).join("bench-results/2026-12-03-h200-ab");
+    let dir = Path::new(ROOT).join("benchmarks/raw-output/2026-12-03-h200-ab");
     let read = |name: &str| -> serde_json::Value {
         let text = std::fs::read_to_string(dir.join(name).join("ab.json")).unwrap();
         serde_json::from_str(&text).unwrap()

@@ -79,7 +79,7 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
             looks: 1,
             history_spread: Default::default(),
         });
-        if report.exit_code == 0 {
+        if report.exit_code() == 0 {
             // Passing is only defensible on what was judged, and the gap
             // must be said out loud.
             let judged = report
@@ -93,11 +93,11 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
             );
             assert!(
                 report
-                    .warnings
+                    .warnings()
                     .iter()
                     .any(|w| w.contains("not in the baseline")),
                 "a baseline cut after byte {at} passed without saying what it lacks: {:?}",
-                report.warnings
+                report.warnings()
             );
         }
     }

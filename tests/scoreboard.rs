@@ -753,7 +753,7 @@ fn the_recsys_hold_out() {
 
 /// The fifth hold-out, JAX training (fixtures/holdout-jax/README.md),
 /// recorded on an H200 with GPM and again with `gate record --no-gpm`,
-/// judged before any change (bench-results/2026-12-01-h200-holdout-jax/).
+/// judged before any change (benchmarks/raw-output/2026-12-01-h200-holdout-jax/).
 /// One lesson taken: a JIT recompiling every step spawns short-lived
 /// compiler processes (target_processes.max 1 -> 8, median 1), which made
 /// the recompile look like an input pipeline with GPM; input_bound now needs

@@ -21,12 +21,10 @@
 //! that expired, names another commit, or matches nothing is reported, so
 //! a stale acknowledgement never hides.
 
-pub mod settings;
-
+use crate::config::accept::{check_pct, AcceptPolicy};
 use crate::error::GateError;
 use crate::metrics::Direction;
 use serde::Deserialize;
-use settings::{check_pct, AcceptPolicy};
 
 /// The accept file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -8,8 +8,8 @@
 //! escapes, control characters as spaces), so a benchmark named
 //! `<!channel>` neither pages a channel nor becomes a link.
 
-use super::settings::Destination;
 use super::Notice;
+use crate::config::alerts::Destination;
 use hmac::{KeyInit, Mac};
 use std::time::{Duration, SystemTime};
 
@@ -171,7 +171,7 @@ pub fn signature(key: &[u8], body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alerts::settings::{AlertsConfig, Kind};
+    use crate::config::alerts::{AlertsConfig, Kind};
     use std::collections::BTreeMap;
 
     fn dest(kind: Kind) -> Destination {

@@ -13,13 +13,12 @@
 
 pub mod body;
 pub mod send;
-pub mod settings;
 
+use crate::config::alerts::Trigger;
 use crate::diagnose::RuleSet;
 use crate::gate::{CheckReport, RunVerdict};
 use crate::trace::Header;
 use crate::watch::{Alert, AlertState};
-use settings::Trigger;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -222,17 +221,19 @@ fn check_notice(
         .flat_map(|t| t.drift.iter().map(|d| d.message.clone()))
         .collect();
     let (severity, evidence) = match trigger {
-        Trigger::Regression if r.verdict == RunVerdict::Regression => ("high", r.reasons.clone()),
+        Trigger::Regression if r.verdict() == RunVerdict::Regression => {
+            ("high", r.reasons().to_vec())
+        }
         Trigger::Invalid
             if matches!(
-                r.verdict,
+                r.verdict(),
                 RunVerdict::Invalid
                     | RunVerdict::Unmeasured
                     | RunVerdict::Error
                     | RunVerdict::Disturbed
             ) =>
         {
-            ("medium", r.reasons.clone())
+            ("medium", r.reasons().to_vec())
         }
         Trigger::Drift if !drift.is_empty() => ("medium", drift),
         _ => return None,
@@ -242,8 +243,8 @@ fn check_notice(
         Trigger::Drift => format!("Drift in the history of baseline {baseline}"),
         _ => format!(
             "{} against baseline {baseline} (exit {})",
-            r.verdict.as_str(),
-            r.exit_code
+            r.verdict().as_str(),
+            r.exit_code()
         ),
     };
     let top = r.diagnosis.first();
@@ -283,8 +284,8 @@ fn check_notice(
         "evidence": n.evidence,
         "explanation": n.explanation,
         "baseline": baseline,
-        "verdict": r.verdict.as_str(),
-        "exit_code": r.exit_code,
+        "verdict": r.verdict().as_str(),
+        "exit_code": r.exit_code(),
         "url": n.url,
     });
     if let Some(s) = scope {

@@ -13,8 +13,8 @@
 //! and no message is built from them or from the HTTP client's error text
 //! (which may quote the URL); reasons are gate's own words.
 
-use super::settings::{AlertsConfig, Destination, Kind};
 use super::{body, Notice};
+use crate::config::alerts::{AlertsConfig, Destination, Kind};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::files::Inputs;
 use crate::gate::{self, paired, AbDifferences, AbInfo, AbRound, CheckReport, RunVerdict};
-use crate::history::pipeline::{self, CheckHistory, HistorySettings, Recorder};
+use crate::history::pipeline::{self, CheckHistory, HistoryPlan, HistorySettings};
 use crate::summary::{RunDerived, RunInput};
 use crate::trace::Trace;
 use clap::Args;
@@ -103,7 +103,7 @@ fn run_inner(args: &AbArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     let plan = shared.plan(args, name, (a, b), config)?;
     let (report, pending) = plan.execute()?;
     output::write(&super::check::outputs_of(&args.check), inputs, &report)?;
-    let codes = std::iter::once(report.exit_code).chain(finish_history(pending));
+    let codes = std::iter::once(report.exit_code()).chain(finish_history(pending));
     Ok(crate::exit_code::worst_exit_code(codes))
 }
 
@@ -211,7 +211,7 @@ impl Side {
 /// (unscoped) gate.toml, the history store, the outputs checked.
 struct Shared {
     config: Config,
-    recorder: Option<Recorder>,
+    history_plan: Option<HistoryPlan>,
     history: HistorySettings,
 }
 
@@ -230,13 +230,13 @@ impl Shared {
         }
         let config = load_config(c, None)?;
         let mut history = c.history.settings();
-        let recorder = Recorder::resolve(&history, &config)?;
-        if recorder.is_some() {
+        let history_plan = HistoryPlan::resolve(&history, &config)?;
+        if history_plan.is_some() {
             history.commit = super::detect_commit(None);
         }
         inputs.add_all(
             "the history database",
-            recorder.iter().flat_map(|r| r.files()),
+            history_plan.iter().flat_map(|r| r.files()),
         );
         let outputs = super::check::outputs(c);
         for (flag, path) in &outputs {
@@ -247,7 +247,7 @@ impl Shared {
         refuse_shared_outputs(&outputs)?;
         Ok(Shared {
             config,
-            recorder,
+            history_plan,
             history,
         })
     }
@@ -267,7 +267,7 @@ impl Shared {
             b,
             rules: config.rule_set()?,
             config,
-            recorder: self.recorder.clone(),
+            history_plan: self.history_plan.clone(),
             history: self.history.clone(),
             trace_dir: args.check.trace_dir.clone(),
             rounds: args.rounds,
@@ -276,7 +276,7 @@ impl Shared {
                 .check
                 .max_reruns
                 .or(config_max_reruns)
-                .unwrap_or(crate::gate::settings::DEFAULT_MAX_RERUNS),
+                .unwrap_or(crate::config::verdict::DEFAULT_MAX_RERUNS),
             wait_clean: args.check.wait_clean,
             args: args.check.clone(),
         })
@@ -290,7 +290,7 @@ struct AbPlan {
     b: Side,
     config: Config,
     rules: crate::diagnose::RuleSet,
-    recorder: Option<Recorder>,
+    history_plan: Option<HistoryPlan>,
     history: HistorySettings,
     trace_dir: PathBuf,
     rounds: usize,
@@ -421,7 +421,7 @@ impl AbPlan {
                 continue;
             }
             let (report, base) = self.judge(&rounds)?;
-            let decided = report.verdict != RunVerdict::Inconclusive;
+            let decided = report.verdict() != RunVerdict::Inconclusive;
             judged = Some((report, base));
             if decided || b_failed {
                 break;
@@ -430,13 +430,13 @@ impl AbPlan {
         let (mut report, base) = judged.expect("the last round is a look");
         report.ab = Some(self.ab_info(&rounds, &report));
         if !redone.is_empty() {
-            report.warnings.insert(0, format!(
+            report.warn_first(format!(
                 "{} round(s) were DISTURBED (something outside the benchmarks' process trees acted on them), dropped and run again: {}",
                 redone.len(),
                 redone.join(" | ")
             ));
         }
-        let pending = self.recorder.clone().map(|rec| {
+        let pending = self.history_plan.clone().map(|rec| {
             let mut tags: std::collections::BTreeMap<String, String> =
                 self.a.measure.tags.iter().cloned().collect();
             tags.insert(HISTORY_TAG.0.into(), HISTORY_TAG.1.into());

@@ -116,7 +116,7 @@ pub(crate) struct CapturePlan {
     runs: usize,
     multi_node: bool,
     config: Config,
-    recorder: Option<crate::history::pipeline::Recorder>,
+    history_plan: Option<crate::history::pipeline::HistoryPlan>,
     measure: MeasureArgs,
     trace_dir: PathBuf,
     baseline_dir: PathBuf,
@@ -164,7 +164,7 @@ impl CapturePlan {
         };
         measure::warn_unread_metrics_file(&measure, &config);
         let history = args.history.settings();
-        let recorder = crate::history::pipeline::Recorder::resolve(&history, &config)?;
+        let history_plan = crate::history::pipeline::HistoryPlan::resolve(&history, &config)?;
         // The baseline path is checked before anything is measured: never a
         // FIFO, a device or a directory, never a file this command reads (a
         // trace it is built from, gate.toml, the history database).
@@ -175,7 +175,7 @@ impl CapturePlan {
         inputs.add("the gate config", &config_path);
         inputs.add_all(
             "the history database",
-            recorder.iter().flat_map(|r| r.files()),
+            history_plan.iter().flat_map(|r| r.files()),
         );
         inputs
             .check_output(
@@ -188,7 +188,7 @@ impl CapturePlan {
             runs,
             multi_node: args.multi_node,
             config,
-            recorder,
+            history_plan,
             measure,
             trace_dir: args.trace_dir.clone(),
             baseline_dir: args.baseline_dir.clone(),
@@ -254,7 +254,7 @@ impl CapturePlan {
         if let Some(w) = b.spans_not_kept(&inputs) {
             crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&w));
         }
-        if let Some(rec) = &self.recorder {
+        if let Some(rec) = &self.history_plan {
             crate::history::pipeline::after_capture(rec, &self.history, &b, &traces)?;
         }
         Ok(crate::exit_code::PASS)

@@ -220,7 +220,7 @@ impl MeasureArgs {
 /// file the run then leaves absent or stale is said again in the report:
 /// `gate::runs`).
 pub(crate) fn warn_unread_metrics_file(args: &MeasureArgs, config: &crate::config::Config) {
-    use crate::metric_sources::settings::UserSource;
+    use crate::config::user_metrics::UserSource;
     let Some(path) = args.metrics_file.as_ref().filter(|_| !args.is_replay()) else {
         return;
     };

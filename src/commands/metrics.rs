@@ -4,8 +4,8 @@
 //! rule conditions, and what each needs from the machine.
 
 use super::Format;
+use crate::config::user_metrics::UserSource;
 use crate::config::Config;
-use crate::metric_sources::settings::UserSource;
 use crate::metrics;
 use clap::Args;
 use serde::Serialize;

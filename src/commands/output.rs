@@ -91,7 +91,7 @@ impl Document for CheckReport {
     }
 
     fn verdict(&self) -> String {
-        self.verdict.as_str().to_string()
+        self.verdict().as_str().to_string()
     }
 
     fn regressions(&self) -> usize {

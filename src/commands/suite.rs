@@ -249,10 +249,11 @@ fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::R
     for (_, target) in &targets {
         inputs.extend(check::base_inputs(args, target));
     }
-    let recorder = crate::history::pipeline::Recorder::resolve(&args.history.settings(), &config)?;
+    let history_plan =
+        crate::history::pipeline::HistoryPlan::resolve(&args.history.settings(), &config)?;
     inputs.add_all(
         "the history database",
-        recorder.iter().flat_map(|r| r.files()),
+        history_plan.iter().flat_map(|r| r.files()),
     );
     let outputs = check::outputs(args);
     check::refuse_shared_outputs(&outputs)?;

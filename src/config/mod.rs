@@ -42,29 +42,34 @@
 //!
 //! This file holds the document (`GateConfig`, which assembles the
 //! sections), `[defaults]` and `[metrics]`, loading and `Config`. Each other
-//! section's schema and validation lives beside the room that reads it:
-//! `[user_metrics]` in `metric_sources::settings`, `[verdict]`, `[compare]`
-//! and the resolved `Policy` in `gate::settings`, `[history]` in
-//! `history::settings`, `[accept]` in `accept::settings`, and
-//! `[[suite.workload]]` in `suite` here (library code reads it), `[alerts]`
-//! in `alerts::settings`. The checks
-//! they share, and the TOML error text, are in `crate::validate`.
+//! section's schema and validation is a file here, below the rooms that
+//! read it (config imports none of them: `tests/architecture.rs`):
+//! `[user_metrics]` in `user_metrics` (read by `metric_sources`, `summary`),
+//! `[verdict]`, `[compare]` and the resolved `Policy` in `verdict` (read by
+//! `gate`), `[history]` in `history`, `[accept]` in `accept`, `[alerts]` in
+//! `alerts`, and `[[suite.workload]]` in `suite` (library code reads it).
+//! The checks they share, and the TOML error text, are in `crate::validate`.
 
+pub mod accept;
+pub mod alerts;
+pub mod history;
 pub mod locate;
 pub mod suite;
+pub mod user_metrics;
+pub mod verdict;
 
-use crate::accept::settings::AcceptPolicy;
-use crate::alerts::settings::AlertsConfig;
 use crate::error::GateError;
-use crate::gate::settings::{CompareConfig, Policy, VerdictConfig};
-use crate::history::settings::HistoryConfig;
-use crate::metric_sources::settings::{readers, UserMetricDef};
 use crate::metrics::{self, Direction, Statistic};
 use crate::validate::{check_absolute, check_fraction, line_col, toml_error};
+use accept::AcceptPolicy;
+use alerts::AlertsConfig;
+use history::HistoryConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use toml::Spanned;
+use user_metrics::{readers, UserMetricDef};
+use verdict::{CompareConfig, Policy, VerdictConfig};
 
 /// Default practical floor of the benchmark's own numbers (wall time, user
 /// metrics such as throughput), as a fraction of the baseline: the smallest
@@ -95,7 +100,7 @@ pub struct GateConfig {
     #[serde(default)]
     pub rules: BTreeMap<String, toml::Value>,
     /// `[history]`: where runs are recorded and how drift is judged
-    /// (`history::settings::HistoryConfig`; `history` uses it).
+    /// (`history::HistoryConfig`; `history` uses it).
     #[serde(default)]
     pub history: Option<HistoryConfig>,
     /// `[verdict]`: what an inconclusive run exits with, and how many
@@ -112,7 +117,7 @@ pub struct GateConfig {
     /// `[[suite.workload]]`: the workloads `--suite` runs (docs/suites.md).
     #[serde(default)]
     pub suite: Option<suite::SuiteConfig>,
-    /// `[alerts]`: where watch and check alerts go (`alerts::settings`).
+    /// `[alerts]`: where watch and check alerts go (`config::alerts`).
     #[serde(default)]
     pub alerts: AlertsConfig,
 }
@@ -378,13 +383,6 @@ impl Config {
     /// Whether `id` is one of this file's user metrics (a bulk id too).
     pub(crate) fn is_user_metric(&self, id: &str) -> bool {
         self.user_table(id).is_some()
-    }
-
-    /// A user metric that a run may lack (`optional = true`).
-    pub fn is_optional(&self, id: &str) -> bool {
-        self.user_table(id)
-            .and_then(|t| self.file.user_metrics.get(t))
-            .is_some_and(|u| u.optional)
     }
 }
 

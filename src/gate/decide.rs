@@ -47,7 +47,7 @@
 //! (`gate capture --runs 3`, live reruns), unless the user set an explicit
 //! threshold for it: then that threshold decides.
 
-use super::settings::Policy;
+use crate::config::verdict::Policy;
 use crate::metrics::Direction;
 pub use crate::noise::{moderated, noise, Noise, NoiseSource, Observation, Prior};
 use serde::Serialize;

@@ -4,9 +4,9 @@
 
 use super::decide::{judge, Observation, Prior, Verdict, Why};
 use super::report::MetricResult;
-use super::settings::Policy;
 use super::CheckInput;
 use crate::baseline::{Baseline, BaselineMetric};
+use crate::config::verdict::Policy;
 use crate::config::Config;
 use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;

@@ -37,8 +37,9 @@ pub mod paired;
 mod passes;
 mod report;
 mod runs;
-pub mod settings;
 mod spans;
+#[cfg(test)]
+pub(crate) mod tests_support;
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 pub(crate) use judging::{decides_the_run, is_gated, round_differences, Policies};
 use judging::{judge_metrics, metric_ids};
@@ -243,7 +244,7 @@ mod tests {
     /// `check` too: an inconclusive run exits 0 however it got there.
     #[test]
     fn a_raise_to_inconclusive_honours_the_verdict_settings() {
-        use super::settings::InconclusiveExit;
+        use crate::config::verdict::InconclusiveExit;
         for (setting, code) in [(InconclusiveExit::Fail, 4), (InconclusiveExit::Pass, 0)] {
             let mut r = crate::report::check::tests_support::sample_report();
             (r.verdict, r.exit_code, r.inconclusive) = (RunVerdict::Pass, 0, setting);

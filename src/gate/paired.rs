@@ -32,7 +32,7 @@
 //! docs/gating.md has the measured rate.
 
 use super::decide::{judge_with, Judgement, Noise, NoiseSource};
-use super::settings::Policy;
+use crate::config::verdict::Policy;
 use crate::noise::{t_quantile, PRIOR_DF, WITHIN_RUN_INFLATION};
 
 /// Pairs before the first look: two ABBA blocks (3 degrees of freedom).

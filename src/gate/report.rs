@@ -75,9 +75,12 @@ impl RunVerdict {
 
     /// `exit_code` under the `[verdict] inconclusive` setting: "pass" makes
     /// an inconclusive run green (still reported as inconclusive).
-    pub(crate) fn exit_code_under(self, inconclusive: super::settings::InconclusiveExit) -> i32 {
+    pub(crate) fn exit_code_under(
+        self,
+        inconclusive: crate::config::verdict::InconclusiveExit,
+    ) -> i32 {
         if self == RunVerdict::Inconclusive
-            && inconclusive == super::settings::InconclusiveExit::Pass
+            && inconclusive == crate::config::verdict::InconclusiveExit::Pass
         {
             exit_code::PASS
         } else {
@@ -268,17 +271,21 @@ pub struct CheckReport {
     pub schema_version: u32,
     pub gate_version: String,
     pub baseline: BaselineInfo,
-    pub verdict: RunVerdict,
-    pub exit_code: i32,
+    /// The run verdict, its exit code, and the sentences behind them: set
+    /// by `gate::check` and changed after it only through `raise` and
+    /// `warn` (read them with `verdict()`, `exit_code()`, `reasons()` and
+    /// `warnings()`), so every change honours `[verdict]`.
+    pub(super) verdict: RunVerdict,
+    pub(super) exit_code: i32,
     /// What an inconclusive verdict exits with (`[verdict] inconclusive`),
     /// for `raise`.
     #[serde(skip)]
-    pub(crate) inconclusive: super::settings::InconclusiveExit,
+    pub(super) inconclusive: crate::config::verdict::InconclusiveExit,
     /// Why the run verdict is what it is (crash, mismatch, too few
     /// samples, regressions), one sentence each.
-    pub reasons: Vec<String>,
+    pub(super) reasons: Vec<String>,
     /// Non-fatal remarks (allowed environment mismatch, inconclusive metrics).
-    pub warnings: Vec<String>,
+    pub(super) warnings: Vec<String>,
     pub multi_node: bool,
     /// Improvements fail the run too (`--fail-on-improvement`).
     pub fail_on_improvement: bool,
@@ -379,6 +386,26 @@ pub struct TrendDrift {
 }
 
 impl CheckReport {
+    /// The run verdict.
+    pub fn verdict(&self) -> RunVerdict {
+        self.verdict
+    }
+
+    /// The exit code the verdict gives under gate.toml's `[verdict]`.
+    pub fn exit_code(&self) -> i32 {
+        self.exit_code
+    }
+
+    /// Why the verdict is what it is, one sentence each.
+    pub fn reasons(&self) -> &[String] {
+        &self.reasons
+    }
+
+    /// Non-fatal remarks, in the order they are shown.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     pub fn regressions(&self) -> impl Iterator<Item = &MetricResult> {
         self.metrics
             .iter()
@@ -403,5 +430,26 @@ impl CheckReport {
     /// A finding judged after `check` that does not fail the run: a warning.
     pub fn warn(&mut self, warning: String) {
         self.warnings.push(warning);
+    }
+
+    /// `warn`, shown before every other warning: what the judgement as a
+    /// whole rests on (runs judged together, disturbed runs left out).
+    pub fn warn_first(&mut self, warning: String) {
+        self.warnings.insert(0, warning);
+    }
+}
+
+#[cfg(test)]
+impl CheckReport {
+    /// Tests only: the report as if `gate::check` had concluded `verdict`
+    /// with `exit_code` for these `reasons` (a hand-built report's
+    /// starting point; code changes a verdict only through `raise`).
+    pub(crate) fn set_verdict_for_test(
+        &mut self,
+        verdict: RunVerdict,
+        exit_code: i32,
+        reasons: Vec<String>,
+    ) {
+        (self.verdict, self.exit_code, self.reasons) = (verdict, exit_code, reasons);
     }
 }

@@ -262,7 +262,7 @@ pub(super) fn comparable(
             "{who}: differs from the baseline's run: {} (what differs by design, such as a seed, goes in [compare] vary in gate.toml)",
             d.details.join("; ")
         );
-        if cfg.arguments == super::settings::ArgumentsPolicy::Refuse && !allowed {
+        if cfg.arguments == crate::config::verdict::ArgumentsPolicy::Refuse && !allowed {
             run.raise(
                 RunVerdict::Invalid,
                 format!(
@@ -430,7 +430,7 @@ pub(super) fn user_problems(
 /// ignored in silence (`measure::warn_unread_metrics_file` says the rest
 /// before a live run).
 fn unread_metrics_file(r: &RunInput, config: &Config) -> Option<String> {
-    use crate::metric_sources::settings::UserSource;
+    use crate::config::user_metrics::UserSource;
     let problem = r.trace.end.as_ref()?.metrics_file_problem.as_ref()?;
     let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
     (!read).then(|| {

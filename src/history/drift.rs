@@ -76,11 +76,11 @@ pub(crate) const D2_MOVING_RANGE: f64 = 1.128;
 /// The baseline's own error is discounted up to this many standard errors.
 pub(crate) const BASELINE_Z: f64 = 3.0;
 /// Fewer runs than this in the window: no drift judgement.
-pub const MIN_RUNS: usize = super::settings::DRIFT_MIN_RUNS;
+pub const MIN_RUNS: usize = crate::config::history::DRIFT_MIN_RUNS;
 /// The recent level is the mean of at most this many newest runs.
 pub const LEVEL_RUNS: usize = 3;
 
-use super::settings::DriftConfig;
+use crate::config::history::DriftConfig;
 
 /// One metric's recent values against its baseline, oldest first.
 #[derive(Debug, Clone, PartialEq)]

@@ -31,7 +31,6 @@ pub mod postgres;
 pub mod record;
 pub mod redact;
 pub mod schema;
-pub mod settings;
 pub mod sql;
 pub mod sqlite;
 pub mod stored;

@@ -1,5 +1,5 @@
 //! The history pipeline of `check` and `capture`: where the database is
-//! (`Recorder::resolve`), the noise prior read from it, drift and the
+//! (`HistoryPlan::resolve`), the noise prior read from it, drift and the
 //! trend read before the reports (`before_check_report`), the run appended
 //! after them (`finish_check`, `after_capture`). Built from
 //! `HistorySettings`, the domain form of the history flags.
@@ -26,9 +26,9 @@
 //! anything runs.
 
 use super::record::{self, Provenance};
-use super::settings::HistoryConfig;
 use super::{HistoryError, Location, MetricFilter, Query, RunKind, RunRecord};
 use crate::baseline::{Baseline, Environment};
+use crate::config::history::HistoryConfig;
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{CheckReport, RunVerdict};
@@ -204,21 +204,24 @@ fn provenance(
     }
 }
 
-/// Where `check` or `capture` records its run, resolved once before
-/// anything runs (a malformed location is exit 2 at once).
+/// Where `check` or `capture` records its run in the history, whether that
+/// is required, and its time-out: resolved once before anything runs (a
+/// malformed location is exit 2 at once), a plan like `CheckPlan`. (The
+/// recorder is the recording engine, `record.rs`; the store is the
+/// database behind `HistoryStore`.)
 #[derive(Clone)]
-pub(crate) struct Recorder {
+pub(crate) struct HistoryPlan {
     location: Location,
     required: bool,
     timeout: Duration,
 }
 
-impl Recorder {
+impl HistoryPlan {
     /// None: nothing is recorded (no location, or `--no-history`).
     pub fn resolve(
         settings: &HistorySettings,
         config: &Config,
-    ) -> Result<Option<Recorder>, GateError> {
+    ) -> Result<Option<HistoryPlan>, GateError> {
         if settings.off {
             return Ok(None);
         }
@@ -227,7 +230,7 @@ impl Recorder {
         let Some(location) = resolve(settings.url.as_deref(), cfg, required)? else {
             return Ok(None);
         };
-        Ok(Some(Recorder {
+        Ok(Some(HistoryPlan {
             location,
             required,
             timeout: settings.timeout,
@@ -321,20 +324,20 @@ fn give_up(location: &Location, e: &HistoryError) {
 /// measured: the noise prior, drift and the trend are read from it before
 /// the reports, and the run is appended after them (`finish_check`).
 pub(crate) struct CheckHistory {
-    recorder: Recorder,
+    plan: HistoryPlan,
     store: Option<Box<dyn super::HistoryStore>>,
     /// The first step that failed: reported once the verdict is out.
     failure: Option<HistoryError>,
 }
 
 impl CheckHistory {
-    pub fn open(recorder: Recorder) -> CheckHistory {
-        let (store, failure) = match recorder.open() {
+    pub fn open(plan: HistoryPlan) -> CheckHistory {
+        let (store, failure) = match plan.open() {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e)),
         };
         CheckHistory {
-            recorder,
+            plan,
             store,
             failure,
         }
@@ -347,7 +350,7 @@ impl CheckHistory {
         work: impl FnOnce(&mut dyn super::HistoryStore) -> Result<T, HistoryError> + Send + 'static,
     ) -> Option<T> {
         let mut store = self.store.take()?;
-        match self.recorder.step(move || {
+        match self.plan.step(move || {
             let t = work(store.as_mut())?;
             Ok((store, t))
         }) {
@@ -356,7 +359,7 @@ impl CheckHistory {
                 Some(t)
             }
             Err(e) => {
-                give_up(&self.recorder.location, &e);
+                give_up(&self.plan.location, &e);
                 self.failure.get_or_insert(e);
                 None
             }
@@ -437,8 +440,8 @@ pub(crate) fn before_check_report(
         if let Some(previous) = previous {
             run.drift = record::find_drift(&run, &previous, &drift_cfg);
             record::apply_drift(report, &run.drift);
-            run.verdict = report.verdict.into();
-            run.exit_code = report.exit_code;
+            run.verdict = report.verdict().into();
+            run.exit_code = report.exit_code();
         }
         report.trend = Some(super::trend::build(report, &earlier, target, &run.drift));
     }
@@ -449,51 +452,51 @@ pub(crate) fn before_check_report(
 /// append the run. Ok, or a warning; an error only with `required`.
 pub(crate) fn finish_check(pending: PendingCheck) -> Result<(), GateError> {
     let PendingCheck { mut history, run } = pending;
-    let recorder = &history.recorder;
+    let plan = &history.plan;
     let appended = match (history.failure.take(), history.store.take()) {
         (Some(e), _) => Err(e),
-        (None, Some(mut store)) => match recorder.skipped() {
+        (None, Some(mut store)) => match plan.skipped() {
             Some(e) => Err(e),
-            None => recorder.step(move || store.append(&run)),
+            None => plan.step(move || store.append(&run)),
         },
         (None, None) => return Ok(()),
     };
     if let Err(e) = &appended {
-        give_up(&recorder.location, e);
+        give_up(&plan.location, e);
     }
     match appended {
         Ok(id) => {
             crate::gate_eprintln!(
                 "gate: recorded run {id} in {}",
-                crate::escape::terminal(&recorder.location.display())
+                crate::escape::terminal(&plan.location.display())
             );
             Ok(())
         }
-        Err(e) => recorder.failed(e),
+        Err(e) => plan.failed(e),
     }
 }
 
 /// `capture`'s hook, after the baseline is written: append it as a
 /// `capture` run (trend pages mark it as a refresh). Bounded like `check`.
 pub(crate) fn after_capture(
-    recorder: &Recorder,
+    plan: &HistoryPlan,
     settings: &HistorySettings,
     baseline: &Baseline,
     traces: &[Trace],
 ) -> Result<(), GateError> {
     let prov = provenance(settings, traces, &baseline.tags, baseline.commit.clone());
     let run = record::from_capture(baseline, prov);
-    let appended = recorder
+    let appended = plan
         .open()
-        .and_then(|mut store| recorder.step(move || store.append(&run)));
+        .and_then(|mut store| plan.step(move || store.append(&run)));
     match appended {
         Ok(id) => {
             crate::gate_eprintln!(
                 "gate: recorded capture {id} in {}",
-                crate::escape::terminal(&recorder.location.display())
+                crate::escape::terminal(&plan.location.display())
             );
             Ok(())
         }
-        Err(e) => recorder.failed(e),
+        Err(e) => plan.failed(e),
     }
 }

@@ -6,9 +6,9 @@
 //! clock) is handed in by the command as a `Provenance`.
 
 use super::drift::{self, Series};
-use super::settings::DriftConfig;
 use super::{DriftRow, MetricRow, RowVerdict, RunKind, RunRecord, StoredVerdict};
 use crate::baseline::{Baseline, Environment};
+use crate::config::history::DriftConfig;
 use crate::gate::{CheckReport, Observation, RunVerdict, Verdict};
 use crate::metrics::Direction;
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,8 +84,8 @@ pub(crate) fn from_check(report: &CheckReport, baseline: &Baseline, prov: Proven
         tags: prov.tags,
         gpu_model: prov.environment.gpu_model.clone(),
         environment: environment_json(&prov.environment),
-        verdict: report.verdict.into(),
-        exit_code: report.exit_code,
+        verdict: report.verdict().into(),
+        exit_code: report.exit_code(),
         regressions: report.counts.regression,
         top_rule: top.map(|f| f.rule.clone()),
         top_cause: top.map(|f| f.title.clone()),

@@ -35,7 +35,10 @@ pub(super) fn read(reader: &Reader, text: &str) -> FileReading {
         Reader::Bmf { measure, stat, .. } => ("BMF", bmf(text, measure, stat)),
         Reader::GoogleBenchmark { stat, .. } => ("Google Benchmark", google(text, stat)),
         Reader::Nvbench { stat, .. } => ("nvbench", nvbench(text, stat)),
-        _ => return FileReading::default(),
+        // Not harness files: `Reader::read_file` reads them itself.
+        Reader::Regex(_) | Reader::Json { .. } | Reader::MlperfSummary { .. } => {
+            return FileReading::default()
+        }
     };
     let Some(pattern) = reader.pattern() else {
         return FileReading::default();
@@ -89,7 +92,11 @@ fn is_time_stat(reader: &Reader) -> bool {
         ),
         Reader::GoogleBenchmark { stat, .. } => stat.ends_with("_time"),
         Reader::Nvbench { stat, .. } => stat.contains("/time/") && !stat.contains("stdev"),
-        _ => false,
+        // BMF's measures are the user's own; the others are not harness files.
+        Reader::Bmf { .. }
+        | Reader::Regex(_)
+        | Reader::Json { .. }
+        | Reader::MlperfSummary { .. } => false,
     }
 }
 

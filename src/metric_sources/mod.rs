@@ -1,7 +1,7 @@
 //! Where a benchmark's own number (gate.toml `[user_metrics.NAME]`) is read
-//! from: the formats teams already write. Owns the readers and the table's
-//! schema; `settings` validates the table into a `Reader` (when `config`
-//! loads gate.toml), `summary` applies it to a trace's
+//! from: the formats teams already write. Owns the readers; the table's
+//! schema is `config::user_metrics`, which validates the table into a
+//! `Reader` (when `config` loads gate.toml), `summary` applies it to a trace's
 //! stdout lines or to the metrics file kept in its end record (`keep`
 //! decides what of the file is kept, and when a file is not this run's).
 //!
@@ -59,7 +59,6 @@
 
 mod harness;
 pub mod keep;
-pub mod settings;
 pub mod spans;
 
 pub(crate) use keep::{keep_metrics_file, MetricsFileProblem};
@@ -80,17 +79,6 @@ pub enum Format {
     Nvbench,
 }
 
-/// Every format, for messages.
-pub const FORMATS: &[Format] = &[
-    Format::Regex,
-    Format::Json,
-    Format::PytestBenchmark,
-    Format::MlperfSummary,
-    Format::Bmf,
-    Format::GoogleBenchmark,
-    Format::Nvbench,
-];
-
 impl Format {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -106,16 +94,25 @@ impl Format {
 
     /// Formats that are whole files, never stdout lines.
     pub(crate) fn file_only(self) -> bool {
-        !matches!(self, Format::Regex | Format::Json)
+        match self {
+            Format::Regex | Format::Json => false,
+            Format::PytestBenchmark
+            | Format::MlperfSummary
+            | Format::Bmf
+            | Format::GoogleBenchmark
+            | Format::Nvbench => true,
+        }
     }
 
     /// Formats whose `benchmark` names one benchmark of several (a glob
     /// reads many).
     pub(crate) fn has_benchmarks(self) -> bool {
-        matches!(
-            self,
-            Format::PytestBenchmark | Format::Bmf | Format::GoogleBenchmark | Format::Nvbench
-        )
+        match self {
+            Format::PytestBenchmark | Format::Bmf | Format::GoogleBenchmark | Format::Nvbench => {
+                true
+            }
+            Format::Regex | Format::Json | Format::MlperfSummary => false,
+        }
     }
 }
 
@@ -341,7 +338,7 @@ impl Reader {
             | Reader::Bmf { benchmark, .. }
             | Reader::GoogleBenchmark { benchmark, .. }
             | Reader::Nvbench { benchmark, .. } => Some(benchmark),
-            _ => None,
+            Reader::Regex(_) | Reader::Json { .. } | Reader::MlperfSummary { .. } => None,
         }
     }
 
@@ -366,8 +363,12 @@ impl Reader {
                 let doc: serde_json::Value = serde_json::from_str(t).ok()?;
                 number(doc.pointer(pointer)?)
             }
-            // Whole-file formats are refused for stdout by `settings`.
-            _ => None,
+            // Whole-file formats are refused for stdout by `config::user_metrics`.
+            Reader::PytestBenchmark { .. }
+            | Reader::MlperfSummary { .. }
+            | Reader::Bmf { .. }
+            | Reader::GoogleBenchmark { .. }
+            | Reader::Nvbench { .. } => None,
         }
     }
 
@@ -389,7 +390,10 @@ impl Reader {
             }
             Reader::Json { pointer } => read_json_file(text, pointer),
             Reader::MlperfSummary { field } => read_mlperf(text, field),
-            _ => harness::read(self, text),
+            Reader::PytestBenchmark { .. }
+            | Reader::Bmf { .. }
+            | Reader::GoogleBenchmark { .. }
+            | Reader::Nvbench { .. } => harness::read(self, text),
         }
     }
 }

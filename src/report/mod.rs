@@ -6,8 +6,13 @@
 //!   shows) through `run::RunReporter`: text, Markdown, JSON and HTML with
 //!   inline SVG.
 //!
-//! Reporters are pure: they return text, the same input gives the same
-//! bytes, and files, stdout and environment variables are the commands' job.
+//! A reporter's render is a function of its input: the same input gives the
+//! same bytes (no clock, no host lookups, no environment variables), and
+//! where the bytes go (files, stdout) is the commands' job; `run::json`
+//! can also write them as it makes them, to a writer the command hands it.
+//! What the renders need beyond the report is read before them, by a
+//! helper the command calls: the check page's series, read from the runs'
+//! trace files (`check::html::series_for`).
 
 pub mod check;
 pub mod finding;

@@ -7,6 +7,9 @@
 //! memory-controller busy, clocks, power, processes) and every host counter
 //! are kept as recorded.
 //!
+//! Test support (feature `testkit`, like `synthetic`): the release library
+//! never reads a trace as untyped JSON.
+//!
 //! `scripts/strip-gpm.sh` writes the twins of `fixtures/traces/*.jsonl`
 //! into `fixtures/traces/nogpm/`; a test checks they are current.
 

@@ -43,38 +43,62 @@ const MIN_WORKING_SAMPLES: usize = 5;
 /// GPU busy at or above which an all-zero GPM reading cannot be real.
 const GLITCH_BUSY_PCT: f64 = 50.0;
 
-/// The glitch seen on the H200: every GPM metric 0 and DRAM NaN while NVML
-/// says the GPU is busy. All-zero readings are also rejected when the GPU is
-/// clearly busy (idle PCIe alone reads ~1 MiB/s, never exactly 0).
-/// `values` are one GPM reading's metrics (None = NaN or unsupported).
-pub(crate) fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
-    let mut finite = values.iter().flatten().peekable();
-    if finite.peek().is_none() {
+/// The GPM-glitch rule, the one place it is written: the glitch seen on
+/// the H200 is every GPM metric 0 and DRAM NaN while NVML says the GPU is
+/// busy. All-zero readings are also rejected when the GPU is clearly busy
+/// (idle PCIe alone reads ~1 MiB/s, never exactly 0). A reading is one GPU's
+/// GPM metrics at one tick: `any_read` (some metric has a finite value),
+/// `any_nonzero` (some finite value is not 0), `any_nan` (some metric came
+/// back NaN); `busy_pct` is NVML's GPU busy beside it (None = missing).
+fn gpm_glitch(any_read: bool, any_nonzero: bool, any_nan: bool, busy_pct: Option<f64>) -> bool {
+    if !any_read {
         return false; // no reading at all: nothing to judge
     }
-    let all_zero = finite.all(|v| *v == 0.0);
     let busy = busy_pct.unwrap_or(0.0);
-    all_zero && ((any_nan && busy > 0.0) || busy >= GLITCH_BUSY_PCT)
+    !any_nonzero && ((any_nan && busy > 0.0) || busy >= GLITCH_BUSY_PCT)
 }
 
-/// Whether a GPU busy reading (NaN = missing) is busy enough that an
-/// all-zero GPM reading beside it is a glitch (the trace form of the rule:
-/// see `row_is_gpm_glitch`).
-pub(crate) fn is_glitch_busy(busy_pct: f64) -> bool {
-    busy_pct.is_finite() && busy_pct >= GLITCH_BUSY_PCT
+/// `gpm_glitch` as the recorder reads it: `values` are one GPM reading's
+/// metrics (None = NaN or unsupported), `any_nan` whether one was NaN.
+pub(crate) fn is_gpm_glitch(values: &[Option<f64>], any_nan: bool, busy_pct: Option<f64>) -> bool {
+    let any_read = values.iter().any(Option::is_some);
+    let any_nonzero = values.iter().flatten().any(|v| *v != 0.0);
+    gpm_glitch(any_read, any_nonzero, any_nan, busy_pct)
 }
 
-/// Which GPM readings of one sample row are glitches: `row` is one GPU's
-/// columns in one sample, `gpm` the indices of its GPM columns, `busy_col`
-/// the index of GPU busy. A trace stores NaN as null, indistinguishable from
-/// "not read this tick", so only the busy >= 50 % form of the rule applies.
+/// `gpm_glitch` as a trace holds a reading: a trace stores NaN as null,
+/// indistinguishable from "not read this tick", so only the busy >= 50 %
+/// form of the rule applies. `any_read`, `any_nonzero` as `gpm_glitch`;
+/// `busy_pct` the sample's GPU busy (NaN = missing). The loader judges a
+/// whole column at a time with it, the replay one row.
+pub(crate) fn is_trace_gpm_glitch(any_read: bool, any_nonzero: bool, busy_pct: f32) -> bool {
+    let busy = Some(busy_pct as f64).filter(|v| v.is_finite());
+    gpm_glitch(any_read, any_nonzero, false, busy)
+}
+
+/// `is_trace_gpm_glitch` of one sample row: `row` is one GPU's columns in
+/// one sample, `gpm` the indices of its GPM columns, `busy_col` the index
+/// of GPU busy.
 pub(crate) fn row_is_gpm_glitch(row: &[f32], gpm: &[usize], busy_col: usize) -> bool {
-    let values: Vec<Option<f64>> = gpm
-        .iter()
-        .map(|&c| Some(row[c] as f64).filter(|v| v.is_finite()))
-        .collect();
-    let busy = Some(row[busy_col] as f64).filter(|v| v.is_finite());
-    is_gpm_glitch(&values, false, busy)
+    let read = || gpm.iter().map(|&c| row[c]).filter(|v| v.is_finite());
+    is_trace_gpm_glitch(
+        read().next().is_some(),
+        read().any(|v| v != 0.0),
+        row[busy_col],
+    )
+}
+
+/// The `gpm_invalid` event of a glitched reading in a trace (GPU `gpu` at
+/// `t_ms`), as the loader and the replay note it.
+pub(crate) fn gpm_invalid_event(t_ms: f64, gpu: usize) -> super::EventRecord {
+    super::EventRecord {
+        t: t_ms,
+        kind: super::EventKind::GpmInvalid,
+        gpu: Some(gpu as u32),
+        pid: None,
+        code: None,
+        message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
+    }
 }
 
 /// How many trailing samples of the steady window are process teardown

@@ -14,7 +14,7 @@
 //! trace recorded, as the live watch did.
 
 use crate::error::GateError;
-use crate::trace::{validity, EventKind, EventRecord, Header, Record, TraceReader};
+use crate::trace::{validity, Header, Record, TraceReader};
 use std::path::Path;
 
 /// What the stream hands over.
@@ -115,14 +115,7 @@ fn sample(
                 for &c in gpm {
                     row[c] = f32::NAN;
                 }
-                let event = Record::Event(EventRecord {
-                    t: t_ms,
-                    kind: EventKind::GpmInvalid,
-                    gpu: Some(g as u32),
-                    pid: None,
-                    code: None,
-                    message: "GPM reading all zero while the GPU was busy; treated as missing when the trace was loaded".into(),
-                });
+                let event = Record::Event(validity::gpm_invalid_event(t_ms, g));
                 if !each(Item::Record(&event)) {
                     return false;
                 }

@@ -9,7 +9,7 @@
 //! destination it is exit 3 (which never hides a regression: 1 outranks 3).
 
 use crate::alerts::send::{self, Target};
-use crate::alerts::settings::Trigger;
+use crate::config::alerts::Trigger;
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::CheckReport;

@@ -77,7 +77,7 @@ impl CheckPlan {
         } = first;
         // The history store, opened once: its healthy checks are the noise
         // model's prior; drift and the trend are read from it after the verdict.
-        let mut history = self.recorder.clone().map(CheckHistory::open);
+        let mut history = self.history_plan.clone().map(CheckHistory::open);
         let history_spread = history
             .as_mut()
             .map(|h| h.healthy_spread(&self.baseline))
@@ -86,17 +86,17 @@ impl CheckPlan {
             self.verdict_of(traces, derived, &history_spread)
         };
         let mut report = verdict(&traces, &derived);
-        let first = report.verdict;
+        let first = report.verdict();
         let max_reruns = self.max_reruns;
         let mut reruns = 0;
         while reruns < max_reruns && needs_rerun(&report, reruns < self.confirm) {
             reruns += 1;
             crate::gate_eprintln!(
                 "gate: the verdict is {} so far; rerun {reruns}/{max_reruns} to judge the runs together",
-                report.verdict.as_str(),
+                report.verdict().as_str(),
             );
             if let (gate::RunVerdict::Disturbed, Some(limit), Some(last)) =
-                (report.verdict, self.wait_clean, traces.last())
+                (report.verdict(), self.wait_clean, traces.last())
             {
                 let left = super::wait_clean::wait_for_quiet_gpus(last, limit);
                 if !left.is_empty() {
@@ -112,7 +112,7 @@ impl CheckPlan {
             report = verdict(&traces, &derived);
         }
         if reruns > 0 {
-            report.warnings.push(format!(
+            report.warn(format!(
                 "the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise; {} looks at a Bonferroni-split 5 %)",
                 first.as_str(),
                 traces.len(),
@@ -190,7 +190,7 @@ impl CheckPlan {
         });
         if inputs.len() < traces.len() && !j.multi_node {
             let what: Vec<String> = found.iter().flatten().map(|d| d.text()).collect();
-            report.warnings.insert(0, format!(
+            report.warn_first(format!(
                 "{left_out} of {} runs were DISTURBED (something outside the benchmark's process tree acted on them) and left out; the {} clean run(s) were judged: {}",
                 traces.len(),
                 inputs.len(),
@@ -208,7 +208,7 @@ impl CheckPlan {
 /// not judge them.
 fn needs_rerun(r: &CheckReport, confirming: bool) -> bool {
     use gate::{RunVerdict, Verdict};
-    match r.verdict {
+    match r.verdict() {
         RunVerdict::Error | RunVerdict::Invalid | RunVerdict::Unmeasured => false,
         // Every regression was acknowledged: nothing left to decide.
         RunVerdict::Accepted => false,
@@ -235,11 +235,13 @@ mod tests {
     #[test]
     fn a_disturbed_run_is_rerun() {
         let mut r = crate::report::check::tests_support::sample_report();
-        r.verdict = gate::RunVerdict::Disturbed;
-        assert!(needs_rerun(&r, false));
-        r.verdict = gate::RunVerdict::Regression;
-        assert!(!needs_rerun(&r, false) && needs_rerun(&r, true));
-        r.verdict = gate::RunVerdict::Error;
-        assert!(!needs_rerun(&r, true));
+        let mut at = |v: gate::RunVerdict| {
+            r.set_verdict_for_test(v, v.exit_code(), Vec::new());
+            r.clone()
+        };
+        assert!(needs_rerun(&at(gate::RunVerdict::Disturbed), false));
+        let regression = at(gate::RunVerdict::Regression);
+        assert!(!needs_rerun(&regression, false) && needs_rerun(&regression, true));
+        assert!(!needs_rerun(&at(gate::RunVerdict::Error), true));
     }
 }

@@ -206,11 +206,11 @@ fn run_inner(args: &CheckArgs, inputs: &mut Inputs) -> anyhow::Result<i32> {
     super::output::write(&outputs_of(args), inputs, &report)?;
     // A failed record (--history-required) ranks like any exit code: it
     // never hides a regression (1 outranks 3).
-    let codes = std::iter::once(report.exit_code).chain(history.finish());
+    let codes = std::iter::once(report.exit_code()).chain(history.finish());
     let code = crate::exit_code::worst_exit_code(codes);
     // Alerts last: the verdict, the reports and the history are out.
     Ok(match alerting {
-        Some(a) => a.deliver(&[(&report, None)], report.verdict.as_str(), code),
+        Some(a) => a.deliver(&[(&report, None)], report.verdict().as_str(), code),
         None => code,
     })
 }

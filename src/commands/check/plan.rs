@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::files::Inputs;
-use crate::history::pipeline::{HistorySettings, Recorder};
+use crate::history::pipeline::{HistoryPlan, HistorySettings};
 use crate::report::check as report;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ pub(crate) struct CheckPlan {
     pub config: Config,
     pub baseline: Baseline,
     pub baseline_source: String,
-    pub recorder: Option<Recorder>,
+    pub history_plan: Option<HistoryPlan>,
     pub rules: RuleSet,
     pub acceptances: crate::accept::Acceptances,
     /// `--tag`s, which win over the traces' own.
@@ -93,13 +93,13 @@ impl CheckPlan {
         let (config, baseline, baseline_source) = load_inputs(args, &target)?;
         crate::commands::measure::warn_unread_metrics_file(&target.measure, &config);
         let mut history = args.history.settings();
-        let recorder = Recorder::resolve(&history, &config)?;
-        if recorder.is_some() {
+        let history_plan = HistoryPlan::resolve(&history, &config)?;
+        if history_plan.is_some() {
             history.commit = crate::commands::detect_commit(None);
         }
         inputs.add_all(
             "the history database",
-            recorder.iter().flat_map(|r| r.files()),
+            history_plan.iter().flat_map(|r| r.files()),
         );
         // Outputs before anything runs: a path that would be refused must not
         // cost a live run, nor replace an input (the history database included).
@@ -121,7 +121,7 @@ impl CheckPlan {
         let max_reruns = if target.measure.is_live() {
             args.max_reruns
                 .or(config.file.verdict.max_reruns)
-                .unwrap_or(crate::gate::settings::DEFAULT_MAX_RERUNS)
+                .unwrap_or(crate::config::verdict::DEFAULT_MAX_RERUNS)
                 .max(args.confirm)
         } else {
             0
@@ -131,7 +131,7 @@ impl CheckPlan {
             config,
             baseline,
             baseline_source,
-            recorder,
+            history_plan,
             rules,
             acceptances,
             measure: target.measure,

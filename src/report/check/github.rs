@@ -91,7 +91,7 @@ pub fn render(items: &[Item]) -> Vec<String> {
 pub fn items(r: &CheckReport, prefix: &str) -> Vec<Item> {
     // A disturbed run's moves are no evidence about the change: its
     // reason (naming the neighbour) is the annotation, not a regression.
-    let disturbed = r.verdict == RunVerdict::Disturbed;
+    let disturbed = r.verdict() == RunVerdict::Disturbed;
     let mut items: Vec<Item> = r
         .metrics
         .iter()
@@ -103,13 +103,13 @@ pub fn items(r: &CheckReport, prefix: &str) -> Vec<Item> {
             message: super::failure_text(r, m),
         })
         .collect();
-    if items.is_empty() && r.verdict != RunVerdict::Pass {
+    if items.is_empty() && r.verdict() != RunVerdict::Pass {
         items = r
-            .reasons
+            .reasons()
             .iter()
             .map(|reason| Item {
-                warning: r.verdict == RunVerdict::Accepted,
-                title: format!("gate: {prefix}{}", r.verdict.as_str()),
+                warning: r.verdict() == RunVerdict::Accepted,
+                title: format!("gate: {prefix}{}", r.verdict().as_str()),
                 message: reason.clone(),
             })
             .collect();

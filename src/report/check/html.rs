@@ -309,7 +309,7 @@ fn suite_table(workloads: &[Workload], suite: &Suite) -> String {
     if let Some((i, w)) = workloads
         .iter()
         .enumerate()
-        .find(|(_, w)| w.report.exit_code != crate::exit_code::PASS)
+        .find(|(_, w)| w.report.exit_code() != crate::exit_code::PASS)
     {
         let lead = super::html_lead::lead(w.report, i);
         if !lead.is_empty() {
@@ -335,10 +335,10 @@ fn suite_table(workloads: &[Workload], suite: &Suite) -> String {
             s,
             "<tr><td><a href=\"#w{i}\">{}</a></td><td class=\"{}\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             esc(&r.baseline.name),
-            esc(r.verdict.as_str()),
-            esc(&r.verdict.as_str().to_uppercase()),
-            r.exit_code,
-            esc(r.reasons.first().map(String::as_str).unwrap_or(""))
+            esc(r.verdict().as_str()),
+            esc(&r.verdict().as_str().to_uppercase()),
+            r.exit_code(),
+            esc(r.reasons().first().map(String::as_str).unwrap_or(""))
         );
     }
     s.push_str("</table>");
@@ -354,27 +354,27 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
         s,
         "<h1>gate check against baseline {}</h1><div class=\"verdict {}\">VERDICT: {} (exit {})</div>",
         esc(&r.baseline.name),
-        verdict_class(r.verdict),
-        esc(&r.verdict.as_str().to_uppercase()),
-        r.exit_code
+        verdict_class(r.verdict()),
+        esc(&r.verdict().as_str().to_uppercase()),
+        r.exit_code()
     );
     // The first screen: verdict, regressed numbers, first cause; then the
     // reasons, the warnings folded (they once pushed the cause 1,100 px down).
     s.push_str(&super::html_lead::lead(r, idx));
-    if !r.reasons.is_empty() {
+    if !r.reasons().is_empty() {
         s.push_str("<ul class=\"reasons\">");
-        for reason in &r.reasons {
+        for reason in r.reasons() {
             let _ = write!(s, "<li>{}</li>", esc(reason));
         }
         s.push_str("</ul>");
     }
-    if !r.warnings.is_empty() {
+    if !r.warnings().is_empty() {
         let _ = write!(
             s,
             "<details class=\"warns\"><summary class=\"warn\">{} warning(s)</summary><ul class=\"reasons\">",
-            r.warnings.len()
+            r.warnings().len()
         );
-        for warning in &r.warnings {
+        for warning in r.warnings() {
             let _ = write!(s, "<li class=\"warn\">warning: {}</li>", esc(warning));
         }
         s.push_str("</ul></details>");

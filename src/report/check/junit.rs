@@ -67,7 +67,7 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
         escape::xml_attr(suite),
         seconds(Some(run_time))
     );
-    let mut body = r.reasons.join("\n");
+    let mut body = r.reasons().join("\n");
     if !r.diagnosis_text.is_empty() {
         body.push_str("\nDiagnosis:\n");
         for d in &r.diagnosis_text {
@@ -77,8 +77,8 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
     let body = capped(&body, MAX_RUN_TEXT_BYTES).into_owned();
     let message = format!(
         "{}: {}",
-        r.verdict.as_str(),
-        r.reasons.first().map(String::as_str).unwrap_or("")
+        r.verdict().as_str(),
+        r.reasons().first().map(String::as_str).unwrap_or("")
     );
     // One regression is one failure: when a metric's testcase carries it,
     // this testcase passes and tells the run's reasons in its system-out.
@@ -87,14 +87,14 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
         .iter()
         .any(|m| m.gated && m.fails(r.fail_on_improvement));
     let mut out_text = String::new();
-    match r.verdict {
+    match r.verdict() {
         RunVerdict::Pass => {}
         // Exit 0: a passing testcase that says loudly what was accepted
         // (and the suite's `gate.accepted` property), never an error.
         RunVerdict::Accepted => out_text.push_str(&format!("{body}\n")),
         RunVerdict::Regression if metric_failed => out_text.push_str(&format!("{body}\n")),
         // gate.toml maps inconclusive to green: shown, not failed.
-        RunVerdict::Inconclusive if r.exit_code == 0 => {
+        RunVerdict::Inconclusive if r.exit_code() == 0 => {
             tally.skipped += 1;
             case.push_str(&outcome("skipped", "inconclusive", &message, &body));
         }
@@ -122,7 +122,7 @@ fn run_case(r: &CheckReport, suite: &str, run_time: f64, tally: &mut Tally) -> S
             run.exit_code.map(|c| c.to_string()).unwrap_or("n/a".into())
         ));
     }
-    for w in &r.warnings {
+    for w in r.warnings() {
         out_text.push_str(&format!("warning: {w}\n"));
     }
     // The context metrics that moved (issue 30.2): the evidence behind the
@@ -164,7 +164,7 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
     match m.verdict {
         // In a disturbed run the move is no evidence about the change: an
         // error (retry), not a test failure.
-        Verdict::Regression if r.verdict == RunVerdict::Disturbed => {
+        Verdict::Regression if r.verdict() == RunVerdict::Disturbed => {
             tally.errors += 1;
             case.push_str(&outcome("error", "disturbed", &short, &failure_text(r, m)));
         }
@@ -218,8 +218,8 @@ fn metric_case(r: &CheckReport, m: &MetricResult, tally: &mut Tally) -> String {
 fn properties(r: &CheckReport) -> String {
     let mut props = vec![
         ("gate.version", r.gate_version.clone()),
-        ("gate.verdict", r.verdict.as_str().to_string()),
-        ("gate.exit_code", r.exit_code.to_string()),
+        ("gate.verdict", r.verdict().as_str().to_string()),
+        ("gate.exit_code", r.exit_code().to_string()),
         ("baseline.name", r.baseline.name.clone()),
         ("baseline.source", r.baseline.source.clone()),
         ("baseline.created", r.baseline.created.clone()),
@@ -423,9 +423,11 @@ mod tests {
     #[test]
     fn skipped_cases_say_why_in_their_text() {
         let mut r = crate::report::check::tests_support::sample_report();
-        r.verdict = RunVerdict::Inconclusive;
-        r.exit_code = 0;
-        r.reasons = vec!["sm_active_pct moved inside the noise".into()];
+        r.set_verdict_for_test(
+            RunVerdict::Inconclusive,
+            0,
+            vec!["sm_active_pct moved inside the noise".into()],
+        );
         for m in r.metrics.iter_mut().filter(|m| m.gated) {
             m.verdict = Verdict::Inconclusive;
             m.why = crate::gate::Why::WithinNoise;

@@ -34,7 +34,7 @@ fn table(out: &mut String, rows: &[&MetricResult]) {
 impl Reporter for Markdown {
     fn render(&self, r: &CheckReport) -> String {
         let mut out = String::new();
-        let mark = match r.verdict {
+        let mark = match r.verdict() {
             RunVerdict::Pass => "PASS",
             RunVerdict::Accepted => "ACCEPTED (regressions acknowledged by the change)",
             RunVerdict::Regression => "REGRESSION",
@@ -47,7 +47,7 @@ impl Reporter for Markdown {
         out.push_str(&format!(
             "### gate: {mark} against baseline `{}` (exit {})\n\n",
             code(&r.baseline.name),
-            r.exit_code
+            r.exit_code()
         ));
         if let Some(ab) = &r.ab {
             for line in super::words::ab_lines(ab) {
@@ -55,13 +55,13 @@ impl Reporter for Markdown {
             }
             out.push('\n');
         }
-        for reason in &r.reasons {
+        for reason in r.reasons() {
             out.push_str(&format!("- {}\n", text(reason)));
         }
-        for w in &r.warnings {
+        for w in r.warnings() {
             out.push_str(&format!("- warning: {}\n", text(w)));
         }
-        if !r.reasons.is_empty() || !r.warnings.is_empty() {
+        if !r.reasons().is_empty() || !r.warnings().is_empty() {
             out.push('\n');
         }
         let b = &r.baseline;

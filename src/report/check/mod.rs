@@ -1,7 +1,9 @@
 //! Check reporters: one file per output format, all rendering the same
-//! `gate::CheckReport` through the `Reporter` trait. Reporters are pure:
-//! the same report gives the same bytes (no clock, no host lookups), so a
-//! replayed trace can be snapshot-tested.
+//! `gate::CheckReport` through the `Reporter` trait. A render is a function
+//! of the report: the same report gives the same bytes (no clock, no host
+//! lookups), so a replayed trace can be snapshot-tested. The HTML page's
+//! series are the one thing read from files (the runs' traces), by
+//! `html::series_for` before its render, never by a render.
 
 pub mod bmf;
 pub mod github;
@@ -162,4 +164,4 @@ pub(crate) fn failure_text(report: &CheckReport, m: &crate::gate::MetricResult) 
 }
 
 #[cfg(test)]
-pub(crate) mod tests_support;
+pub(crate) use crate::gate::tests_support;

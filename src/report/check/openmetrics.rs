@@ -138,7 +138,7 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
             "The run gate check judged: its baseline and verdict".into(),
             vec![
                 ("baseline", r.baseline.name.clone()),
-                ("verdict", r.verdict.as_str().into()),
+                ("verdict", r.verdict().as_str().into()),
             ],
             1.0,
         );
@@ -156,7 +156,7 @@ pub fn render_many(reports: &[&CheckReport]) -> String {
             None,
             format!("Exit code of gate check: {}", crate::exit_code::listing()),
             baseline(),
-            r.exit_code as f64,
+            r.exit_code() as f64,
         );
         for m in &r.metrics {
             let Some(v) = m.new else { continue };

@@ -280,7 +280,7 @@ fn context_moved(r: &CheckReport) -> String {
 /// included). An inconclusive metric is not a change: gate cannot tell it
 /// from noise.
 pub fn changed(r: &CheckReport) -> bool {
-    r.verdict != RunVerdict::Pass
+    r.verdict() != RunVerdict::Pass
         || moved(r)
             .iter()
             .any(|m| matches!(m.verdict, Verdict::Regression | Verdict::Improvement))
@@ -344,7 +344,7 @@ impl Reporter for PrComment {
             .iter()
             .filter(|m| m.verdict == Verdict::Accepted)
             .count();
-        let (icon, word) = match r.verdict {
+        let (icon, word) = match r.verdict() {
             RunVerdict::Pass => (":white_check_mark:", "PASS"),
             RunVerdict::Accepted => (":warning:", "ACCEPTED regression"),
             RunVerdict::Regression => (":x:", "REGRESSION"),
@@ -372,15 +372,15 @@ impl Reporter for PrComment {
         let mut out = format!(
             "**gate: {icon} {word}** against baseline `{}`: {counts} (exit {})\n",
             code(&r.baseline.name),
-            r.exit_code
+            r.exit_code()
         );
         // Line 2: the top cause.
-        let cause = match (r.diagnosis.first(), r.reasons.first()) {
-            (_, Some(reason)) if r.verdict == RunVerdict::Disturbed => reason.clone(),
-            (Some(d), _) if r.verdict != RunVerdict::Pass || !moved.is_empty() => {
+        let cause = match (r.diagnosis.first(), r.reasons().first()) {
+            (_, Some(reason)) if r.verdict() == RunVerdict::Disturbed => reason.clone(),
+            (Some(d), _) if r.verdict() != RunVerdict::Pass || !moved.is_empty() => {
                 format!("{}: {}", d.title, d.explanation)
             }
-            (_, Some(reason)) if r.verdict != RunVerdict::Pass => reason.clone(),
+            (_, Some(reason)) if r.verdict() != RunVerdict::Pass => reason.clone(),
             _ if moved.is_empty() => {
                 "Every gated metric is within its threshold and the noise band.".to_string()
             }
@@ -546,9 +546,7 @@ mod tests {
     #[test]
     fn a_clean_pass_says_so_and_is_not_worth_a_new_comment() {
         let mut r = crate::report::check::tests_support::sample_report();
-        r.verdict = RunVerdict::Pass;
-        r.exit_code = 0;
-        r.reasons.clear();
+        r.set_verdict_for_test(RunVerdict::Pass, 0, Vec::new());
         for m in r.metrics.iter_mut() {
             if m.gated {
                 m.verdict = Verdict::Pass;

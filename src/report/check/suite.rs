@@ -18,14 +18,14 @@ pub struct Outcome {
 impl Outcome {
     pub fn exit_code(&self) -> i32 {
         match &self.result {
-            Ok(r) => r.exit_code,
+            Ok(r) => r.exit_code(),
             Err((code, _)) => *code,
         }
     }
 
     pub fn verdict(&self) -> &'static str {
         match &self.result {
-            Ok(r) => r.verdict.as_str(),
+            Ok(r) => r.verdict().as_str(),
             Err((code, _)) if *code == exit_code::USAGE => "usage error",
             Err(_) => "error",
         }
@@ -277,7 +277,7 @@ pub(crate) fn render_pr_comment(outcomes: &[Outcome], code: i32) -> String {
             .diagnosis
             .first()
             .map(|d| format!("{}: {}", d.title, d.explanation))
-            .or_else(|| r.reasons.first().cloned())
+            .or_else(|| r.reasons().first().cloned())
             .unwrap_or_default(),
         Some(Err((_, m))) => m.clone(),
         _ => "Every workload passed.".to_string(),

@@ -177,7 +177,7 @@ impl Terminal {
 
     /// The verdict line and its reasons, last, where the eye lands.
     fn verdict(&self, r: &CheckReport, out: &mut String) {
-        let code = match r.verdict {
+        let code = match r.verdict() {
             RunVerdict::Pass => "1;32",
             RunVerdict::Accepted => "1;35",
             RunVerdict::Regression | RunVerdict::Error | RunVerdict::Invalid => "1;31",
@@ -185,24 +185,24 @@ impl Terminal {
         };
         let headline = format!(
             "VERDICT: {} (exit {})",
-            r.verdict.as_str().to_uppercase(),
-            r.exit_code
+            r.verdict().as_str().to_uppercase(),
+            r.exit_code()
         );
         out.push_str(&self.paint(&headline, code));
-        if r.reasons.is_empty() {
+        if r.reasons().is_empty() {
             out.push_str(&format!(
                 ": {} gated metric(s) within tolerance\n",
                 r.counts.pass + r.counts.improvement
             ));
         } else {
             out.push('\n');
-            for reason in &r.reasons {
+            for reason in r.reasons() {
                 let line = format!("  - {}", escape::terminal(reason));
                 out.push_str(&crate::console::wrap(&line, self.width, 4));
             }
         }
         // A disturbed run that passed says so beside its verdict too.
-        if r.verdict != RunVerdict::Disturbed {
+        if r.verdict() != RunVerdict::Disturbed {
             for d in &r.disturbance {
                 let line = format!("  DISTURBED: {}", escape::terminal(&d.text()));
                 out.push_str(&self.paint(&crate::console::wrap(&line, self.width, 4), "1;33"));
@@ -238,10 +238,10 @@ fn explanations(r: &CheckReport, width: Option<usize>, out: &mut String) {
             }
         }
     }
-    if !r.warnings.is_empty() {
+    if !r.warnings().is_empty() {
         out.push('\n');
     }
-    for w in &r.warnings {
+    for w in r.warnings() {
         out.push_str(&wrap(
             &format!("warning: {}", escape::terminal(w)),
             width,

@@ -10,7 +10,7 @@ mod svg;
 pub mod text;
 
 use crate::analysis::panorama::{self, Panorama};
-use crate::diagnose::{Finding, RuleSet, Severity};
+use crate::diagnose::{Finding, RuleSet};
 use crate::metrics;
 use crate::stats::MetricStats;
 use crate::summary::RunSummary;
@@ -174,10 +174,6 @@ impl RunReport {
             stats: stat_rows(trace, &run),
             features: run.features.clone(),
         }
-    }
-
-    pub fn has_high_severity(&self) -> bool {
-        self.suspects.iter().any(|f| f.severity == Severity::High)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The history's settings: `[history]` of gate.toml (where runs are
 //! recorded) and `[history.drift]` (how drift is judged), with their
-//! defaults and validation. A leaf: `config` assembles the document from
-//! it, and `history` reads it.
+//! defaults and validation. A leaf of `config`, which assembles the
+//! document from it; `history` reads it.
 
 use serde::Deserialize;
 

@@ -3,7 +3,7 @@
 //! and how its lines are aggregated) and their validation into the reader
 //! that reads it (`Reader`).
 
-use super::{
+use crate::metric_sources::{
     Format, Pattern, Reader, BMF_STATS, GOOGLE_DEFAULT_STAT, MLPERF_DEFAULT_FIELD,
     NVBENCH_DEFAULT_STAT, PYTEST_STATS,
 };

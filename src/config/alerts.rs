@@ -1,6 +1,6 @@
 //! `[alerts]` of gate.toml: where alerts go (`[alerts.NAME]`, several at
-//! once) and what a check sends (`on`). A leaf: `config` assembles the
-//! document from it, and `alerts` delivers by it.
+//! once) and what a check sends (`on`). A leaf of `config`, which assembles
+//! the document from it; `alerts` delivers by it.
 //!
 //! ```toml
 //! [alerts]
