@@ -99,3 +99,74 @@ pub(super) fn write_gpu_notes(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampler::source::TickExtras;
+    use crate::trace::GpuInfo;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// A second GPU source, as a DCGM one would be: the recorder's end
+    /// notes come from the trait alone.
+    struct Scripted {
+        target: BTreeSet<u32>,
+    }
+
+    impl GpuSource for Scripted {
+        fn sample(
+            &mut self,
+            _: Instant,
+            _: f64,
+            _: &HashSet<u32>,
+        ) -> (Vec<Vec<Option<f64>>>, TickExtras) {
+            (
+                vec![vec![None; crate::metrics::GPU_METRICS.len()]],
+                TickExtras::default(),
+            )
+        }
+        fn unsupported(&self) -> BTreeMap<u32, Vec<String>> {
+            [(0, vec!["power_w".to_string(), "tensor_pct".to_string()])].into()
+        }
+        fn gpu_pids(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+            Box::new(std::iter::empty())
+        }
+        fn target_gpus(&self) -> &BTreeSet<u32> {
+            &self.target
+        }
+        fn energy_counter_j(&self) -> Vec<(u32, f64)> {
+            vec![(0, 12.34)]
+        }
+        fn print_profile(&self) {}
+    }
+
+    #[test]
+    fn another_source_gets_the_same_end_notes() {
+        let dir = std::env::temp_dir().join(format!("gate-gpus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let mut header = Header::default();
+        header.fingerprint.gpus.push(GpuInfo {
+            index: 0,
+            unsupported: vec!["power_w".into()],
+            ..Default::default()
+        });
+        let mut writer = TraceWriter::create(&path, &header).unwrap();
+        let source = Scripted {
+            target: BTreeSet::new(),
+        };
+        let clock = Clock { t0: Instant::now() };
+        write_gpu_notes(&source, &header, &mut writer, clock).unwrap();
+        writer.flush().unwrap();
+        let text = std::fs::read_to_string(dir.join("t.jsonl.partial")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            text.contains("NVML energy counter over the recording: 12.3 J"),
+            "{text}"
+        );
+        assert!(
+            text.contains("unsupported on this GPU (recorded as null): tensor_pct\""),
+            "{text}"
+        );
+    }
+}

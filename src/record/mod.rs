@@ -18,8 +18,9 @@
 //!
 //! The recorder's jobs, one file each (`mod.rs` is the table of contents:
 //! the plan, `record_observed`, and what every job shares):
-//! - `launch.rs`: the target launched (in its cgroup) or attached, its
-//!   first events, and the tree stopped when a recording fails;
+//! - `launch.rs`: the target's side (launched or attached here, in
+//!   `record_observed`): the command confirmed in its cgroup, its first
+//!   events, and the tree stopped when a recording fails;
 //! - `gpus.rs`: the GPU source chosen and opened (`sampler::source::GpuSource`:
 //!   NVML and GPM today), and its notes at the end;
 //! - `sampling.rs`: the sampling loop (`run`, `Ticker`) and why it stops;
