@@ -184,7 +184,6 @@ pub(crate) fn missing_nvml_message(err: &str) -> String {
     )
 }
 
-/// An initialised NVML, leaked for the life of the process.
 /// NVML opened on the GPUs `selection` names (as `NvmlContext::select`
 /// reads it; None: every visible GPU): the driver versions and each GPU's
 /// description go into `fingerprint`, and the sampler on them is returned
@@ -211,6 +210,7 @@ pub fn open(
     nvml.sampler(&indices, start, cadence)
 }
 
+/// An initialised NVML, leaked for the life of the process.
 pub struct NvmlContext {
     nvml: &'static Nvml,
 }
