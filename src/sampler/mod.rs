@@ -1,11 +1,14 @@
-//! Samplers: where counters come from. `nvml` (GPU, the only NVML user),
-//! `host` (/proc), `cgroup` (a cgroup v2 of gate's own for a launched
-//! target: the tree's CPU from one file). The deterministic twin of both is a recorded trace
+//! Samplers: where counters come from. `source` (the `GpuSource` trait:
+//! what the recorder asks of a GPU source), `nvml` (the GPU source of
+//! today, NVML and GPM, the only NVML user), `host` (/proc), `cgroup` (a
+//! cgroup v2 of gate's own for a launched target: the tree's CPU from one
+//! file). The deterministic twin of both is a recorded trace
 //! (`--replay`), loaded by `trace::Trace::load`.
 
 pub mod cgroup;
 pub mod host;
 pub mod nvml;
+pub mod source;
 
 /// A `/proc` file kept open between samples: read again from offset 0
 /// (`pread`) it is one system call, where `fs::read_to_string` makes five

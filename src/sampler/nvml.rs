@@ -17,9 +17,11 @@
 //! - Process utilization returns `NotFound` when nothing is newer than the
 //!   timestamp given: "no new sample", not an error.
 
+use super::source::GpuSource;
+pub use super::source::TickExtras;
 use crate::error::GateError;
 use crate::metrics::GPU_METRICS;
-use crate::trace::{EventKind, EventRecord, GpuInfo, ProcessInfo, ProcessesRecord};
+use crate::trace::{EventKind, EventRecord, Fingerprint, GpuInfo, ProcessInfo, ProcessesRecord};
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
@@ -180,6 +182,32 @@ pub(crate) fn missing_nvml_message(err: &str) -> String {
          run with the GPU runtime (--gpus all) so the library and /dev/nvidia* are mounted; \
          use --no-gpu to record host counters only"
     )
+}
+
+/// NVML opened on the GPUs `selection` names (as `NvmlContext::select`
+/// reads it; None: every visible GPU): the driver versions and each GPU's
+/// description go into `fingerprint`, and the sampler on them is returned
+/// (`record` primes it with a probe tick).
+pub fn open(
+    selection: Option<&str>,
+    start: Instant,
+    cadence: Cadence,
+    fingerprint: &mut Fingerprint,
+) -> Result<GpuSampler, GateError> {
+    let nvml = NvmlContext::init()?;
+    let v = nvml.versions();
+    fingerprint.driver_version = v.driver;
+    fingerprint.nvml_version = v.nvml;
+    fingerprint.cuda_driver_version = v.cuda_driver;
+    let indices = nvml.select(selection)?;
+    for &i in &indices {
+        let mut info = nvml.gpu_info(i)?;
+        // Recorded as a GPU without GPM would be (`--no-gpm`): the header's
+        // `gpm_supported` says what this trace has, not the silicon.
+        info.gpm_supported &= cadence.gpm;
+        fingerprint.gpus.push(info);
+    }
+    nvml.sampler(&indices, start, cadence)
 }
 
 /// An initialised NVML, leaked for the life of the process.
@@ -450,14 +478,6 @@ struct GpuState {
     last_busy_pct: Option<f64>,
 }
 
-/// What one tick produced besides the sample vectors.
-#[derive(Debug, Default)]
-pub struct TickExtras {
-    pub events: Vec<EventRecord>,
-    /// Emitted when the set of PIDs on a GPU changed.
-    pub processes: Vec<ProcessesRecord>,
-}
-
 pub struct GpuSampler {
     nvml: &'static Nvml,
     gpus: Vec<GpuState>,
@@ -585,6 +605,38 @@ impl GpuSampler {
                 Err(_) => break,
             }
         }
+    }
+}
+
+/// The recorder's view of the NVML sampler (`sampler::source`).
+impl GpuSource for GpuSampler {
+    fn sample(
+        &mut self,
+        now: Instant,
+        t_ms: f64,
+        tree: &HashSet<u32>,
+    ) -> (Vec<Vec<Option<f64>>>, TickExtras) {
+        GpuSampler::sample(self, now, t_ms, tree)
+    }
+
+    fn unsupported(&self) -> BTreeMap<u32, Vec<String>> {
+        GpuSampler::unsupported(self)
+    }
+
+    fn gpu_pids(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        Box::new(GpuSampler::gpu_pids(self))
+    }
+
+    fn target_gpus(&self) -> &BTreeSet<u32> {
+        &self.target_gpus
+    }
+
+    fn energy_counter_j(&self) -> Vec<(u32, f64)> {
+        GpuSampler::energy_counter_j(self)
+    }
+
+    fn print_profile(&self) {
+        self.profile.print();
     }
 }
 
