@@ -44,7 +44,8 @@
 #      NVML floors and dmon, one at a time beside one job, rotated rounds,
 #      then one profiled run of each path (GATE_PROFILE):
 #   SECTIONS=6 bash scripts/gpu-perf.sh     # ATTACH_SECONDS (20), ATTACH_ROUNDS (3),
-#      ATTACH_CGROUP (shared; own: the job in a cgroup of its own), ATTACH_JOB
+#      ATTACH_CGROUP (shared; own: the job in a cgroup of its own), ATTACH_JOB,
+#      ATTACH_ONLY (some slots: e.g. "clock floorgpm"), ATTACH_PROFILE ("gpm clock")
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
@@ -220,7 +221,9 @@ for r in $(seq 1 "$ATTACH_ROUNDS"); do
     # gpm/nogpm: GATE_CGROUP=1 (the job's own cgroup where it has one);
     # clock/nogpmclock: GATE_CGROUP=0 (each process's CPU clock). dmon in
     # round 1 only.
-    order=(gpm clock nogpm nogpmclock floorgpm floornogpm); [ "$r" = 1 ] && order+=(dmon)
+    # ATTACH_ONLY: a shorter run with these slots alone (no dmon).
+    read -r -a order <<< "${ATTACH_ONLY:-gpm clock nogpm nogpmclock floorgpm floornogpm}"
+    [ "$r" = 1 ] && [ -z "${ATTACH_ONLY:-}" ] && order+=(dmon)
     for _ in $(seq 2 "$r"); do order=("${order[@]:1}" "${order[0]}"); done
     for kind in "${order[@]}"; do
         case $kind in
@@ -236,8 +239,8 @@ for r in $(seq 1 "$ATTACH_ROUNDS"); do
         esac
     done
 done
-PROFILE=1 attached profgpm 1 1
-PROFILE=1 attached profclock 1 0
+case " ${ATTACH_PROFILE:-gpm clock} " in *" gpm "*) PROFILE=1 attached profgpm 1 1 ;; esac
+case " ${ATTACH_PROFILE:-gpm clock} " in *" clock "*) PROFILE=1 attached profclock 1 0 ;; esac
 kill "$AJOB" 2>/dev/null; pkill -P "$AJOB" 2>/dev/null; wait "$AJOB" 2>/dev/null
 [ -n "${cg:-}" ] && for _ in $(seq 1 20); do rmdir "$cg" 2>/dev/null && break; sleep 0.5; done
 "$PYTHON" - "$D" "$ATTACH_ROUNDS" <<'EOF'
