@@ -128,6 +128,8 @@ fn kth_finite_many(
                 }
             });
         }
+        // Each distinct prefix now known and how many values have it.
+        let mut found: Vec<(u64, usize)> = Vec::new();
         for want in &mut wants {
             let g = groups
                 .iter()
@@ -140,9 +142,56 @@ fn kth_finite_many(
                 bucket += 1;
             }
             want.1 |= (bucket as u64) << shift;
+            if found.last().map(|f| f.0) != Some(want.1) {
+                found.push((want.1, counts[bucket]));
+            }
+        }
+        // Few values left with those prefixes and two levels or more to
+        // go: one more pass copies them and sorts, instead of a pass (and
+        // a zeroed table per prefix) for each level left.
+        if shift >= 2 * BITS && found.iter().map(|f| f.1).sum::<usize>() <= FINISH_BELOW {
+            return finish_by_copy(visit, &wants, &found, shift);
         }
     }
     wants.iter().map(|w| from_ordered_key(w.1)).collect()
+}
+
+/// Values a selection copies to finish (`finish_by_copy`): 512 KiB of
+/// keys, within `VISIT_BYTES`.
+const FINISH_BELOW: usize = 1 << 16;
+
+/// The wanted values, each `want.0`-th smallest among the values whose key
+/// starts with `want.1`'s bits above `shift` (`found`: those prefixes and
+/// their counts, ascending): the keys of each prefix copied and sorted.
+/// The same values as the selection's remaining levels (the k-th smallest
+/// key of a prefix is one value, whichever way it is found).
+fn finish_by_copy(
+    visit: &impl Fn(&mut dyn FnMut(f64)),
+    wants: &[(usize, u64)],
+    found: &[(u64, usize)],
+    shift: u32,
+) -> Vec<f64> {
+    let mut keys: Vec<Vec<u64>> = found.iter().map(|f| Vec::with_capacity(f.1)).collect();
+    visit(&mut |v| {
+        if !v.is_finite() {
+            return;
+        }
+        let key = ordered_key(v);
+        if let Some(g) = found.iter().position(|f| key >> shift == f.0 >> shift) {
+            keys[g].push(key);
+        }
+    });
+    keys.iter_mut().for_each(|k| k.sort_unstable());
+    wants
+        .iter()
+        .map(|w| {
+            let g = found
+                .iter()
+                .position(|f| f.0 == w.1)
+                .expect("every prefix was copied");
+            from_ordered_key(keys[g][w.0])
+        })
+        .collect()
 }
 
 #[cfg(test)]
