@@ -24,8 +24,8 @@
 //!
 //! `--verify`: also load the trace with gate (`Trace::load`,
 //! `summary::summarize`) and exit 1 unless every statistic is the same, bit
-//! for bit (it is what keeps this floor honest; `tests/check_floor.rs`
-//! runs it on the fixture traces). The numbers are parsed to the correctly
+//! for bit (it is what keeps this floor honest: `scripts/bench-check-speed.sh`
+//! runs it before it times anything; every fixture trace passes it). The numbers are parsed to the correctly
 //! rounded f64 first and then made f32, as gate does. Not done here, so a
 //! trace with them would not verify: GPM glitch rows (gate makes them
 //! missing at load) and windows closed by an `--until` line.
@@ -385,7 +385,12 @@ fn statistics(
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let job = &job;
-                s.spawn(move || (t..jobs).step_by(threads).map(|j| (j, job(j))).collect::<Vec<_>>())
+                s.spawn(move || {
+                    (t..jobs)
+                        .step_by(threads)
+                        .map(|j| (j, job(j)))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         for h in handles {
@@ -409,25 +414,33 @@ fn compare(path: &str, header: &Header, stats: &[Option<MetricStats>]) -> i32 {
         if text(floor.as_ref()) != text(gate) {
             mismatches += 1;
             if mismatches <= 5 {
-                eprintln!(
-                    "{what}: floor {} gate {}",
-                    text(floor.as_ref()),
-                    text(gate)
-                );
+                eprintln!("{what}: floor {} gate {}", text(floor.as_ref()), text(gate));
             }
         }
     };
     for (g, gpu) in run.gpus.iter().enumerate() {
         for (c, id) in header.gpu_columns.iter().enumerate() {
-            same(format!("GPU {g} {id}"), &stats[g * ncols + c], gpu.metrics.get(id));
+            same(
+                format!("GPU {g} {id}"),
+                &stats[g * ncols + c],
+                gpu.metrics.get(id),
+            );
         }
     }
     let series = run.gpus.len() * ncols;
     for (c, id) in header.gpu_columns.iter().enumerate() {
-        same(format!("GPU mean {id}"), &stats[series + c], run.metric(id).as_ref());
+        same(
+            format!("GPU mean {id}"),
+            &stats[series + c],
+            run.metric(id).as_ref(),
+        );
     }
     for (c, id) in header.host_columns.iter().enumerate() {
-        same(format!("host {id}"), &stats[series + ncols + c], run.host.get(id));
+        same(
+            format!("host {id}"),
+            &stats[series + ncols + c],
+            run.host.get(id),
+        );
     }
     if mismatches > 0 || run.gpus.len() != header.fingerprint.gpus.len() {
         eprintln!("check-floor --verify: {mismatches} statistics differ from gate's");
