@@ -306,7 +306,7 @@ mod tests {
                 })
                 .collect(),
             (0..300_000)
-                .map(|i| ((i * 7919) % 100_003) as f32 as f64 * 0.25 - 900.0)
+                .map(|i: u64| ((i * 7919) % 100_003) as f32 as f64 * 0.25 - 900.0)
                 .collect(),
         ];
         for series in cases {
