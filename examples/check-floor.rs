@@ -1,303 +1,451 @@
 //! The floor `gate check` is measured against (BENCHMARKS.md, section 2):
-//! read a trace with serde straight into column-major f32 series, one
-//! contiguous `Vec` per GPU and metric (a `DeserializeSeed` that appends
-//! each sample's values to its columns, no per-line vectors), then compute
-//! gate's own statistics (`MetricStats::from_finite`) for every column of
-//! every GPU, the per-sample GPU mean and the host columns, over the steady
-//! window, one column at a time on one thread. No features, no rules, no
-//! verdict, no report: what any checker must at least do.
+//! the least work that reads every sample line of a trace and computes the
+//! statistics a check computes. A byte scanner over the memory-mapped file,
+//! no JSON library on the sample lines: each `sample` line's numbers are
+//! parsed in place (`null`: missing) into column-major f32 series, one per
+//! GPU and metric and one per host metric (a block of 256 rows at a time,
+//! then each series takes its 256 values in one go); then gate's own
+//! statistics (`MetricStats::from_finite`) of every GPU series, of the
+//! per-sample GPU mean of every metric and of every host series, over
+//! gate's steady window (after warm-up, before the idle teardown tail that
+//! gate cuts when the target exited: `validity::idle_tail_len`). No
+//! features, no rules, no verdict, no report, no checks of the format
+//! beyond what the scan needs: what any checker must at least do.
 //!
 //! ```text
-//! cargo run --release --example check-floor -- [--threads N] TRACE.jsonl
+//! cargo run --release --example check-floor -- [--threads N] [--verify] TRACE.jsonl
 //! ```
 //! Prints one line: samples, GPUs and the number of statistics computed.
 //!
-//! `--threads N` (default 1) is the N-thread floor: the lines after the
-//! header are split into N parts at line boundaries, each part parsed on a
-//! thread of its own into its own columns, the parts' columns appended in
-//! order, and the statistics computed on N threads (the series dealt out
-//! in turn). What any checker that uses N cores must at least do.
+//! `--threads N` (default 1): the lines after the header are split into N
+//! parts at line boundaries, each part scanned on a thread of its own into
+//! columns of its own (read in place as one series, not appended), and the
+//! statistics dealt out to N threads in turn.
+//!
+//! `--verify`: also load the trace with gate (`Trace::load`,
+//! `summary::summarize`) and exit 1 unless every statistic is the same, bit
+//! for bit (it is what keeps this floor honest: `scripts/bench-check-speed.sh`
+//! runs it before it times anything; every fixture trace passes it). The numbers are parsed to the correctly
+//! rounded f64 first and then made f32, as gate does. Not done here, so a
+//! trace with them would not verify: GPM glitch rows (gate makes them
+//! missing at load) and windows closed by an `--until` line.
 
 use gpugate::stats::MetricStats;
 use gpugate::trace::{Header, Record};
-use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserializer;
-use std::fmt;
-use std::io::BufRead;
 
+/// Rows parsed before they are moved into the columns.
+const BLOCK: usize = 256;
+
+/// One part's samples.
 #[derive(Default)]
-struct Columns {
-    ngpu: usize,
-    ncols: usize,
+struct Part {
     times_ms: Vec<f64>,
     warmup: Vec<bool>,
-    /// `gpu[g * ncols + c]`: one series per GPU and column.
-    gpu: Vec<Vec<f32>>,
-    host: Vec<Vec<f32>>,
+    /// `ngpu * ncols` GPU series (GPU-major), then `nhost` host series.
+    series: Vec<Vec<f32>>,
+    /// The end record's reason is `target_exited`.
+    exited: bool,
 }
 
-/// Deserialises one `sample` record into the columns.
-struct SampleSeed<'a>(&'a mut Columns);
-
-impl<'de> DeserializeSeed<'de> for SampleSeed<'_> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_map(self)
-    }
+struct Shape {
+    ngpu: usize,
+    ncols: usize,
+    nhost: usize,
 }
 
-impl<'de> Visitor<'de> for SampleSeed<'_> {
-    type Value = bool;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a trace record")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<bool, A::Error> {
-        let c = self.0;
-        let mut is_sample = false;
-        let mut w = false;
-        while let Some(key) = m.next_key::<&str>()? {
-            match key {
-                "type" => is_sample = m.next_value::<&str>()? == "sample",
-                "t" if is_sample => c.times_ms.push(m.next_value()?),
-                "w" if is_sample => w = m.next_value()?,
-                "g" if is_sample => m.next_value_seed(Rows(c))?,
-                "h" if is_sample => m.next_value_seed(Values(&mut c.host[..]))?,
-                _ => {
-                    m.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        if is_sample {
-            c.warmup.push(w);
-        }
-        Ok(is_sample)
-    }
-}
-
-/// `[[v, ...], ...]`: one row per GPU.
-struct Rows<'a>(&'a mut Columns);
-
-impl<'de> DeserializeSeed<'de> for Rows<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Rows<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("GPU rows")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        let (ngpu, ncols) = (self.0.ngpu, self.0.ncols);
-        let mut rows = 0;
-        while rows < ngpu
-            && s.next_element_seed(Values(&mut self.0.gpu[rows * ncols..(rows + 1) * ncols]))?
-                .is_some()
-        {
-            rows += 1;
-        }
-        if rows == ngpu && s.next_element::<IgnoredAny>()?.is_some() {
-            rows += 1;
-        }
-        if rows != ngpu {
-            return Err(A::Error::custom("GPU count differs from the header"));
-        }
-        Ok(())
-    }
-}
-
-/// `[v|null, ...]`, value k appended as f32 (NaN for null) to series k;
-/// exactly as many values as series.
-struct Values<'a>(&'a mut [Vec<f32>]);
-
-impl<'de> DeserializeSeed<'de> for Values<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Values<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("values")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        let mut k = 0;
-        while let Some(v) = s.next_element::<Option<f64>>()? {
-            let series = self
-                .0
-                .get_mut(k)
-                .ok_or_else(|| A::Error::custom("column count differs from the header"))?;
-            series.push(v.map(|x| x as f32).unwrap_or(f32::NAN));
-            k += 1;
-        }
-        if k != self.0.len() {
-            return Err(A::Error::custom("column count differs from the header"));
-        }
-        Ok(())
-    }
+fn fail(msg: &str) -> ! {
+    eprintln!("check-floor: {msg}");
+    std::process::exit(2)
 }
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut threads = 1usize;
-    if args.first().is_some_and(|a| a == "--threads") && args.len() > 1 {
-        threads = args[1].parse().unwrap_or(0).max(1);
-        args.drain(..2);
-    }
-    let path = args.first().cloned().unwrap_or_else(|| {
-        eprintln!("usage: check-floor [--threads N] TRACE.jsonl");
-        std::process::exit(2)
-    });
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| {
-        eprintln!("{path}: {e}");
-        std::process::exit(2)
-    });
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut line = String::new();
-    let body = reader.read_line(&mut line).expect("header line") as u64;
-    let header: Header = match serde_json::from_str::<Record>(line.trim_end()) {
-        Ok(Record::Header(h)) => *h,
-        _ => {
-            eprintln!("{path}: line 1 is not a gate trace header");
-            std::process::exit(2)
+    let mut verify = false;
+    loop {
+        match args.first().map(String::as_str) {
+            Some("--threads") if args.len() > 1 => {
+                threads = args[1].parse().unwrap_or(0).max(1);
+                args.drain(..2);
+            }
+            Some("--verify") => {
+                verify = true;
+                args.remove(0);
+            }
+            _ => break,
         }
+    }
+    let Some(path) = args.first().cloned() else {
+        fail("usage: check-floor [--threads N] [--verify] TRACE.jsonl")
     };
-    let (ngpu, ncols, nhost) = (
-        header.fingerprint.gpus.len(),
-        header.gpu_columns.len(),
-        header.host_columns.len(),
-    );
-    let empty = || Columns {
-        ngpu,
-        ncols,
-        gpu: vec![Vec::new(); ngpu * ncols],
-        host: vec![Vec::new(); nhost],
-        ..Default::default()
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&format!("{path}: {e}")));
+    // SAFETY: the trace is not modified while it is read (a benchmark input).
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap_or_else(|e| fail(&format!("{e}")));
+    let text: &[u8] = &map;
+    let body = text
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |i| i + 1);
+    let header: Header = match std::str::from_utf8(&text[..body])
+        .ok()
+        .and_then(|h| serde_json::from_str::<Record>(h.trim_end()).ok())
+    {
+        Some(Record::Header(h)) => *h,
+        _ => fail(&format!("{path}: line 1 is not a gate trace header")),
+    };
+    let shape = Shape {
+        ngpu: header.fingerprint.gpus.len(),
+        ncols: header.gpu_columns.len(),
+        nhost: header.host_columns.len(),
     };
     // Part boundaries: after the first newline at or past an even split.
     let mut bounds = vec![body];
-    for k in 1..threads as u64 {
-        bounds.push(next_line(
-            &path,
-            body + (size - body) * k / threads as u64,
-            size,
-        ));
+    for k in 1..threads {
+        let at = body + (text.len() - body) * k / threads;
+        let at = text[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(text.len(), |i| at + i + 1);
+        bounds.push(at.max(*bounds.last().unwrap()));
     }
-    bounds.push(size);
-    let parts: Vec<Columns> = std::thread::scope(|s| {
+    bounds.push(text.len());
+    let parts: Vec<Part> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds
             .windows(2)
             .map(|w| {
-                let (from, to) = (w[0], w[1]);
-                let path = &path;
-                s.spawn(move || parse_part(path, from, to, empty()))
+                let (part, shape) = (&text[w[0]..w[1]], &shape);
+                s.spawn(move || scan(part, shape))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let mut c = empty();
-    for p in parts {
-        c.times_ms.extend(p.times_ms);
-        c.warmup.extend(p.warmup);
-        for (all, part) in c
-            .gpu
-            .iter_mut()
-            .chain(&mut c.host)
-            .zip(p.gpu.into_iter().chain(p.host))
-        {
-            all.extend(part);
+    let busy = header.gpu_columns.iter().position(|c| c == "gpu_busy_pct");
+    let stats = statistics(&parts, &shape, busy, threads);
+    let samples: usize = parts.iter().map(|p| p.times_ms.len()).sum();
+    println!(
+        "{samples} samples x {} GPUs: {} statistics",
+        shape.ngpu,
+        stats.iter().flatten().count()
+    );
+    if verify {
+        std::process::exit(compare(&path, &header, &stats));
+    }
+}
+
+/// Scan the lines of `text` (whole lines) into a part.
+fn scan(text: &[u8], shape: &Shape) -> Part {
+    const SAMPLE: &[u8] = b"{\"type\":\"sample\",\"t\":";
+    const END: &[u8] = b"{\"type\":\"end\"";
+    let width = shape.ngpu * shape.ncols + shape.nhost;
+    let mut part = Part {
+        series: vec![Vec::new(); width],
+        ..Default::default()
+    };
+    let mut rows: Vec<f32> = Vec::with_capacity(BLOCK * width);
+    let mut pos = 0;
+    while pos < text.len() {
+        let end = memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
+        let line = &text[pos..end];
+        pos = end + 1;
+        if line.starts_with(SAMPLE) {
+            if part.times_ms.is_empty() {
+                // Room for every line of this length.
+                let lines = text.len() / (line.len() + 1) + 1;
+                part.series.iter_mut().for_each(|s| s.reserve(lines));
+                part.times_ms.reserve(lines);
+                part.warmup.reserve(lines);
+            }
+            let (t, w) = sample(&line[SAMPLE.len()..], shape, &mut rows)
+                .unwrap_or_else(|| fail(&format!("a sample line does not scan: {}", lossy(line))));
+            part.times_ms.push(t);
+            part.warmup.push(w);
+            if rows.len() == BLOCK * width {
+                flush(&mut rows, &mut part.series);
+            }
+        } else if line.starts_with(END) {
+            part.exited = matches!(
+                std::str::from_utf8(line).ok().and_then(|l| serde_json::from_str::<Record>(l).ok()),
+                Some(Record::End(e)) if e.reason.as_str() == "target_exited"
+            );
         }
     }
-    let stats = statistics(&c, threads);
-    println!(
-        "{} samples x {ngpu} GPUs: {stats} statistics",
-        c.times_ms.len()
-    );
+    flush(&mut rows, &mut part.series);
+    part
 }
 
-/// The offset just after the first newline at or after `at` (or `size`).
-fn next_line(path: &str, at: u64, size: u64) -> u64 {
-    use std::io::{Seek, SeekFrom};
-    let mut f = std::io::BufReader::new(std::fs::File::open(path).expect("reopen"));
-    f.seek(SeekFrom::Start(at)).expect("seek");
-    let mut skipped = Vec::new();
-    let n = f.read_until(b'\n', &mut skipped).expect("read") as u64;
-    (at + n).min(size)
+fn lossy(line: &[u8]) -> String {
+    String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned()
 }
 
-/// Parse the lines in `path[from..to]` into `c`.
-fn parse_part(path: &str, from: u64, to: u64, mut c: Columns) -> Columns {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).expect("reopen");
-    f.seek(SeekFrom::Start(from)).expect("seek");
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, f.take(to - from));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).expect("read") == 0 {
+/// Move the row-major `rows` into the series.
+fn flush(rows: &mut Vec<f32>, series: &mut [Vec<f32>]) {
+    let width = series.len();
+    if width == 0 || rows.is_empty() {
+        return;
+    }
+    for (k, s) in series.iter_mut().enumerate() {
+        s.extend(rows[k..].iter().step_by(width));
+    }
+    rows.clear();
+}
+
+/// The first `b` in `s`: the C library's `memchr`, as gate's reader.
+#[inline]
+fn memchr(b: u8, s: &[u8]) -> Option<usize> {
+    if s.is_empty() {
+        return None;
+    }
+    // SAFETY: reads at most `s.len()` bytes of `s`; null or a pointer into them.
+    let p = unsafe { libc::memchr(s.as_ptr().cast(), i32::from(b), s.len()) };
+    (!p.is_null()).then(|| p as usize - s.as_ptr() as usize)
+}
+
+/// The rest of a sample line after `"t":`: its time and warm-up flag; the
+/// values appended to `rows`.
+fn sample(s: &[u8], shape: &Shape, rows: &mut Vec<f32>) -> Option<(f64, bool)> {
+    let mut i = 0;
+    let t = number(s, &mut i)?;
+    let mut w = false;
+    if s[i..].starts_with(b",\"w\":true") {
+        w = true;
+        i += 9;
+    } else if s[i..].starts_with(b",\"w\":false") {
+        i += 10;
+    }
+    i = skip(s, i, b",\"g\":[")?;
+    for g in 0..shape.ngpu {
+        if g > 0 {
+            i = skip(s, i, b",")?;
+        }
+        i = skip(s, i, b"[")?;
+        i = values(s, i, shape.ncols, rows)?;
+    }
+    i = skip(s, i, b"],\"h\":[")?;
+    values(s, i, shape.nhost, rows)?;
+    Some((t, w))
+}
+
+#[inline]
+fn skip(s: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
+    s[i..].starts_with(lit).then_some(i + lit.len())
+}
+
+/// `n` values separated by commas and the closing `]`, from `s[i..]`.
+#[inline]
+fn values(s: &[u8], mut i: usize, n: usize, rows: &mut Vec<f32>) -> Option<usize> {
+    for k in 0..n {
+        if k > 0 {
+            i = skip(s, i, b",")?;
+        }
+        if s[i..].starts_with(b"null") {
+            rows.push(f32::NAN);
+            i += 4;
+        } else {
+            rows.push(number(s, &mut i)? as f32);
+        }
+    }
+    skip(s, i, b"]")
+}
+
+/// Exact powers of ten, 1e0..=1e22.
+const POW10: [f64; 23] = {
+    let mut t = [1.0f64; 23];
+    let mut k = 1;
+    while k < 23 {
+        t[k] = t[k - 1] * 10.0;
+        k += 1;
+    }
+    t
+};
+
+/// A JSON number at `s[*i..]` as the correctly rounded f64: digits into
+/// an integer and one exact multiplication or division by a power of ten
+/// when both are exact (up to 19 digits of which the value is below 2^53,
+/// exponent up to 22), else the standard library's parse of the token.
+#[inline]
+fn number(s: &[u8], i: &mut usize) -> Option<f64> {
+    let start = *i;
+    let mut k = start;
+    let negative = s.get(k) == Some(&b'-');
+    k += negative as usize;
+    let mut m: u64 = 0;
+    let mut digits = 0u32;
+    let mut exp: i32 = 0;
+    while let Some(&c) = s.get(k) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
             break;
         }
-        let mut de = serde_json::Deserializer::from_str(line.trim_end());
-        if SampleSeed(&mut c).deserialize(&mut de).is_err() {
-            eprintln!("{path}: a line does not parse");
-            std::process::exit(2)
+        m = m.wrapping_mul(10).wrapping_add(d as u64);
+        digits += 1;
+        k += 1;
+    }
+    if s.get(k) == Some(&b'.') {
+        k += 1;
+        while let Some(&c) = s.get(k) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            m = m.wrapping_mul(10).wrapping_add(d as u64);
+            digits += 1;
+            exp -= 1;
+            k += 1;
         }
     }
-    c
+    let mut plain = digits > 0;
+    if matches!(s.get(k), Some(b'e' | b'E')) {
+        plain = false;
+        k += 1;
+        while matches!(s.get(k), Some(b'+' | b'-' | b'0'..=b'9')) {
+            k += 1;
+        }
+    }
+    *i = k;
+    if plain && digits <= 19 && m <= 1 << 53 && exp >= -22 {
+        let v = m as f64 / POW10[(-exp) as usize];
+        return Some(if negative { -v } else { v });
+    }
+    std::str::from_utf8(&s[start..k]).ok()?.parse().ok()
 }
 
-/// gate's statistics over the steady window, every series gate computes,
-/// each read as one contiguous slice, the series dealt out to `threads`
-/// threads; the number of statistics.
-fn statistics(c: &Columns, threads: usize) -> usize {
-    let (ngpu, ncols) = (c.ngpu, c.ncols);
-    let steady: Vec<usize> = (0..c.times_ms.len()).filter(|&i| !c.warmup[i]).collect();
-    let n = c.times_ms.len();
-    // One job: a GPU series, a GPU column's mean over the GPUs, or a host series.
-    let jobs = c.gpu.len() + ncols + c.host.len();
-    let job = |j: usize| -> Option<MetricStats> {
-        let finite = |series: &mut dyn Iterator<Item = f64>| -> Vec<f64> {
-            series.filter(|v| v.is_finite()).collect()
-        };
-        let window =
-            |series: &[f32]| -> Vec<f64> { finite(&mut steady.iter().map(|&i| series[i] as f64)) };
-        if j < c.gpu.len() {
-            return MetricStats::from_finite(window(&c.gpu[j]));
+/// gate's statistics over the steady window: every GPU series, the
+/// per-sample GPU mean of every metric, every host series (in that
+/// order), dealt out to `threads` threads.
+fn statistics(
+    parts: &[Part],
+    shape: &Shape,
+    busy: Option<usize>,
+    threads: usize,
+) -> Vec<Option<MetricStats>> {
+    let (ngpu, ncols) = (shape.ngpu, shape.ncols);
+    let n: usize = parts.iter().map(|p| p.times_ms.len()).sum();
+    let gpu_mean = |p: &Part, i: usize, col: usize| -> f64 {
+        let (mut sum, mut count) = (0.0f64, 0u32);
+        for g in 0..ngpu {
+            let v = p.series[g * ncols + col][i] as f64;
+            if v.is_finite() {
+                sum += v;
+                count += 1;
+            }
         }
-        let col = j - c.gpu.len();
-        if col < ncols {
-            let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
-            for g in 0..ngpu {
-                for (i, &v) in c.gpu[g * ncols + col].iter().enumerate() {
+        if count == 0 {
+            f64::NAN
+        } else {
+            sum / count as f64
+        }
+    };
+    // The idle tail, as gate cuts it when the target exited by itself.
+    let exited = parts.iter().any(|p| p.exited);
+    let teardown = match busy {
+        Some(col) if exited && ngpu > 0 => {
+            let mut means = Vec::new();
+            for p in parts {
+                for i in (0..p.times_ms.len()).filter(|&i| !p.warmup[i]) {
+                    means.push(gpu_mean(p, i, col));
+                }
+            }
+            gpugate::trace::validity::idle_tail_len(means.len(), |k| means[k])
+        }
+        _ => 0,
+    };
+    // The finite values of `value(part, i)` over the steady samples, in
+    // order (generic: each job's loop compiled with its own `value`).
+    fn steady(parts: &[Part], keep: usize, value: impl Fn(&Part, usize) -> f64) -> Vec<f64> {
+        let mut out = Vec::with_capacity(keep);
+        let mut left = keep;
+        for p in parts {
+            let len = p.times_ms.len().min(left);
+            left -= len;
+            for i in 0..len {
+                if !p.warmup[i] {
+                    let v = value(p, i);
                     if v.is_finite() {
-                        sum[i] += v as f64;
-                        count[i] += 1;
+                        out.push(v);
                     }
                 }
             }
-            return MetricStats::from_finite(finite(
-                &mut steady.iter().map(|&i| sum[i] / count[i] as f64),
-            ));
         }
-        MetricStats::from_finite(window(&c.host[col - ncols]))
+        out
+    }
+    let keep = n - teardown;
+    let series = ngpu * ncols;
+    let jobs = series + ncols + shape.nhost;
+    let job = |j: usize| -> Option<MetricStats> {
+        MetricStats::from_finite(if j < series {
+            steady(parts, keep, |p, i| p.series[j][i] as f64)
+        } else if j < series + ncols {
+            steady(parts, keep, |p, i| gpu_mean(p, i, j - series))
+        } else {
+            steady(parts, keep, |p, i| p.series[j - ncols][i] as f64)
+        })
     };
+    let mut out: Vec<Option<MetricStats>> = vec![None; jobs];
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let job = &job;
                 s.spawn(move || {
-                    (t..jobs).step_by(threads).filter_map(job).fold(0, |n, st| {
-                        std::hint::black_box(st);
-                        n + 1
-                    })
+                    (t..jobs)
+                        .step_by(threads)
+                        .map(|j| (j, job(j)))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    })
+        for h in handles {
+            for (j, st) in h.join().unwrap() {
+                out[j] = st;
+            }
+        }
+    });
+    out
+}
+
+/// `--verify`: gate's summary of the same trace against `stats`; the exit code.
+fn compare(path: &str, header: &Header, stats: &[Option<MetricStats>]) -> i32 {
+    let trace = gpugate::trace::Trace::load(std::path::Path::new(path))
+        .unwrap_or_else(|e| fail(&format!("gate cannot load {path}: {e}")));
+    let run = gpugate::summary::summarize(&trace);
+    let ncols = header.gpu_columns.len();
+    let mut mismatches = 0;
+    let mut same = |what: String, floor: &Option<MetricStats>, gate: Option<&MetricStats>| {
+        let text = |s: Option<&MetricStats>| serde_json::to_string(&s).unwrap();
+        if text(floor.as_ref()) != text(gate) {
+            mismatches += 1;
+            if mismatches <= 5 {
+                eprintln!("{what}: floor {} gate {}", text(floor.as_ref()), text(gate));
+            }
+        }
+    };
+    for (g, gpu) in run.gpus.iter().enumerate() {
+        for (c, id) in header.gpu_columns.iter().enumerate() {
+            same(
+                format!("GPU {g} {id}"),
+                &stats[g * ncols + c],
+                gpu.metrics.get(id),
+            );
+        }
+    }
+    let series = run.gpus.len() * ncols;
+    for (c, id) in header.gpu_columns.iter().enumerate() {
+        same(
+            format!("GPU mean {id}"),
+            &stats[series + c],
+            run.metric(id).as_ref(),
+        );
+    }
+    for (c, id) in header.host_columns.iter().enumerate() {
+        same(
+            format!("host {id}"),
+            &stats[series + ncols + c],
+            run.host.get(id),
+        );
+    }
+    if mismatches > 0 || run.gpus.len() != header.fingerprint.gpus.len() {
+        eprintln!("check-floor --verify: {mismatches} statistics differ from gate's");
+        return 1;
+    }
+    println!("verified: every statistic is gate's");
+    0
 }

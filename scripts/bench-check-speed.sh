@@ -8,21 +8,29 @@
 #
 # At each size, in ROUNDS interleaved rounds (the order rotates each round,
 # so a neighbour's compile burst hits every contender alike), it times:
-#   gate   `gate check --replay` against a baseline captured from the same trace
-#   floor  examples/check-floor.rs: serde straight into column-major f32
-#          series + gate's statistics for every column (one thread)
-#   floor2 the same on two threads (`check-floor --threads 2`: the lines
-#          split in two at a line boundary, parsed side by side, the
-#          statistics dealt out to two threads): the wall-time yardstick
+#   gate1  `GATE_THREADS=1 gate check --replay` against a baseline captured
+#          from the same trace
+#   floor1 examples/check-floor.rs on one thread: a byte scanner over the
+#          mapped file (no JSON library on the sample lines) into
+#          column-major f32 series + gate's statistics of every column
+#          over gate's steady window: the least work a check must do
+#   gate2, floor2  the same two on two threads (GATE_THREADS=2;
+#          `check-floor --threads 2`: the lines split in two at a line
+#          boundary, scanned side by side, the statistics dealt out to two
+#          threads). THREADS (default "1 2") picks the thread counts.
 #   python scripts/naive_check.py: json.loads + numpy percentiles (up to
 #          PYTHON_MAX_HOURS, default 1)
-#   old    (optional, --old PATH) another gate binary, e.g. main before a change
-#          (up to OLD_MAX_HOURS, default all sizes; also in the runs below)
-# and prints medians of CPU seconds (user+sys), wall seconds, cores used
-# (CPU / wall) and peak RSS, the median of the per-round ratios of CPU
-# gate/floor, gate/old, of wall time gate/floor2, and the growth
-# exponent of CPU time between the smallest and the largest size
-# (log(cpu ratio) / log(size ratio); 1.00 is linear).
+#   old    (optional, --old PATH) another gate binary, e.g. main before a
+#          change, on the first of THREADS (up to OLD_MAX_HOURS, default all
+#          sizes; also in the runs below)
+# Each run's CPU time (user+sys), wall time and peak RSS come from wait4
+# (scripts/bench_summary.py measure). It prints medians of CPU seconds,
+# wall seconds, cores used (CPU / wall) and peak RSS, the medians of the
+# per-round ratios of CPU gateN/floorN (same thread count, same round),
+# gate/old, of wall time gateN/floorN, and the growth exponent of CPU time
+# between the smallest and the largest size (log(cpu ratio) / log(size
+# ratio); 1.00 is linear). `check-floor --verify` first checks, on the
+# smallest size, that the floor's statistics are gate's, bit for bit.
 #
 # Then, once per contender binary (gate, and old when given), with peak RSS:
 #   capture  `gate capture` of 3 runs of the largest size (hard links)
@@ -30,11 +38,11 @@
 #   multi    `check`, `capture` and `report --html` of NODES x 8 GPU x 1 h
 #            (one node file under NODES names; HTML size printed)
 #
-# Usage: scripts/bench-check-speed.sh [--hours "0.25 1 6 24"] [--rounds 3]
-#        [--nodes 64] [--old PATH] [--no-extra]
+# Usage: [THREADS="1 2"] scripts/bench-check-speed.sh [--hours "0.25 1 6 24"]
+#        [--rounds 3] [--nodes 64] [--old PATH] [--no-extra]
 # (--no-extra: only the side-by-side sizes, not the capture, report and
 # multi-node runs after them)
-# Needs /usr/bin/time (apt-get install time) and python3 with numpy.
+# Needs python3 (numpy for the python contender).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hours="0.25 1 6 24"; rounds=3; nodes=64; old=""; extra=1
@@ -48,7 +56,6 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--hours \"0.25 1 6 24\"] [--rounds N] [--nodes N] [--old PATH] [--no-extra]" >&2; exit 2 ;;
   esac
 done
-command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
 # numpy only for the python contender (PYTHON_MAX_HOURS=0 leaves it out).
 [[ ${PYTHON_MAX_HOURS:-1} == 0 ]] || python3 -c 'import numpy' 2>/dev/null || { echo "needs numpy (pip install numpy, or PYTHON_MAX_HOURS=0)" >&2; exit 2; }
 work=$(mktemp -d /tmp/gate-bench.XXXXXX)
@@ -63,14 +70,16 @@ floor=${FLOOR:-target/release/examples/check-floor}
 src=fixtures/traces/healthy-1.jsonl
 
 # time_one NAME CMD...: appends "cpu wall rss_kb" to $work/NAME.times
+# (wait4's accounting of that one process, scripts/bench_summary.py).
 time_one() {
   local name=$1; shift
   set +e
-  /usr/bin/time -f "%U %S %e %M" -o "$work/t" "$@" >/dev/null 2>"$work/err"
-  local code=$?
+  python3 scripts/bench_summary.py measure --json "$work/t.json" --stdout /dev/null --stderr "$work/err" -- "$@"
   set -e
+  local code
+  code=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["exit_code"])' "$work/t.json")
   if [[ $code -gt 1 ]]; then echo "$name failed (exit $code):" >&2; cat "$work/err" >&2; exit 1; fi
-  awk '{printf "%.3f %.3f %d\n", $1 + $2, $3, $4}' "$work/t" >> "$work/$name.times"
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%.3f %.3f %d" % (d["cpu_s"], d["wall_s"], d["peak_rss_mib"] * 1024))' "$work/t.json" >> "$work/$name.times"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 col() { awk -v c="$2" '{print $c}' "$work/$1.times"; }
@@ -81,19 +90,27 @@ one_line() { # NAME LABEL: "label: cpu s CPU, wall s, RSS MB" from a single run
 
 echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), no GPU, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "gate:    $($gate --version), GATE_THREADS=${GATE_THREADS:-all cores}${old:+; old: $old}"
+threads=${THREADS:-1 2}
+echo "gate:    $($gate --version), threads: $threads${old:+; old: $old}"
 echo "input:   $src tiled to 8 GPUs at 100 ms; $rounds interleaved rounds per size"
 echo
 printf '| trace | MB | contender | CPU s (median) | wall s | cores | peak RSS MB | us CPU per GPU-sample |\n|---|---|---|---|---|---|---|---|\n'
 declare -A ratio_lines cpu_of
 first_h=""; last_h=""
+first_t=${threads%% *}
+# The floor's statistics are gate's (bit for bit), on the smallest size.
+verify=$work/verify.jsonl
+"$mk" --tile "$src" --gpus 8 --samples "$(awk -v h="${hours%% *}" 'BEGIN {printf "%d", h * 36000}')" -o "$verify" 2>/dev/null
+"$floor" --verify "$verify" >/dev/null || { echo "check-floor --verify: the floor's statistics are not gate's" >&2; exit 1; }
+rm -f "$verify"
 for h in $hours; do
   samples=$(awk -v h="$h" 'BEGIN {printf "%d", h * 36000}')
   big=$work/big-${h}h.jsonl
   "$mk" --tile "$src" --gpus 8 --samples "$samples" -o "$big" 2>/dev/null
   mb=$(( $(stat -c %s "$big") / 1000000 ))
   "$gate" capture --baseline big --baseline-dir "$work/b$h" --commit bench --replay "$big" >/dev/null 2>&1
-  contenders=(gate floor floor2)
+  contenders=()
+  for t in $threads; do contenders+=("gate$t" "floor$t"); done
   [[ $(awk -v h="$h" -v m="${PYTHON_MAX_HOURS:-1}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(python)
   [[ -n $old && $(awk -v h="$h" -v m="${OLD_MAX_HOURS:-1000}" 'BEGIN {print (h <= m)}') == 1 ]] && contenders+=(old)
   rm -f "$work"/*.times
@@ -102,10 +119,9 @@ for h in $hours; do
     for k in $(seq 0 $((n - 1))); do
       c=${contenders[$(((k + r) % n))]}
       case $c in
-        gate) time_one gate "$gate" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
-        old) time_one old "$old" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
-        floor) time_one floor "$floor" "$big" ;;
-        floor2) time_one floor2 "$floor" --threads 2 "$big" ;;
+        gate*) time_one "$c" env GATE_THREADS="${c#gate}" "$gate" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
+        old) time_one old env GATE_THREADS="$first_t" "$old" check --baseline big --baseline-dir "$work/b$h" --format json --replay "$big" ;;
+        floor*) time_one "$c" "$floor" --threads "${c#floor}" "$big" ;;
         python) time_one python python3 scripts/naive_check.py "$big" ;;
       esac
     done
@@ -117,33 +133,36 @@ for h in $hours; do
     cores=$(paste -d' ' <(col "$c" 1) <(col "$c" 2) | awk '{printf "%.3f\n", $1 / $2}' | median)
     printf '| 8 GPU x %s h | %s | %s | %s | %s | %s | %d | %s |\n' "$h" "$mb" "$c" "$cpu" "$wall" "$cores" $((rss / 1024)) "$per"
   done
-  for c in floor python old; do
-    [[ -f $work/$c.times ]] || continue
-    ratio_lines[$h-$c]=$(paste -d' ' <(col gate 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
-    echo "|   | | paired CPU ratio gate/$c | ${ratio_lines[$h-$c]} | | | | |"
+  for t in $threads; do
+    ratio_lines[$h-cpu$t]=$(paste -d' ' <(col "gate$t" 1) <(col "floor$t" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    ratio_lines[$h-wall$t]=$(paste -d' ' <(col "gate$t" 2) <(col "floor$t" 2) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    echo "|   | | paired ratio gate$t/floor$t | ${ratio_lines[$h-cpu$t]} | ${ratio_lines[$h-wall$t]} | | | |"
   done
-  if [[ -f $work/floor2.times ]]; then
-    ratio_lines[$h-wall]=$(paste -d' ' <(col gate 2) <(col floor2 2) | awk '{printf "%.3f\n", $1 / $2}' | median)
-    echo "|   | | paired wall ratio gate/floor2 | | ${ratio_lines[$h-wall]} | | | |"
-  fi
+  for c in python old; do
+    [[ -f $work/$c.times ]] || continue
+    ratio_lines[$h-$c]=$(paste -d' ' <(col "gate$first_t" 1) <(col "$c" 1) | awk '{printf "%.3f\n", $1 / $2}' | median)
+    echo "|   | | paired CPU ratio gate$first_t/$c | ${ratio_lines[$h-$c]} | | | | |"
+  done
   [[ -z $first_h ]] && first_h=$h
   last_h=$h
   # Keep the largest trace for the capture and report runs below.
   [[ $h == "${hours##* }" ]] || rm -f "$big"
 done
 echo
-echo "Paired ratios of CPU time, and of wall time to floor2 (median over rounds of gate / other, same round):"
+echo "Paired ratios (median over rounds of gate / other, same round, same thread count):"
 for h in $hours; do
   line="  8 GPU x $h h:"
-  for c in floor python old; do
-    [[ -n ${ratio_lines[$h-$c]:-} ]] && line+=" gate/$c ${ratio_lines[$h-$c]}"
+  for t in $threads; do
+    line+=" CPU gate$t/floor$t ${ratio_lines[$h-cpu$t]} (wall ${ratio_lines[$h-wall$t]});"
   done
-  [[ -n ${ratio_lines[$h-wall]:-} ]] && line+="; wall gate/floor2 ${ratio_lines[$h-wall]}"
+  for c in python old; do
+    [[ -n ${ratio_lines[$h-$c]:-} ]] && line+=" CPU gate$first_t/$c ${ratio_lines[$h-$c]}"
+  done
   echo "$line"
 done
 if [[ $first_h != "$last_h" ]]; then
   echo "Growth of CPU time from $first_h h to $last_h h (exponent; 1.00 = linear):"
-  for c in gate floor old; do
+  for c in "gate$first_t" "floor$first_t" old; do
     [[ -n ${cpu_of[$first_h-$c]:-} && -n ${cpu_of[$last_h-$c]:-} ]] || continue
     awk -v a="${cpu_of[$first_h-$c]}" -v b="${cpu_of[$last_h-$c]}" -v x="$first_h" -v y="$last_h" -v c="$c" \
       'BEGIN {printf "  %s: %.3f\n", c, log(b / a) / log(y / x)}'

@@ -164,10 +164,12 @@ impl Trace {
         // fetch counts against what the process keeps resident of it).
         let visit = |f: &mut dyn FnMut(f64)| {
             for start in (0..len).step_by(IDLE_TAIL_BLOCK) {
+                let end = len.min(start + IDLE_TAIL_BLOCK);
+                let values = sample(end - 1) - sample(start) + 1;
                 let series: Vec<&[f32]> = (0..self.gpu_count())
-                    .map(|g| self.gpu_series(g, busy_col))
+                    .map(|g| self.columns.gpu_reading(g, busy_col, values))
                     .collect();
-                for k in start..len.min(start + IDLE_TAIL_BLOCK) {
+                for k in start..end {
                     f(mean_of_finite(series.iter().map(|s| s[sample(k)])));
                 }
             }

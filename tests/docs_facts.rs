@@ -139,7 +139,7 @@ const OTHER_TOOLS: &[(&str, &[&str])] = &[
     ),
     ("nvidia-smi", &["--gpm-metrics", "--query-gpu", "--format"]),
     // The benchmark's floor (BENCHMARKS.md, section 2).
-    ("examples/check-floor.rs", &["--threads"]),
+    ("examples/check-floor.rs", &["--threads", "--verify"]),
 ];
 
 #[test]

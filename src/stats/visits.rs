@@ -35,13 +35,26 @@ impl MetricStats {
     pub(crate) fn from_visits(visit: impl Fn(&mut dyn FnMut(f64))) -> Option<MetricStats> {
         // `Iterator::sum`'s own starting value, so every sum is its bits.
         let zero: f64 = std::iter::empty::<f64>().sum();
-        let (mut n, mut sum) = (0usize, zero);
+        let (mut n, mut sum, mut single) = (0usize, zero, true);
         visit(&mut |v| {
             if v.is_finite() {
                 n += 1;
                 sum += v;
+                single &= v as f32 as f64 == v;
             }
         });
+        if n >= COPY_BELOW && single && n * std::mem::size_of::<f32>() <= VISIT_BYTES {
+            // Every value is an f32 (a GPU or host column; not a mean over
+            // GPUs), and their copy as f32 fits the job's bytes: one pass
+            // to copy, the rest in memory, instead of five passes.
+            let mut copy: Vec<f32> = Vec::with_capacity(n);
+            visit(&mut |v| {
+                if v.is_finite() {
+                    copy.push(v as f32)
+                }
+            });
+            return Some(from_single_copy(copy, sum));
+        }
         if n < COPY_BELOW {
             let mut copy = Vec::with_capacity(n);
             visit(&mut |v| {
@@ -98,6 +111,62 @@ impl MetricStats {
     }
 }
 
+/// `from_finite` of `copy` (finite f32 values, at least `COPY_BELOW` of
+/// them; `sum` their sum in order, as f64): the same bits. The sums add the
+/// same f64 values in the same order as `from_visits`' passes; the order
+/// statistics are selected among the f32 values, whose `total_cmp` order is
+/// that of the same values as f64.
+fn from_single_copy(mut copy: Vec<f32>, sum: f64) -> MetricStats {
+    let zero: f64 = std::iter::empty::<f64>().sum();
+    let n = copy.len();
+    let mean = sum / n as f64;
+    let batches = ((n as f64).sqrt().floor() as usize).min(n / MIN_BATCH_LEN);
+    let len = n / batches;
+    let mut batch_sums = vec![zero; batches];
+    let mut ss = zero;
+    for (j, &v) in copy.iter().enumerate() {
+        let v = v as f64;
+        ss += (v - mean).powi(2);
+        if let Some(b) = batch_sums.get_mut(j / len) {
+            *b += v;
+        }
+    }
+    let stdev = (ss / (n - 1) as f64).sqrt();
+    let means: Vec<f64> = batch_sums.iter().map(|s| s / len as f64).collect();
+    let mut ranks = vec![0, n - 1];
+    for p in PERCENTILES {
+        let (lo, hi) = percentile_ranks(n, p);
+        ranks.extend([lo, hi]);
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    // Ascending ranks, each selected among the values not below the last.
+    let mut values = Vec::with_capacity(ranks.len());
+    let mut from = 0;
+    for &r in &ranks {
+        copy[from..].select_nth_unstable_by(r - from, |a, b| a.total_cmp(b));
+        values.push(copy[r] as f64);
+        from = r + 1;
+    }
+    let at = |r: usize| values[ranks.binary_search(&r).expect("every rank was selected")];
+    let percentile = |p: f64| {
+        let (lo, hi) = percentile_ranks(n, p);
+        interpolate(n, p, at(lo), at(hi))
+    };
+    MetricStats {
+        n,
+        mean,
+        stdev,
+        min: at(0),
+        p5: percentile(5.0),
+        p50: percentile(50.0),
+        p95: percentile(95.0),
+        p99: percentile(99.0),
+        max: at(n - 1),
+        mean_ci95: Some(batch_ci95_of_means(&means)),
+    }
+}
+
 /// The `ranks`-th smallest finite values (0-based, `total_cmp` order) of
 /// what `visit` hands over: `kth_finite`'s radix selection for several
 /// ranks at once, one pass a level, one counter table per distinct prefix.
@@ -128,6 +197,8 @@ fn kth_finite_many(
                 }
             });
         }
+        // Each distinct prefix now known and how many values have it.
+        let mut found: Vec<(u64, usize)> = Vec::new();
         for want in &mut wants {
             let g = groups
                 .iter()
@@ -140,9 +211,56 @@ fn kth_finite_many(
                 bucket += 1;
             }
             want.1 |= (bucket as u64) << shift;
+            if found.last().map(|f| f.0) != Some(want.1) {
+                found.push((want.1, counts[bucket]));
+            }
+        }
+        // Few values left with those prefixes and two levels or more to
+        // go: one more pass copies them and sorts, instead of a pass (and
+        // a zeroed table per prefix) for each level left.
+        if shift >= 2 * BITS && found.iter().map(|f| f.1).sum::<usize>() <= FINISH_BELOW {
+            return finish_by_copy(visit, &wants, &found, shift);
         }
     }
     wants.iter().map(|w| from_ordered_key(w.1)).collect()
+}
+
+/// Values a selection copies to finish (`finish_by_copy`): 512 KiB of
+/// keys, within `VISIT_BYTES`.
+const FINISH_BELOW: usize = 1 << 16;
+
+/// The wanted values, each `want.0`-th smallest among the values whose key
+/// starts with `want.1`'s bits above `shift` (`found`: those prefixes and
+/// their counts, ascending): the keys of each prefix copied and sorted.
+/// The same values as the selection's remaining levels (the k-th smallest
+/// key of a prefix is one value, whichever way it is found).
+fn finish_by_copy(
+    visit: &impl Fn(&mut dyn FnMut(f64)),
+    wants: &[(usize, u64)],
+    found: &[(u64, usize)],
+    shift: u32,
+) -> Vec<f64> {
+    let mut keys: Vec<Vec<u64>> = found.iter().map(|f| Vec::with_capacity(f.1)).collect();
+    visit(&mut |v| {
+        if !v.is_finite() {
+            return;
+        }
+        let key = ordered_key(v);
+        if let Some(g) = found.iter().position(|f| key >> shift == f.0 >> shift) {
+            keys[g].push(key);
+        }
+    });
+    keys.iter_mut().for_each(|k| k.sort_unstable());
+    wants
+        .iter()
+        .map(|w| {
+            let g = found
+                .iter()
+                .position(|f| f.0 == w.1)
+                .expect("every prefix was copied");
+            from_ordered_key(keys[g][w.0])
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -178,6 +296,18 @@ mod tests {
                 .map(|i| (i / 3000) as f32 as f64 / 3.0)
                 .collect(),
             vec![42.5; 100_000],
+            // f32 values (a GPU or host column): the f32 copy.
+            (0..150_001)
+                .map(|i| match i % 5 {
+                    0 => f64::NAN,
+                    1 => -0.0,
+                    2 => 0.0,
+                    _ => ((i as f64).sin() * 1e6) as f32 as f64,
+                })
+                .collect(),
+            (0..300_000)
+                .map(|i: u64| ((i * 7919) % 100_003) as f32 as f64 * 0.25 - 900.0)
+                .collect(),
         ];
         for series in cases {
             let copy = MetricStats::from_series(series.iter().copied()).unwrap();

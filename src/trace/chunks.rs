@@ -23,7 +23,7 @@
 use crate::error::GateError;
 use crate::limits;
 use crate::trace::fast_sample;
-use crate::trace::read::{Item, Line, Rules, TraceReader};
+use crate::trace::read::{find_newline, Item, Line, Rules, TraceReader};
 use crate::trace::{spill_error, Trace};
 use std::fs::File;
 use std::io::BufReader;
@@ -260,7 +260,7 @@ fn parse_chunk(
     let mut pos = if first {
         0
     } else {
-        match chunk.text[..owned].iter().position(|&b| b == b'\n') {
+        match find_newline(&chunk.text[..owned]) {
             Some(i) => i + 1,
             None => owned,
         }
@@ -320,7 +320,7 @@ impl Chunk {
     ) -> std::io::Result<(usize, usize)> {
         let mut from = pos;
         loop {
-            if let Some(i) = self.text[from..self.used].iter().position(|&b| b == b'\n') {
+            if let Some(i) = find_newline(&self.text[from..self.used]) {
                 return Ok((from + i + 1, from + i + 1 - pos));
             }
             let read_to = start + self.used as u64;

@@ -321,6 +321,15 @@ impl Columns {
         }
     }
 
+    /// `series(s)`, of which only `values` values will be read: only
+    /// those count against a scratch file's resident bytes.
+    fn series_reading(&self, s: usize, values: usize) -> &[f32] {
+        match &self.store {
+            Store::Heap(v) => &v[s],
+            Store::Mapped(m) => m.series_reading(s, values),
+        }
+    }
+
     fn series_mut(&mut self, s: usize) -> &mut [f32] {
         match &mut self.store {
             Store::Heap(v) => &mut v[s],
@@ -331,6 +340,18 @@ impl Columns {
     /// The series of GPU slot `slot`, column `col`.
     pub fn gpu(&self, slot: usize, col: usize) -> &[f32] {
         self.series(self.gpu[slot * self.ncols + col])
+    }
+
+    /// The series of GPU slot `slot`, column `col`, of which the caller
+    /// reads `values` values (a block of a long series): only those count
+    /// against a scratch file's resident bytes, not the whole series.
+    pub(crate) fn gpu_reading(&self, slot: usize, col: usize, values: usize) -> &[f32] {
+        self.series_reading(self.gpu[slot * self.ncols + col], values)
+    }
+
+    /// `gpu_reading` of host column `col`.
+    pub(crate) fn host_reading(&self, col: usize, values: usize) -> &[f32] {
+        self.series_reading(self.host[col], values)
     }
 
     /// GPU slot `slot`'s column `col` at sample `i` (one value: counted as
@@ -532,6 +553,15 @@ impl Mapped {
         self.note(self.len * 4);
         // SAFETY: `s * cap + len <= nseries * cap`, inside the mapping;
         // shared borrows of `self` exclude writes.
+        unsafe { std::slice::from_raw_parts(self.base().add(s * self.cap), self.len) }
+    }
+
+    /// `series`, counting `values` values as read (at most the series).
+    fn series_reading(&self, s: usize, values: usize) -> &[f32] {
+        assert!(s < self.nseries);
+        self.assert_written();
+        self.note(values.min(self.len) * 4);
+        // SAFETY: as `series`.
         unsafe { std::slice::from_raw_parts(self.base().add(s * self.cap), self.len) }
     }
 

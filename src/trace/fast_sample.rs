@@ -161,26 +161,38 @@ impl Cursor<'_> {
             }
             _ => return None,
         };
-        while let Some(&c @ b'0'..=b'9') = s.get(i) {
-            significand = significand
-                .checked_mul(10)?
-                .checked_add((c - b'0') as u64)?;
+        // Digits in the significand: up to 19 cannot overflow a u64 (more
+        // are declined below, to serde), so no checked arithmetic per digit.
+        let mut digits = 1u32;
+        while let Some(&c) = s.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            significand = significand.wrapping_mul(10).wrapping_add(d as u64);
+            digits += 1;
             i += 1;
         }
         let mut exponent: i32 = 0;
         if s.get(i) == Some(&b'.') {
             i += 1;
             let start = i;
-            while let Some(&c @ b'0'..=b'9') = s.get(i) {
-                significand = significand
-                    .checked_mul(10)?
-                    .checked_add((c - b'0') as u64)?;
-                exponent -= 1;
+            while let Some(&c) = s.get(i) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                significand = significand.wrapping_mul(10).wrapping_add(d as u64);
                 i += 1;
             }
             if i == start {
                 return None;
             }
+            digits += (i - start) as u32;
+            exponent = -((i - start).min(1 << 20) as i32);
+        }
+        if digits > 19 {
+            return None;
         }
         if matches!(s.get(i), Some(b'e' | b'E')) {
             i += 1;

@@ -118,6 +118,19 @@ pub(crate) fn teardown_len(times_ms: &[f64], busy_pct: &[f64]) -> usize {
     }
 }
 
+/// The idle teardown tail of a steady window of `len` samples whose GPUs'
+/// mean busy at sample `k` is `mean_busy(k)` (NaN: none): its working
+/// level, then `teardown_tail`, as `Trace` cuts it at load (the same
+/// percentile and scan, read from a function instead of the columns).
+/// Public for `examples/check-floor.rs`, whose statistics must be gate's.
+pub fn idle_tail_len(len: usize, mean_busy: impl Fn(usize) -> f64) -> usize {
+    let visit = |f: &mut dyn FnMut(f64)| (0..len).for_each(|k| f(mean_busy(k)));
+    match crate::stats::percentile_of_visits(visit, WORKING_LEVEL_PCT) {
+        Some(level) => teardown_tail(len, level, mean_busy),
+        None => 0,
+    }
+}
+
 /// The percentile of the window's GPU busy that is its working level.
 pub(crate) const WORKING_LEVEL_PCT: f64 = 90.0;
 

@@ -1,7 +1,10 @@
 //! A series' values at chosen samples, handed to a callback in order
 //! straight from the columns, a block at a time: what a statistic that
 //! reads a series several times (`MetricStats::from_visits`) or once
-//! (a feature's mean) takes instead of a copy (issue 44.2).
+//! (a feature's mean) takes instead of a copy (issue 44.2). Each fetch
+//! counts the block's span as read, not the whole series: counted whole,
+//! a 24-hour trace's scratch pages were dropped ten times as often as the
+//! bytes read called for, and faulted in again on every pass.
 
 use super::{mean_of_finite, Trace};
 
@@ -9,6 +12,14 @@ use super::{mean_of_finite, Trace};
 /// are in a scratch file, and each fetch counts against what the process
 /// keeps resident of it).
 const BLOCK: usize = 1 << 16;
+
+/// Values from a block's first sample to its last (samples ascend).
+fn span(block: &[usize]) -> usize {
+    match (block.first(), block.last()) {
+        (Some(&a), Some(&b)) => b.saturating_sub(a) + 1,
+        _ => 0,
+    }
+}
 
 impl Trace {
     /// GPU slot `gpu`'s column `col` at each of `samples` (NaN = missing).
@@ -20,7 +31,7 @@ impl Trace {
         f: &mut dyn FnMut(f64),
     ) {
         for block in samples.chunks(BLOCK) {
-            let series = self.gpu_series(gpu, col);
+            let series = self.columns.gpu_reading(gpu, col, span(block));
             block.iter().for_each(|&i| f(series[i] as f64));
         }
     }
@@ -30,7 +41,7 @@ impl Trace {
     pub(crate) fn visit_gpu_mean(&self, samples: &[usize], col: usize, f: &mut dyn FnMut(f64)) {
         for block in samples.chunks(BLOCK) {
             let series: Vec<&[f32]> = (0..self.gpu_count())
-                .map(|g| self.gpu_series(g, col))
+                .map(|g| self.columns.gpu_reading(g, col, span(block)))
                 .collect();
             for &i in block {
                 f(mean_of_finite(series.iter().map(|s| s[i])));
@@ -41,7 +52,7 @@ impl Trace {
     /// Host column `col` at each of `samples`.
     pub(crate) fn visit_host(&self, samples: &[usize], col: usize, f: &mut dyn FnMut(f64)) {
         for block in samples.chunks(BLOCK) {
-            let series = self.host_series(col);
+            let series = self.columns.host_reading(col, span(block));
             block.iter().for_each(|&i| f(series[i] as f64));
         }
     }
