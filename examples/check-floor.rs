@@ -321,19 +321,7 @@ fn statistics(
     let (ngpu, ncols) = (shape.ngpu, shape.ncols);
     let n: usize = parts.iter().map(|p| p.times_ms.len()).sum();
     let gpu_mean = |p: &Part, i: usize, col: usize| -> f64 {
-        let (mut sum, mut count) = (0.0f64, 0u32);
-        for g in 0..ngpu {
-            let v = p.series[g * ncols + col][i] as f64;
-            if v.is_finite() {
-                sum += v;
-                count += 1;
-            }
-        }
-        if count == 0 {
-            f64::NAN
-        } else {
-            sum / count as f64
-        }
+        gpugate::trace::mean_of_finite((0..ngpu).map(|g| p.series[g * ncols + col][i]))
     };
     // The idle tail, as gate cuts it when the target exited by itself.
     let exited = parts.iter().any(|p| p.exited);

@@ -556,7 +556,7 @@ const IDLE_TAIL_BLOCK: usize = 1 << 16;
 
 /// The mean of the finite values, NaN when there is none: one sample of
 /// `Trace::gpu_mean_series` (same order of additions, same result).
-pub(crate) fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
+pub fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
     let (mut sum, mut count) = (0.0f64, 0u32);
     for v in values {
         let v = v as f64;

@@ -83,31 +83,9 @@ impl MetricStats {
         });
         let stdev = (ss / (n - 1) as f64).sqrt();
         let means: Vec<f64> = batch_sums.iter().map(|s| s / len as f64).collect();
-        let mut ranks = vec![0, n - 1];
-        for p in PERCENTILES {
-            let (lo, hi) = percentile_ranks(n, p);
-            ranks.extend([lo, hi]);
-        }
-        ranks.sort_unstable();
-        ranks.dedup();
+        let ranks = wanted_ranks(n);
         let values = kth_finite_many(&visit, &ranks, first_level);
-        let at = |r: usize| values[ranks.binary_search(&r).expect("every rank was selected")];
-        let percentile = |p: f64| {
-            let (lo, hi) = percentile_ranks(n, p);
-            interpolate(n, p, at(lo), at(hi))
-        };
-        Some(MetricStats {
-            n,
-            mean,
-            stdev,
-            min: at(0),
-            p5: percentile(5.0),
-            p50: percentile(50.0),
-            p95: percentile(95.0),
-            p99: percentile(99.0),
-            max: at(n - 1),
-            mean_ci95: Some(batch_ci95_of_means(&means)),
-        })
+        Some(assemble(n, mean, stdev, &means, &ranks, &values))
     }
 }
 
@@ -133,13 +111,7 @@ fn from_single_copy(mut copy: Vec<f32>, sum: f64) -> MetricStats {
     }
     let stdev = (ss / (n - 1) as f64).sqrt();
     let means: Vec<f64> = batch_sums.iter().map(|s| s / len as f64).collect();
-    let mut ranks = vec![0, n - 1];
-    for p in PERCENTILES {
-        let (lo, hi) = percentile_ranks(n, p);
-        ranks.extend([lo, hi]);
-    }
-    ranks.sort_unstable();
-    ranks.dedup();
+    let ranks = wanted_ranks(n);
     // Ascending ranks, each selected among the values not below the last.
     let mut values = Vec::with_capacity(ranks.len());
     let mut from = 0;
@@ -148,6 +120,32 @@ fn from_single_copy(mut copy: Vec<f32>, sum: f64) -> MetricStats {
         values.push(copy[r] as f64);
         from = r + 1;
     }
+    assemble(n, mean, stdev, &means, &ranks, &values)
+}
+
+/// The ranks the statistics read: the least, the greatest and the two
+/// neighbours of each percentile, ascending, each once.
+fn wanted_ranks(n: usize) -> Vec<usize> {
+    let mut ranks = vec![0, n - 1];
+    for p in PERCENTILES {
+        let (lo, hi) = percentile_ranks(n, p);
+        ranks.extend([lo, hi]);
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
+}
+
+/// The statistics from the moments, the batch means and the values at
+/// `ranks` (`wanted_ranks`).
+fn assemble(
+    n: usize,
+    mean: f64,
+    stdev: f64,
+    means: &[f64],
+    ranks: &[usize],
+    values: &[f64],
+) -> MetricStats {
     let at = |r: usize| values[ranks.binary_search(&r).expect("every rank was selected")];
     let percentile = |p: f64| {
         let (lo, hi) = percentile_ranks(n, p);
@@ -163,7 +161,7 @@ fn from_single_copy(mut copy: Vec<f32>, sum: f64) -> MetricStats {
         p95: percentile(95.0),
         p99: percentile(99.0),
         max: at(n - 1),
-        mean_ci95: Some(batch_ci95_of_means(&means)),
+        mean_ci95: Some(batch_ci95_of_means(means)),
     }
 }
 
