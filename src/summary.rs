@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod spans;
-mod steady_values;
+pub(crate) mod steady_values;
 pub use spans::BenchSpan;
 
 /// The steady window: indices of the samples after warm-up (the recorder

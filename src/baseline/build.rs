@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
 use crate::stats::MetricStats;
-use crate::summary::{steady_finite, Column, RunInput, UserMetricValue};
+use crate::summary::{Column, RunInput, UserMetricValue};
 use crate::trace::Header;
 use std::collections::BTreeMap;
 
@@ -123,25 +123,26 @@ impl Runs<'_, '_> {
 
     /// `sampled` of every column, on the cores (`parallel`).
     fn sampled_all(&self, columns: &[Column]) -> Result<Vec<Option<BaselineMetric>>, GateError> {
-        // Each job holds one column of every run pooled, as f32 read back
-        // and as f64 with its selection copy.
-        let samples: usize = self.inputs.iter().map(|i| i.summary.steady_samples).sum();
-        let job_bytes = samples.saturating_mul(20);
-        crate::parallel::map_within(job_bytes, columns, |c| self.sampled(c, c.id()))
-            .into_iter()
-            .collect()
+        // Each job reads every run's column in place, a few passes
+        // (`from_visits`): its memory is counter tables, whatever the runs'
+        // lengths (a copy of the pooled values grew with them: issue 44.2).
+        crate::parallel::map_within(crate::stats::VISIT_BYTES, columns, |c| {
+            self.sampled(c, c.id())
+        })
+        .into_iter()
+        .collect()
     }
 
-    /// The steady values of `column` in the inputs `group`, read from each
-    /// run's own column one after another: the one working copy the
-    /// selection of their percentiles needs (`MetricStats::from_finite`).
-    fn pooled(&self, group: &[usize], column: &Column) -> Result<Vec<f64>, GateError> {
-        let mut all = Vec::new();
-        for &i in group {
-            let r = &self.inputs[i];
-            all.extend(steady_finite(r.trace, &r.steady, column));
-        }
-        Ok(all)
+    /// The statistics of the steady values of `column` in the inputs
+    /// `group`, read from each run's own column one after another, in
+    /// place: `MetricStats::from_finite` of their copy, the same bits.
+    fn pooled(&self, group: &[usize], column: &Column) -> Option<MetricStats> {
+        MetricStats::from_visits(|f| {
+            for &i in group {
+                let r = &self.inputs[i];
+                crate::summary::steady_values::visit(r.trace, &r.steady, column, f);
+            }
+        })
     }
 
     /// A sampled metric: each run's statistics over its steady samples (a
@@ -154,14 +155,14 @@ impl Runs<'_, '_> {
         let per_run: Vec<Option<MetricStats>> = (self.groups.iter())
             .map(|group| match group.as_slice() {
                 [one] => Ok(self.inputs[*one].summary.column_stats(column)),
-                nodes => Ok(MetricStats::from_finite(self.pooled(nodes, column)?)),
+                nodes => Ok(self.pooled(nodes, column)),
             })
             .collect::<Result<_, GateError>>()?;
         let all = match per_run.as_slice() {
             [one] => one.clone(),
             _ => {
                 let every: Vec<usize> = self.groups.iter().flatten().copied().collect();
-                MetricStats::from_finite(self.pooled(&every, column)?)
+                self.pooled(&every, column)
             }
         };
         let Some(all) = all else {

@@ -7,7 +7,7 @@ use crate::trace::Trace;
 
 /// Hand `f` the value of `column` at each of the `steady` samples, in
 /// order (NaN where missing): `steady_finite`'s values before its filter.
-pub(super) fn visit(trace: &Trace, steady: &[usize], column: &Column, f: &mut dyn FnMut(f64)) {
+pub(crate) fn visit(trace: &Trace, steady: &[usize], column: &Column, f: &mut dyn FnMut(f64)) {
     match *column {
         Column::Gpu { slot, id } => {
             if let Some(col) = trace.gpu_column(id).filter(|_| slot < trace.gpu_count()) {
