@@ -195,32 +195,9 @@ impl Cursor<'_> {
             return None;
         }
         if matches!(s.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            let negative_exp = match s.get(i) {
-                Some(b'-') => {
-                    i += 1;
-                    true
-                }
-                Some(b'+') => {
-                    i += 1;
-                    false
-                }
-                _ => false,
-            };
-            let start = i;
-            let mut e: i32 = 0;
-            while let Some(&c @ b'0'..=b'9') = s.get(i) {
-                e = e.checked_mul(10)?.checked_add((c - b'0') as i32)?;
-                i += 1;
-            }
-            if i == start {
-                return None;
-            }
-            exponent = if negative_exp {
-                exponent.checked_sub(e)?
-            } else {
-                exponent.checked_add(e)?
-            };
+            let e;
+            (e, i) = exponent_part(s, i + 1)?;
+            exponent = exponent.checked_add(e)?;
         }
         let f = match POW10.get(exponent.unsigned_abs() as usize) {
             Some(&pow) if significand <= 1 << 53 => {
@@ -244,6 +221,32 @@ impl Cursor<'_> {
         self.i = i;
         Some(if negative { -f } else { f })
     }
+}
+
+/// The exponent after `e`/`E` (its sign and digits from `i`) and the index
+/// after it; None when it has no digit or overflows an i32.
+fn exponent_part(s: &[u8], mut i: usize) -> Option<(i32, usize)> {
+    let negative = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let start = i;
+    let mut e: i32 = 0;
+    while let Some(&c @ b'0'..=b'9') = s.get(i) {
+        e = e.checked_mul(10)?.checked_add((c - b'0') as i32)?;
+        i += 1;
+    }
+    if i == start {
+        return None;
+    }
+    Some((if negative { e.checked_neg()? } else { e }, i))
 }
 
 #[cfg(test)]
