@@ -45,7 +45,8 @@
 #      then one profiled run of each path (GATE_PROFILE):
 #   SECTIONS=6 bash scripts/gpu-perf.sh     # ATTACH_SECONDS (20), ATTACH_ROUNDS (3),
 #      ATTACH_CGROUP (shared; own: the job in a cgroup of its own), ATTACH_JOB,
-#      ATTACH_ONLY (some slots: e.g. "clock floorgpm"), ATTACH_PROFILE ("gpm clock")
+#      ATTACH_ONLY (some slots: e.g. "clock floorgpm"; "gpmb" is GATE_B with GPM,
+#      "dmon" dmon in every round), ATTACH_PROFILE ("gpm clock")
 set -u -o pipefail
 OUT="${OUT:-$PWD/perf-out}"
 SECONDS_EACH="${SECONDS_EACH:-20}"
@@ -228,6 +229,7 @@ for r in $(seq 1 "$ATTACH_ROUNDS"); do
     for kind in "${order[@]}"; do
         case $kind in
             gpm) attached gpm "$r" 1 ;;
+            gpmb) GATE="$GATE_B" attached gpmb "$r" 1 ;;
             clock) attached clock "$r" 0 ;;
             nogpm) attached nogpm "$r" 1 --no-gpm ;;
             nogpmclock) attached nogpmclock "$r" 0 --no-gpm ;;
@@ -253,7 +255,7 @@ def load(n, r):
 print("| attached main + 8 workers, 100 ms | gate % of a core | NVML floor | gate / floor (rounds) | gate peak RSS | dmon peak RSS |")
 print("|---|---|---|---|---|---|")
 dm = [x for r in range(1, rounds + 1) if (x := load("dmon", r))]
-for name, fl in (("gpm", "floorgpm"), ("clock", "floorgpm"), ("nogpm", "floornogpm"), ("nogpmclock", "floornogpm")):
+for name, fl in (("gpm", "floorgpm"), ("gpmb", "floorgpm"), ("clock", "floorgpm"), ("nogpm", "floornogpm"), ("nogpmclock", "floornogpm")):
     g = [load(name, r) for r in range(1, rounds + 1)]
     f = [load(fl, r) for r in range(1, rounds + 1)]
     pairs = [(a, b) for a, b in zip(g, f) if a and b]

@@ -153,6 +153,12 @@ pub(crate) fn record_observed(
     let start = Instant::now();
     // GATE_PROFILE: what a recording costs once, beside the ticks' sections.
     let mut once = CpuProfile::from_env();
+    // What only start-up ran leaves the resident set before the GPU
+    // source adds its own (sampler/resident.rs).
+    let dropped_kib = crate::sampler::resident::drop_startup_pages();
+    if once.enabled {
+        crate::gate_eprintln!("gate: GATE_PROFILE start-up pages dropped: {dropped_kib} kB");
+    }
     let c = once.start();
     let (fingerprint, mut gpu_sampler) = open_gpus(plan, start)?;
     once.stop("open_gpus", c);

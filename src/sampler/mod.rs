@@ -2,12 +2,14 @@
 //! what the recorder asks of a GPU source), `nvml` (the GPU source of
 //! today, NVML and GPM, the only NVML user), `host` (/proc), `cgroup` (a
 //! cgroup v2 of gate's own for a launched target: the tree's CPU from one
-//! file). The deterministic twin of both is a recorded trace
+//! file), `resident` (gate's own start-up pages dropped before it samples).
+//! The deterministic twin of both is a recorded trace
 //! (`--replay`), loaded by `trace::Trace::load`.
 
 pub mod cgroup;
 pub mod host;
 pub mod nvml;
+pub mod resident;
 pub mod source;
 
 /// A `/proc` file kept open between samples: read again from offset 0
