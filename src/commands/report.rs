@@ -6,7 +6,7 @@
 //! live (`-- CMD`, `--pid`), which records a trace first: either way the
 //! report is built from a trace, so a replay reproduces it byte for byte.
 
-use super::measure::{self, parse_duration, MeasureArgs};
+use super::measure::{self, parse_duration, MeasureArgs, Measurement};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
@@ -229,7 +229,7 @@ fn acquire<R: Send>(
         let mut m = args.measure.clone();
         m.replay = args.traces.clone();
         m.replay.extend(args.measure.replay.iter().cloned());
-        return measure::acquire_each(&m, 1, &args.trace_dir, each);
+        return measure::acquire_each(&Measurement::build(&m)?, 1, &args.trace_dir, each);
     }
     if !args.measure.is_replay() && !args.measure.is_live() {
         return Err(GateError::usage(
@@ -237,7 +237,12 @@ fn acquire<R: Send>(
         )
         .into());
     }
-    measure::acquire_each(&args.measure, 1, &args.trace_dir, each)
+    measure::acquire_each(
+        &Measurement::build(&args.measure)?,
+        1,
+        &args.trace_dir,
+        each,
+    )
 }
 
 /// Write a report file; the error names the file and what to do.
