@@ -5,7 +5,6 @@
 
 use super::Format;
 use crate::config::Config;
-use crate::error::GateError;
 use crate::history::listing::{self, Filter, Listing};
 use crate::history::pipeline::{resolve, to_gate, HistorySettings};
 use crate::history::{self, Location, MetricFilter, Query, RunRecord};
@@ -234,13 +233,30 @@ fn read_runs(
     })
 }
 
-/// `--html FILE`: the trend page of `runs`, never over the database itself.
-fn write_page(
-    path: &std::path::Path,
-    args: &HistoryCmdArgs,
-    runs: &[RunRecord],
-    location: &Location,
-) -> anyhow::Result<()> {
+/// `--html FILE`: the trend page of `runs`.
+struct TrendPage<'a> {
+    path: &'a std::path::Path,
+    args: &'a HistoryCmdArgs,
+    runs: &'a [RunRecord],
+    location: &'a Location,
+}
+
+impl super::output::Pages for TrendPage<'_> {
+    fn pages(&self) -> Vec<super::output::Page<'_>> {
+        vec![super::output::Page {
+            flag: "--html",
+            what: "the --html trend page".into(),
+            path: self.path,
+            bytes: Box::new(|| {
+                let scope = scope(self.args);
+                history::html::render(self.runs, &self.location.display(), &scope).into_bytes()
+            }),
+        }]
+    }
+}
+
+/// What the trend page shows: the filters, or all baselines.
+fn scope(args: &HistoryCmdArgs) -> String {
     let scope = [
         args.baseline.as_ref().map(|b| format!("baseline {b}")),
         args.branch.as_ref().map(|b| format!("branch {b}")),
@@ -250,21 +266,28 @@ fn write_page(
     .flatten()
     .collect::<Vec<_>>()
     .join(", ");
-    let scope = if scope.is_empty() {
+    if scope.is_empty() {
         "all baselines".to_string()
     } else {
         scope
+    }
+}
+
+/// `--html FILE`, never over the database itself (`--html
+/// .gate/history.sqlite`).
+fn write_page(
+    path: &std::path::Path,
+    args: &HistoryCmdArgs,
+    runs: &[RunRecord],
+    location: &Location,
+) -> anyhow::Result<()> {
+    let mut inputs = crate::files::Inputs::default();
+    inputs.add_all("the input", location.files());
+    let page = TrendPage {
+        path,
+        args,
+        runs,
+        location,
     };
-    let page = history::html::render(runs, &location.display(), &scope);
-    // Never over the database itself (`--html .gate/history.sqlite`).
-    let db_files = location.files();
-    let db_files: Vec<&std::path::Path> = db_files.iter().map(|p| p.as_path()).collect();
-    crate::files::write_output(path, "--html", page.as_bytes(), &db_files).map_err(|e| {
-        GateError::usage(format!(
-            "cannot write the trend page '{}': {e}",
-            path.display()
-        ))
-    })?;
-    crate::console::wrote("the trend page", path);
-    Ok(())
+    Ok(super::output::write_pages(&page, &inputs)?)
 }

@@ -19,7 +19,6 @@ use crate::report::run::{
 };
 use crate::summary::RunInput;
 use crate::trace::Trace;
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -195,17 +194,11 @@ fn write_reports(args: &ReportArgs, runs: &[Run], input_paths: &[&Path]) -> anyh
             .render(runs),
         ),
     };
-    let files: [(&str, &Option<PathBuf>, &dyn RunReporter); 3] = [
-        ("--json", &args.json, &Json),
-        ("--markdown", &args.markdown, &Markdown),
-        ("--html", &args.html, &Html),
-    ];
-    for (flag, path, reporter) in files {
-        if let Some(path) = path {
-            write_output(path, flag, &reporter.render(runs), input_paths)?;
-            crate::console::wrote(&format!("the {flag} report"), path);
-        }
+    let mut inputs = crate::files::Inputs::default();
+    for p in input_paths {
+        inputs.add("the input", *p);
     }
+    super::output::write_pages(&ReportPages { args, runs }, &inputs)?;
     match text {
         Some(text) => crate::console::out(&text),
         None => crate::console::out_with(|w| Json.write(runs, w)),
@@ -245,22 +238,30 @@ fn acquire<R: Send>(
     )
 }
 
-/// Write a report file; the error names the file and what to do.
-/// Written whole (temporary + rename), never over a non-regular file or
-/// one of the report's `inputs` (`report t.jsonl --html t.jsonl`).
-fn write_output(path: &Path, what: &str, text: &str, inputs: &[&Path]) -> anyhow::Result<()> {
-    crate::console::make_parent(path);
-    crate::files::write_output(path, what, text.as_bytes(), inputs)
-        .map_err(|e| {
-            crate::files::output_error(
-                format!(
-                    "cannot write '{}': {e}; choose a writable path",
-                    path.display()
-                ),
-                &e,
-            )
-        })
-        .with_context(|| format!("writing report '{}'", path.display()))
+/// The report files the flags ask for, each rendered from the runs.
+struct ReportPages<'a> {
+    args: &'a ReportArgs,
+    runs: &'a [Run<'a>],
+}
+
+impl super::output::Pages for ReportPages<'_> {
+    fn pages(&self) -> Vec<super::output::Page<'_>> {
+        let files: [(&'static str, &Option<PathBuf>, &dyn RunReporter); 3] = [
+            ("--json", &self.args.json, &Json),
+            ("--markdown", &self.args.markdown, &Markdown),
+            ("--html", &self.args.html, &Html),
+        ];
+        (files.into_iter())
+            .filter_map(|(flag, path, reporter)| {
+                Some(super::output::Page {
+                    flag,
+                    what: format!("the {flag} report"),
+                    path: path.as_deref()?,
+                    bytes: Box::new(move || reporter.render(self.runs).into_bytes()),
+                })
+            })
+            .collect()
+    }
 }
 
 /// The active rules: built-in plus `[rules]` of gate.toml (`--config`, else
