@@ -141,46 +141,77 @@ fn warn_if_unrecorded(id: &str, runs: &[RunRecord], config: &Config) {
 
 /// `gate history`.
 pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
-    let config_path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&config_path, args.config.is_some())?;
-    let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
-        Some(l) => l,
-        None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),
-    };
-    let limit = match args.limit {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None if args.html.is_some() => Some(500),
-        None => Some(20),
-    };
-    let runs = read_runs(&location, &args, query(&args, limit))?;
-    if let Some(m) = &args.metric {
-        warn_if_unrecorded(m, &runs, &config);
+    ListingPlan::build(&args)?.execute()
+}
+
+/// A listing of the history, built once from its flags: the database's
+/// location (flag, environment or gate.toml), the query and the filter it
+/// shows, and where the trend page goes.
+struct ListingPlan {
+    config: Config,
+    location: Location,
+    query: Query,
+    filter: Filter,
+    format: Format,
+    html: Option<PathBuf>,
+    timeout: Duration,
+}
+
+impl ListingPlan {
+    fn build(args: &HistoryCmdArgs) -> anyhow::Result<ListingPlan> {
+        let config_path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml"));
+        let config = Config::load(&config_path, args.config.is_some())?;
+        let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
+            Some(l) => l,
+            None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),
+        };
+        let limit = match args.limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if args.html.is_some() => Some(500),
+            None => Some(20),
+        };
+        Ok(ListingPlan {
+            config,
+            location,
+            query: query(args, limit),
+            filter: Filter {
+                baseline: args.baseline.clone(),
+                branch: args.branch.clone(),
+                metric: args.metric.clone(),
+                regressions_only: args.regressions,
+                limit,
+            },
+            format: args.format,
+            html: args.html.clone(),
+            timeout: args.history_timeout,
+        })
     }
-    let filter = Filter {
-        baseline: args.baseline.clone(),
-        branch: args.branch.clone(),
-        metric: args.metric.clone(),
-        regressions_only: args.regressions,
-        limit,
-    };
-    if let Some(path) = &args.html {
-        write_page(path, &args, &runs, &location)?;
+
+    /// Read the runs, write the trend page, list them on stdout.
+    fn execute(self) -> anyhow::Result<i32> {
+        let runs = read_runs(&self.location, self.timeout, self.query)?;
+        if let Some(m) = &self.filter.metric {
+            warn_if_unrecorded(m, &runs, &self.config);
+        }
+        if let Some(path) = &self.html {
+            write_page(path, &self.filter, &runs, &self.location)?;
+        }
+        let l = Listing {
+            schema_version: listing::JSON_SCHEMA_VERSION,
+            database: self.location.display(),
+            filter: self.filter,
+            runs,
+        };
+        match self.format {
+            Format::Text => crate::console::out(&listing::render_text(&l)),
+            Format::Json => crate::console::out(&listing::render_json(&l)),
+        }
+        Ok(crate::exit_code::PASS)
     }
-    let l = Listing {
-        schema_version: listing::JSON_SCHEMA_VERSION,
-        database: location.display(),
-        filter,
-        runs,
-    };
-    match args.format {
-        Format::Text => crate::console::out(&listing::render_text(&l)),
-        Format::Json => crate::console::out(&listing::render_json(&l)),
-    }
-    Ok(crate::exit_code::PASS)
 }
 
 /// The runs `gate history` asks for, at most `limit` of them.
@@ -205,10 +236,10 @@ fn query(args: &HistoryCmdArgs, limit: Option<usize>) -> Query {
     }
 }
 
-/// The runs `query` selects at `location`, within `--history-timeout`.
+/// The runs `query` selects at `location`, within `timeout`.
 fn read_runs(
     location: &Location,
-    args: &HistoryCmdArgs,
+    timeout: Duration,
     query: Query,
 ) -> anyhow::Result<Vec<RunRecord>> {
     // A repository that has not recorded a run yet has no database: that is
@@ -223,8 +254,8 @@ fn read_runs(
             Vec::new()
         }
         _ => {
-            let deadline = history::step_deadline(location, args.history_timeout);
-            let (loc, timeout) = (location.clone(), args.history_timeout);
+            let deadline = history::step_deadline(location, timeout);
+            let loc = location.clone();
             history::within(location, deadline, move || {
                 history::open_bounded(&loc, false, timeout)?.runs(&query)
             })
@@ -236,7 +267,7 @@ fn read_runs(
 /// `--html FILE`: the trend page of `runs`.
 struct TrendPage<'a> {
     path: &'a std::path::Path,
-    args: &'a HistoryCmdArgs,
+    filter: &'a Filter,
     runs: &'a [RunRecord],
     location: &'a Location,
 }
@@ -248,7 +279,7 @@ impl super::output::Pages for TrendPage<'_> {
             what: "the --html trend page".into(),
             path: self.path,
             bytes: Box::new(|| {
-                let scope = scope(self.args);
+                let scope = scope(self.filter);
                 history::html::render(self.runs, &self.location.display(), &scope).into_bytes()
             }),
         }]
@@ -256,11 +287,11 @@ impl super::output::Pages for TrendPage<'_> {
 }
 
 /// What the trend page shows: the filters, or all baselines.
-fn scope(args: &HistoryCmdArgs) -> String {
+fn scope(filter: &Filter) -> String {
     let scope = [
-        args.baseline.as_ref().map(|b| format!("baseline {b}")),
-        args.branch.as_ref().map(|b| format!("branch {b}")),
-        args.metric.as_ref().map(|m| format!("metric {m}")),
+        filter.baseline.as_ref().map(|b| format!("baseline {b}")),
+        filter.branch.as_ref().map(|b| format!("branch {b}")),
+        filter.metric.as_ref().map(|m| format!("metric {m}")),
     ]
     .into_iter()
     .flatten()
@@ -277,7 +308,7 @@ fn scope(args: &HistoryCmdArgs) -> String {
 /// .gate/history.sqlite`).
 fn write_page(
     path: &std::path::Path,
-    args: &HistoryCmdArgs,
+    filter: &Filter,
     runs: &[RunRecord],
     location: &Location,
 ) -> anyhow::Result<()> {
@@ -285,7 +316,7 @@ fn write_page(
     inputs.add_all("the input", location.files());
     let page = TrendPage {
         path,
-        args,
+        filter,
         runs,
         location,
     };

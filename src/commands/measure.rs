@@ -170,7 +170,7 @@ impl MeasureArgs {
             warmup_until,
             duration: self.duration,
             warmup_timeout: self.warmup_timeout,
-            gpu: self.gpu.clone(),
+            gpu: crate::sampler::nvml::GpuSelection::parse(self.gpu.as_deref())?,
             no_gpu: self.no_gpu,
             no_gpm: self.no_gpm,
             tags: self.tags.iter().cloned().collect(),

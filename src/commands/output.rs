@@ -1,10 +1,11 @@
-//! Where a check's results go, written by ONE writer for a single check
-//! and a suite alike: the report files asked for (`Output`, one per
-//! `--junit`, `--markdown`, ... flag), stdout (text or JSON), and what
-//! GitHub Actions reads (annotations, the step summary, `verdict=`), with
-//! the `--html-url` link in the Markdown report, the step summary and the
-//! PR comment. What each document says is the reporters' (`report::check`,
-//! `report::check::suite` for a suite).
+//! The one writer of every page a command writes (`Pages`, `write_pages`:
+//! check, suite, report, history and the error path), and where a check's
+//! results go, for a single check and a suite alike: the report files
+//! asked for (`Output`, one per `--junit`, `--markdown`, ... flag), stdout
+//! (text or JSON), and what GitHub Actions reads (annotations, the step
+//! summary, `verdict=`), with the `--html-url` link in the Markdown report,
+//! the step summary and the PR comment. What each document says is the
+//! reporters' (`report::check`, `report::check::suite` for a suite).
 
 use super::Format;
 use crate::error::GateError;
