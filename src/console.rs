@@ -262,15 +262,6 @@ pub(crate) fn err_text(text: &str) {
     }
 }
 
-/// Create the folder a file is about to be written in (`--html
-/// .gate/report.html` on a fresh clone); a failure is left to the write,
-/// whose error names the file.
-pub(crate) fn make_parent(path: &std::path::Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::create_dir_all(dir);
-    }
-}
-
 /// "gate: wrote WHAT 'PATH'" on stderr, for every file a command writes
 /// (stdout may carry a report or JSON, so never there).
 pub fn wrote(what: &str, path: &std::path::Path) {

@@ -321,3 +321,20 @@ command = ["sh", "bench.sh", "1000", "7"]
         "{stderr}"
     );
 }
+
+/// A bad `--until` is refused when the sides are planned, before round 1
+/// runs either command.
+#[test]
+fn a_bad_until_is_refused_before_round_1() {
+    let dir = project();
+    let d = dir.path();
+    let (code, stdout, stderr) = ab(d, 1000, 1000, 1, &["--until", "(", "--junit", "j.xml"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(!stderr.contains("round 1"), "{stderr}");
+    assert!(!d.join("count").exists(), "a benchmark ran: {stderr}");
+    let line = stderr.lines().find(|l| l.contains("--until")).unwrap();
+    assert!(line.contains("is not a valid regex"), "{line}");
+    assert!(std::fs::read_to_string(d.join("j.xml"))
+        .unwrap()
+        .contains("--until"));
+}

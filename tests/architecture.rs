@@ -592,3 +592,39 @@ fn every_run_type_has_one_meaning_in_the_glossary() {
         "docs/architecture.md's `Run*` table vs the source"
     );
 }
+
+/// docs/architecture.md says where each command's plan and the writer
+/// live: every plan of its table is a struct of the file it names, and the
+/// writer's items are where it says.
+#[test]
+fn the_plans_and_the_writer_are_where_the_architecture_page_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let row = regex::Regex::new(r"(?m)^\| [^|`]+ \| `([A-Za-z]+)` \| `(src/[^`]+)` \|$").unwrap();
+    let mut plans = Vec::new();
+    for c in row.captures_iter(&doc) {
+        let text = std::fs::read_to_string(root.join(&c[2])).unwrap();
+        assert!(
+            text.contains(&format!("struct {}", &c[1])),
+            "{} is not in {}",
+            &c[1],
+            &c[2]
+        );
+        plans.push(c[1].to_string());
+    }
+    assert!(plans.len() >= 10, "{plans:?}");
+    for (item, file) in [
+        ("trait Pages", "src/commands/output.rs"),
+        ("fn write_pages", "src/commands/output.rs"),
+        ("struct Measurement", "src/commands/measure.rs"),
+        ("enum GpuSelection", "src/sampler/nvml.rs"),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        assert!(text.contains(item), "{item} is not in {file}");
+        let name = item.split(' ').nth(1).unwrap();
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "the page does not name {name}"
+        );
+    }
+}

@@ -1106,3 +1106,56 @@ fn closed_set_words_are_stored_as_before_and_unknown_ones_read_back_verbatim() {
     let again = check(d, &db, 12, 1.0, "c0ffee3333");
     assert_eq!(again.status.code(), Some(0), "{:?}", output(&again));
 }
+
+/// `history --html` goes through the one writer: a missing folder is
+/// created; a path that cannot be written is one line naming the flag
+/// (exit 2: the command line's), a full disk exit 3 (the machine's).
+#[test]
+fn the_trend_page_creates_its_folder_and_a_failed_write_names_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let db = d.join("h.sqlite");
+    capture(d, "train", &db);
+    for seed in 1..=2 {
+        check(d, &db, seed, 1.0, "c");
+    }
+    let out = gate(d)
+        .args(["history", "--history"])
+        .arg(&db)
+        .args(["--html", "pages/new/trend.html"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output(&out).1);
+    // Larger than the 4 KiB disk below holds.
+    let page = std::fs::metadata(d.join("pages/new/trend.html")).unwrap();
+    assert!(page.len() > 8192, "{}", page.len());
+    std::fs::write(d.join("a-file"), "").unwrap();
+    let out = gate(d)
+        .args(["history", "--history"])
+        .arg(&db)
+        .args(["--html", "a-file/trend.html"])
+        .output()
+        .unwrap();
+    let stderr = output(&out).1;
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("--html") && errors[0].contains("a-file"),
+        "{stderr}"
+    );
+    let args = format!("history --history {} --html full/trend.html", db.display());
+    let Some((code, stderr)) = crate::outputs::with_full_disk(d, &args) else {
+        eprintln!("SKIP: cannot mount a tmpfs here (no user namespaces); disk-full case not run");
+        return;
+    };
+    assert_eq!(code, Some(3), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("No space left"))
+        .unwrap();
+    assert!(
+        line.contains("--html") && line.contains("full/trend.html"),
+        "{line}"
+    );
+}

@@ -232,7 +232,7 @@ fn a_reader_that_goes_away_costs_neither_the_exit_code_nor_the_ci_files() {
 /// Run `gate ARGS` in `dir` with a 4 KiB tmpfs mounted at `dir/full`, in a
 /// private mount namespace (`unshare -rm`: no root needed where user
 /// namespaces are allowed). None when this machine cannot do that.
-fn with_full_disk(dir: &Path, args: &str) -> Option<(Option<i32>, String)> {
+pub(crate) fn with_full_disk(dir: &Path, args: &str) -> Option<(Option<i32>, String)> {
     std::fs::create_dir_all(dir.join("full")).unwrap();
     let gate_bin = assert_cmd::cargo::cargo_bin("gate");
     let script = format!(

@@ -464,3 +464,24 @@ fn warmup_until_starts_the_steady_window_at_the_benchmarks_own_line() {
     assert!(!dir.path().join("gate-trace.jsonl.partial").exists());
     assert!(!dir.path().join("gate-trace.jsonl").exists());
 }
+
+/// `doctor --gpu` with a list that names no GPU index is the command
+/// line's mistake: exit 2 with one line naming the flag, before anything
+/// is probed (no report on stdout), whether or not this machine has NVML.
+#[test]
+fn doctor_refuses_a_bad_gpu_list_before_probing() {
+    for (list, says) in [
+        (
+            "0,x",
+            "--gpu '0,x': 'x' is not a GPU index; use e.g. --gpu 0,2 or --gpu all",
+        ),
+        (",", "--gpu ',' selects no GPU"),
+    ] {
+        let out = gate().args(["doctor", "--gpu", list]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{list}: {stderr}");
+        assert!(out.stdout.is_empty(), "{list}: probed anyway");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{list}: {stderr}");
+    }
+}

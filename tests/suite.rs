@@ -483,3 +483,34 @@ fn replayed_workloads_judged_at_once_give_the_bytes_of_one_after_another() {
     assert!(at("workload 3/4 'gpt'") < at("workload 4/4 'vit'"));
     assert!(at("workload 4/4 'vit'") < at("workload 'vit': "));
 }
+
+/// A bad `--until` is the suite's own mistake: refused once (exit 2, one
+/// line naming the flag and the fix) before any workload is planned or
+/// run, with the JUnit file and PR comment naming it as a failed check's do.
+#[test]
+fn a_bad_until_in_a_live_suite_is_refused_before_any_workload_runs() {
+    let dir = checkout("");
+    let d = dir.path();
+    let out = gate(d)
+        .args([
+            "check",
+            "--suite",
+            "--no-gpu",
+            "--until",
+            "(",
+            "--no-history",
+        ])
+        .args(["--junit", "j.xml", "--pr-comment", "comment/pr.md"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = output(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(!stderr.contains("suite: workload"), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("--until")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("is not a valid regex") && said[0].contains("e.g. --until"));
+    for file in ["j.xml", "comment/pr.md"] {
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        assert!(text.contains("--until"), "{file}: {text}");
+    }
+}

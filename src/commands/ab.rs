@@ -13,7 +13,7 @@
 //! a look decides (`gate::paired::looks_at`, Bonferroni-split).
 
 use super::check::{load_config, refuse_shared_outputs, CheckArgs};
-use super::measure::{self, MeasureArgs};
+use super::measure::{self, MeasureArgs, Measurement};
 use super::output;
 use crate::baseline::{self, Baseline, BuildMeta};
 use crate::config::Config;
@@ -139,10 +139,10 @@ fn run_suite(args: &AbArgs, shared: Shared, inputs: &Inputs) -> anyhow::Result<i
         );
         let measure = super::suite::measure_for(&args.check.measure, w);
         let (a, b) = w.ab.clone().expect("chosen for its a and b");
-        let sides = (Side::of_argv(a, &measure), Side::of_argv(b, &measure));
         let config = shared.config.for_workload(&w.name);
-        let result = shared
-            .plan(args, w.baseline.clone(), sides, config)
+        let sides = Side::of_argv(a, &measure).and_then(|a| Ok((a, Side::of_argv(b, &measure)?)));
+        let result = (sides.map_err(anyhow::Error::from))
+            .and_then(|sides| shared.plan(args, w.baseline.clone(), sides, config))
             .and_then(|plan| plan.execute())
             .map(|(report, p)| {
                 pending.push(p);
@@ -175,10 +175,11 @@ fn finish_history(pending: Option<pipeline::PendingCheck>) -> Option<i32> {
     Some(crate::error::exit_code_of(&e.into()))
 }
 
-/// One side of the comparison: its command line as given, and how it runs.
+/// One side of the comparison: its command line as given, and how it runs
+/// (built once: every round reuses it).
 struct Side {
     line: String,
-    measure: MeasureArgs,
+    measure: Measurement,
 }
 
 impl Side {
@@ -193,17 +194,22 @@ impl Side {
         }
         let mut measure = base.clone();
         measure.command = argv;
+        let measure = Measurement::build(&measure)?;
         Ok(Side { line, measure })
     }
 
     /// A suite workload's `a` or `b` argv.
-    fn of_argv(argv: Vec<String>, base: &MeasureArgs) -> Side {
+    fn of_argv(argv: Vec<String>, base: &MeasureArgs) -> Result<Side, GateError> {
+        let line = argv.join(" ");
         let mut measure = base.clone();
         measure.command = argv;
-        Side {
-            line: measure.command.join(" "),
-            measure,
-        }
+        let measure = Measurement::build(&measure)?;
+        Ok(Side { line, measure })
+    }
+
+    /// The argv this side runs.
+    fn command(&self) -> String {
+        (self.measure.record.as_ref()).map_or(String::new(), |r| r.command.join(" "))
     }
 }
 
@@ -550,8 +556,8 @@ impl AbPlan {
             })
             .collect();
         AbInfo {
-            a_command: self.a.measure.command.join(" "),
-            b_command: self.b.measure.command.join(" "),
+            a_command: self.a.command(),
+            b_command: self.b.command(),
             rounds_planned: self.rounds,
             looks: self.looks.clone(),
             stopped_early: n < self.rounds,

@@ -5,7 +5,7 @@
 //! before anything runs), which `execute` measures and stores; a suite is
 //! one plan per workload.
 
-use super::measure::{self, MeasureArgs};
+use super::measure::{self, MeasureArgs, Measurement};
 use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
@@ -117,7 +117,7 @@ pub(crate) struct CapturePlan {
     multi_node: bool,
     config: Config,
     history_plan: Option<crate::history::pipeline::HistoryPlan>,
-    measure: MeasureArgs,
+    measure: Measurement,
     trace_dir: PathBuf,
     baseline_dir: PathBuf,
     replace: bool,
@@ -153,6 +153,7 @@ impl CapturePlan {
             )
             .into());
         }
+        let measure = Measurement::build(&measure)?;
         let config_path = args
             .config
             .clone()

@@ -159,35 +159,61 @@ struct DiffReport {
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
-    let cpath = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&cpath, args.config.is_some())?;
-    let a = resolve(&args.a, &args.baseline_dir, &config)?;
-    let b = resolve(&args.b, &args.baseline_dir, &config)?;
-    let ids = metric_ids(&config, &a.baseline, &b.baseline);
-    let report = DiffReport {
-        schema_version: crate::gate::REPORT_SCHEMA_VERSION,
-        a: a.label.clone(),
-        b: b.label.clone(),
-        environment_differences: a
-            .baseline
-            .environment
-            .mismatches(&b.baseline.environment)
-            .into_iter()
-            .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
-            .collect(),
-        metrics: metric_rows(&config, &a.baseline, &b.baseline, ids),
-        toml_diff: args.toml_diff.then(|| toml_diff(&a, &b)),
-    };
-    match args.format {
-        Format::Json => {
-            crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
-        }
-        Format::Text => crate::console::out(&render_text(&report)),
+    DiffPlan::build(&args)?.execute()
+}
+
+/// A comparison, built once from its flags: gate.toml and both sides
+/// read (a baseline by name or file, or a trace summarised as one).
+struct DiffPlan {
+    config: Config,
+    a: Side,
+    b: Side,
+    format: Format,
+    toml_diff: bool,
+}
+
+impl DiffPlan {
+    fn build(args: &DiffArgs) -> anyhow::Result<DiffPlan> {
+        let cpath = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml"));
+        let config = Config::load(&cpath, args.config.is_some())?;
+        Ok(DiffPlan {
+            a: resolve(&args.a, &args.baseline_dir, &config)?,
+            b: resolve(&args.b, &args.baseline_dir, &config)?,
+            config,
+            format: args.format,
+            toml_diff: args.toml_diff,
+        })
     }
-    Ok(crate::exit_code::PASS)
+
+    /// Compare the sides metric by metric; print the report.
+    fn execute(&self) -> anyhow::Result<i32> {
+        let (config, a, b) = (&self.config, &self.a, &self.b);
+        let ids = metric_ids(config, &a.baseline, &b.baseline);
+        let report = DiffReport {
+            schema_version: crate::gate::REPORT_SCHEMA_VERSION,
+            a: a.label.clone(),
+            b: b.label.clone(),
+            environment_differences: a
+                .baseline
+                .environment
+                .mismatches(&b.baseline.environment)
+                .into_iter()
+                .map(|m| m.replace("(baseline)", "(A)").replace("(this run)", "(B)"))
+                .collect(),
+            metrics: metric_rows(config, &a.baseline, &b.baseline, ids),
+            toml_diff: self.toml_diff.then(|| toml_diff(a, b)),
+        };
+        match self.format {
+            Format::Json => {
+                crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+            }
+            Format::Text => crate::console::out(&render_text(&report)),
+        }
+        Ok(crate::exit_code::PASS)
+    }
 }
 
 /// The metrics to compare: catalogue order first (first-class on top),

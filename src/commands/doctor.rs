@@ -5,7 +5,7 @@
 use crate::error::GateError;
 use crate::exit_code;
 use crate::metrics::GPU_METRICS;
-use crate::sampler::nvml::{DeviceProbe, GpuSampler, NvmlContext};
+use crate::sampler::nvml::{DeviceProbe, GpuSampler, GpuSelection, NvmlContext};
 use clap::Args;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -64,56 +64,79 @@ struct Report {
 }
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
-    let mut report = Report {
-        ok: true,
-        nvml: String::new(),
-        driver_version: None,
-        nvml_version: None,
-        cuda_driver_version: None,
-        device_files: device_files(),
-        host_counters: crate::sampler::cgroup::describe(
-            crate::sampler::cgroup::TreeCgroup::create().as_ref(),
-        ),
-        container_hints: container_hints(),
-        problems: Vec::new(),
-        gpus: Vec::new(),
-    };
-    match NvmlContext::init() {
-        Err(e) => {
-            report.nvml = e.to_string();
-            report.problems.push(e.to_string());
-        }
-        Ok(nvml) => {
-            report.nvml = "found".into();
-            let v = nvml.versions();
-            report.driver_version = v.driver;
-            report.nvml_version = v.nvml;
-            report.cuda_driver_version = v.cuda_driver;
-            if let Err(e) = check_gpus(&nvml, &args, &mut report) {
-                report.problems.push(e.to_string());
-            }
-        }
-    }
-    if report.device_files.is_empty() {
-        report
-            .problems
-            .push("no /dev/nvidia* device files: in a container, run with the NVIDIA runtime (--gpus all)".into());
-    }
-    report.ok = report.problems.is_empty();
-    if args.json {
-        crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
-    } else {
-        print_text(&report);
-    }
-    Ok(if report.ok {
-        exit_code::PASS
-    } else {
-        exit_code::INFRA
-    })
+    DoctorPlan::build(&args)?.execute()
 }
 
-fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Result<(), GateError> {
-    let indices = nvml.select(args.gpu.as_deref())?;
+/// What `gate doctor` checks, built from its flags before anything is
+/// probed: a bad `--gpu` list is a usage error (exit 2), not a finding.
+struct DoctorPlan {
+    gpus: GpuSelection,
+    dry_run: Duration,
+    json: bool,
+}
+
+impl DoctorPlan {
+    fn build(args: &DoctorArgs) -> Result<DoctorPlan, GateError> {
+        Ok(DoctorPlan {
+            gpus: GpuSelection::parse(args.gpu.as_deref())?,
+            dry_run: args.dry_run,
+            json: args.json,
+        })
+    }
+
+    /// Probe NVML and every selected GPU, dry-run them, print the findings.
+    fn execute(&self) -> anyhow::Result<i32> {
+        let mut report = Report {
+            ok: true,
+            nvml: String::new(),
+            driver_version: None,
+            nvml_version: None,
+            cuda_driver_version: None,
+            device_files: device_files(),
+            host_counters: crate::sampler::cgroup::describe(
+                crate::sampler::cgroup::TreeCgroup::create().as_ref(),
+            ),
+            container_hints: container_hints(),
+            problems: Vec::new(),
+            gpus: Vec::new(),
+        };
+        match NvmlContext::init() {
+            Err(e) => {
+                report.nvml = e.to_string();
+                report.problems.push(e.to_string());
+            }
+            Ok(nvml) => {
+                report.nvml = "found".into();
+                let v = nvml.versions();
+                report.driver_version = v.driver;
+                report.nvml_version = v.nvml;
+                report.cuda_driver_version = v.cuda_driver;
+                if let Err(e) = check_gpus(&nvml, self, &mut report) {
+                    report.problems.push(e.to_string());
+                }
+            }
+        }
+        if report.device_files.is_empty() {
+            report
+            .problems
+            .push("no /dev/nvidia* device files: in a container, run with the NVIDIA runtime (--gpus all)".into());
+        }
+        report.ok = report.problems.is_empty();
+        if self.json {
+            crate::console::out(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        } else {
+            print_text(&report);
+        }
+        Ok(if report.ok {
+            exit_code::PASS
+        } else {
+            exit_code::INFRA
+        })
+    }
+}
+
+fn check_gpus(nvml: &NvmlContext, plan: &DoctorPlan, report: &mut Report) -> Result<(), GateError> {
+    let indices = nvml.select(&plan.gpus)?;
     if indices.is_empty() {
         return Err(GateError::infra("NVML sees no GPU"));
     }
@@ -126,7 +149,7 @@ fn check_gpus(nvml: &NvmlContext, args: &DoctorArgs, report: &mut Report) -> Res
             ..Default::default()
         },
     )?;
-    let series = dry_run(&mut sampler, indices.len(), start, args.dry_run);
+    let series = dry_run(&mut sampler, indices.len(), start, plan.dry_run);
     let unsupported = sampler.unsupported();
     for (slot, &index) in indices.iter().enumerate() {
         let info = nvml.gpu_info(index)?;

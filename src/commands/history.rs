@@ -5,7 +5,6 @@
 
 use super::Format;
 use crate::config::Config;
-use crate::error::GateError;
 use crate::history::listing::{self, Filter, Listing};
 use crate::history::pipeline::{resolve, to_gate, HistorySettings};
 use crate::history::{self, Location, MetricFilter, Query, RunRecord};
@@ -142,46 +141,77 @@ fn warn_if_unrecorded(id: &str, runs: &[RunRecord], config: &Config) {
 
 /// `gate history`.
 pub fn run(args: HistoryCmdArgs) -> anyhow::Result<i32> {
-    let config_path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&config_path, args.config.is_some())?;
-    let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
-        Some(l) => l,
-        None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),
-    };
-    let limit = match args.limit {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None if args.html.is_some() => Some(500),
-        None => Some(20),
-    };
-    let runs = read_runs(&location, &args, query(&args, limit))?;
-    if let Some(m) = &args.metric {
-        warn_if_unrecorded(m, &runs, &config);
+    ListingPlan::build(&args)?.execute()
+}
+
+/// A listing of the history, built once from its flags: the database's
+/// location (flag, environment or gate.toml), the query and the filter it
+/// shows, and where the trend page goes.
+struct ListingPlan {
+    config: Config,
+    location: Location,
+    query: Query,
+    filter: Filter,
+    format: Format,
+    html: Option<PathBuf>,
+    timeout: Duration,
+}
+
+impl ListingPlan {
+    fn build(args: &HistoryCmdArgs) -> anyhow::Result<ListingPlan> {
+        let config_path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml"));
+        let config = Config::load(&config_path, args.config.is_some())?;
+        let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
+            Some(l) => l,
+            None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),
+        };
+        let limit = match args.limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if args.html.is_some() => Some(500),
+            None => Some(20),
+        };
+        Ok(ListingPlan {
+            config,
+            location,
+            query: query(args, limit),
+            filter: Filter {
+                baseline: args.baseline.clone(),
+                branch: args.branch.clone(),
+                metric: args.metric.clone(),
+                regressions_only: args.regressions,
+                limit,
+            },
+            format: args.format,
+            html: args.html.clone(),
+            timeout: args.history_timeout,
+        })
     }
-    let filter = Filter {
-        baseline: args.baseline.clone(),
-        branch: args.branch.clone(),
-        metric: args.metric.clone(),
-        regressions_only: args.regressions,
-        limit,
-    };
-    if let Some(path) = &args.html {
-        write_page(path, &args, &runs, &location)?;
+
+    /// Read the runs, write the trend page, list them on stdout.
+    fn execute(self) -> anyhow::Result<i32> {
+        let runs = read_runs(&self.location, self.timeout, self.query)?;
+        if let Some(m) = &self.filter.metric {
+            warn_if_unrecorded(m, &runs, &self.config);
+        }
+        if let Some(path) = &self.html {
+            write_page(path, &self.filter, &runs, &self.location)?;
+        }
+        let l = Listing {
+            schema_version: listing::JSON_SCHEMA_VERSION,
+            database: self.location.display(),
+            filter: self.filter,
+            runs,
+        };
+        match self.format {
+            Format::Text => crate::console::out(&listing::render_text(&l)),
+            Format::Json => crate::console::out(&listing::render_json(&l)),
+        }
+        Ok(crate::exit_code::PASS)
     }
-    let l = Listing {
-        schema_version: listing::JSON_SCHEMA_VERSION,
-        database: location.display(),
-        filter,
-        runs,
-    };
-    match args.format {
-        Format::Text => crate::console::out(&listing::render_text(&l)),
-        Format::Json => crate::console::out(&listing::render_json(&l)),
-    }
-    Ok(crate::exit_code::PASS)
 }
 
 /// The runs `gate history` asks for, at most `limit` of them.
@@ -206,10 +236,10 @@ fn query(args: &HistoryCmdArgs, limit: Option<usize>) -> Query {
     }
 }
 
-/// The runs `query` selects at `location`, within `--history-timeout`.
+/// The runs `query` selects at `location`, within `timeout`.
 fn read_runs(
     location: &Location,
-    args: &HistoryCmdArgs,
+    timeout: Duration,
     query: Query,
 ) -> anyhow::Result<Vec<RunRecord>> {
     // A repository that has not recorded a run yet has no database: that is
@@ -224,8 +254,8 @@ fn read_runs(
             Vec::new()
         }
         _ => {
-            let deadline = history::step_deadline(location, args.history_timeout);
-            let (loc, timeout) = (location.clone(), args.history_timeout);
+            let deadline = history::step_deadline(location, timeout);
+            let loc = location.clone();
             history::within(location, deadline, move || {
                 history::open_bounded(&loc, false, timeout)?.runs(&query)
             })
@@ -234,37 +264,61 @@ fn read_runs(
     })
 }
 
-/// `--html FILE`: the trend page of `runs`, never over the database itself.
-fn write_page(
-    path: &std::path::Path,
-    args: &HistoryCmdArgs,
-    runs: &[RunRecord],
-    location: &Location,
-) -> anyhow::Result<()> {
+/// `--html FILE`: the trend page of `runs`.
+struct TrendPage<'a> {
+    path: &'a std::path::Path,
+    filter: &'a Filter,
+    runs: &'a [RunRecord],
+    location: &'a Location,
+}
+
+impl super::output::Pages for TrendPage<'_> {
+    fn pages(&self) -> Vec<super::output::Page<'_>> {
+        vec![super::output::Page {
+            flag: "--html",
+            what: "the --html trend page".into(),
+            path: self.path,
+            bytes: Box::new(|| {
+                let scope = scope(self.filter);
+                history::html::render(self.runs, &self.location.display(), &scope).into_bytes()
+            }),
+        }]
+    }
+}
+
+/// What the trend page shows: the filters, or all baselines.
+fn scope(filter: &Filter) -> String {
     let scope = [
-        args.baseline.as_ref().map(|b| format!("baseline {b}")),
-        args.branch.as_ref().map(|b| format!("branch {b}")),
-        args.metric.as_ref().map(|m| format!("metric {m}")),
+        filter.baseline.as_ref().map(|b| format!("baseline {b}")),
+        filter.branch.as_ref().map(|b| format!("branch {b}")),
+        filter.metric.as_ref().map(|m| format!("metric {m}")),
     ]
     .into_iter()
     .flatten()
     .collect::<Vec<_>>()
     .join(", ");
-    let scope = if scope.is_empty() {
+    if scope.is_empty() {
         "all baselines".to_string()
     } else {
         scope
+    }
+}
+
+/// `--html FILE`, never over the database itself (`--html
+/// .gate/history.sqlite`).
+fn write_page(
+    path: &std::path::Path,
+    filter: &Filter,
+    runs: &[RunRecord],
+    location: &Location,
+) -> anyhow::Result<()> {
+    let mut inputs = crate::files::Inputs::default();
+    inputs.add_all("the input", location.files());
+    let page = TrendPage {
+        path,
+        filter,
+        runs,
+        location,
     };
-    let page = history::html::render(runs, &location.display(), &scope);
-    // Never over the database itself (`--html .gate/history.sqlite`).
-    let db_files = location.files();
-    let db_files: Vec<&std::path::Path> = db_files.iter().map(|p| p.as_path()).collect();
-    crate::files::write_output(path, "--html", page.as_bytes(), &db_files).map_err(|e| {
-        GateError::usage(format!(
-            "cannot write the trend page '{}': {e}",
-            path.display()
-        ))
-    })?;
-    crate::console::wrote("the trend page", path);
-    Ok(())
+    Ok(super::output::write_pages(&page, &inputs)?)
 }

@@ -170,7 +170,7 @@ impl MeasureArgs {
             warmup_until,
             duration: self.duration,
             warmup_timeout: self.warmup_timeout,
-            gpu: self.gpu.clone(),
+            gpu: crate::sampler::nvml::GpuSelection::parse(self.gpu.as_deref())?,
             no_gpu: self.no_gpu,
             no_gpm: self.no_gpm,
             tags: self.tags.iter().cloned().collect(),
@@ -219,9 +219,9 @@ impl MeasureArgs {
 /// gate.toml reads it: said before the run, never ignored in silence (a
 /// file the run then leaves absent or stale is said again in the report:
 /// `gate::runs`).
-pub(crate) fn warn_unread_metrics_file(args: &MeasureArgs, config: &crate::config::Config) {
+pub(crate) fn warn_unread_metrics_file(m: &Measurement, config: &crate::config::Config) {
     use crate::config::user_metrics::UserSource;
-    let Some(path) = args.metrics_file.as_ref().filter(|_| !args.is_replay()) else {
+    let Some(path) = m.metrics_file.as_ref().filter(|_| !m.is_replay()) else {
         return;
     };
     let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
@@ -282,11 +282,52 @@ pub(crate) fn parse_tag(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Obtain `runs` traces: replay the given files, or record the live target
-/// `runs` times into `trace_dir`. Returns the loaded traces.
-pub fn acquire(args: &MeasureArgs, runs: usize, trace_dir: &Path) -> anyhow::Result<Vec<Trace>> {
-    let loaded = acquire_each(args, runs, trace_dir, |_| None::<()>)?;
-    Ok(loaded.into_iter().map(|(t, _)| t).collect())
+/// How runs are measured, built once from `MeasureArgs` before anything
+/// runs: the replayed traces, or the live run's recording plan (every flag
+/// checked), with `--until` compiled. The first acquire and every rerun
+/// reuse it; nothing below `commands/` sees the flags.
+#[derive(Debug, Clone)]
+pub(crate) struct Measurement {
+    /// Recorded traces to replay (empty: a live run, or nothing given).
+    pub replay: Vec<PathBuf>,
+    /// The live run's plan (None: replay, or nothing given).
+    pub record: Option<RecordPlan>,
+    /// `--until`: closes a replayed trace's window (a live one's is closed
+    /// by the recorder).
+    pub until: Option<regex::Regex>,
+    /// `--tag`s, which win over the traces' own.
+    pub tags: Vec<(String, String)>,
+    /// `--metrics-file` (a live run keeps it in its trace).
+    pub metrics_file: Option<PathBuf>,
+}
+
+impl Measurement {
+    /// Every measurement flag checked: a bad `--until` or `--interval` is
+    /// a usage error (exit 2) before anything is launched or loaded.
+    pub(crate) fn build(args: &MeasureArgs) -> Result<Measurement, GateError> {
+        let (record, until) = if args.is_live() {
+            let plan = args.record_plan()?;
+            let until = plan.until.clone();
+            (Some(plan), until)
+        } else {
+            (None, args.until_regex()?)
+        };
+        Ok(Measurement {
+            replay: args.replay.clone(),
+            record,
+            until,
+            tags: args.tags.clone(),
+            metrics_file: args.metrics_file.clone(),
+        })
+    }
+
+    pub(crate) fn is_replay(&self) -> bool {
+        !self.replay.is_empty()
+    }
+
+    pub(crate) fn is_live(&self) -> bool {
+        self.record.is_some()
+    }
 }
 
 /// Room a replayed trace's load holds in the memory budget (`budget`)
@@ -330,12 +371,12 @@ pub(crate) fn load_threads(paths: &[PathBuf]) -> usize {
 /// beside the trace. Replayed files are loaded on several cores
 /// (`parallel`), in order.
 pub(crate) fn acquire_each<R: Send>(
-    args: &MeasureArgs,
+    m: &Measurement,
     runs: usize,
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    acquire_each_checked(args, runs, trace_dir, each, |_| Ok(()), false)
+    acquire_each_checked(m, runs, trace_dir, each, |_| Ok(()), false)
 }
 
 /// `acquire_each`, with `after` called on the runs so far as soon as each
@@ -345,16 +386,15 @@ pub(crate) fn acquire_each<R: Send>(
 /// With `park`, a derived trace's samples are parked in a scratch file
 /// (`Trace::park_samples`), not freed: a capture pools them later.
 pub(crate) fn acquire_each_checked<R: Send>(
-    args: &MeasureArgs,
+    m: &Measurement,
     runs: usize,
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
     mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
     park: bool,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    let until = args.until_regex()?;
     let take = |mut t: Trace| -> Result<(Trace, Option<R>), GateError> {
-        if let Some(re) = &until {
+        if let Some(re) = &m.until {
             close_window(&mut t, re);
         }
         let derived = each(&t);
@@ -365,7 +405,7 @@ pub(crate) fn acquire_each_checked<R: Send>(
         }
         Ok((t, derived))
     };
-    if args.is_replay() {
+    if m.is_replay() {
         let load = |p: &PathBuf| {
             let room = crate::budget::reserve(load_bytes(p));
             let out = Trace::load(p).and_then(take);
@@ -373,27 +413,26 @@ pub(crate) fn acquire_each_checked<R: Send>(
             crate::budget::trim();
             out
         };
-        let threads = load_threads(&args.replay);
-        let loaded = crate::parallel::map_with(threads, &args.replay, load)
+        let threads = load_threads(&m.replay);
+        let loaded = crate::parallel::map_with(threads, &m.replay, load)
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
         after(&loaded)?;
         return Ok(loaded);
     }
-    if !args.is_live() {
+    let Some(plan) = &m.record else {
         return Err(GateError::usage(
             "nothing to measure: give a command after '--', --pid PID, or --replay TRACE...",
         )
         .into());
-    }
+    };
     std::fs::create_dir_all(trace_dir).map_err(|e| {
         GateError::usage(format!(
             "cannot create trace directory '{}': {e}; pass --trace-dir to a writable place",
             trace_dir.display()
         ))
     })?;
-    let plan = args.record_plan()?;
     let mut traces = Vec::new();
     for run in 0..runs.max(1) {
         let path = reserve_trace_path(trace_dir, "run", &format!("-{}.jsonl", run + 1))?;
@@ -402,7 +441,7 @@ pub(crate) fn acquire_each_checked<R: Send>(
         }
         // The caller prints its report on stdout, so the benchmark's own
         // output goes to stderr.
-        let outcome = record::record(&plan, &path, Echo::Stderr).inspect_err(|_| {
+        let outcome = record::record(plan, &path, Echo::Stderr).inspect_err(|_| {
             // The reservation, still empty: nothing was recorded in it.
             if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
                 let _ = std::fs::remove_file(&path);

@@ -88,20 +88,39 @@ pub fn rows(config: &Config) -> Vec<MetricRow> {
 }
 
 pub fn run(args: MetricsArgs) -> anyhow::Result<i32> {
-    let path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&path, args.config.is_some())?;
-    let rows = rows(&config);
-    match args.format {
-        Format::Json => {
-            let text = serde_json::to_string_pretty(&rows)?;
-            crate::console::out(&format!("{text}\n"));
-        }
-        Format::Text => crate::console::out(&render_text(&rows)),
+    MetricsPlan::build(&args)?.execute()
+}
+
+/// The listing asked for: gate.toml read (its overrides and declared
+/// numbers) and the format on stdout.
+struct MetricsPlan {
+    config: Config,
+    format: Format,
+}
+
+impl MetricsPlan {
+    fn build(args: &MetricsArgs) -> anyhow::Result<MetricsPlan> {
+        let path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("gate.toml"));
+        Ok(MetricsPlan {
+            config: Config::load(&path, args.config.is_some())?,
+            format: args.format,
+        })
     }
-    Ok(crate::exit_code::PASS)
+
+    fn execute(&self) -> anyhow::Result<i32> {
+        let rows = rows(&self.config);
+        match self.format {
+            Format::Json => {
+                let text = serde_json::to_string_pretty(&rows)?;
+                crate::console::out(&format!("{text}\n"));
+            }
+            Format::Text => crate::console::out(&render_text(&rows)),
+        }
+        Ok(crate::exit_code::PASS)
+    }
 }
 
 /// The terminal table (no description column: `--format json` has it).

@@ -1,5 +1,7 @@
-//! One file per subcommand: its flags (clap) and its `run`, which turns
-//! them into domain types, calls the library, writes files and stdout, and
+//! One file per subcommand: its flags (clap) and its `run`, which builds
+//! the command's plan from them (domain values, every validation before
+//! anything runs: docs/architecture.md lists each), executes it, writes
+//! files through the one writer (`output::write_pages`) and stdout, and
 //! returns the process exit code. The only layer that sees both CLI types
 //! and domain types; `cli::run` dispatches here.
 

@@ -1,10 +1,11 @@
-//! Where a check's results go, written by ONE writer for a single check
-//! and a suite alike: the report files asked for (`Output`, one per
-//! `--junit`, `--markdown`, ... flag), stdout (text or JSON), and what
-//! GitHub Actions reads (annotations, the step summary, `verdict=`), with
-//! the `--html-url` link in the Markdown report, the step summary and the
-//! PR comment. What each document says is the reporters' (`report::check`,
-//! `report::check::suite` for a suite).
+//! The one writer of every page a command writes (`Pages`, `write_pages`:
+//! check, suite, report, history and the error path), and where a check's
+//! results go, for a single check and a suite alike: the report files
+//! asked for (`Output`, one per `--junit`, `--markdown`, ... flag), stdout
+//! (text or JSON), and what GitHub Actions reads (annotations, the step
+//! summary, `verdict=`), with the `--html-url` link in the Markdown report,
+//! the step summary and the PR comment. What each document says is the
+//! reporters' (`report::check`, `report::check::suite` for a suite).
 
 use super::Format;
 use crate::error::GateError;
@@ -156,34 +157,76 @@ impl Document for Suite<'_> {
     }
 }
 
-/// Write every requested output of `doc`, print stdout, and talk to GitHub.
-pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow::Result<()> {
-    let link = |text: String, f: fn(&str, &str) -> String| match to.html_url {
+/// One page a command writes: the flag that asks for it, what it is (in
+/// messages: "the --json report"), where it goes, and what makes its bytes
+/// (called as it is written, so one page is held at a time).
+pub(crate) struct Page<'a> {
+    pub flag: &'static str,
+    pub what: String,
+    pub path: &'a Path,
+    pub bytes: Box<dyn Fn() -> Vec<u8> + 'a>,
+}
+
+/// What a command's pages are: every report file its flags ask for, in
+/// the order they are written (`write_pages`).
+pub(crate) trait Pages {
+    fn pages(&self) -> Vec<Page<'_>>;
+}
+
+/// A check's or a suite's report files: `doc` rendered for each, with the
+/// `--html-url` link in the Markdown report and the PR comment.
+struct CheckPages<'a> {
+    to: &'a Outputs<'a>,
+    doc: &'a dyn Document,
+    /// Also the step summary's text, so rendered once.
+    markdown: &'a str,
+}
+
+impl Pages for CheckPages<'_> {
+    fn pages(&self) -> Vec<Page<'_>> {
+        (self.to.files.iter())
+            .map(|&(output, path)| Page {
+                flag: output.flag(),
+                what: format!("the {} report", output.flag()),
+                path,
+                bytes: Box::new(move || match output {
+                    Output::Markdown => self.markdown.as_bytes().to_vec(),
+                    Output::PrComment => link(
+                        self.to,
+                        self.doc.render(output),
+                        report::html::link_pr_comment,
+                    )
+                    .into_bytes(),
+                    _ => self.doc.render(output).into_bytes(),
+                }),
+            })
+            .collect()
+    }
+}
+
+/// `text` with the `--html-url` link added by `f`, when there is one.
+fn link(to: &Outputs, text: String, f: fn(&str, &str) -> String) -> String {
+    match to.html_url {
         Some(url) => f(&text, url),
         None => text,
-    };
-    let markdown = link(doc.render(Output::Markdown), report::html::link_markdown);
-    let pr_comment = to.files.iter().find(|(o, _)| *o == Output::PrComment);
-    if let Some((_, p)) = pr_comment {
-        // The CI templates keep the comment in a folder of its own (it is
-        // uploaded alone for the comment job): create it.
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                GateError::usage(format!(
-                    "cannot create '{}' for --pr-comment: {e}",
-                    dir.display()
-                ))
-            })?;
-        }
     }
-    for &(output, path) in &to.files {
-        let text = match output {
-            Output::Markdown => markdown.clone(),
-            Output::PrComment => link(doc.render(output), report::html::link_pr_comment),
-            _ => doc.render(output),
-        };
-        write_file(inputs, output.flag(), path, &text)?;
-    }
+}
+
+/// Write every requested output of `doc`, print stdout, and talk to GitHub.
+pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow::Result<()> {
+    let markdown = link(
+        to,
+        doc.render(Output::Markdown),
+        report::html::link_markdown,
+    );
+    write_pages(
+        &CheckPages {
+            to,
+            doc,
+            markdown: &markdown,
+        },
+        inputs,
+    )?;
     crate::console::out(&doc.stdout(to.format, to.color));
     let annotations = super::github::annotation_lines(&doc.annotations());
     super::github::print_annotations(&annotations, to.format == Format::Json);
@@ -196,6 +239,60 @@ pub(crate) fn write(to: &Outputs, inputs: &Inputs, doc: &dyn Document) -> anyhow
         },
     );
     Ok(())
+}
+
+/// Write every page of `pages`, in order, never over one of `inputs`: the
+/// first that fails stops the command (`write_page`).
+pub(crate) fn write_pages(pages: &dyn Pages, inputs: &Inputs) -> Result<(), GateError> {
+    pages
+        .pages()
+        .iter()
+        .try_for_each(|page| write_page(inputs, page))
+}
+
+/// Write one page whole (temporary + rename; see `files`), its missing
+/// folder created first (the CI templates keep the PR comment in a folder
+/// of its own). A failure names the flag and the path: exit 3 when the
+/// machine failed (disk full, I/O error), else 2 (a path that cannot be
+/// written is the command line's mistake).
+pub(crate) fn write_page(inputs: &Inputs, page: &Page) -> Result<(), GateError> {
+    let (flag, path) = (page.flag, page.path);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            crate::files::output_error(
+                format!(
+                    "cannot create '{}' for {flag}: {e}; {}",
+                    dir.display(),
+                    fix_for(&e)
+                ),
+                &e,
+            )
+        })?;
+    }
+    inputs
+        .write_output(path, flag, &(page.bytes)())
+        .map_err(|e| {
+            crate::files::output_error(
+                format!(
+                    "cannot write {} '{}': {e}; {}",
+                    page.what,
+                    path.display(),
+                    fix_for(&e)
+                ),
+                &e,
+            )
+        })?;
+    crate::console::wrote(&page.what, path);
+    Ok(())
+}
+
+/// What to do about a page that could not be written.
+fn fix_for(e: &std::io::Error) -> &'static str {
+    if crate::files::is_infra_io(e) {
+        "free space there or write it elsewhere"
+    } else {
+        "choose a writable path"
+    }
 }
 
 /// The reports of a check or suite that failed before it had results (a
@@ -224,13 +321,13 @@ pub(crate) fn write_error(to: &Outputs, inputs: &Inputs, name: &str, err: &anyho
                 continue;
             }
         };
-        let written = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .map_err(|e| GateError::usage(e.to_string()))
-            .and_then(|_| write_file(inputs, output.flag(), path, &text));
-        if let Err(e) = written {
+        let page = Page {
+            flag: output.flag(),
+            what: format!("the {} report", output.flag()),
+            path,
+            bytes: Box::new(move || text.as_bytes().to_vec()),
+        };
+        if let Err(e) = write_page(inputs, &page) {
             crate::gate_eprintln!(
                 "gate: warning: cannot write '{}': {}",
                 crate::escape::terminal(&path.display().to_string()),
@@ -239,24 +336,4 @@ pub(crate) fn write_error(to: &Outputs, inputs: &Inputs, name: &str, err: &anyho
         }
     }
     super::github::output(inputs, "error", 0);
-}
-
-/// Write one report file whole (temporary + rename; see `files`).
-pub(crate) fn write_file(
-    inputs: &Inputs,
-    flag: &str,
-    path: &Path,
-    text: &str,
-) -> Result<(), GateError> {
-    crate::console::make_parent(path);
-    inputs
-        .write_output(path, flag, text.as_bytes())
-        .map_err(|e| {
-            crate::files::output_error(
-                format!("cannot write the {flag} report '{}': {e}", path.display()),
-                &e,
-            )
-        })?;
-    crate::console::wrote(&format!("the {flag} report"), path);
-    Ok(())
 }

@@ -5,7 +5,7 @@ use super::measure::MeasureArgs;
 use crate::console::Echo;
 use crate::error::GateError;
 use crate::exit_code;
-use crate::record::{record, RecordOutcome};
+use crate::record::{record, RecordOutcome, RecordPlan};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -19,18 +19,37 @@ pub struct RecordArgs {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
-    if args.measure.is_replay() {
-        return Err(GateError::usage("'gate record' measures live: give a command after '--' or --pid PID (--replay is for check, capture and report)").into());
+    RecordJob::build(&args)?.execute()
+}
+
+/// One recording: its plan (every flag checked) and the trace file.
+struct RecordJob {
+    plan: RecordPlan,
+    output: PathBuf,
+}
+
+impl RecordJob {
+    fn build(args: &RecordArgs) -> Result<RecordJob, GateError> {
+        if args.measure.is_replay() {
+            return Err(GateError::usage("'gate record' measures live: give a command after '--' or --pid PID (--replay is for check, capture and report)"));
+        }
+        Ok(RecordJob {
+            plan: args.measure.record_plan()?,
+            output: args.output.clone(),
+        })
     }
-    // `gate record` prints no report on stdout: the benchmark's output stays there.
-    let outcome = record(&args.measure.record_plan()?, &args.output, Echo::Stdout)?;
-    crate::gate_eprintln!(
-        "gate: trace written to '{}' ({} samples, {})",
-        crate::escape::terminal(&outcome.path.display().to_string()),
-        outcome.end.samples,
-        outcome.end.reason
-    );
-    Ok(exit_code_of(&outcome))
+
+    fn execute(&self) -> anyhow::Result<i32> {
+        // `gate record` prints no report on stdout: the benchmark's output stays there.
+        let outcome = record(&self.plan, &self.output, Echo::Stdout)?;
+        crate::gate_eprintln!(
+            "gate: trace written to '{}' ({} samples, {})",
+            crate::escape::terminal(&outcome.path.display().to_string()),
+            outcome.end.samples,
+            outcome.end.reason
+        );
+        Ok(exit_code_of(&outcome))
+    }
 }
 
 /// 0 when the target ran to completion (or gate stopped it at the end of

@@ -6,10 +6,11 @@
 //! live (`-- CMD`, `--pid`), which records a trace first: either way the
 //! report is built from a trace, so a replay reproduces it byte for byte.
 
-use super::measure::{self, parse_duration, MeasureArgs};
+use super::measure::{self, parse_duration, MeasureArgs, Measurement};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
+use crate::files::Inputs;
 use crate::report::run::{
     html::{Html, Plots},
     json::Json,
@@ -19,7 +20,6 @@ use crate::report::run::{
 };
 use crate::summary::RunInput;
 use crate::trace::Trace;
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -77,75 +77,151 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
-    if args.slice < Duration::from_millis(10) {
-        return Err(GateError::usage(format!(
-            "--slice {:?} is too short; use at least 10ms (the sampling interval is usually 100ms)",
-            args.slice
-        ))
-        .into());
-    }
-    // Outputs first: a path that would be refused must not cost a live run.
-    let input_paths = input_paths(&args);
-    check_outputs(&args, &input_paths)?;
-    // Rules first: a broken gate.toml fails before any measurement.
-    let config = load_config(args.config.as_deref())?;
-    let rules = config.rule_set()?;
-    let slice_ms = args.slice.as_secs_f64() * 1000.0;
-    // When JSON is all it writes, each run keeps only the timeline the JSON
-    // document keeps (`json::timeline_rows`), joined as the document would
-    // join it: 64 nodes' full panoramas were most of the report's memory.
-    let runs_given = (args.traces.len() + args.measure.replay.len()).max(1);
-    let json_only =
-        matches!(args.format, ReportFormat::Json) && args.markdown.is_none() && args.html.is_none();
-    let keep_rows = json_only.then(|| crate::report::run::json::timeline_rows(runs_given));
-    // Each run is explained as it is loaded (and the series its HTML plots
-    // draw taken), then its samples are freed: a report of 64 nodes holds
-    // 64 explanations, not 64 traces. A trace without samples is kept as
-    // it is, for the error below.
-    let explain = |t: &Trace| {
-        if t.sample_count() == 0 {
-            return None;
+    ReportPlan::build(&args)?.execute()
+}
+
+/// A report, built once from its flags with every validation (the slice,
+/// the outputs against the inputs, gate.toml's rules, what is measured)
+/// before anything is loaded or launched: `execute` only acquires,
+/// explains and writes.
+struct ReportPlan {
+    slice: Duration,
+    config: Config,
+    rules: RuleSet,
+    measurement: Measurement,
+    trace_dir: PathBuf,
+    format: ReportFormat,
+    color: bool,
+    json: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+    html: Option<PathBuf>,
+    /// What the report reads (traces, gate.toml): no page may replace one.
+    inputs: Inputs,
+}
+
+impl ReportPlan {
+    fn build(args: &ReportArgs) -> anyhow::Result<ReportPlan> {
+        if args.slice < Duration::from_millis(10) {
+            return Err(GateError::usage(format!(
+                "--slice {:?} is too short; use at least 10ms (the sampling interval is usually 100ms)",
+                args.slice
+            ))
+            .into());
         }
-        let mut report =
-            RunReport::build_with(t, &rules, slice_ms, RunInput::new(t, &config).summary);
-        if let Some(rows) = keep_rows {
-            if let Some(p) = crate::report::run::json::downsample(&report.panorama, rows) {
-                report.panorama = p;
+        // Outputs first: a path that would be refused must not cost a live run.
+        let inputs = inputs_of(args);
+        for (flag, path) in [
+            ("--json", &args.json),
+            ("--markdown", &args.markdown),
+            ("--html", &args.html),
+        ] {
+            if let Some(p) = path {
+                (inputs.check_output(p, flag)).map_err(|e| GateError::usage(e.to_string()))?;
             }
         }
-        let plots = args.html.is_some().then(|| Plots::of(&report, t));
-        Some((report, plots))
-    };
-    let (traces, explained): (Vec<Trace>, Vec<_>) = acquire(&args, explain)?.into_iter().unzip();
-    let runs = explained_runs(&traces, explained)?;
-    write_reports(&args, &runs, &input_paths)?;
-    Ok(crate::exit_code::PASS)
+        // Rules first: a broken gate.toml fails before any measurement.
+        let config = load_config(args.config.as_deref())?;
+        let rules = config.rule_set()?;
+        Ok(ReportPlan {
+            slice: args.slice,
+            rules,
+            config,
+            measurement: measurement(args)?,
+            trace_dir: args.trace_dir.clone(),
+            format: args.format,
+            color: args.color.stdout(),
+            json: args.json.clone(),
+            markdown: args.markdown.clone(),
+            html: args.html.clone(),
+            inputs,
+        })
+    }
+
+    /// Load or record the runs, explain each, write the report.
+    fn execute(&self) -> anyhow::Result<i32> {
+        let (config, rules) = (&self.config, &self.rules);
+        let slice_ms = self.slice.as_secs_f64() * 1000.0;
+        // When JSON is all it writes, each run keeps only the timeline the JSON
+        // document keeps (`json::timeline_rows`), joined as the document would
+        // join it: 64 nodes' full panoramas were most of the report's memory.
+        let runs_given = self.measurement.replay.len().max(1);
+        let json_only = matches!(self.format, ReportFormat::Json)
+            && self.markdown.is_none()
+            && self.html.is_none();
+        let keep_rows = json_only.then(|| crate::report::run::json::timeline_rows(runs_given));
+        // Each run is explained as it is loaded (and the series its HTML plots
+        // draw taken), then its samples are freed: a report of 64 nodes holds
+        // 64 explanations, not 64 traces. A trace without samples is kept as
+        // it is, for the error below.
+        let explain = |t: &Trace| {
+            if t.sample_count() == 0 {
+                return None;
+            }
+            let mut report =
+                RunReport::build_with(t, rules, slice_ms, RunInput::new(t, config).summary);
+            if let Some(rows) = keep_rows {
+                if let Some(p) = crate::report::run::json::downsample(&report.panorama, rows) {
+                    report.panorama = p;
+                }
+            }
+            let plots = self.html.is_some().then(|| Plots::of(&report, t));
+            Some((report, plots))
+        };
+        let acquired = measure::acquire_each(&self.measurement, 1, &self.trace_dir, explain)?;
+        let (traces, explained): (Vec<Trace>, Vec<_>) = acquired.into_iter().unzip();
+        let runs = explained_runs(&traces, explained)?;
+        self.write_reports(&runs)?;
+        Ok(crate::exit_code::PASS)
+    }
+
+    /// The text (or JSON) on stdout and the report files the flags ask for.
+    fn write_reports(&self, runs: &[Run]) -> anyhow::Result<()> {
+        // The JSON document is streamed to stdout at the end (64 nodes' is
+        // ~460 MB: never held whole); the text is rendered first, as before.
+        let text = match self.format {
+            ReportFormat::Json => None,
+            ReportFormat::Text => Some(Text { color: self.color }.render(runs)),
+        };
+        super::output::write_pages(&ReportPages { plan: self, runs }, &self.inputs)?;
+        match text {
+            Some(text) => crate::console::out(&text),
+            None => crate::console::out_with(|w| Json.write(runs, w)),
+        }
+        Ok(())
+    }
 }
 
 /// The files the report reads (traces, replays, gate.toml): no output may
 /// overwrite one.
-fn input_paths(args: &ReportArgs) -> Vec<&Path> {
-    args.traces
-        .iter()
-        .chain(args.measure.replay.iter())
-        .map(|p| p.as_path())
-        .chain(args.config.as_deref())
-        .collect()
+fn inputs_of(args: &ReportArgs) -> Inputs {
+    let mut inputs = Inputs::default();
+    let paths = (args.traces.iter().chain(&args.measure.replay)).chain(&args.config);
+    for p in paths {
+        inputs.add("the input", p);
+    }
+    inputs
 }
 
-/// Refuse an output path before anything runs.
-fn check_outputs(args: &ReportArgs, input_paths: &[&Path]) -> anyhow::Result<()> {
-    for (flag, path) in [
-        ("--json", &args.json),
-        ("--markdown", &args.markdown),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = path {
-            crate::files::check_output(p, flag, input_paths)
-                .map_err(|e| GateError::usage(e.to_string()))?;
+/// What is reported: the trace files (positional and `--replay`), or a
+/// live target; never both, never neither.
+fn measurement(args: &ReportArgs) -> Result<Measurement, GateError> {
+    if !args.traces.is_empty() {
+        if args.measure.is_live() {
+            return Err(GateError::usage(
+                "give either trace files or a live target (-- CMD / --pid), not both",
+            ));
         }
+        let mut m = args.measure.clone();
+        m.replay = args.traces.clone();
+        m.replay.extend(args.measure.replay.iter().cloned());
+        return Measurement::build(&m);
     }
-    Ok(())
+    if !args.measure.is_replay() && !args.measure.is_live() {
+        return Err(GateError::usage(
+            "nothing to report: give a trace file (gate report run.jsonl), --replay TRACE, -- CMD or --pid PID",
+        ));
+    }
+    Measurement::build(&args.measure)
 }
 
 /// The runs to report, each trace with its explanation; a trace cut short
@@ -182,80 +258,30 @@ fn explained_runs(
         .collect())
 }
 
-/// The text (or JSON) on stdout and the report files the flags ask for.
-fn write_reports(args: &ReportArgs, runs: &[Run], input_paths: &[&Path]) -> anyhow::Result<()> {
-    // The JSON document is streamed to stdout at the end (64 nodes' is
-    // ~460 MB: never held whole); the text is rendered first, as before.
-    let text = match args.format {
-        ReportFormat::Json => None,
-        ReportFormat::Text => Some(
-            Text {
-                color: args.color.stdout(),
-            }
-            .render(runs),
-        ),
-    };
-    let files: [(&str, &Option<PathBuf>, &dyn RunReporter); 3] = [
-        ("--json", &args.json, &Json),
-        ("--markdown", &args.markdown, &Markdown),
-        ("--html", &args.html, &Html),
-    ];
-    for (flag, path, reporter) in files {
-        if let Some(path) = path {
-            write_output(path, flag, &reporter.render(runs), input_paths)?;
-            crate::console::wrote(&format!("the {flag} report"), path);
-        }
-    }
-    match text {
-        Some(text) => crate::console::out(&text),
-        None => crate::console::out_with(|w| Json.write(runs, w)),
-    }
-    Ok(())
+/// The report files the flags ask for, each rendered from the runs.
+struct ReportPages<'a> {
+    plan: &'a ReportPlan,
+    runs: &'a [Run<'a>],
 }
 
-/// The traces to report, each handed to `each` as it is loaded (on the
-/// cores, in order: `measure::acquire_each`).
-fn acquire<R: Send>(
-    args: &ReportArgs,
-    each: impl Fn(&Trace) -> Option<R> + Sync,
-) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    if !args.traces.is_empty() {
-        if args.measure.is_live() {
-            return Err(GateError::usage(
-                "give either trace files or a live target (-- CMD / --pid), not both",
-            )
-            .into());
-        }
-        let mut m = args.measure.clone();
-        m.replay = args.traces.clone();
-        m.replay.extend(args.measure.replay.iter().cloned());
-        return measure::acquire_each(&m, 1, &args.trace_dir, each);
+impl super::output::Pages for ReportPages<'_> {
+    fn pages(&self) -> Vec<super::output::Page<'_>> {
+        let files: [(&'static str, &Option<PathBuf>, &dyn RunReporter); 3] = [
+            ("--json", &self.plan.json, &Json),
+            ("--markdown", &self.plan.markdown, &Markdown),
+            ("--html", &self.plan.html, &Html),
+        ];
+        (files.into_iter())
+            .filter_map(|(flag, path, reporter)| {
+                Some(super::output::Page {
+                    flag,
+                    what: format!("the {flag} report"),
+                    path: path.as_deref()?,
+                    bytes: Box::new(move || reporter.render(self.runs).into_bytes()),
+                })
+            })
+            .collect()
     }
-    if !args.measure.is_replay() && !args.measure.is_live() {
-        return Err(GateError::usage(
-            "nothing to report: give a trace file (gate report run.jsonl), --replay TRACE, -- CMD or --pid PID",
-        )
-        .into());
-    }
-    measure::acquire_each(&args.measure, 1, &args.trace_dir, each)
-}
-
-/// Write a report file; the error names the file and what to do.
-/// Written whole (temporary + rename), never over a non-regular file or
-/// one of the report's `inputs` (`report t.jsonl --html t.jsonl`).
-fn write_output(path: &Path, what: &str, text: &str, inputs: &[&Path]) -> anyhow::Result<()> {
-    crate::console::make_parent(path);
-    crate::files::write_output(path, what, text.as_bytes(), inputs)
-        .map_err(|e| {
-            crate::files::output_error(
-                format!(
-                    "cannot write '{}': {e}; choose a writable path",
-                    path.display()
-                ),
-                &e,
-            )
-        })
-        .with_context(|| format!("writing report '{}'", path.display()))
 }
 
 /// The active rules: built-in plus `[rules]` of gate.toml (`--config`, else

@@ -216,6 +216,21 @@ pub fn check(args: &CheckArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// Each workload as one check of its own target, writing no report files
+/// (the suite writes one of each).
+fn targets(args: &CheckArgs, workloads: Vec<Workload>) -> Vec<(Workload, check::Target)> {
+    (workloads.into_iter())
+        .map(|w| {
+            let target = check::Target {
+                baseline: w.baseline.clone(),
+                scope: Some(w.name.clone()),
+                measure: measure_for(&args.measure, &w),
+            };
+            (w, target)
+        })
+        .collect()
+}
+
 /// One workload of the suite and its plan, or why it has none.
 struct Planned {
     workload: Workload,
@@ -228,22 +243,13 @@ struct Planned {
 /// `inputs`: what the suite reads, filled in as it learns it (the error
 /// path must not write over any of it either).
 fn check_inner(args: &CheckArgs, inputs: &mut crate::files::Inputs) -> anyhow::Result<i32> {
+    // The flags every workload shares, checked once: a bad --until is the
+    // suite's mistake (exit 2), found before any workload runs.
+    super::measure::Measurement::build(&args.measure)?;
     let config = check::load_config(args, None)?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
     let alerting = check::Alerting::resolve(&config, args.html_url.as_deref())?;
-    // Each workload is one check of its own target, writing no report
-    // files (the suite writes one of each).
-    let targets: Vec<(Workload, check::Target)> = workloads
-        .into_iter()
-        .map(|w| {
-            let target = check::Target {
-                baseline: w.baseline.clone(),
-                scope: Some(w.name.clone()),
-                measure: measure_for(&args.measure, &w),
-            };
-            (w, target)
-        })
-        .collect();
+    let targets = targets(args, workloads);
     // Outputs first: a path that would be refused must not cost live runs,
     // nor replace anything the suite reads (the history database included).
     for (_, target) in &targets {

@@ -17,6 +17,7 @@ use crate::diagnose::{RuleSet, Severity};
 use crate::error::GateError;
 use crate::limits::duration_text;
 use crate::record::{self, RecordPlan};
+use crate::sampler::nvml::GpuSelection;
 use crate::trace::{Record, StopReason};
 use crate::watch::{Alert, WatchPlan, WindowEngine};
 use clap::Args;
@@ -192,6 +193,9 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
             .into())
         }
     };
+    let live = (args.replay.is_empty())
+        .then(|| WatchJob::build(&args, pid))
+        .transpose()?;
     let targets = destinations(&config)?;
     let mut sink = Sink {
         json: alerts_output(args.alerts.as_deref(), &inputs)?,
@@ -207,10 +211,9 @@ pub fn run(args: WatchArgs) -> anyhow::Result<i32> {
     if args.all && args.replay.is_empty() {
         sink.notices.node_wide("all GPU processes");
     }
-    let result = if args.replay.is_empty() {
-        watch_live(&args, pid, &rules, &mut sink)
-    } else {
-        replay(&args, &rules, &mut sink)
+    let result = match &live {
+        Some(job) => job.watch_live(&rules, &mut sink),
+        None => replay(&args, &rules, &mut sink),
     };
     sink.finish();
     result
@@ -412,132 +415,152 @@ fn replay(args: &WatchArgs, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<
     Ok(crate::exit_code::PASS)
 }
 
-/// The recording plan of one rotated segment of a live watch.
-fn segment_plan(args: &WatchArgs, pid: u32, segment: usize) -> RecordPlan {
-    RecordPlan {
-        command: Vec::new(),
-        pid: Some(pid),
-        interval: args
-            .interval
-            .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
-        gpm_interval: args.gpm_interval,
-        process_interval: args.process_interval,
-        warmup: Duration::ZERO,
-        warmup_until: None,
-        until: None,
-        warmup_timeout: Duration::ZERO,
-        duration: Some(args.rotate.max(Duration::from_secs(10))),
-        gpu: args.gpu.clone(),
-        no_gpu: false,
-        no_gpm: args.no_gpm,
-        tags: [("gate".to_string(), "watch".to_string())].into(),
-        metrics_file: None,
-        note: Some(format!("gate watch segment {segment}")),
-        live_status: false,
-        progress_lines: false,
-    }
+/// A live watch, built once from its flags before anything is recorded:
+/// whom it watches and the recording plan every rotated segment reuses.
+struct WatchJob<'a> {
+    args: &'a WatchArgs,
+    pid: u32,
+    segment: RecordPlan,
 }
 
-/// Record rotated segments of `pid` (gate's own PID with --all) until it
-/// exits, a signal arrives, or an alert ends the watch (--exit-on-alert).
-fn watch_live(args: &WatchArgs, pid: u32, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<i32> {
-    std::fs::create_dir_all(&args.trace_dir).map_err(|e| {
-        GateError::usage(format!(
-            "cannot create '{}': {e}; pass --trace-dir to a writable place",
-            args.trace_dir.display()
-        ))
-    })?;
-    let started = Instant::now();
-    let stamp = crate::format::rfc3339_utc(std::time::SystemTime::now()).replace(':', "-");
-    let mut engine: Option<WindowEngine> = None;
-    let mut segment = 0usize;
-    let mut failures = 0u32;
-    crate::gate_eprintln!(
-        "gate watch: {} every {} ms (GPM {} ms, processes {} ms); {} rule(s); Ctrl-C stops",
-        if args.all {
-            "all GPU processes".to_string()
-        } else {
-            format!("PID {pid}")
-        },
-        args.interval.as_millis(),
-        args.gpm_interval.as_millis(),
-        args.process_interval.as_millis(),
-        rules.rules().iter().filter(|r| r.enabled).count()
-    );
-    loop {
-        let plan = segment_plan(args, pid, segment);
-        let path = args.trace_dir.join(format!(
-            "watch-{stamp}-{}-{segment:05}.jsonl.zst",
-            std::process::id()
-        ));
-        let offset_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let mut stop = false;
-        let outcome = record::record_observed(&plan, &path, Echo::Stderr, &mut |rec| {
-            if let Record::Header(h) = rec {
-                engine
-                    .get_or_insert_with(|| new_engine(h, rules, args))
-                    .start_segment(h, offset_ms);
-                sink.header(h);
-                return true;
-            }
-            if let Some(e) = engine.as_mut() {
-                sink.emit(e.push(rec));
-            }
-            stop = args.exit_on_alert && sink.fired > 0;
-            !stop
-        });
-        match outcome {
-            Ok(o) => {
-                failures = 0;
-                prune(&args.trace_dir, args.keep);
-                match o.end.reason {
-                    StopReason::DurationReached => {}
-                    StopReason::Stopped => return Ok(crate::exit_code::REGRESSION),
-                    StopReason::TargetExited => {
-                        crate::gate_eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
+impl<'a> WatchJob<'a> {
+    /// A bad `--gpu` list is refused here, before the first segment.
+    fn build(args: &'a WatchArgs, pid: u32) -> Result<WatchJob<'a>, GateError> {
+        let segment = RecordPlan {
+            command: Vec::new(),
+            pid: Some(pid),
+            interval: args
+                .interval
+                .clamp(record::MIN_INTERVAL, record::MAX_INTERVAL),
+            gpm_interval: args.gpm_interval,
+            process_interval: args.process_interval,
+            warmup: Duration::ZERO,
+            warmup_until: None,
+            until: None,
+            warmup_timeout: Duration::ZERO,
+            duration: Some(args.rotate.max(Duration::from_secs(10))),
+            gpu: GpuSelection::parse(args.gpu.as_deref())?,
+            no_gpu: false,
+            no_gpm: args.no_gpm,
+            tags: [("gate".to_string(), "watch".to_string())].into(),
+            metrics_file: None,
+            note: None,
+            live_status: false,
+            progress_lines: false,
+        };
+        Ok(WatchJob { args, pid, segment })
+    }
+
+    /// The recording plan of rotated segment `n`.
+    fn segment_plan(&self, n: usize) -> RecordPlan {
+        RecordPlan {
+            note: Some(format!("gate watch segment {n}")),
+            ..self.segment.clone()
+        }
+    }
+
+    /// Record rotated segments of the PID (gate's own with --all) until it
+    /// exits, a signal arrives, or an alert ends the watch (--exit-on-alert).
+    fn watch_live(&self, rules: &RuleSet, sink: &mut Sink) -> anyhow::Result<i32> {
+        let (args, pid) = (self.args, self.pid);
+        std::fs::create_dir_all(&args.trace_dir).map_err(|e| {
+            GateError::usage(format!(
+                "cannot create '{}': {e}; pass --trace-dir to a writable place",
+                args.trace_dir.display()
+            ))
+        })?;
+        let started = Instant::now();
+        let stamp = crate::format::rfc3339_utc(std::time::SystemTime::now()).replace(':', "-");
+        let mut engine: Option<WindowEngine> = None;
+        let mut segment = 0usize;
+        let mut failures = 0u32;
+        crate::gate_eprintln!(
+            "gate watch: {} every {} ms (GPM {} ms, processes {} ms); {} rule(s); Ctrl-C stops",
+            if args.all {
+                "all GPU processes".to_string()
+            } else {
+                format!("PID {pid}")
+            },
+            args.interval.as_millis(),
+            args.gpm_interval.as_millis(),
+            args.process_interval.as_millis(),
+            rules.rules().iter().filter(|r| r.enabled).count()
+        );
+        loop {
+            let plan = self.segment_plan(segment);
+            let path = args.trace_dir.join(format!(
+                "watch-{stamp}-{}-{segment:05}.jsonl.zst",
+                std::process::id()
+            ));
+            let offset_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let mut stop = false;
+            let outcome = record::record_observed(&plan, &path, Echo::Stderr, &mut |rec| {
+                if let Record::Header(h) = rec {
+                    engine
+                        .get_or_insert_with(|| new_engine(h, rules, args))
+                        .start_segment(h, offset_ms);
+                    sink.header(h);
+                    return true;
+                }
+                if let Some(e) = engine.as_mut() {
+                    sink.emit(e.push(rec));
+                }
+                stop = args.exit_on_alert && sink.fired > 0;
+                !stop
+            });
+            match outcome {
+                Ok(o) => {
+                    failures = 0;
+                    prune(&args.trace_dir, args.keep);
+                    match o.end.reason {
+                        StopReason::DurationReached => {}
+                        StopReason::Stopped => return Ok(crate::exit_code::REGRESSION),
+                        StopReason::TargetExited => {
+                            crate::gate_eprintln!("gate watch: PID {pid} exited; the watch ends (use --all to survive restarts)");
+                            break;
+                        }
+                        _ => break, // interrupted
+                    }
+                }
+                // NVML or the GPU went away mid-watch: say so and retry, never
+                // crash; the first segment failing means it cannot watch at all.
+                Err(e) if segment > 0 || failures > 0 => {
+                    failures += 1;
+                    crate::gate_eprintln!("gate watch: recording failed ({e}); retrying in 10 s");
+                    if let Some(en) = engine.as_mut() {
+                        sink.emit(en.push(&Record::Event(crate::trace::EventRecord {
+                            t: started.elapsed().as_secs_f64() * 1000.0 - offset_ms,
+                            kind: crate::trace::EventKind::NvmlError,
+                            gpu: None,
+                            pid: None,
+                            code: None,
+                            message: e.to_string(),
+                        })));
+                    }
+                    if args.exit_on_alert {
+                        return Ok(crate::exit_code::REGRESSION);
+                    }
+                    std::thread::sleep(Duration::from_secs(10));
+                    if crate::target::interrupted() {
                         break;
                     }
-                    _ => break, // interrupted
                 }
+                Err(e) => return Err(e.into()),
             }
-            // NVML or the GPU went away mid-watch: say so and retry, never
-            // crash; the first segment failing means it cannot watch at all.
-            Err(e) if segment > 0 || failures > 0 => {
-                failures += 1;
-                crate::gate_eprintln!("gate watch: recording failed ({e}); retrying in 10 s");
-                if let Some(en) = engine.as_mut() {
-                    sink.emit(en.push(&Record::Event(crate::trace::EventRecord {
-                        t: started.elapsed().as_secs_f64() * 1000.0 - offset_ms,
-                        kind: crate::trace::EventKind::NvmlError,
-                        gpu: None,
-                        pid: None,
-                        code: None,
-                        message: e.to_string(),
-                    })));
-                }
-                if args.exit_on_alert {
-                    return Ok(crate::exit_code::REGRESSION);
-                }
-                std::thread::sleep(Duration::from_secs(10));
-                if crate::target::interrupted() {
-                    break;
-                }
+            if stop {
+                return Ok(crate::exit_code::REGRESSION);
             }
-            Err(e) => return Err(e.into()),
+            segment += 1;
         }
-        if stop {
-            return Ok(crate::exit_code::REGRESSION);
+        if let Some(e) = &engine {
+            report_unfilled(e, args, "the watch");
         }
-        segment += 1;
+        Ok(if args.exit_on_alert && sink.fired > 0 {
+            crate::exit_code::REGRESSION
+        } else {
+            crate::exit_code::PASS
+        })
     }
-    if let Some(e) = &engine {
-        report_unfilled(e, args, "the watch");
-    }
-    Ok(if args.exit_on_alert && sink.fired > 0 {
-        crate::exit_code::REGRESSION
-    } else {
-        crate::exit_code::PASS
-    })
 }
 
 /// Keep the newest `keep` watch traces in `dir` (names sort by time).

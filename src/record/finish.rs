@@ -106,7 +106,9 @@ pub(super) fn finish(
         metrics_file,
         metrics_file_problem,
         target_gpus: match (gpu_sampler, &plan.gpu) {
-            (Some(s), None) if !s.target_gpus().is_empty() => {
+            (Some(s), crate::sampler::nvml::GpuSelection::Visible)
+                if !s.target_gpus().is_empty() =>
+            {
                 Some(s.target_gpus().iter().copied().collect())
             }
             _ => None,

@@ -34,12 +34,8 @@ pub(super) fn open_gpus(
             gpm: !plan.no_gpm,
         };
         // The source: NVML (+GPM). Another one is chosen here.
-        let mut sampler: Box<dyn GpuSource> = Box::new(nvml::open(
-            plan.gpu.as_deref(),
-            start,
-            cadence,
-            &mut fingerprint,
-        )?);
+        let mut sampler: Box<dyn GpuSource> =
+            Box::new(nvml::open(&plan.gpu, start, cadence, &mut fingerprint)?);
         // A probe tick discovers what each GPU cannot report, so the header
         // can say so, and primes the first GPM sample.
         let _ = sampler.sample(Instant::now(), 0.0, &HashSet::new());

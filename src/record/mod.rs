@@ -83,9 +83,9 @@ pub struct RecordPlan {
     /// Longest wait for `warmup_until`: past it the recording stops
     /// (reason "warmup_timeout").
     pub(crate) warmup_timeout: Duration,
-    /// GPU selection as `NvmlContext::select` reads it ('0,2', 'all');
-    /// None: every visible GPU, statistics on those the target used.
-    pub gpu: Option<String>,
+    /// The GPUs sampled (`Visible`: every visible GPU, statistics on
+    /// those the target used).
+    pub gpu: crate::sampler::nvml::GpuSelection,
     /// Host counters only (no NVML).
     pub(crate) no_gpu: bool,
     /// NVML without GPM, as on a GPU that has none (`--no-gpm`): the header

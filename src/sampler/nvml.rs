@@ -184,12 +184,11 @@ pub(crate) fn missing_nvml_message(err: &str) -> String {
     )
 }
 
-/// NVML opened on the GPUs `selection` names (as `NvmlContext::select`
-/// reads it; None: every visible GPU): the driver versions and each GPU's
+/// NVML opened on the GPUs `selection` names: the driver versions and each GPU's
 /// description go into `fingerprint`, and the sampler on them is returned
 /// (`record` primes it with a probe tick).
 pub fn open(
-    selection: Option<&str>,
+    selection: &GpuSelection,
     start: Instant,
     cadence: Cadence,
     fingerprint: &mut Fingerprint,
@@ -208,6 +207,55 @@ pub fn open(
         fingerprint.gpus.push(info);
     }
     nvml.sampler(&indices, start, cadence)
+}
+
+/// `--gpu` parsed before NVML is opened: every GPU the process may see
+/// (no flag; CUDA_VISIBLE_DEVICES applied), all of them ('all'), or the
+/// indices of a list ('0,2'; checked against the machine by `select`).
+#[derive(Debug, Clone)]
+pub enum GpuSelection {
+    Visible,
+    All,
+    /// The indices in the order given, without repeats, and the flag's
+    /// text (for messages).
+    Indices {
+        spec: String,
+        indices: Vec<u32>,
+    },
+}
+
+impl GpuSelection {
+    /// `--gpu LIST`; a list that names no GPU index is a usage error.
+    pub fn parse(spec: Option<&str>) -> Result<GpuSelection, GateError> {
+        let Some(spec) = spec.map(str::trim) else {
+            return Ok(GpuSelection::Visible);
+        };
+        if spec.eq_ignore_ascii_case("all") {
+            return Ok(GpuSelection::All);
+        }
+        let shown = crate::escape::terminal(spec);
+        let mut indices = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let idx: u32 = part.parse().map_err(|_| {
+                GateError::usage(format!(
+                    "--gpu '{shown}': '{}' is not a GPU index; use e.g. --gpu 0,2 or --gpu all",
+                    crate::escape::terminal(part)
+                ))
+            })?;
+            if !indices.contains(&idx) {
+                indices.push(idx);
+            }
+        }
+        if indices.is_empty() {
+            return Err(GateError::usage(format!(
+                "--gpu '{shown}' selects no GPU; use e.g. --gpu 0 or --gpu all"
+            )));
+        }
+        Ok(GpuSelection::Indices {
+            spec: shown,
+            indices,
+        })
+    }
 }
 
 /// An initialised NVML, leaked for the life of the process.
@@ -294,41 +342,23 @@ impl NvmlContext {
         })
     }
 
-    /// GPU indices selected by `--gpu` ("all", "0,2") or, by default, every
-    /// GPU the process may see (CUDA_VISIBLE_DEVICES applied).
-    pub(crate) fn select(&self, spec: Option<&str>) -> Result<Vec<u32>, GateError> {
+    /// The GPU indices `selection` names, checked against this machine's.
+    pub(crate) fn select(&self, selection: &GpuSelection) -> Result<Vec<u32>, GateError> {
         let count = self.device_count()?;
         let all: Vec<u32> = (0..count).collect();
-        let spec = match spec {
-            None => return Ok(self.visible(&all)),
-            Some(s) => s.trim(),
-        };
-        if spec.eq_ignore_ascii_case("all") {
-            return Ok(all);
-        }
-        let mut out = Vec::new();
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let idx: u32 = part.parse().map_err(|_| {
-                GateError::usage(format!(
-                    "--gpu '{spec}': '{part}' is not a GPU index; use e.g. --gpu 0,2 or --gpu all"
-                ))
-            })?;
-            if idx >= count {
-                return Err(GateError::usage(format!(
-                    "--gpu '{spec}': GPU {idx} does not exist (this machine has {count}: 0..{})",
-                    count.saturating_sub(1)
-                )));
-            }
-            if !out.contains(&idx) {
-                out.push(idx);
+        match selection {
+            GpuSelection::Visible => Ok(self.visible(&all)),
+            GpuSelection::All => Ok(all),
+            GpuSelection::Indices { spec, indices } => {
+                if let Some(idx) = indices.iter().find(|&&i| i >= count) {
+                    return Err(GateError::usage(format!(
+                        "--gpu '{spec}': GPU {idx} does not exist (this machine has {count}: 0..{})",
+                        count.saturating_sub(1)
+                    )));
+                }
+                Ok(indices.clone())
             }
         }
-        if out.is_empty() {
-            return Err(GateError::usage(format!(
-                "--gpu '{spec}' selects no GPU; use e.g. --gpu 0 or --gpu all"
-            )));
-        }
-        Ok(out)
     }
 
     /// Honour CUDA_VISIBLE_DEVICES (indices or UUID prefixes), as the

@@ -11,7 +11,7 @@
 
 use super::CheckArgs;
 use crate::baseline::{self, Baseline};
-use crate::commands::measure::MeasureArgs;
+use crate::commands::measure::{MeasureArgs, Measurement};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
@@ -63,7 +63,7 @@ pub(crate) struct CheckPlan {
     pub acceptances: crate::accept::Acceptances,
     /// `--tag`s, which win over the traces' own.
     pub cli_tags: BTreeMap<String, String>,
-    pub measure: MeasureArgs,
+    pub measure: Measurement,
     pub(crate) trace_dir: PathBuf,
     pub judging: Judging,
     /// `--confirm`: reruns that look again even after a regression.
@@ -90,8 +90,9 @@ impl CheckPlan {
     ) -> anyhow::Result<CheckPlan> {
         baseline::validate_name(&target.baseline)?;
         refuse_contradictions(args, &target.measure)?;
+        let measure = Measurement::build(&target.measure)?;
         let (config, baseline, baseline_source) = load_inputs(args, &target)?;
-        crate::commands::measure::warn_unread_metrics_file(&target.measure, &config);
+        crate::commands::measure::warn_unread_metrics_file(&measure, &config);
         let mut history = args.history.settings();
         let history_plan = HistoryPlan::resolve(&history, &config)?;
         if history_plan.is_some() {
@@ -118,7 +119,7 @@ impl CheckPlan {
         }
         let rules = config.rule_set()?;
         let acceptances = load_acceptances(args, &config)?;
-        let max_reruns = if target.measure.is_live() {
+        let max_reruns = if measure.is_live() {
             args.max_reruns
                 .or(config.file.verdict.max_reruns)
                 .unwrap_or(crate::config::verdict::DEFAULT_MAX_RERUNS)
@@ -127,14 +128,14 @@ impl CheckPlan {
             0
         };
         Ok(CheckPlan {
-            cli_tags: target.measure.tags.iter().cloned().collect(),
+            cli_tags: measure.tags.iter().cloned().collect(),
             config,
             baseline,
             baseline_source,
             history_plan,
             rules,
             acceptances,
-            measure: target.measure,
+            measure,
             trace_dir: args.trace_dir.clone(),
             judging: Judging {
                 threshold: args.threshold,
