@@ -27,6 +27,8 @@ pub mod format;
 pub mod nogpm;
 /// The one streaming reader of a trace.
 pub mod read;
+/// Sample indices as ranges (the steady window).
+mod samples;
 /// Which samples count: rules shared by the recorder and this loader.
 pub mod validity;
 /// A series read in place at chosen samples.
@@ -37,6 +39,8 @@ pub mod write;
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
+pub use samples::Samples;
+pub(crate) use visit::BLOCK;
 pub(crate) use write::{round_value, TraceWriter};
 
 use crate::error::GateError;
@@ -271,11 +275,6 @@ impl Trace {
         self.columns.gpu_at(gpu, col, i)
     }
 
-    /// The whole series of GPU column `col` on GPU slot `gpu`.
-    pub(crate) fn gpu_series(&self, gpu: usize, col: usize) -> &[f32] {
-        self.columns.gpu(gpu, col)
-    }
-
     /// Mean over the trace's GPUs of column `col` at sample `i`, skipping
     /// missing values; NaN when all are missing.
     pub fn gpu_mean_at(&self, i: usize, col: usize) -> f64 {
@@ -290,34 +289,8 @@ impl Trace {
         }
     }
 
-    /// `gpu_mean_at` for every sample, a GPU column at a time (the same
-    /// additions in the same order, so the same bits).
-    pub(crate) fn gpu_mean_series(&self, col: usize) -> Vec<f64> {
-        let n = self.sample_count();
-        let mut sum = vec![0.0f64; n];
-        let mut count = vec![0u32; n];
-        for g in 0..self.gpu_count() {
-            for ((s, k), &v) in sum.iter_mut().zip(&mut count).zip(self.gpu_series(g, col)) {
-                let v = v as f64;
-                if v.is_finite() {
-                    *s += v;
-                    *k += 1;
-                }
-            }
-        }
-        sum.iter()
-            .zip(&count)
-            .map(|(&s, &k)| if k == 0 { f64::NAN } else { s / k as f64 })
-            .collect()
-    }
-
     pub fn host_value(&self, i: usize, col: usize) -> f32 {
         self.columns.host_at(col, i)
-    }
-
-    /// The whole series of host column `col`.
-    pub(crate) fn host_series(&self, col: usize) -> &[f32] {
-        self.columns.host(col)
     }
 
     /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
@@ -522,40 +495,12 @@ pub(crate) fn spill_error(path: &Path, e: std::io::Error) -> GateError {
     ))
 }
 
-/// The values of `series` at the `steady` samples, as f64, those `keep`
-/// accepts. A steady window of consecutive samples (the usual case:
-/// warm-up first, teardown last) is read as one slice.
-pub(crate) fn gather<T: Copy + Into<f64>>(
-    series: &[T],
-    steady: &[usize],
-    keep: fn(&f64) -> bool,
-) -> Vec<f64> {
-    let consecutive = match (steady.first(), steady.last()) {
-        (Some(&a), Some(&b)) => b - a + 1 == steady.len(),
-        _ => true,
-    };
-    if consecutive {
-        let range = steady.first().map_or(0..0, |&a| a..a + steady.len());
-        series[range]
-            .iter()
-            .map(|&v| v.into())
-            .filter(keep)
-            .collect()
-    } else {
-        steady
-            .iter()
-            .map(|&i| series[i].into())
-            .filter(keep)
-            .collect()
-    }
-}
-
 /// Samples of the GPU busy columns read between two fetches of their
 /// series in `Trace::idle_tail`.
 const IDLE_TAIL_BLOCK: usize = 1 << 16;
 
 /// The mean of the finite values, NaN when there is none: one sample of
-/// `Trace::gpu_mean_series` (same order of additions, same result).
+/// `Trace::gpu_mean_at` (same order of additions, same result).
 pub fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
     let (mut sum, mut count) = (0.0f64, 0u32);
     for v in values {
@@ -586,8 +531,8 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let (ngpu, ncols) = (self.gpu_count(), self.header.gpu_columns.len());
             let gpu = (0..ngpu).flat_map(|g| (0..ncols).map(move |c| (g, c)));
-            gpu.map(|(g, c)| bits(self.gpu_series(g, c)))
-                .chain((0..self.header.host_columns.len()).map(|c| bits(self.host_series(c))))
+            gpu.map(|(g, c)| bits(self.columns.gpu(g, c)))
+                .chain((0..self.header.host_columns.len()).map(|c| bits(self.columns.host(c))))
                 .collect()
         }
     }

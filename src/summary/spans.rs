@@ -9,7 +9,7 @@
 use super::{summarize_window, RunSummary};
 use crate::config::Config;
 use crate::metric_sources::spans::{find, lookup, Progress, Span};
-use crate::trace::Trace;
+use crate::trace::{Samples, Trace};
 use std::collections::BTreeMap;
 
 /// Fewer steady samples than this in a span: too few for its statistics
@@ -50,7 +50,7 @@ pub struct BenchSpan {
     pub start_s: f64,
     pub end_s: f64,
     /// Its steady samples (valid while the trace keeps its samples).
-    pub steady: Vec<usize>,
+    pub steady: Samples,
     /// The span's summary; None when it fell back to the whole window.
     pub summary: Option<RunSummary>,
     /// Why the whole window explains this benchmark.
@@ -66,7 +66,7 @@ type Found = (&'static str, &'static str, Vec<Span>);
 pub(crate) fn derive(
     config: &Config,
     trace: &Trace,
-    steady: &[usize],
+    steady: &Samples,
     benchmarks: &[Benchmark],
     values: &BTreeMap<String, super::UserMetricValue>,
 ) -> BTreeMap<String, BenchSpan> {
@@ -124,7 +124,7 @@ pub(crate) fn derive(
 /// The summary of one benchmark's span, or the whole window and why.
 fn window(
     trace: &Trace,
-    steady: &[usize],
+    steady: &Samples,
     name: &str,
     found_by: &'static str,
     span: Result<&Span, String>,
@@ -134,7 +134,7 @@ fn window(
         found_by,
         start_s: 0.0,
         end_s: 0.0,
-        steady: Vec::new(),
+        steady: Samples::default(),
         summary: None,
         fallback: None,
     };
@@ -145,12 +145,8 @@ fn window(
             return out;
         }
     };
-    out.steady = steady
-        .iter()
-        .copied()
-        .filter(|&i| span.contains(trace.times_ms[i]))
-        .collect();
-    if let (Some(&a), Some(&b)) = (out.steady.first(), out.steady.last()) {
+    out.steady = steady.filter(|i| span.contains(trace.times_ms[i]));
+    if let (Some(a), Some(b)) = (out.steady.first(), out.steady.last()) {
         out.start_s = trace.times_ms[a] / 1000.0;
         out.end_s = trace.times_ms[b] / 1000.0;
     }

@@ -25,7 +25,7 @@ fn with_steady_window<R>(trace: &Trace, read: impl FnOnce(&WindowView) -> R) -> 
     );
     let mut ring = Ring::new(ngpu, ncols, nhost);
     let mut window = Window::new(f64::MAX, FeatureColumns::of(header), ring.end());
-    for i in crate::summary::steady_window(trace) {
+    for i in crate::summary::steady_window(trace).iter() {
         let gpu: Vec<f32> = (0..ngpu)
             .flat_map(|g| (0..ncols).map(move |c| (g, c)))
             .map(|(g, c)| trace.gpu_value(i, g, c))
