@@ -211,8 +211,8 @@ fn statistics(trace: &Trace, steady: &Samples) -> RunSummary {
     let teardown_s = trace.teardown_s();
     RunSummary {
         source: trace.path.display().to_string(),
-        steady_start_ms: steady.first().map(|i| trace.times_ms[i]).unwrap_or(0.0),
-        steady_end_ms: steady.last().map(|i| trace.times_ms[i]).unwrap_or(0.0),
+        steady_start_ms: steady.first().map(|i| trace.times_ms.at(i)).unwrap_or(0.0),
+        steady_end_ms: steady.last().map(|i| trace.times_ms.at(i)).unwrap_or(0.0),
         total_samples: trace.sample_count(),
         steady_samples: steady.len(),
         gpus,
@@ -239,7 +239,7 @@ fn startup_s(trace: &Trace) -> Option<f64> {
         return None;
     }
     let first = trace.warmup.iter().position(|&w| !w)?;
-    Some(trace.times_ms[first] / 1000.0)
+    Some(trace.times_ms.at(first) / 1000.0)
 }
 
 /// One column of one trace: a GPU's series, the per-sample mean over the
@@ -297,7 +297,7 @@ fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
     let start = trace.warmup_end_ms();
     let n = trace.sample_count();
     let end = trace.closed_at_ms.or_else(|| {
-        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown])
+        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms.at(n - trace.teardown))
     });
     (start, end)
 }

@@ -29,6 +29,8 @@ pub mod nogpm;
 pub mod read;
 /// Sample indices as ranges (the steady window).
 mod samples;
+/// The samples' times, compact.
+mod times;
 /// Which samples count: rules shared by the recorder and this loader.
 pub mod validity;
 /// A series read in place at chosen samples.
@@ -40,6 +42,7 @@ pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
 pub use samples::Samples;
+pub use times::Times;
 pub(crate) use visit::BLOCK;
 pub(crate) use write::{round_value, TraceWriter};
 
@@ -52,7 +55,7 @@ use std::path::{Path, PathBuf};
 pub struct Trace {
     pub path: PathBuf,
     pub header: Header,
-    pub times_ms: Vec<f64>,
+    pub times_ms: Times,
     pub warmup: Vec<bool>,
     /// The sample values, one series per GPU and metric and per host metric.
     pub columns: Columns,
@@ -132,7 +135,7 @@ impl Trace {
                     self.columns.gpu_mut(g, c)[i] = f32::NAN;
                 }
                 self.events
-                    .push(validity::gpm_invalid_event(self.times_ms[i], g));
+                    .push(validity::gpm_invalid_event(self.times_ms.at(i), g));
             }
         }
         self.teardown = self.idle_tail(busy_col);
@@ -192,7 +195,7 @@ impl Trace {
             return;
         }
         let n = self.sample_count();
-        let first = self.times_ms.partition_point(|&t| t < t_ms);
+        let first = self.times_ms.partition_point(|t| t < t_ms);
         self.teardown = n - first;
         self.closed_at_ms = Some(t_ms);
     }
@@ -218,7 +221,7 @@ impl Trace {
             Some(t) => start.max(t),
             // Older traces lack the note: the first steady sample bounds it.
             None => match self.warmup.iter().position(|&w| !w) {
-                Some(i) => start.max(self.times_ms[i] - self.header.interval_ms as f64),
+                Some(i) => start.max(self.times_ms.at(i) - self.header.interval_ms as f64),
                 None => start,
             },
         }
@@ -258,7 +261,7 @@ impl Trace {
         }
         let start_ms = self
             .closed_at_ms
-            .unwrap_or(self.times_ms[n - self.teardown]);
+            .unwrap_or(self.times_ms.at(n - self.teardown));
         let wall = self.end.as_ref()?.target_wall_s?;
         Some((wall - start_ms / 1000.0).max(0.0))
     }
@@ -473,7 +476,7 @@ impl Trace {
     /// have derived what they need from the samples and hold many traces
     /// (`check --multi-node`); `sample_count()` is 0 afterwards.
     pub(crate) fn drop_samples(&mut self) {
-        self.times_ms = Vec::new();
+        self.times_ms = Times::default();
         self.warmup = Vec::new();
         self.columns = Columns::default();
         self.teardown = 0;
@@ -801,11 +804,19 @@ mod tests {
                 assert!(spilled.columns.is_spilled(), "{}", p.display());
                 assert!(!a.columns.is_spilled());
                 assert_eq!(a.columns_bits(), spilled.columns_bits(), "{}", p.display());
-                assert_eq!(tbits(&a.times_ms), tbits(&spilled.times_ms));
+                assert_eq!(
+                    tbits(&a.times_ms.to_vec()),
+                    tbits(&spilled.times_ms.to_vec())
+                );
                 assert_eq!((&a.events, a.teardown), (&spilled.events, spilled.teardown));
                 assert_eq!(a.header, spilled.header);
             }
-            assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{}", p.display());
+            assert_eq!(
+                tbits(&a.times_ms.to_vec()),
+                tbits(&b.times_ms.to_vec()),
+                "{}",
+                p.display()
+            );
             assert_eq!(a.warmup, b.warmup);
             assert_eq!(a.columns_bits(), b.columns_bits(), "{}", p.display());
             assert_eq!(a.header, b.header);
@@ -832,7 +843,11 @@ mod tests {
         };
         let tbits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(a.header, b.header, "{what}");
-        assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{what}");
+        assert_eq!(
+            tbits(&a.times_ms.to_vec()),
+            tbits(&b.times_ms.to_vec()),
+            "{what}"
+        );
         assert_eq!(a.warmup, b.warmup, "{what}");
         assert_eq!(a.columns_bits(), b.columns_bits(), "{what}");
         assert_eq!(a.events, b.events, "{what}");

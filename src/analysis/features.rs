@@ -644,15 +644,18 @@ fn direct_r(x: &[f64], var: f64, k: usize) -> f64 {
 /// `len / 2`-th smallest), selected over the steps in place.
 fn sample_interval_s(trace: &Trace, steady: &Samples) -> f64 {
     let visit = |f: &mut dyn FnMut(f64)| {
-        let mut prev: Option<usize> = None;
-        for i in steady.iter() {
-            if let Some(p) = prev {
-                let d = trace.times_ms[i] - trace.times_ms[p];
-                if d > 0.0 {
-                    f(d)
+        // Each range's times decoded in order, not one by one.
+        let mut prev: Option<f64> = None;
+        for r in steady.ranges() {
+            for t in trace.times_ms.range(r.clone()) {
+                if let Some(p) = prev {
+                    let d = t - p;
+                    if d > 0.0 {
+                        f(d)
+                    }
                 }
+                prev = Some(t);
             }
-            prev = Some(i);
         }
     };
     let mut len = 0usize;

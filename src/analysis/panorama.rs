@@ -170,7 +170,7 @@ pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
 /// sparse trace gets wider slices rather than millions of them (times are
 /// bounded at load).
 fn effective_slice_ms(trace: &Trace, slice_ms: f64) -> f64 {
-    let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
+    let span_ms = trace.times_ms.iter().fold(0.0, f64::max);
     slice_ms
         .max(1.0)
         .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil())
@@ -319,7 +319,7 @@ fn warmup_end_ms(trace: &Trace) -> f64 {
         .iter()
         .zip(&trace.warmup)
         .filter(|(_, w)| **w)
-        .map(|(t, _)| *t + trace.header.interval_ms as f64)
+        .map(|(t, _)| t + trace.header.interval_ms as f64)
         .fold(0.0, f64::max)
 }
 

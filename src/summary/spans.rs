@@ -145,10 +145,10 @@ fn window(
             return out;
         }
     };
-    out.steady = steady.filter(|i| span.contains(trace.times_ms[i]));
+    out.steady = steady.filter(|i| span.contains(trace.times_ms.at(i)));
     if let (Some(a), Some(b)) = (out.steady.first(), out.steady.last()) {
-        out.start_s = trace.times_ms[a] / 1000.0;
-        out.end_s = trace.times_ms[b] / 1000.0;
+        out.start_s = trace.times_ms.at(a) / 1000.0;
+        out.end_s = trace.times_ms.at(b) / 1000.0;
     }
     if out.steady.len() < MIN_SPAN_SAMPLES {
         let (a, b) = span.bounds();

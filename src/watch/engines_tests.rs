@@ -31,7 +31,7 @@ fn with_steady_window<R>(trace: &Trace, read: impl FnOnce(&WindowView) -> R) -> 
             .map(|(g, c)| trace.gpu_value(i, g, c))
             .collect();
         let host: Vec<f32> = (0..nhost).map(|c| trace.host_value(i, c)).collect();
-        ring.push(trace.times_ms[i], &gpu, &host);
+        ring.push(trace.times_ms.at(i), &gpu, &host);
         window.advance(&ring, ring.end() - 1);
     }
     let frameworks = crate::analysis::features::frameworks(trace);
