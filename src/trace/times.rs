@@ -188,7 +188,7 @@ impl Times {
 /// bit (-0.0 is not: it is kept whole).
 fn exact_us(t: f64) -> Option<i64> {
     let us = (t * 1000.0).round();
-    if !(us.abs() < MAX_EXACT_US) {
+    if us.is_nan() || us.abs() >= MAX_EXACT_US {
         return None;
     }
     let us = us as i64;
