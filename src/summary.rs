@@ -384,7 +384,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
             UserSource::Stdout => {
                 for o in trace.output.iter().filter(|o| o.t >= start_ms) {
                     let torn = end_ms.is_some_and(|e| o.t >= e);
-                    matched.extend(reader.line_value(&o.line).into_iter().map(|v| (v, torn)));
+                    matched.extend(reader.line_value(o.line).into_iter().map(|v| (v, torn)));
                 }
                 if matched.is_empty() && !trace.truncated {
                     problem(Problem::not_produced(

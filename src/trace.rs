@@ -20,6 +20,8 @@ pub mod columns;
 mod fast_sample;
 /// The format's types.
 pub mod format;
+/// The benchmark's output lines, compact.
+mod lines;
 /// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`): test
 /// support like `synthetic` (feature `testkit`), never in the release
 /// library, which reads traces only through the typed reader.
@@ -40,6 +42,7 @@ pub mod write;
 
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
+pub use lines::{Line, OutputLines};
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
 pub use samples::Samples;
 pub use times::Times;
@@ -61,7 +64,7 @@ pub struct Trace {
     pub columns: Columns,
     pub events: Vec<EventRecord>,
     pub processes: Vec<ProcessesRecord>,
-    pub output: Vec<OutputRecord>,
+    pub output: OutputLines,
     pub end: Option<EndRecord>,
     /// The file ended without an `end` record, or with a cut-off last line.
     pub truncated: bool,
@@ -242,8 +245,8 @@ impl Trace {
         let hit = self
             .output
             .iter()
-            .filter(|o| release_line != Some((o.t, o.line.as_str())))
-            .find(|o| o.t >= released && until.is_match(&o.line))
+            .filter(|o| release_line != Some((o.t, o.line)))
+            .find(|o| o.t >= released && until.is_match(o.line))
             .map(|o| o.t);
         if let Some(t) = hit {
             self.close_window_at(t);

@@ -80,11 +80,7 @@ pub(crate) fn derive(
     if benchmarks.len() < 2 && !benchmarks.iter().any(marked) {
         return BTreeMap::new();
     }
-    let lines: Vec<(f64, &str)> = trace
-        .output
-        .iter()
-        .map(|o| (o.t, o.line.as_str()))
-        .collect();
+    let lines: Vec<(f64, &str)> = trace.output.iter().map(|o| (o.t, o.line)).collect();
     // Each table's spans, found once.
     let mut found: BTreeMap<&str, Option<Found>> = BTreeMap::new();
     let mut out = BTreeMap::new();
@@ -184,13 +180,15 @@ mod tests {
         sig.extra_output.clear();
         let mut t = synthetic::trace(&sig, 1);
         // Markers at 5 s and 8 s: "a" holds the samples between them.
+        let mut lines: Vec<_> = t.output.iter().map(|l| l.to_record()).collect();
         for (ms, l) in [(5000.0, "=== a"), (8000.0, "=== b")] {
-            t.output.push(crate::trace::OutputRecord {
+            lines.push(crate::trace::OutputRecord {
                 t: ms,
                 line: l.into(),
             });
         }
-        t.output.sort_by(|x, y| x.t.total_cmp(&y.t));
+        lines.sort_by(|x, y| x.t.total_cmp(&y.t));
+        t.output = lines.into_iter().collect();
         let c = config("[user_metrics.x]\nregex = '^samples_per_s: ([0-9.]+)'\ndirection = \"higher_is_better\"\nspans = '^=== (?P<name>\\w+)$'\n");
         let steady = super::super::steady_window(&t);
         let b = |n: &str| Benchmark {
