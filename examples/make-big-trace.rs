@@ -112,8 +112,8 @@ fn main() {
             }),
         );
     }
-    for o in &t.output {
-        line(&mut w, &Record::Output(o.clone()));
+    for o in t.output.iter() {
+        line(&mut w, &Record::Output(o.to_record()));
     }
     let end_t = samples as f64 * interval;
     line(

@@ -8,7 +8,7 @@
 use crate::config::user_metrics::{Aggregate, UserSource};
 use crate::config::Config;
 use crate::stats::{MetricSource, MetricStats, Stat};
-use crate::trace::{gather, Trace};
+use crate::trace::{Samples, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -16,13 +16,11 @@ pub mod spans;
 pub(crate) mod steady_values;
 pub use spans::BenchSpan;
 
-/// The steady window: indices of the samples after warm-up (the recorder
-/// marks it: `--warmup`, `--warmup-until`) and before teardown (the idle
-/// tail after the last step, `validity::teardown_samples`).
-pub fn steady_window(trace: &Trace) -> Vec<usize> {
-    (0..trace.sample_count())
-        .filter(|&i| trace.is_steady(i))
-        .collect()
+/// The steady window: the samples after warm-up (the recorder marks it:
+/// `--warmup`, `--warmup-until`) and before teardown (the idle tail after
+/// the last step, `validity::teardown_samples`), as ranges.
+pub fn steady_window(trace: &Trace) -> Samples {
+    Samples::matching(trace.sample_count(), |i| trace.is_steady(i))
 }
 
 /// Statistics of one GPU over a run.
@@ -138,7 +136,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
 }
 
 /// `summarize` over a steady window already computed.
-fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
+fn summarize_window(trace: &Trace, steady: &Samples) -> RunSummary {
     let mut run = statistics(trace, steady);
     run.features = crate::analysis::features::compute(trace, steady);
     run
@@ -147,7 +145,7 @@ fn summarize_window(trace: &Trace, steady: &[usize]) -> RunSummary {
 /// The statistics of every column over the `steady` samples: one pass over
 /// each column's contiguous series, the columns spread over the cores
 /// (`parallel`; the same numbers on any thread count).
-fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
+fn statistics(trace: &Trace, steady: &Samples) -> RunSummary {
     let (ngpu, ncols) = (trace.gpu_count(), trace.header.gpu_columns.len());
     let jobs: Vec<Column<'_>> = (0..ngpu)
         .flat_map(|slot| {
@@ -213,8 +211,8 @@ fn statistics(trace: &Trace, steady: &[usize]) -> RunSummary {
     let teardown_s = trace.teardown_s();
     RunSummary {
         source: trace.path.display().to_string(),
-        steady_start_ms: steady.first().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
-        steady_end_ms: steady.last().map(|&i| trace.times_ms[i]).unwrap_or(0.0),
+        steady_start_ms: steady.first().map(|i| trace.times_ms.at(i)).unwrap_or(0.0),
+        steady_end_ms: steady.last().map(|i| trace.times_ms.at(i)).unwrap_or(0.0),
         total_samples: trace.sample_count(),
         steady_samples: steady.len(),
         gpus,
@@ -241,7 +239,7 @@ fn startup_s(trace: &Trace) -> Option<f64> {
         return None;
     }
     let first = trace.warmup.iter().position(|&w| !w)?;
-    Some(trace.times_ms[first] / 1000.0)
+    Some(trace.times_ms.at(first) / 1000.0)
 }
 
 /// One column of one trace: a GPU's series, the per-sample mean over the
@@ -271,24 +269,14 @@ impl Column<'_> {
 
 /// The finite values of one column over the `steady` samples, in time
 /// order: what statistics read.
-pub fn steady_finite(trace: &Trace, steady: &[usize], column: &Column) -> Vec<f64> {
-    let keep = |v: &f64| v.is_finite();
-    match *column {
-        Column::Gpu { slot, id } => match trace.gpu_column(id) {
-            Some(col) if slot < trace.gpu_count() => {
-                gather(trace.gpu_series(slot, col), steady, keep)
-            }
-            _ => Vec::new(),
-        },
-        Column::GpuMean { id } => match trace.gpu_column(id) {
-            Some(col) => gather(&trace.gpu_mean_series(col), steady, keep),
-            None => Vec::new(),
-        },
-        Column::Host { id } => match trace.host_column(id) {
-            Some(col) => gather(trace.host_series(col), steady, keep),
-            None => Vec::new(),
-        },
-    }
+pub fn steady_finite(trace: &Trace, steady: &Samples, column: &Column) -> Vec<f64> {
+    let mut out = Vec::new();
+    steady_values::visit(trace, steady, column, &mut |v| {
+        if v.is_finite() {
+            out.push(v)
+        }
+    });
+    out
 }
 
 /// One user metric of one run.
@@ -309,7 +297,7 @@ fn output_window_ms(trace: &Trace) -> (f64, Option<f64>) {
     let start = trace.warmup_end_ms();
     let n = trace.sample_count();
     let end = trace.closed_at_ms.or_else(|| {
-        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms[n - trace.teardown])
+        (trace.teardown > 0 && trace.teardown <= n).then(|| trace.times_ms.at(n - trace.teardown))
     });
     (start, end)
 }
@@ -396,7 +384,7 @@ pub(crate) fn user_metric_readings(config: &Config, trace: &Trace) -> UserReadin
             UserSource::Stdout => {
                 for o in trace.output.iter().filter(|o| o.t >= start_ms) {
                     let torn = end_ms.is_some_and(|e| o.t >= e);
-                    matched.extend(reader.line_value(&o.line).into_iter().map(|v| (v, torn)));
+                    matched.extend(reader.line_value(o.line).into_iter().map(|v| (v, torn)));
                 }
                 if matched.is_empty() && !trace.truncated {
                     problem(Problem::not_produced(
@@ -533,7 +521,7 @@ fn aggregate(how: Aggregate, matched: &[(f64, bool)]) -> Option<UserMetricValue>
 pub struct RunInput<'a> {
     pub trace: &'a Trace,
     /// The steady window (`steady_window`), computed once.
-    pub steady: Vec<usize>,
+    pub steady: Samples,
     /// `summarize` plus the user metrics.
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
@@ -603,9 +591,9 @@ impl<'a> RunInput<'a> {
 /// A run's summary and user metrics, computed by `RunInput::derive`.
 #[derive(Debug, Clone)]
 pub struct RunDerived {
-    /// The steady window's sample indices (valid while the trace keeps its
+    /// The steady window's samples (valid while the trace keeps its
     /// samples: the baseline builder reads them, `check` does not).
-    pub steady: Vec<usize>,
+    pub steady: Samples,
     pub summary: RunSummary,
     pub user: BTreeMap<String, UserMetricValue>,
     pub(crate) user_problems: Vec<UserProblem>,

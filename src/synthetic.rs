@@ -987,7 +987,7 @@ mod tests {
             let ncols = t.header.gpu_columns.len();
             (0..t.gpu_count())
                 .flat_map(|g| (0..ncols).map(move |c| (g, c)))
-                .flat_map(|(g, c)| t.gpu_series(g, c).iter().map(|x| x.to_bits()))
+                .flat_map(|(g, c)| t.columns.gpu(g, c).iter().map(|x| x.to_bits()))
                 .collect::<Vec<u32>>()
         };
         assert_eq!(bits(&a), bits(&b));

@@ -20,6 +20,8 @@ pub mod columns;
 mod fast_sample;
 /// The format's types.
 pub mod format;
+/// The benchmark's output lines, compact.
+mod lines;
 /// GPM-stripped twins of recorded traces (`scripts/strip-gpm.sh`): test
 /// support like `synthetic` (feature `testkit`), never in the release
 /// library, which reads traces only through the typed reader.
@@ -27,6 +29,10 @@ pub mod format;
 pub mod nogpm;
 /// The one streaming reader of a trace.
 pub mod read;
+/// Sample indices as ranges (the steady window).
+mod samples;
+/// The samples' times, compact.
+mod times;
 /// Which samples count: rules shared by the recorder and this loader.
 pub mod validity;
 /// A series read in place at chosen samples.
@@ -36,7 +42,11 @@ pub mod write;
 
 pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
+pub use lines::{Line, OutputLines};
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
+pub use samples::Samples;
+pub use times::Times;
+pub(crate) use visit::BLOCK;
 pub(crate) use write::{round_value, TraceWriter};
 
 use crate::error::GateError;
@@ -48,13 +58,13 @@ use std::path::{Path, PathBuf};
 pub struct Trace {
     pub path: PathBuf,
     pub header: Header,
-    pub times_ms: Vec<f64>,
+    pub times_ms: Times,
     pub warmup: Vec<bool>,
     /// The sample values, one series per GPU and metric and per host metric.
     pub columns: Columns,
     pub events: Vec<EventRecord>,
     pub processes: Vec<ProcessesRecord>,
-    pub output: Vec<OutputRecord>,
+    pub output: OutputLines,
     pub end: Option<EndRecord>,
     /// The file ended without an `end` record, or with a cut-off last line.
     pub truncated: bool,
@@ -128,7 +138,7 @@ impl Trace {
                     self.columns.gpu_mut(g, c)[i] = f32::NAN;
                 }
                 self.events
-                    .push(validity::gpm_invalid_event(self.times_ms[i], g));
+                    .push(validity::gpm_invalid_event(self.times_ms.at(i), g));
             }
         }
         self.teardown = self.idle_tail(busy_col);
@@ -188,7 +198,7 @@ impl Trace {
             return;
         }
         let n = self.sample_count();
-        let first = self.times_ms.partition_point(|&t| t < t_ms);
+        let first = self.times_ms.partition_point(|t| t < t_ms);
         self.teardown = n - first;
         self.closed_at_ms = Some(t_ms);
     }
@@ -214,7 +224,7 @@ impl Trace {
             Some(t) => start.max(t),
             // Older traces lack the note: the first steady sample bounds it.
             None => match self.warmup.iter().position(|&w| !w) {
-                Some(i) => start.max(self.times_ms[i] - self.header.interval_ms as f64),
+                Some(i) => start.max(self.times_ms.at(i) - self.header.interval_ms as f64),
                 None => start,
             },
         }
@@ -235,8 +245,8 @@ impl Trace {
         let hit = self
             .output
             .iter()
-            .filter(|o| release_line != Some((o.t, o.line.as_str())))
-            .find(|o| o.t >= released && until.is_match(&o.line))
+            .filter(|o| release_line != Some((o.t, o.line)))
+            .find(|o| o.t >= released && until.is_match(o.line))
             .map(|o| o.t);
         if let Some(t) = hit {
             self.close_window_at(t);
@@ -254,7 +264,7 @@ impl Trace {
         }
         let start_ms = self
             .closed_at_ms
-            .unwrap_or(self.times_ms[n - self.teardown]);
+            .unwrap_or(self.times_ms.at(n - self.teardown));
         let wall = self.end.as_ref()?.target_wall_s?;
         Some((wall - start_ms / 1000.0).max(0.0))
     }
@@ -271,11 +281,6 @@ impl Trace {
         self.columns.gpu_at(gpu, col, i)
     }
 
-    /// The whole series of GPU column `col` on GPU slot `gpu`.
-    pub(crate) fn gpu_series(&self, gpu: usize, col: usize) -> &[f32] {
-        self.columns.gpu(gpu, col)
-    }
-
     /// Mean over the trace's GPUs of column `col` at sample `i`, skipping
     /// missing values; NaN when all are missing.
     pub fn gpu_mean_at(&self, i: usize, col: usize) -> f64 {
@@ -290,34 +295,8 @@ impl Trace {
         }
     }
 
-    /// `gpu_mean_at` for every sample, a GPU column at a time (the same
-    /// additions in the same order, so the same bits).
-    pub(crate) fn gpu_mean_series(&self, col: usize) -> Vec<f64> {
-        let n = self.sample_count();
-        let mut sum = vec![0.0f64; n];
-        let mut count = vec![0u32; n];
-        for g in 0..self.gpu_count() {
-            for ((s, k), &v) in sum.iter_mut().zip(&mut count).zip(self.gpu_series(g, col)) {
-                let v = v as f64;
-                if v.is_finite() {
-                    *s += v;
-                    *k += 1;
-                }
-            }
-        }
-        sum.iter()
-            .zip(&count)
-            .map(|(&s, &k)| if k == 0 { f64::NAN } else { s / k as f64 })
-            .collect()
-    }
-
     pub fn host_value(&self, i: usize, col: usize) -> f32 {
         self.columns.host_at(col, i)
-    }
-
-    /// The whole series of host column `col`.
-    pub(crate) fn host_series(&self, col: usize) -> &[f32] {
-        self.columns.host(col)
     }
 
     /// Load a trace; a cut-off tail is tolerated (`truncated` is set), any
@@ -500,7 +479,7 @@ impl Trace {
     /// have derived what they need from the samples and hold many traces
     /// (`check --multi-node`); `sample_count()` is 0 afterwards.
     pub(crate) fn drop_samples(&mut self) {
-        self.times_ms = Vec::new();
+        self.times_ms = Times::default();
         self.warmup = Vec::new();
         self.columns = Columns::default();
         self.teardown = 0;
@@ -522,40 +501,12 @@ pub(crate) fn spill_error(path: &Path, e: std::io::Error) -> GateError {
     ))
 }
 
-/// The values of `series` at the `steady` samples, as f64, those `keep`
-/// accepts. A steady window of consecutive samples (the usual case:
-/// warm-up first, teardown last) is read as one slice.
-pub(crate) fn gather<T: Copy + Into<f64>>(
-    series: &[T],
-    steady: &[usize],
-    keep: fn(&f64) -> bool,
-) -> Vec<f64> {
-    let consecutive = match (steady.first(), steady.last()) {
-        (Some(&a), Some(&b)) => b - a + 1 == steady.len(),
-        _ => true,
-    };
-    if consecutive {
-        let range = steady.first().map_or(0..0, |&a| a..a + steady.len());
-        series[range]
-            .iter()
-            .map(|&v| v.into())
-            .filter(keep)
-            .collect()
-    } else {
-        steady
-            .iter()
-            .map(|&i| series[i].into())
-            .filter(keep)
-            .collect()
-    }
-}
-
 /// Samples of the GPU busy columns read between two fetches of their
 /// series in `Trace::idle_tail`.
 const IDLE_TAIL_BLOCK: usize = 1 << 16;
 
 /// The mean of the finite values, NaN when there is none: one sample of
-/// `Trace::gpu_mean_series` (same order of additions, same result).
+/// `Trace::gpu_mean_at` (same order of additions, same result).
 pub fn mean_of_finite(values: impl Iterator<Item = f32>) -> f64 {
     let (mut sum, mut count) = (0.0f64, 0u32);
     for v in values {
@@ -586,8 +537,8 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let (ngpu, ncols) = (self.gpu_count(), self.header.gpu_columns.len());
             let gpu = (0..ngpu).flat_map(|g| (0..ncols).map(move |c| (g, c)));
-            gpu.map(|(g, c)| bits(self.gpu_series(g, c)))
-                .chain((0..self.header.host_columns.len()).map(|c| bits(self.host_series(c))))
+            gpu.map(|(g, c)| bits(self.columns.gpu(g, c)))
+                .chain((0..self.header.host_columns.len()).map(|c| bits(self.columns.host(c))))
                 .collect()
         }
     }
@@ -856,11 +807,19 @@ mod tests {
                 assert!(spilled.columns.is_spilled(), "{}", p.display());
                 assert!(!a.columns.is_spilled());
                 assert_eq!(a.columns_bits(), spilled.columns_bits(), "{}", p.display());
-                assert_eq!(tbits(&a.times_ms), tbits(&spilled.times_ms));
+                assert_eq!(
+                    tbits(&a.times_ms.to_vec()),
+                    tbits(&spilled.times_ms.to_vec())
+                );
                 assert_eq!((&a.events, a.teardown), (&spilled.events, spilled.teardown));
                 assert_eq!(a.header, spilled.header);
             }
-            assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{}", p.display());
+            assert_eq!(
+                tbits(&a.times_ms.to_vec()),
+                tbits(&b.times_ms.to_vec()),
+                "{}",
+                p.display()
+            );
             assert_eq!(a.warmup, b.warmup);
             assert_eq!(a.columns_bits(), b.columns_bits(), "{}", p.display());
             assert_eq!(a.header, b.header);
@@ -887,7 +846,11 @@ mod tests {
         };
         let tbits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(a.header, b.header, "{what}");
-        assert_eq!(tbits(&a.times_ms), tbits(&b.times_ms), "{what}");
+        assert_eq!(
+            tbits(&a.times_ms.to_vec()),
+            tbits(&b.times_ms.to_vec()),
+            "{what}"
+        );
         assert_eq!(a.warmup, b.warmup, "{what}");
         assert_eq!(a.columns_bits(), b.columns_bits(), "{what}");
         assert_eq!(a.events, b.events, "{what}");

@@ -768,8 +768,7 @@ pub fn replay_records(trace: &Trace, mut each: impl FnMut(&Record) -> bool) {
     );
     let opt = |v: f32| (!v.is_nan()).then_some(v as f64);
     let (mut ei, mut pi) = (0, 0);
-    for i in 0..trace.sample_count() {
-        let t = trace.times_ms[i];
+    for (i, t) in trace.times_ms.iter().enumerate() {
         while ei < trace.events.len() && trace.events[ei].t <= t {
             if !each(&Record::Event(trace.events[ei].clone())) {
                 return;
@@ -1022,7 +1021,7 @@ severity = "low"
         assert!(unfilled.iter().any(|(d, _)| *d == Duration::from_secs(60)));
         let span = e.longest_span_ms();
         let last = trace.times_ms.last().unwrap();
-        assert!(span > 0.0 && span <= *last, "{span}");
+        assert!(span > 0.0 && span <= last, "{span}");
     }
 
     /// `gate watch --replay` streams the file (`replay::stream`); a live

@@ -275,7 +275,7 @@ fn cpu_seconds(t: &Trace, from_ms: f64) -> f64 {
         if !t.host_value(i, procs).is_finite() {
             continue;
         }
-        let at = t.times_ms[i];
+        let at = t.times_ms.at(i);
         let rate = t.host_value(i, cpu) as f64;
         if let (Some(p), true) = (prev.filter(|p| *p >= from_ms), rate.is_finite()) {
             total += rate / 100.0 * (at - p) / 1000.0;

@@ -29,7 +29,7 @@ fn host_cpu_seconds(t: &Trace) -> f64 {
     (1..t.sample_count())
         .map(|i| {
             let pct = t.host_value(i, col) as f64;
-            let dt = (t.times_ms[i] - t.times_ms[i - 1]) / 1e3;
+            let dt = (t.times_ms.at(i) - t.times_ms.at(i - 1)) / 1e3;
             if pct.is_finite() {
                 pct / 100.0 * dt
             } else {
@@ -298,7 +298,7 @@ fn recorded_gpm_values_come_from_pairs_more_than_100ms_apart() {
     let busy = t.gpu_column("gpu_busy_pct").unwrap();
     let with_gpm: Vec<f64> = (0..t.sample_count())
         .filter(|&i| t.gpu_value(i, 0, sm).is_finite())
-        .map(|i| t.times_ms[i])
+        .map(|i| t.times_ms.at(i))
         .collect();
     assert!(with_gpm.len() > 100);
     for pair in with_gpm.windows(2) {
@@ -424,9 +424,9 @@ fn warmup_until_starts_the_steady_window_at_the_benchmarks_own_line() {
         .find(|&i| !t.warmup[i])
         .expect("steady samples");
     assert!(
-        t.times_ms[first_steady] >= 800.0,
+        t.times_ms.at(first_steady) >= 800.0,
         "steady from {} ms",
-        t.times_ms[first_steady]
+        t.times_ms.at(first_steady)
     );
     assert!(t.warmup[..first_steady].iter().all(|w| *w));
     assert!(t

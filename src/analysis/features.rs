@@ -15,7 +15,8 @@
 //! of at least ~2 sampling intervals.
 
 use super::feature::Feature;
-use crate::trace::{EventKind, EventRecord, Trace};
+use super::series::Series;
+use crate::trace::{EventKind, EventRecord, Samples, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The benchmark's own rate of work (units per second: its declared
@@ -45,40 +46,40 @@ pub(crate) const TARGET_CPU_BUSY_PCT: f64 = 80.0;
 const MIN_STDEV_FOR_PERIOD: f64 = 2.0;
 const MIN_SAMPLES_FOR_PERIOD: usize = 20;
 
-/// Compute all features of `trace` over its steady window (`steady`: the
-/// sample indices `summary::steady_window` gives).
-pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
+/// Compute all features of `trace` over its steady window (`steady`:
+/// `summary::steady_window`). Each series is read from the columns in
+/// place, a block at a time (`Series`): no copy of the window (issue 44.2).
+pub fn compute(trace: &Trace, steady: &Samples) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     let interval_s = sample_interval_s(trace, steady);
     let steady_s = steady.len() as f64 * interval_s;
 
-    // Each series is gathered where it is first read and dropped after
-    // its last: at most three of them at once (issue 44.2).
-    let busy = aggregate_series(trace, steady, "gpu_busy_pct");
+    let busy = Series::gpu_mean(trace, steady, "gpu_busy_pct");
     if let Some(busy) = &busy {
         busy_features(busy, interval_s, steady_s, &mut out);
     }
-    if let (Some(busy), Some(sm)) = (&busy, aggregate_series(trace, steady, "sm_active_pct")) {
+    if let (Some(busy), Some(sm)) = (&busy, Series::gpu_mean(trace, steady, "sm_active_pct")) {
         sm_features(busy, &sm, &mut out);
     }
     spread_features(trace, steady, &mut out);
-    let target_cpu = host_series(trace, steady, "target_cpu_pct");
+    let target_cpu = Series::host(trace, steady, "target_cpu_pct");
     if let Some(cpu) = &target_cpu {
-        target_cpu_features(cpu, busy.as_deref(), &mut out);
+        target_cpu_features(cpu, busy.as_ref(), &mut out);
     }
-    let host_cpu = host_series(trace, steady, "host_cpu_busy_pct");
+    let host_cpu = Series::host(trace, steady, "host_cpu_busy_pct");
     if let (Some(host), Some(cpu)) = (&host_cpu, &target_cpu) {
         others_cpu_feature(trace, host, cpu, &mut out);
     }
     process_and_event_features(trace, &mut out);
-    if let Some(others) = aggregate_series(trace, steady, "other_processes") {
+    if let Some(others) = Series::gpu_mean(trace, steady, "other_processes") {
         // The mean over GPUs is above 0 when any GPU had one (disturbance).
-        let (with, seen) = others
-            .iter()
-            .filter(|v| v.is_finite())
-            .fold((0usize, 0usize), |(w, n), v| {
-                (w + (*v > 0.0) as usize, n + 1)
-            });
+        let (mut with, mut seen) = (0usize, 0usize);
+        others.visit(&mut |v| {
+            if v.is_finite() {
+                with += (v > 0.0) as usize;
+                seen += 1;
+            }
+        });
         if seen > 0 {
             out.insert(
                 "other_processes.time_share".into(),
@@ -89,22 +90,30 @@ pub fn compute(trace: &Trace, steady: &[usize]) -> BTreeMap<String, f64> {
     out
 }
 
+/// The zero a sum of f64 starts from (`Iterator::sum`'s), so that a sum
+/// made in place has the bits of the copy's it replaced.
+fn zero() -> f64 {
+    std::iter::empty::<f64>().sum()
+}
+
 /// SM active against GPU busy: their ratio, and the share of samples busy
 /// but starved.
-fn sm_features(busy: &[f64], sm: &[f64], out: &mut BTreeMap<String, f64>) {
-    let pairs = || both_finite(busy, sm);
-    let count = pairs().count();
+fn sm_features(busy: &Series, sm: &Series, out: &mut BTreeMap<String, f64>) {
+    let (mut count, mut sum_b, mut sum_s, mut starved) = (0usize, zero(), zero(), 0usize);
+    busy.visit_finite_pairs(sm, &mut |b, s| {
+        count += 1;
+        sum_b += b;
+        sum_s += s;
+        starved += (b > STARVED_BUSY_PCT && s < STARVED_SM_PCT) as usize;
+    });
     if count == 0 {
         return;
     }
-    let mb = pairs().map(|p| p.0).sum::<f64>() / count as f64;
-    let ms = pairs().map(|p| p.1).sum::<f64>() / count as f64;
+    let mb = sum_b / count as f64;
+    let ms = sum_s / count as f64;
     if mb > 0.0 {
         out.insert("sm_active_pct.busy_ratio".into(), ms / mb);
     }
-    let starved = pairs()
-        .filter(|(b, s)| *b > STARVED_BUSY_PCT && *s < STARVED_SM_PCT)
-        .count();
     out.insert(
         "sm_active_pct.starved_frac".into(),
         starved as f64 / count as f64,
@@ -112,7 +121,7 @@ fn sm_features(busy: &[f64], sm: &[f64], out: &mut BTreeMap<String, f64>) {
 }
 
 /// How far apart the GPUs' means are, and which GPU lags (busy).
-fn spread_features(trace: &Trace, steady: &[usize], out: &mut BTreeMap<String, f64>) {
+fn spread_features(trace: &Trace, steady: &Samples, out: &mut BTreeMap<String, f64>) {
     for metric in ["gpu_busy_pct", "sm_active_pct", "tensor_pct"] {
         let means = per_gpu_means(trace, steady, metric);
         if means.len() >= 2 {
@@ -132,16 +141,17 @@ fn spread_features(trace: &Trace, steady: &[usize], out: &mut BTreeMap<String, f
 }
 
 /// The target's CPU: cores used, and how often it is busy while the GPU idles.
-fn target_cpu_features(cpu: &[f64], busy: Option<&[f64]>, out: &mut BTreeMap<String, f64>) {
-    if let Some(mean) = mean_finite(cpu.iter().copied()) {
+fn target_cpu_features(cpu: &Series, busy: Option<&Series>, out: &mut BTreeMap<String, f64>) {
+    if let Some(mean) = mean_finite(cpu) {
         out.insert("target_cpu_pct.cores".into(), mean / 100.0);
     }
     if let Some(busy) = busy {
-        let count = both_finite(busy, cpu).count();
+        let (mut count, mut n) = (0usize, 0usize);
+        busy.visit_finite_pairs(cpu, &mut |b, c| {
+            count += 1;
+            n += (b < 50.0 && c > TARGET_CPU_BUSY_PCT) as usize;
+        });
         if count > 0 {
-            let n = both_finite(busy, cpu)
-                .filter(|(b, c)| *b < 50.0 && *c > TARGET_CPU_BUSY_PCT)
-                .count();
             out.insert(
                 "target_cpu_pct.busy_when_gpu_idle".into(),
                 n as f64 / count as f64,
@@ -153,12 +163,16 @@ fn target_cpu_features(cpu: &[f64], busy: Option<&[f64]>, out: &mut BTreeMap<Str
 /// The machine's CPU minus the target's own share of it: other jobs,
 /// daemons, a noisy neighbour. target_cpu_pct counts one core as 100,
 /// host_cpu_busy_pct counts all cores as 100.
-fn others_cpu_feature(trace: &Trace, host: &[f64], cpu: &[f64], out: &mut BTreeMap<String, f64>) {
+fn others_cpu_feature(trace: &Trace, host: &Series, cpu: &Series, out: &mut BTreeMap<String, f64>) {
     let cpus = trace.header.fingerprint.host.cpu_count;
     if cpus > 0 {
-        let others = both_finite(host, cpu).map(|(h, t)| (h - t / cpus as f64).max(0.0));
-        if let Some(m) = mean_finite(others) {
-            out.insert("host_cpu_busy_pct.others_pct".into(), m);
+        let (mut sum, mut n) = (zero(), 0usize);
+        host.visit_finite_pairs(cpu, &mut |h, t| {
+            sum += (h - t / cpus as f64).max(0.0);
+            n += 1;
+        });
+        if n > 0 {
+            out.insert("host_cpu_busy_pct.others_pct".into(), sum / n as f64);
         }
     }
 }
@@ -233,78 +247,108 @@ pub(crate) fn framework_event(e: &EventRecord) -> Option<&'static str> {
         .flatten()
 }
 
-fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
-    // The finite values, read again for each sum instead of copied.
-    let finite = || busy.iter().copied().filter(|v| v.is_finite());
-    let count = finite().count();
+fn busy_features(busy: &Series, interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
+    // Each sum is its own pass over the column, in order, as over a copy.
+    let (mut count, mut idle, mut sat, mut sum) = (0usize, 0usize, 0usize, zero());
+    busy.visit(&mut |v| {
+        if v.is_finite() {
+            count += 1;
+            idle += (v < IDLE_BUSY_PCT) as usize;
+            sat += (v >= SATURATED_BUSY_PCT) as usize;
+            sum += v;
+        }
+    });
     if count == 0 {
         return;
     }
     let n = count as f64;
-    let idle = finite().filter(|&v| v < IDLE_BUSY_PCT).count() as f64;
-    let sat = finite().filter(|&v| v >= SATURATED_BUSY_PCT).count() as f64;
-    out.insert("gpu_busy_pct.idle_frac".into(), idle / n);
-    out.insert("gpu_busy_pct.saturated_frac".into(), sat / n);
-    let mean = finite().sum::<f64>() / n;
+    out.insert("gpu_busy_pct.idle_frac".into(), idle as f64 / n);
+    out.insert("gpu_busy_pct.saturated_frac".into(), sat as f64 / n);
+    let mean = sum / n;
     let stdev = if count > 1 {
-        (finite().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        let mut squares = zero();
+        busy.visit(&mut |v| {
+            if v.is_finite() {
+                squares += (v - mean).powi(2)
+            }
+        });
+        (squares / (n - 1.0)).sqrt()
     } else {
         0.0
     };
     if mean > 0.0 {
         out.insert("gpu_busy_pct.cv".into(), stdev / mean);
     }
+    gap_features(busy, interval_s, steady_s, out);
+    if let Some((strength, lag)) = periodicity_of(busy) {
+        out.insert("gpu_busy_pct.periodicity".into(), strength);
+        if let Some(lag) = lag {
+            out.insert("gpu_busy_pct.period_s".into(), lag as f64 * interval_s);
+        }
+    }
+}
 
-    // Idle gaps: maximal runs of idle samples (missing samples end a run).
-    let mut gap_starts = Vec::new();
-    let mut gap_lens = Vec::new();
-    let mut run = 0usize;
-    for (i, v) in busy.iter().enumerate() {
-        if v.is_finite() && *v < IDLE_BUSY_PCT {
+/// Idle gaps: maximal runs of idle samples (missing samples end a run),
+/// counted in a pass over the series; `f` gets each gap's start (its
+/// position in the window) and length.
+fn visit_gaps(busy: &Series, f: &mut dyn FnMut(usize, usize)) {
+    let (mut i, mut start, mut run) = (0usize, 0usize, 0usize);
+    busy.visit(&mut |v| {
+        if v.is_finite() && v < IDLE_BUSY_PCT {
             if run == 0 {
-                gap_starts.push(i);
+                start = i;
             }
             run += 1;
         } else if run > 0 {
-            gap_lens.push(run);
+            f(start, run);
             run = 0;
         }
-    }
+        i += 1;
+    });
     if run > 0 {
-        gap_lens.push(run);
+        f(start, run);
     }
+}
+
+/// How often the GPU goes idle, for how long, and how regularly.
+fn gap_features(busy: &Series, interval_s: f64, steady_s: f64, out: &mut BTreeMap<String, f64>) {
+    // The steps between gap starts, handed over in order.
+    let steps = |f: &mut dyn FnMut(f64)| {
+        let mut prev: Option<usize> = None;
+        visit_gaps(busy, &mut |start, _| {
+            if let Some(p) = prev {
+                f((start - p) as f64);
+            }
+            prev = Some(start);
+        });
+    };
+    let (mut gaps, mut total_len, mut step_sum) = (0usize, 0usize, zero());
+    visit_gaps(busy, &mut |_, len| {
+        gaps += 1;
+        total_len += len;
+    });
     if steady_s > 0.0 {
-        out.insert(
-            "gpu_busy_pct.idle_gaps_per_min".into(),
-            gap_starts.len() as f64 * 60.0 / steady_s,
-        );
+        let per_min = gaps as f64 * 60.0 / steady_s;
+        out.insert("gpu_busy_pct.idle_gaps_per_min".into(), per_min);
     }
-    if !gap_lens.is_empty() {
-        let mean_len = gap_lens.iter().sum::<usize>() as f64 / gap_lens.len() as f64;
+    if gaps > 0 {
+        let mean_len = total_len as f64 / gaps as f64;
         out.insert("gpu_busy_pct.idle_gap_mean_s".into(), mean_len * interval_s);
     }
     // Regularity of gap spacing: 1 - coefficient of variation of the
     // intervals between gap starts. A stall at a fixed point of every step
     // gives evenly spaced gaps (near 1); random hiccups do not.
-    if gap_starts.len() >= 4 {
-        let d: Vec<f64> = gap_starts
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as f64)
-            .collect();
-        let m = d.iter().sum::<f64>() / d.len() as f64;
-        let sd = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (d.len() - 1) as f64).sqrt();
+    if gaps >= 4 {
+        steps(&mut |d| step_sum += d);
+        let m = step_sum / (gaps - 1) as f64;
+        let mut squares = zero();
+        steps(&mut |d| squares += (d - m).powi(2));
+        let sd = (squares / (gaps - 2) as f64).sqrt();
         if m > 0.0 {
             out.insert(
                 "gpu_busy_pct.gap_regularity".into(),
                 (1.0 - sd / m).clamp(0.0, 1.0),
             );
-        }
-    }
-
-    if let Some((strength, lag)) = periodicity(busy) {
-        out.insert("gpu_busy_pct.periodicity".into(), strength);
-        if let Some(lag) = lag {
-            out.insert("gpu_busy_pct.period_s".into(), lag as f64 * interval_s);
         }
     }
 }
@@ -324,61 +368,178 @@ fn busy_features(busy: &[f64], interval_s: f64, steady_s: f64, out: &mut BTreeMa
 /// re-decided with the exact dot products, and the returned strength is
 /// always the exact dot product of the chosen lag: the result is the same
 /// as the direct method's (`tests::fft_periodicity_matches_the_direct_method`).
+/// A trace's steady window longer than `PERIOD_BLOCK` samples is read in
+/// blocks instead (`periodicity_of`).
 pub(crate) fn periodicity(series: &[f64]) -> Option<(f64, Option<usize>)> {
     let (x, var) = centred_for_period(series)?;
     let n = x.len();
     let max_lag = n / 3;
-    let approx = autocorrelation_sums(&x, max_lag + 1);
-    let mut exact = ExactLags::new(&x, var);
-    let r_fft = |k: usize| approx[k] / var;
-    let scale = |k: usize, r: f64| (r * n as f64 / (n - k) as f64).min(1.0);
-    // r[a] > r[b], as the direct method decides it.
-    let gt = |a: usize, b: usize, exact: &mut ExactLags| {
-        let d = r_fft(a) - r_fft(b);
-        if d.abs() > TIE || !exact.can_refine() {
+    let mut lags = Lags {
+        sums: autocorrelation_sums(&x, max_lag + 1),
+        var,
+        n,
+        block: n,
+        exact: Some(ExactLags::new(&x, var)),
+    };
+    Some(strongest_period(&mut lags, max_lag))
+}
+
+/// Samples in one periodicity transform (~3.6 h at 100 ms). A longer
+/// steady window is cut into blocks of this many samples, in order; their
+/// autocorrelation sums (each block's own pairs of samples) are added up
+/// and normalised by the pairs counted, so the memory is a block's
+/// transform whatever the trace's length (issue 44.2: a 72 h window's one
+/// transform took ~150 MB). Periods are then searched up to a third of a
+/// block (~73 min at 100 ms), and the FFT's values decide (an exact dot
+/// product would mean a pass over the whole column per lag). A window of
+/// one block gets exactly `periodicity`'s result.
+const PERIOD_BLOCK: usize = 1 << 17;
+
+/// `periodicity` of a steady series read from the trace in place.
+fn periodicity_of(series: &Series) -> Option<(f64, Option<usize>)> {
+    let n = series.len();
+    if n <= PERIOD_BLOCK {
+        return periodicity(&series.to_vec());
+    }
+    let (mut sum, mut count) = (0.0, 0usize);
+    series.visit(&mut |v| {
+        if v.is_finite() {
+            sum += v;
+            count += 1;
+        }
+    });
+    if count < MIN_SAMPLES_FOR_PERIOD {
+        return None;
+    }
+    let mean = sum / count as f64;
+    let centred = |v: f64| if v.is_finite() { v - mean } else { 0.0 };
+    let mut var = 0.0;
+    series.visit(&mut |v| var += centred(v) * centred(v));
+    if ((var / (n - 1) as f64).sqrt()) < MIN_STDEV_FOR_PERIOD {
+        return None;
+    }
+    let max_lag = PERIOD_BLOCK / 3;
+    let mut sums = vec![0.0; max_lag + 2];
+    let mut add_block = |x: &[f64]| {
+        let block = autocorrelation_sums(x, max_lag + 1);
+        sums.iter_mut().zip(block).for_each(|(s, b)| *s += b);
+    };
+    let mut x = Vec::with_capacity(PERIOD_BLOCK);
+    series.visit(&mut |v| {
+        x.push(centred(v));
+        if x.len() == PERIOD_BLOCK {
+            add_block(&x);
+            x.clear();
+        }
+    });
+    if !x.is_empty() {
+        add_block(&x);
+    }
+    let mut lags = Lags {
+        sums,
+        var,
+        n,
+        block: PERIOD_BLOCK,
+        exact: None,
+    };
+    Some(strongest_period(&mut lags, max_lag))
+}
+
+/// The autocorrelation of a centred series at each lag, from FFT sums,
+/// with the exact dot products where they can be had (one block).
+struct Lags<'a> {
+    /// `sum x[i] * x[i + k]` over pairs within a block, k = 0..=max_lag + 1.
+    sums: Vec<f64>,
+    var: f64,
+    n: usize,
+    /// Samples per block (`n` for one block).
+    block: usize,
+    exact: Option<ExactLags<'a>>,
+}
+
+impl Lags<'_> {
+    fn fft(&self, k: usize) -> f64 {
+        self.sums[k] / self.var
+    }
+
+    fn can_refine(&self) -> bool {
+        self.exact.as_ref().is_some_and(|e| e.can_refine())
+    }
+
+    /// The exact value where there is one, else the FFT's.
+    fn r(&mut self, k: usize) -> f64 {
+        match &mut self.exact {
+            Some(e) => e.r(k),
+            None => self.fft(k),
+        }
+    }
+
+    /// `r` normalised for the pairs at lag `k` (n - k for one block).
+    fn scale(&self, k: usize, r: f64) -> f64 {
+        let pairs =
+            (self.n / self.block) * (self.block - k) + (self.n % self.block).saturating_sub(k);
+        (r * self.n as f64 / pairs as f64).min(1.0)
+    }
+
+    /// r[a] > r[b], as the direct method decides it.
+    fn gt(&mut self, a: usize, b: usize) -> bool {
+        let d = self.fft(a) - self.fft(b);
+        if d.abs() > TIE || !self.can_refine() {
             d > 0.0
         } else {
-            exact.r(a) > exact.r(b)
+            self.r(a) > self.r(b)
         }
-    };
+    }
+}
+
+/// The strongest local maximum of the autocorrelation at lags 2..=max_lag
+/// (`periodicity`'s rules).
+fn strongest_period(lags: &mut Lags, max_lag: usize) -> (f64, Option<usize>) {
     let mut peaks: Vec<(usize, f64)> = Vec::new();
     for k in 2..=max_lag {
-        if !gt(k, k - 1, &mut exact) || gt(k + 1, k, &mut exact) {
+        if !lags.gt(k, k - 1) || lags.gt(k + 1, k) {
             continue;
         }
-        let positive = if r_fft(k).abs() > TIE || !exact.can_refine() {
-            r_fft(k) > 0.0
+        let positive = if lags.fft(k).abs() > TIE || !lags.can_refine() {
+            lags.fft(k) > 0.0
         } else {
-            exact.r(k) > 0.0
+            lags.r(k) > 0.0
         };
         if positive {
-            peaks.push((k, scale(k, r_fft(k))));
+            peaks.push((k, lags.scale(k, lags.fft(k))));
         }
     }
     let Some(best_approx) = peaks.iter().map(|p| p.1).reduce(f64::max) else {
-        return Some((0.0, None));
+        return (0.0, None);
     };
     // The exact best: the exact values of every peak that could be it.
     let best = peaks
         .iter()
         .filter(|p| p.1 >= best_approx - 2.0 * TIE)
-        .map(|&(k, _)| scale(k, exact.r(k)))
+        .map(|&(k, _)| {
+            let r = lags.r(k);
+            lags.scale(k, r)
+        })
         .fold(f64::NEG_INFINITY, f64::max);
     // Multiples of the period peak as high as the period itself: take the
     // shortest lag that comes close to the best.
     let cut = 0.9 * best;
     for &(k, v) in &peaks {
+        let exact = |lags: &mut Lags| {
+            let r = lags.r(k);
+            lags.scale(k, r)
+        };
         let d = v - cut;
         let chosen = if d.abs() > 2.0 * TIE {
             d > 0.0
         } else {
-            scale(k, exact.r(k)) >= cut
+            exact(lags) >= cut
         };
         if chosen {
-            return Some((scale(k, exact.r(k)), Some(k)));
+            return (exact(lags), Some(k));
         }
     }
-    Some((best, Some(0)))
+    (best, Some(0))
 }
 
 /// FFT values closer than this (autocorrelations normalised to 1 at lag 0)
@@ -481,13 +642,21 @@ fn direct_r(x: &[f64], var: f64, k: usize) -> f64 {
 
 /// The median step between steady samples (the upper median: the
 /// `len / 2`-th smallest), selected over the steps in place.
-fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
+fn sample_interval_s(trace: &Trace, steady: &Samples) -> f64 {
     let visit = |f: &mut dyn FnMut(f64)| {
-        steady
-            .windows(2)
-            .map(|w| trace.times_ms[w[1]] - trace.times_ms[w[0]])
-            .filter(|d| *d > 0.0)
-            .for_each(f)
+        // Each range's times decoded in order, not one by one.
+        let mut prev: Option<f64> = None;
+        for r in steady.ranges() {
+            for t in trace.times_ms.range(r.clone()) {
+                if let Some(p) = prev {
+                    let d = t - p;
+                    if d > 0.0 {
+                        f(d)
+                    }
+                }
+                prev = Some(t);
+            }
+        }
     };
     let mut len = 0usize;
     visit(&mut |_| len += 1);
@@ -497,29 +666,15 @@ fn sample_interval_s(trace: &Trace, steady: &[usize]) -> f64 {
     }
 }
 
-/// Per-sample mean over GPUs of a GPU column (NaN when no GPU has it).
-pub(crate) fn aggregate_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
-    let col = trace.gpu_column(id)?;
-    let mut v = Vec::with_capacity(steady.len());
-    trace.visit_gpu_mean(steady, col, &mut |x| v.push(x));
-    v.iter().any(|x| x.is_finite()).then_some(v)
-}
-
-fn host_series(trace: &Trace, steady: &[usize], id: &str) -> Option<Vec<f64>> {
-    let col = trace.host_column(id)?;
-    let v = crate::trace::gather(trace.host_series(col), steady, |_| true);
-    v.iter().any(|x| x.is_finite()).then_some(v)
-}
-
 /// (GPU slot, mean) for each GPU that has the metric.
-fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)> {
+fn per_gpu_means(trace: &Trace, steady: &Samples, id: &str) -> Vec<(usize, f64)> {
     let Some(col) = trace.gpu_column(id) else {
         return Vec::new();
     };
     (0..trace.gpu_count())
         .filter_map(|g| {
             // `mean_finite`, read in place.
-            let (mut sum, mut n) = (std::iter::empty::<f64>().sum::<f64>(), 0usize);
+            let (mut sum, mut n) = (zero(), 0usize);
             trace.visit_gpu(steady, g, col, &mut |v| {
                 if v.is_finite() {
                     sum += v;
@@ -531,20 +686,16 @@ fn per_gpu_means(trace: &Trace, steady: &[usize], id: &str) -> Vec<(usize, f64)>
         .collect()
 }
 
-fn both_finite<'a>(a: &'a [f64], b: &'a [f64]) -> impl Iterator<Item = (f64, f64)> + 'a {
-    a.iter()
-        .zip(b)
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .map(|(x, y)| (*x, *y))
-}
-
 /// The mean of the finite values (their sum in order, as a copy's), None
 /// when there is none.
-fn mean_finite(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let zero: f64 = std::iter::empty::<f64>().sum();
-    let (sum, n) = v
-        .filter(|x| x.is_finite())
-        .fold((zero, 0usize), |(s, n), x| (s + x, n + 1));
+fn mean_finite(series: &Series) -> Option<f64> {
+    let (mut sum, mut n) = (zero(), 0usize);
+    series.visit(&mut |x| {
+        if x.is_finite() {
+            sum += x;
+            n += 1;
+        }
+    });
     (n > 0).then(|| sum / n as f64)
 }
 
@@ -670,9 +821,9 @@ mod tests {
         // Every synthetic signature's busy series.
         for sig in Signature::all() {
             let t = synthetic::trace(&sig, 2);
-            let steady: Vec<usize> = (0..t.sample_count()).filter(|&i| !t.warmup[i]).collect();
-            if let Some(s) = aggregate_series(&t, &steady, "gpu_busy_pct") {
-                cases.push(s);
+            let steady = Samples::matching(t.sample_count(), |i| !t.warmup[i]);
+            if let Some(s) = Series::gpu_mean(&t, &steady, "gpu_busy_pct") {
+                cases.push(s.to_vec());
             }
         }
         for (i, c) in cases.iter().enumerate() {

@@ -11,3 +11,4 @@ pub mod feature;
 pub mod features;
 pub mod framework;
 pub mod panorama;
+pub(crate) mod series;

@@ -8,7 +8,7 @@
 //! any is missing, shown "n/a"). Warm-up slices (most samples warm-up) are
 //! marked and never flagged: slow starts are expected there.
 
-use crate::trace::Trace;
+use crate::trace::{Samples, Trace};
 use serde::Serialize;
 
 /// Per-GPU columns of the panorama, in display order: (id, short header).
@@ -170,22 +170,23 @@ pub fn build(trace: &Trace, slice_ms: f64) -> Panorama {
 /// sparse trace gets wider slices rather than millions of them (times are
 /// bounded at load).
 fn effective_slice_ms(trace: &Trace, slice_ms: f64) -> f64 {
-    let span_ms = trace.times_ms.iter().copied().fold(0.0, f64::max);
+    let span_ms = trace.times_ms.iter().fold(0.0, f64::max);
     slice_ms
         .max(1.0)
         .max((span_ms / crate::limits::MAX_PANORAMA_SLICES as f64).ceil())
         .max(bounded_slice_ms(span_ms))
 }
 
-/// Sample indices per slice.
-fn slice_members(trace: &Trace, slice_ms: f64) -> Vec<Vec<usize>> {
+/// Sample indices per slice, as ranges (samples are in time order, so
+/// usually one range a slice: not 8 bytes a sample, issue 44.2).
+fn slice_members(trace: &Trace, slice_ms: f64) -> Vec<Samples> {
     let nslices = trace
         .times_ms
         .iter()
         .map(|t| (t / slice_ms).floor().max(0.0) as usize + 1)
         .max()
         .unwrap_or(0);
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nslices];
+    let mut members: Vec<Samples> = vec![Samples::default(); nslices];
     for (i, t) in trace.times_ms.iter().enumerate() {
         members[(t / slice_ms).floor().max(0.0) as usize].push(i);
     }
@@ -226,25 +227,25 @@ fn mean(vals: impl Iterator<Item = f32>) -> Option<f64> {
 fn gpu_slices(
     trace: &Trace,
     slot: usize,
-    members: &[Vec<usize>],
+    members: &[Samples],
     slice_ms: f64,
     cols: &Columns,
 ) -> Vec<Slice> {
     let mut slices = Vec::with_capacity(members.len());
     for (k, idx) in members.iter().enumerate() {
-        let warm = idx.iter().filter(|&&i| trace.warmup[i]).count();
+        let warm = idx.iter().filter(|&i| trace.warmup[i]).count();
         let warmup = !idx.is_empty() && warm * 2 > idx.len();
         let values: Vec<Option<f64>> = cols
             .gpu
             .iter()
-            .map(|c| c.and_then(|c| mean(idx.iter().map(|&i| trace.gpu_value(i, slot, c)))))
+            .map(|c| c.and_then(|c| mean(idx.iter().map(|i| trace.gpu_value(i, slot, c)))))
             .collect();
         let target_cpu_pct = cols
             .cpu
-            .and_then(|c| mean(idx.iter().map(|&i| trace.host_value(i, c))));
+            .and_then(|c| mean(idx.iter().map(|i| trace.host_value(i, c))));
         let others = cols
             .other_processes
-            .and_then(|c| mean(idx.iter().map(|&i| trace.gpu_value(i, slot, c))));
+            .and_then(|c| mean(idx.iter().map(|i| trace.gpu_value(i, slot, c))));
         let problems = if !warmup && !idx.is_empty() {
             slice_problems(&values, others)
         } else {
@@ -318,7 +319,7 @@ fn warmup_end_ms(trace: &Trace) -> f64 {
         .iter()
         .zip(&trace.warmup)
         .filter(|(_, w)| **w)
-        .map(|(t, _)| *t + trace.header.interval_ms as f64)
+        .map(|(t, _)| t + trace.header.interval_ms as f64)
         .fold(0.0, f64::max)
 }
 

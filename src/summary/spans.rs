@@ -9,7 +9,7 @@
 use super::{summarize_window, RunSummary};
 use crate::config::Config;
 use crate::metric_sources::spans::{find, lookup, Progress, Span};
-use crate::trace::Trace;
+use crate::trace::{Samples, Trace};
 use std::collections::BTreeMap;
 
 /// Fewer steady samples than this in a span: too few for its statistics
@@ -50,7 +50,7 @@ pub struct BenchSpan {
     pub start_s: f64,
     pub end_s: f64,
     /// Its steady samples (valid while the trace keeps its samples).
-    pub steady: Vec<usize>,
+    pub steady: Samples,
     /// The span's summary; None when it fell back to the whole window.
     pub summary: Option<RunSummary>,
     /// Why the whole window explains this benchmark.
@@ -66,7 +66,7 @@ type Found = (&'static str, &'static str, Vec<Span>);
 pub(crate) fn derive(
     config: &Config,
     trace: &Trace,
-    steady: &[usize],
+    steady: &Samples,
     benchmarks: &[Benchmark],
     values: &BTreeMap<String, super::UserMetricValue>,
 ) -> BTreeMap<String, BenchSpan> {
@@ -80,11 +80,7 @@ pub(crate) fn derive(
     if benchmarks.len() < 2 && !benchmarks.iter().any(marked) {
         return BTreeMap::new();
     }
-    let lines: Vec<(f64, &str)> = trace
-        .output
-        .iter()
-        .map(|o| (o.t, o.line.as_str()))
-        .collect();
+    let lines: Vec<(f64, &str)> = trace.output.iter().map(|o| (o.t, o.line)).collect();
     // Each table's spans, found once.
     let mut found: BTreeMap<&str, Option<Found>> = BTreeMap::new();
     let mut out = BTreeMap::new();
@@ -124,7 +120,7 @@ pub(crate) fn derive(
 /// The summary of one benchmark's span, or the whole window and why.
 fn window(
     trace: &Trace,
-    steady: &[usize],
+    steady: &Samples,
     name: &str,
     found_by: &'static str,
     span: Result<&Span, String>,
@@ -134,7 +130,7 @@ fn window(
         found_by,
         start_s: 0.0,
         end_s: 0.0,
-        steady: Vec::new(),
+        steady: Samples::default(),
         summary: None,
         fallback: None,
     };
@@ -145,14 +141,10 @@ fn window(
             return out;
         }
     };
-    out.steady = steady
-        .iter()
-        .copied()
-        .filter(|&i| span.contains(trace.times_ms[i]))
-        .collect();
-    if let (Some(&a), Some(&b)) = (out.steady.first(), out.steady.last()) {
-        out.start_s = trace.times_ms[a] / 1000.0;
-        out.end_s = trace.times_ms[b] / 1000.0;
+    out.steady = steady.filter(|i| span.contains(trace.times_ms.at(i)));
+    if let (Some(a), Some(b)) = (out.steady.first(), out.steady.last()) {
+        out.start_s = trace.times_ms.at(a) / 1000.0;
+        out.end_s = trace.times_ms.at(b) / 1000.0;
     }
     if out.steady.len() < MIN_SPAN_SAMPLES {
         let (a, b) = span.bounds();
@@ -188,13 +180,15 @@ mod tests {
         sig.extra_output.clear();
         let mut t = synthetic::trace(&sig, 1);
         // Markers at 5 s and 8 s: "a" holds the samples between them.
+        let mut lines: Vec<_> = t.output.iter().map(|l| l.to_record()).collect();
         for (ms, l) in [(5000.0, "=== a"), (8000.0, "=== b")] {
-            t.output.push(crate::trace::OutputRecord {
+            lines.push(crate::trace::OutputRecord {
                 t: ms,
                 line: l.into(),
             });
         }
-        t.output.sort_by(|x, y| x.t.total_cmp(&y.t));
+        lines.sort_by(|x, y| x.t.total_cmp(&y.t));
+        t.output = lines.into_iter().collect();
         let c = config("[user_metrics.x]\nregex = '^samples_per_s: ([0-9.]+)'\ndirection = \"higher_is_better\"\nspans = '^=== (?P<name>\\w+)$'\n");
         let steady = super::super::steady_window(&t);
         let b = |n: &str| Benchmark {

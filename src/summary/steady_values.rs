@@ -3,11 +3,11 @@
 //! `MetricStats::from_visits` reads instead of a copy (issue 44.2).
 
 use super::Column;
-use crate::trace::Trace;
+use crate::trace::{Samples, Trace};
 
 /// Hand `f` the value of `column` at each of the `steady` samples, in
 /// order (NaN where missing): `steady_finite`'s values before its filter.
-pub(crate) fn visit(trace: &Trace, steady: &[usize], column: &Column, f: &mut dyn FnMut(f64)) {
+pub(crate) fn visit(trace: &Trace, steady: &Samples, column: &Column, f: &mut dyn FnMut(f64)) {
     match *column {
         Column::Gpu { slot, id } => {
             if let Some(col) = trace.gpu_column(id).filter(|_| slot < trace.gpu_count()) {

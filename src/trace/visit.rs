@@ -6,54 +6,64 @@
 //! a 24-hour trace's scratch pages were dropped ten times as often as the
 //! bytes read called for, and faulted in again on every pass.
 
-use super::{mean_of_finite, Trace};
+use super::{mean_of_finite, Samples, Trace};
+use std::ops::Range;
 
 /// Samples read between two fetches of a series (a long trace's columns
 /// are in a scratch file, and each fetch counts against what the process
 /// keeps resident of it).
-const BLOCK: usize = 1 << 16;
-
-/// Values from a block's first sample to its last (samples ascend).
-fn span(block: &[usize]) -> usize {
-    match (block.first(), block.last()) {
-        (Some(&a), Some(&b)) => b.saturating_sub(a) + 1,
-        _ => 0,
-    }
-}
+pub(crate) const BLOCK: usize = 1 << 16;
 
 impl Trace {
     /// GPU slot `gpu`'s column `col` at each of `samples` (NaN = missing).
     pub(crate) fn visit_gpu(
         &self,
-        samples: &[usize],
+        samples: &Samples,
         gpu: usize,
         col: usize,
         f: &mut dyn FnMut(f64),
     ) {
-        for block in samples.chunks(BLOCK) {
-            let series = self.columns.gpu_reading(gpu, col, span(block));
-            block.iter().for_each(|&i| f(series[i] as f64));
+        for block in samples.blocks(BLOCK) {
+            let series = self.columns.gpu_reading(gpu, col, block.len());
+            series[block].iter().for_each(|&v| f(v as f64));
         }
     }
 
-    /// `gpu_mean_series(col)` at each of `samples`: the same additions in
-    /// the same order per sample, without the whole series.
-    pub(crate) fn visit_gpu_mean(&self, samples: &[usize], col: usize, f: &mut dyn FnMut(f64)) {
-        for block in samples.chunks(BLOCK) {
+    /// `gpu_mean_at(i, col)` at each of `samples`, a block of every GPU's
+    /// series at a time: the same additions in the same order per sample.
+    pub(crate) fn visit_gpu_mean(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
+        for block in samples.blocks(BLOCK) {
             let series: Vec<&[f32]> = (0..self.gpu_count())
-                .map(|g| self.columns.gpu_reading(g, col, span(block)))
+                .map(|g| self.columns.gpu_reading(g, col, block.len()))
                 .collect();
-            for &i in block {
+            for i in block {
                 f(mean_of_finite(series.iter().map(|s| s[i])));
             }
         }
     }
 
     /// Host column `col` at each of `samples`.
-    pub(crate) fn visit_host(&self, samples: &[usize], col: usize, f: &mut dyn FnMut(f64)) {
-        for block in samples.chunks(BLOCK) {
-            let series = self.columns.host_reading(col, span(block));
-            block.iter().for_each(|&i| f(series[i] as f64));
+    pub(crate) fn visit_host(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
+        for block in samples.blocks(BLOCK) {
+            let series = self.columns.host_reading(col, block.len());
+            series[block].iter().for_each(|&v| f(v as f64));
         }
+    }
+
+    /// The per-sample GPU mean of `col` over the consecutive samples
+    /// `block`, into `out` (replacing what it held).
+    pub(crate) fn gpu_mean_block(&self, block: Range<usize>, col: usize, out: &mut Vec<f64>) {
+        out.clear();
+        let series: Vec<&[f32]> = (0..self.gpu_count())
+            .map(|g| self.columns.gpu_reading(g, col, block.len()))
+            .collect();
+        out.extend(block.map(|i| mean_of_finite(series.iter().map(|s| s[i]))));
+    }
+
+    /// Host column `col` over the consecutive samples `block`, into `out`.
+    pub(crate) fn host_block(&self, block: Range<usize>, col: usize, out: &mut Vec<f64>) {
+        out.clear();
+        let series = self.columns.host_reading(col, block.len());
+        out.extend(series[block].iter().map(|&v| v as f64));
     }
 }

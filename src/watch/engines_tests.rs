@@ -25,13 +25,13 @@ fn with_steady_window<R>(trace: &Trace, read: impl FnOnce(&WindowView) -> R) -> 
     );
     let mut ring = Ring::new(ngpu, ncols, nhost);
     let mut window = Window::new(f64::MAX, FeatureColumns::of(header), ring.end());
-    for i in crate::summary::steady_window(trace) {
+    for i in crate::summary::steady_window(trace).iter() {
         let gpu: Vec<f32> = (0..ngpu)
             .flat_map(|g| (0..ncols).map(move |c| (g, c)))
             .map(|(g, c)| trace.gpu_value(i, g, c))
             .collect();
         let host: Vec<f32> = (0..nhost).map(|c| trace.host_value(i, c)).collect();
-        ring.push(trace.times_ms[i], &gpu, &host);
+        ring.push(trace.times_ms.at(i), &gpu, &host);
         window.advance(&ring, ring.end() - 1);
     }
     let frameworks = crate::analysis::features::frameworks(trace);

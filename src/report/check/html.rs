@@ -158,7 +158,7 @@ pub(crate) fn read_series(source: &str, ids: &[&str]) -> RunSeries {
         }
     };
     out.warmup_s = trace.header.warmup_ms as f64 / 1000.0;
-    out.end_s = trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0;
+    out.end_s = trace.times_ms.last().unwrap_or(0.0) / 1000.0;
     for id in ids {
         if let Some(col) = trace.gpu_column(id) {
             for gpu in 0..trace.gpu_count() {
@@ -184,8 +184,8 @@ fn downsample(trace: &Trace, end_s: f64, value: impl Fn(usize) -> f32) -> Vec<(f
         1.0
     };
     let mut acc = vec![(0.0f64, 0usize, 0.0f64, 0usize); buckets];
-    for i in 0..n {
-        let t = trace.times_ms[i] / 1000.0;
+    for (i, t) in trace.times_ms.iter().enumerate() {
+        let t = t / 1000.0;
         let b = ((t / width) as usize).min(buckets - 1);
         acc[b].2 += t;
         acc[b].3 += 1;

@@ -97,14 +97,14 @@ fn bridge_sparse(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 fn series_raw(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
     let n = trace.sample_count();
     if n <= MAX_POINTS || t_end_s <= 0.0 {
-        return (0..n)
-            .map(|i| (trace.times_ms[i] / 1000.0, value(i) as f64))
+        return (trace.times_ms.iter().enumerate())
+            .map(|(i, t)| (t / 1000.0, value(i) as f64))
             .collect();
     }
     let bucket_s = t_end_s / MAX_POINTS as f64;
     let mut sums = vec![(0.0f64, 0usize, 0.0f64, 0usize); MAX_POINTS];
-    for i in 0..n {
-        let t = trace.times_ms[i] / 1000.0;
+    for (i, t) in trace.times_ms.iter().enumerate() {
+        let t = t / 1000.0;
         let b = ((t / bucket_s) as usize).min(MAX_POINTS - 1);
         sums[b].2 += t;
         sums[b].3 += 1;
@@ -336,8 +336,8 @@ impl Plots {
             .first()
             .and_then(|g| g.slices.last())
             .map(|s| s.end_ms / 1000.0)
-            .unwrap_or_else(|| trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0)
-            .max(trace.times_ms.last().copied().unwrap_or(0.0) / 1000.0);
+            .unwrap_or_else(|| trace.times_ms.last().unwrap_or(0.0) / 1000.0)
+            .max(trace.times_ms.last().unwrap_or(0.0) / 1000.0);
         let gpu_lines = |slot: usize, which: &Series| -> Vec<Line> {
             (which.iter())
                 .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))

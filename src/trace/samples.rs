@@ -1,0 +1,126 @@
+//! A set of sample indices as sorted, disjoint ranges. The steady window
+//! is warm-up first and teardown last, so usually one range: a handful of
+//! ranges instead of 8 bytes a sample, which grew with the trace's length
+//! (issue 44.2).
+
+use std::ops::Range;
+
+/// Sample indices, ascending, kept as maximal runs of consecutive ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Samples {
+    ranges: Vec<Range<usize>>,
+    len: usize,
+}
+
+impl Samples {
+    /// The samples of `0..n` that `keep` accepts.
+    pub fn matching(n: usize, mut keep: impl FnMut(usize) -> bool) -> Samples {
+        let mut out = Samples::default();
+        (0..n).filter(|&i| keep(i)).for_each(|i| out.push(i));
+        out
+    }
+
+    /// The samples of `self` that `keep` accepts.
+    pub fn filter(&self, mut keep: impl FnMut(usize) -> bool) -> Samples {
+        let mut out = Samples::default();
+        self.iter().filter(|&i| keep(i)).for_each(|i| out.push(i));
+        out
+    }
+
+    /// Add sample `i`, which must be above every sample already in.
+    pub fn push(&mut self, i: usize) {
+        match self.ranges.last_mut() {
+            Some(r) if r.end == i => r.end += 1,
+            Some(r) => {
+                assert!(i > r.end, "samples are added in ascending order");
+                self.ranges.push(i..i + 1);
+            }
+            None => self.ranges.push(i..i + 1),
+        }
+        self.len += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+        self.len = 0;
+    }
+
+    pub fn first(&self) -> Option<usize> {
+        self.ranges.first().map(|r| r.start)
+    }
+
+    pub fn last(&self) -> Option<usize> {
+        self.ranges.last().map(|r| r.end - 1)
+    }
+
+    /// The runs of consecutive samples, ascending.
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// Every sample, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.ranges.iter().flat_map(|r| r.clone())
+    }
+
+    pub fn contains(&self, i: usize) -> bool {
+        let after = self.ranges.partition_point(|r| r.end <= i);
+        self.ranges.get(after).is_some_and(|r| r.start <= i)
+    }
+
+    /// The samples in runs of at most `max` consecutive ones, in order:
+    /// how a long column is read a block at a time.
+    pub fn blocks(&self, max: usize) -> impl Iterator<Item = Range<usize>> + '_ {
+        let max = max.max(1);
+        self.ranges.iter().flat_map(move |r| {
+            let end = r.end;
+            r.clone().step_by(max).map(move |a| a..(a + max).min(end))
+        })
+    }
+}
+
+impl FromIterator<usize> for Samples {
+    /// Ascending indices (a test's window, a filter's result).
+    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Samples {
+        let mut out = Samples::default();
+        iter.into_iter().for_each(|i| out.push(i));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Samples;
+
+    #[test]
+    fn runs_of_consecutive_samples_are_one_range() {
+        let s: Samples = [2, 3, 4, 7, 8, 10].into_iter().collect();
+        assert_eq!(s.ranges(), &[2..5, 7..9, 10..11]);
+        assert_eq!(s.len(), 6);
+        assert_eq!((s.first(), s.last()), (Some(2), Some(10)));
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![2, 3, 4, 7, 8, 10]);
+        assert!(s.contains(3) && s.contains(10) && !s.contains(5) && !s.contains(11));
+        assert!(!s.contains(0) && !s.contains(1));
+        let blocks: Vec<_> = s.blocks(2).collect();
+        assert_eq!(blocks, vec![2..4, 4..5, 7..9, 10..11]);
+        assert_eq!(
+            s.filter(|i| i % 2 == 0).ranges(),
+            &[2..3, 4..5, 8..9, 10..11]
+        );
+        let e = Samples::matching(5, |_| false);
+        assert!(e.is_empty() && e.first().is_none() && e.blocks(4).next().is_none());
+        let tail = Samples::matching(5, |i| i > 0);
+        assert_eq!(
+            (tail.ranges().len(), tail.first(), tail.len()),
+            (1, Some(1), 4)
+        );
+    }
+}
