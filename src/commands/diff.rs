@@ -174,11 +174,7 @@ struct DiffPlan {
 
 impl DiffPlan {
     fn build(args: &DiffArgs) -> anyhow::Result<DiffPlan> {
-        let cpath = args
-            .config
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("gate.toml"));
-        let config = Config::load(&cpath, args.config.is_some())?;
+        let config = Config::from_flag(args.config.as_deref())?;
         Ok(DiffPlan {
             a: resolve(&args.a, &args.baseline_dir, &config)?,
             b: resolve(&args.b, &args.baseline_dir, &config)?,

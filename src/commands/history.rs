@@ -159,11 +159,7 @@ struct ListingPlan {
 
 impl ListingPlan {
     fn build(args: &HistoryCmdArgs) -> anyhow::Result<ListingPlan> {
-        let config_path = args
-            .config
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("gate.toml"));
-        let config = Config::load(&config_path, args.config.is_some())?;
+        let config = Config::from_flag(args.config.as_deref())?;
         let location = match resolve(args.history.as_deref(), config.file.history.as_ref(), true)? {
             Some(l) => l,
             None => Location::Sqlite(PathBuf::from(history::DEFAULT_SQLITE_PATH)),

@@ -100,12 +100,8 @@ struct MetricsPlan {
 
 impl MetricsPlan {
     fn build(args: &MetricsArgs) -> anyhow::Result<MetricsPlan> {
-        let path = args
-            .config
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("gate.toml"));
         Ok(MetricsPlan {
-            config: Config::load(&path, args.config.is_some())?,
+            config: Config::from_flag(args.config.as_deref())?,
             format: args.format,
         })
     }

@@ -432,11 +432,7 @@ pub(crate) fn workload_failed(what: &str, name: &str, e: &anyhow::Error) -> (i32
 /// branch). A workload that fails does not stop the others; the exit code
 /// is the worst.
 pub fn capture(args: &super::capture::CaptureArgs) -> anyhow::Result<i32> {
-    let path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("gate.toml"));
-    let config = Config::load(&path, args.config.is_some())?;
+    let config = Config::from_flag(args.config.as_deref())?;
     let workloads = workloads(&config, &args.workload, &args.suite_replay)?;
     let n = workloads.len();
     let mut codes = Vec::new();

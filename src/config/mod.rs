@@ -168,6 +168,12 @@ impl Config {
         }
     }
 
+    /// The configuration a `--config` flag names (it must exist), else
+    /// `./gate.toml` where there is one, else the defaults.
+    pub fn from_flag(flag: Option<&Path>) -> Result<Config, GateError> {
+        Config::load(flag.unwrap_or(Path::new("gate.toml")), flag.is_some())
+    }
+
     /// Parse the text of a `gate.toml`; `origin` names it in messages.
     pub fn parse(text: &str, origin: &str) -> Result<Config, GateError> {
         let file: GateConfig = toml::from_str(text).map_err(|e| {
