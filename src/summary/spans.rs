@@ -141,7 +141,7 @@ fn window(
             return out;
         }
     };
-    out.steady = steady.filter(|i| span.contains(trace.times_ms.at(i)));
+    out.steady = within(steady, trace, span);
     if let (Some(a), Some(b)) = (out.steady.first(), out.steady.last()) {
         out.start_s = trace.times_ms.at(a) / 1000.0;
         out.end_s = trace.times_ms.at(b) / 1000.0;
@@ -163,6 +163,20 @@ fn window(
     }
     out.summary = Some(summarize_window(trace, &out.steady));
     out
+}
+
+/// The samples of `steady` whose time `span` holds. The times are decoded
+/// in one pass as `filter` visits the samples in order (`Times::at`
+/// decodes its block from the start: a call a sample was up to 63 steps
+/// each, for every benchmark).
+fn within(steady: &Samples, trace: &Trace, span: &Span) -> Samples {
+    let mut times = trace.times_ms.iter();
+    let mut next = 0;
+    steady.filter(|i| {
+        let t = times.nth(i - next).expect("every sample has a time");
+        next = i + 1;
+        span.contains(t)
+    })
 }
 
 #[cfg(test)]
