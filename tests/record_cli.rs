@@ -485,3 +485,58 @@ fn doctor_refuses_a_bad_gpu_list_before_probing() {
         assert!(stderr.contains(says), "{list}: {stderr}");
     }
 }
+
+/// build.rs links the functions the sampling loop runs into one section at
+/// the start of gate's code (`link/sampling.ld`): the gate under test has
+/// that section, the sampler's code lies in it and the command line's does
+/// not. What it saves is measured in BENCHMARKS.md (section 1).
+#[test]
+fn the_sampling_loop_is_linked_in_one_section() {
+    let exe = assert_cmd::cargo::cargo_bin("gate");
+    let run = |tool: &str, args: &[&str]| {
+        let out = std::process::Command::new(tool)
+            .args(args)
+            .arg(&exe)
+            .output()
+            .unwrap_or_else(|e| panic!("{tool} (binutils) is needed for this test: {e}"));
+        assert!(out.status.success(), "{tool} failed on {}", exe.display());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sections = run("readelf", &["-SW"]);
+    let line = sections
+        .lines()
+        .find(|l| l.contains(" .text.sampling "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no .text.sampling section in {}:\n{sections}",
+                exe.display()
+            )
+        });
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let at = fields.iter().position(|f| *f == ".text.sampling").unwrap();
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    let (start, size) = (hex(fields[at + 2]), hex(fields[at + 4]));
+    assert!(
+        size > 16 * 1024,
+        "the section holds only {size} bytes: {line}"
+    );
+    let symbols = run("nm", &[]);
+    let address = |part: &str| {
+        let line = symbols
+            .lines()
+            .find(|l| l.contains(part))
+            .unwrap_or_else(|| panic!("no symbol {part}"));
+        hex(line.split_whitespace().next().unwrap())
+    };
+    let inside = |a: u64| (start..start + size).contains(&a);
+    let dropped = address("7sampler8resident18drop_startup_pages");
+    assert!(
+        inside(dropped),
+        "drop_startup_pages at {dropped:#x}, section {start:#x}+{size:#x}"
+    );
+    let cli = address("7gpugate3cli3run");
+    assert!(
+        !inside(cli),
+        "cli::run at {cli:#x} is inside the sampling section"
+    );
+}

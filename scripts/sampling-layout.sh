@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Regenerates link/sampling.ld: the functions gate's sampling loop runs,
+# gathered at the start of the binary's code by the linker (build.rs).
+# Run it when the loop's code, Cargo.lock or the Rust toolchain changes; it
+# prints how much of gate stays resident while it samples, before and after.
+#
+#   bash scripts/sampling-layout.sh [DUMP...]   # ~12 min on 2 cores; needs valgrind
+#
+# DUMPs: callgrind files of the same loop recorded on a GPU host (the GPU
+# source's own calls, GPM on and off), made with the layout build of this
+# script (target/layout/release/gate, carried there) by
+#   valgrind --tool=callgrind --demangle=no \
+#     "--dump-after=_ZN7gpugate7sampler8resident18drop_startup_pages*" \
+#     --callgrind-out-file=cg gate record --pid PID --gpu 0 --duration 8s [--no-gpm] -o t.jsonl
+# (the last file, cg, is the loop's; gzip it). Their functions are added to
+# those seen here; names this build no longer has are counted and left out.
+#
+# How: a release build that keeps its symbols (RUSTFLAGS="-C strip=none"
+# leaves the symbol names' hashes as in a plain `cargo build --release`)
+# records a sleeping process's counters under callgrind (--no-gpu: no GPU
+# here); every function that runs after gate dropped its start-up pages
+# (sampler/resident.rs) is listed by its exact name. The GPU source's own
+# code (gate's sampler module and nvml-wrapper) is listed by module, as
+# it cannot run without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind > /dev/null || { echo "sampling-layout.sh: needs valgrind (apt install valgrind)"; exit 2; }
+export CARGO_TARGET_DIR="$PWD/target/layout"
+bin="$CARGO_TARGET_DIR/release/gate"
+tmp=$(mktemp -d)
+trap 'kill "${sleeper:-}" 2> /dev/null || true; rm -rf "$tmp"' EXIT
+
+resident() { # the KiB of gate's own binary resident while it samples (no GPU)
+    sleep 60 & local p=$!
+    GATE_PROFILE=1 "$bin" record --pid "$p" --no-gpu --duration 8s -o "$tmp/r.jsonl" 2>&1 \
+        | sed -n "s|^gate: GATE_PROFILE resident in $bin: ||p"
+    kill "$p"
+}
+
+RUSTFLAGS="-C strip=none" cargo build --release --locked --bin gate
+echo "before: gate resident while sampling: $(resident)"
+sleep 300 & sleeper=$!
+valgrind --tool=callgrind --demangle=no \
+    "--dump-after=_ZN7gpugate7sampler8resident18drop_startup_pages*" \
+    --callgrind-out-file="$tmp/cg" "$bin" record --pid "$sleeper" --no-gpu --duration 6s -o "$tmp/t.jsonl" 2> "$tmp/valgrind.log"
+kill "$sleeper"
+# The dump after the start-up pages were dropped is the last one ($tmp/cg).
+nm "$bin" | awk '{print $NF}' > "$tmp/symbols"
+python3 - "$tmp/symbols" "$(rustc --version)" "$tmp/cg" "$@" > link/sampling.ld <<'EOF'
+import gzip, re, sys, datetime
+symbols = {re.sub(r"\.llvm\.\d+$", "", s) for s in open(sys.argv[1]).read().split()}
+names = set()
+for dump in sys.argv[3:]:
+    text = (gzip.open if dump.endswith(".gz") else open)(dump, "rt").read()
+    found = {re.sub(r"\.llvm\.\d+$", "", m) for m in re.findall(r"^c?fn=\(\d+\) (_\S+)", text, re.M)}
+    print(f"{dump}: {len(found & symbols)} of gate's functions, {len(found - symbols)} names not in this build", file=sys.stderr)
+    names |= found & symbols
+names = sorted(names)
+modules = ["_ZN7gpugate7sampler", "_ZN7gpugate6record", "_ZN12nvml_wrapper"]
+exact = []
+for n in names:
+    if any(n.startswith(m) for m in modules) or n in exact:
+        continue
+    exact.append(n)
+print("/* The functions gate's sampling loop runs, gathered at the start of its")
+print("   code so that a recording keeps few pages of gate resident (build.rs).")
+print(f"   Made by scripts/sampling-layout.sh on {datetime.date.today()} with")
+print(f"   {sys.argv[2]} from {len(sys.argv) - 3} callgrind dumps:")
+print(f"   {len(modules)} modules and {len(exact)} functions by name. */")
+print("SECTIONS\n{\n  .text.sampling : {")
+for m in modules:
+    print(f"    *(.text.{m}* .text.unlikely.{m}*)")
+for n in exact:
+    print(f"    *(.text.{n} .text.{n}.llvm.* .text.unlikely.{n} .text.unlikely.{n}.llvm.*)")
+print("  }\n}\nINSERT BEFORE .text;")
+EOF
+RUSTFLAGS="-C strip=none" cargo build --release --locked --bin gate
+size=$(readelf -SW "$bin" | awk '$2 == ".text.sampling" {print $6}')
+echo "link/sampling.ld: $(grep -c '^    \*(' link/sampling.ld) patterns, .text.sampling $((16#${size:-0})) bytes"
+echo "after: gate resident while sampling: $(resident)"
