@@ -12,7 +12,7 @@ use crate::error::GateError;
 use crate::format::number as fmt_num;
 use crate::format::value_with_unit;
 use crate::metrics;
-use crate::summary::RunInput;
+use crate::summary::Run;
 use crate::trace::Trace;
 use clap::Args;
 use serde::Serialize;
@@ -80,7 +80,7 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
     if as_path.is_file() {
         if is_trace(&as_path) {
             let trace = Trace::load(&as_path)?;
-            let input = RunInput::new(&trace, config);
+            let input = Run::derive(&trace, config);
             let name = as_path
                 .file_name()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -3,9 +3,11 @@
 //! Live measurement always goes through a trace file, so a live run and its
 //! replay are judged by exactly the same code.
 
+use crate::config::Config;
 use crate::console::Echo;
 use crate::error::GateError;
 use crate::record::{self, RecordPlan};
+use crate::summary::Run;
 use crate::trace::Trace;
 use clap::Args;
 use std::io::IsTerminal;
@@ -369,41 +371,63 @@ pub(crate) fn load_threads(paths: &[PathBuf]) -> usize {
 /// it returns something, the trace's samples are dropped (memory holds a
 /// few traces' samples at a time, not all of them) and it is returned
 /// beside the trace. Replayed files are loaded on several cores
-/// (`parallel`), in order.
+/// (`parallel`), in order. (`gate report`; the commands that judge take
+/// `Run`s: `acquire_runs`.)
 pub(crate) fn acquire_each<R: Send>(
     m: &Measurement,
     runs: usize,
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    acquire_each_checked(m, runs, trace_dir, each, |_| Ok(()), false)
+    let take = |mut t: Trace| {
+        let derived = each(&t);
+        if derived.is_some() {
+            t.drop_samples();
+        }
+        Ok((t, derived))
+    };
+    acquire_with(m, runs, trace_dir, take, |_| Ok(()))
 }
 
-/// `acquire_each`, with `after` called on the runs so far as soon as each
-/// live run ends: an error there stops before the next run (`capture
-/// --runs 3` refuses an invalid first run without spending two more).
-/// Replayed files are all loaded first, then `after` sees them once.
-/// With `park`, a derived trace's samples are parked in a scratch file
-/// (`Trace::park_samples`), not freed: a capture pools them later.
-pub(crate) fn acquire_each_checked<R: Send>(
+/// Acquire the runs, each derived (`Run::derive`) as soon as its trace is
+/// loaded, then its trace dropped; with `keep`, its samples kept, parked
+/// in a scratch file (`Run::keep_samples`): a baseline pools them later.
+/// `after` sees the runs so far as soon as each live run ends: an error
+/// there stops before the next run (`capture --runs 3` refuses an invalid
+/// first run without spending two more). Replayed files are all loaded
+/// first (on several cores, in order), then `after` sees them once.
+pub(crate) fn acquire_runs(
     m: &Measurement,
     runs: usize,
     trace_dir: &Path,
-    each: impl Fn(&Trace) -> Option<R> + Sync,
-    mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
-    park: bool,
-) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    let take = |mut t: Trace| -> Result<(Trace, Option<R>), GateError> {
+    config: &Config,
+    keep: bool,
+    after: impl FnMut(&[Run]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Run>> {
+    let derive = |t: Trace| {
+        let mut run = Run::derive(&t, config);
+        if keep {
+            run.keep_samples(t)?;
+        }
+        Ok(run)
+    };
+    acquire_with(m, runs, trace_dir, derive, after)
+}
+
+/// `acquire`, each trace handed to `take` as soon as it is loaded (and
+/// `--until` applied), `after` called on what `take` made of the runs so far.
+fn acquire_with<T: Send>(
+    m: &Measurement,
+    runs: usize,
+    trace_dir: &Path,
+    take: impl Fn(Trace) -> Result<T, GateError> + Sync,
+    mut after: impl FnMut(&[T]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<T>> {
+    let take = |mut t: Trace| -> Result<T, GateError> {
         if let Some(re) = &m.until {
             close_window(&mut t, re);
         }
-        let derived = each(&t);
-        match (derived.is_some(), park) {
-            (true, true) => t.park_samples()?,
-            (true, false) => t.drop_samples(),
-            (false, _) => {}
-        }
-        Ok((t, derived))
+        take(t)
     };
     if m.is_replay() {
         let load = |p: &PathBuf| {

@@ -18,7 +18,7 @@ use crate::report::run::{
     text::Text,
     Run, RunReport, RunReporter,
 };
-use crate::summary::RunInput;
+
 use crate::trace::Trace;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -157,8 +157,12 @@ impl ReportPlan {
             if t.sample_count() == 0 {
                 return None;
             }
-            let mut report =
-                RunReport::build_with(t, rules, slice_ms, RunInput::new(t, config).summary);
+            let mut report = RunReport::build_with(
+                t,
+                rules,
+                slice_ms,
+                crate::summary::Run::derive(t, config).summary,
+            );
             if let Some(rows) = keep_rows {
                 if let Some(p) = crate::report::run::json::downsample(&report.panorama, rows) {
                     report.panorama = p;

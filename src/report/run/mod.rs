@@ -131,7 +131,7 @@ impl RunReport {
         Self::build_with(trace, rules, slice_ms, crate::summary::summarize(trace))
     }
 
-    /// Report of `trace` from its summary `run` (`RunInput::new` fills in
+    /// Report of `trace` from its summary `run` (`summary::Run::derive` fills in
     /// the user metrics of gate.toml, so user rules can use them).
     pub(crate) fn build_with(
         trace: &Trace,
