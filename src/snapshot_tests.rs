@@ -80,7 +80,6 @@ fn check_html_page() {
     use crate::report::check::html;
     let r = sample_report();
     let mut run = html::RunSeries {
-        source: r.runs[0].source.clone(),
         warmup_s: 2.0,
         end_s: 20.0,
         ..Default::default()

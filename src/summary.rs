@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod run;
+pub mod series;
 pub mod spans;
 pub(crate) mod steady_values;
 pub use run::{end_failure, Ending, Neighbour, Run, RunFailure};
+pub use series::RunSeries;
 pub use spans::BenchSpan;
 
 /// The steady window: the samples after warm-up (the recorder marks it:

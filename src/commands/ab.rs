@@ -443,7 +443,11 @@ impl AbPlan {
             1,
             &self.trace_dir,
             &self.config,
-            park,
+            measure::Keep {
+                samples: park,
+                // B's runs are the page's.
+                series: !park && self.args.html.is_some(),
+            },
             |_| Ok(()),
         )?
         .pop()

@@ -277,7 +277,10 @@ impl CapturePlan {
             self.runs,
             &self.trace_dir,
             &self.config,
-            pools,
+            measure::Keep {
+                samples: pools,
+                series: false,
+            },
             fit_so_far,
         )
     }

@@ -390,8 +390,9 @@ pub(crate) fn acquire_each<R: Send>(
 }
 
 /// Acquire the runs, each derived (`Run::derive`) as soon as its trace is
-/// loaded, then its trace dropped; with `keep`, its samples kept, parked
-/// in a scratch file (`Run::keep_samples`): a baseline pools them later.
+/// loaded, then its trace dropped; with `keep.series`, the series a check
+/// page plots taken (`Run::plot`); with `keep.samples`, its samples kept,
+/// parked in a scratch file (`Run::keep_samples`): a baseline pools them.
 /// `after` sees the runs so far as soon as each live run ends: an error
 /// there stops before the next run (`capture --runs 3` refuses an invalid
 /// first run without spending two more). Replayed files are all loaded
@@ -401,17 +402,29 @@ pub(crate) fn acquire_runs(
     runs: usize,
     trace_dir: &Path,
     config: &Config,
-    keep: bool,
+    keep: Keep,
     after: impl FnMut(&[Run]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<Run>> {
     let derive = |t: Trace| {
         let mut run = Run::derive(&t, config);
-        if keep {
+        if keep.series {
+            run.plot(&t);
+        }
+        if keep.samples {
             run.keep_samples(t)?;
         }
         Ok(run)
     };
     acquire_with(m, runs, trace_dir, derive, after)
+}
+
+/// What a run keeps of its trace past derive besides its `Run`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Keep {
+    /// Its samples, for a baseline's pooled statistics.
+    pub samples: bool,
+    /// The series its check page plots (`--html`).
+    pub series: bool,
 }
 
 /// `acquire`, each trace handed to `take` as soon as it is loaded (and

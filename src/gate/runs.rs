@@ -225,6 +225,7 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
                     model: g.name.clone(),
                 })
                 .collect(),
+            series: r.series.clone(),
         });
     }
     runs_info

@@ -4,10 +4,12 @@
 //! and header: command, tags, fingerprint), how it ended (`Ending`, with
 //! the `RunFailure` when it cannot count), the summary with its features,
 //! the benchmark's own numbers and their spans, and what acted on it from
-//! outside its tree. A run that a baseline pools with others keeps its
+//! outside its tree, and, for a check page, the series it plots
+//! (`RunSeries`). A run that a baseline pools with others keeps its
 //! sample columns, parked in a scratch file (`Run::keep_samples`); no
 //! other run holds a column.
 
+use super::series::RunSeries;
 use super::spans::BenchSpan;
 use super::{
     spans, steady_values, steady_window, summarize_window, user_metric_readings, Column,
@@ -19,6 +21,7 @@ use crate::exit_code;
 use crate::trace::{Columns, EndRecord, Header, Samples, StopReason, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Xid codes a run keeps (the disturbance names at most these).
 const XID_CODES_KEPT: usize = 8;
@@ -51,6 +54,8 @@ pub struct Run {
     pub(crate) neighbours: BTreeMap<u32, Vec<Neighbour>>,
     /// The codes of its first Xid events.
     pub(crate) xid_codes: Vec<i64>,
+    /// The series a check page plots, when one is written (`plot`).
+    pub series: Option<Arc<RunSeries>>,
     /// The trace's sample columns, when kept for a baseline's pooled
     /// statistics (`keep_samples`).
     kept: Option<Columns>,
@@ -117,8 +122,15 @@ impl Run {
                 .filter_map(|e| e.code)
                 .take(XID_CODES_KEPT)
                 .collect(),
+            series: None,
             kept: None,
         }
+    }
+
+    /// Take the series the check page plots from this run's trace
+    /// (downsampled: `RunSeries::of`).
+    pub fn plot(&mut self, trace: &Trace) {
+        self.series = Some(Arc::new(RunSeries::of(trace)));
     }
 
     /// Keep `trace`'s sample columns (this run's trace), parked in a

@@ -63,7 +63,10 @@ impl CheckPlan {
             1,
             &self.trace_dir,
             &self.config,
-            false,
+            measure::Keep {
+                samples: false,
+                series: self.plots,
+            },
             |_| Ok(()),
         )?;
         Ok(Acquired { runs })
