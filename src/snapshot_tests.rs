@@ -100,7 +100,7 @@ fn check_html_page() {
             run.lines.insert((m.id.clone(), Some(gpu)), pts);
         }
     }
-    snap("check_html", &html::render(&r, vec![run]));
+    snap("check_html", &html::render(&r, vec![&run]));
 }
 
 fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {

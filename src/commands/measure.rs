@@ -379,7 +379,7 @@ pub(crate) fn acquire_each<R: Send>(
     trace_dir: &Path,
     each: impl Fn(&Trace) -> Option<R> + Sync,
 ) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    let take = |mut t: Trace| {
+    let take = |_: usize, mut t: Trace| {
         let derived = each(&t);
         if derived.is_some() {
             t.drop_samples();
@@ -405,10 +405,12 @@ pub(crate) fn acquire_runs(
     keep: Keep,
     after: impl FnMut(&[Run]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<Run>> {
-    let derive = |t: Trace| {
+    // The check page's lines, in the order of these runs.
+    let lines = crate::summary::series::LineBudget::default();
+    let derive = |place: usize, t: Trace| {
         let mut run = Run::derive(&t, config);
         if keep.series {
-            run.plot(&t);
+            run.plot(&t, &lines, place);
         }
         if keep.samples {
             run.keep_samples(t)?;
@@ -427,31 +429,33 @@ pub(crate) struct Keep {
     pub series: bool,
 }
 
-/// `acquire`, each trace handed to `take` as soon as it is loaded (and
-/// `--until` applied), `after` called on what `take` made of the runs so far.
+/// `acquire`, each trace handed to `take` with its place among the runs
+/// as soon as it is loaded (and `--until` applied), `after` called on what
+/// `take` made of the runs so far.
 fn acquire_with<T: Send>(
     m: &Measurement,
     runs: usize,
     trace_dir: &Path,
-    take: impl Fn(Trace) -> Result<T, GateError> + Sync,
+    take: impl Fn(usize, Trace) -> Result<T, GateError> + Sync,
     mut after: impl FnMut(&[T]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<T>> {
-    let take = |mut t: Trace| -> Result<T, GateError> {
+    let take = |place: usize, mut t: Trace| -> Result<T, GateError> {
         if let Some(re) = &m.until {
             close_window(&mut t, re);
         }
-        take(t)
+        take(place, t)
     };
     if m.is_replay() {
-        let load = |p: &PathBuf| {
+        let places: Vec<(usize, &PathBuf)> = m.replay.iter().enumerate().collect();
+        let load = |&(place, p): &(usize, &PathBuf)| {
             let room = crate::budget::reserve(load_bytes(p));
-            let out = Trace::load(p).and_then(take);
+            let out = Trace::load(p).and_then(|t| take(place, t));
             drop(room);
             crate::budget::trim();
             out
         };
         let threads = load_threads(&m.replay);
-        let loaded = crate::parallel::map_with(threads, &m.replay, load)
+        let loaded = crate::parallel::map_with(threads, &places, load)
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -485,7 +489,7 @@ fn acquire_with<T: Send>(
             }
         })?;
         let _room = crate::budget::reserve(load_bytes(&outcome.path));
-        traces.push(take(Trace::load(&outcome.path)?)?);
+        traces.push(take(run, Trace::load(&outcome.path)?)?);
         after(&traces)?;
     }
     Ok(traces)

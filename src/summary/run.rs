@@ -9,7 +9,7 @@
 //! sample columns, parked in a scratch file (`Run::keep_samples`); no
 //! other run holds a column.
 
-use super::series::RunSeries;
+use super::series::{LineBudget, RunSeries};
 use super::spans::BenchSpan;
 use super::{
     spans, steady_values, steady_window, summarize_window, user_metric_readings, Column,
@@ -128,9 +128,10 @@ impl Run {
     }
 
     /// Take the series the check page plots from this run's trace
-    /// (downsampled: `RunSeries::of`).
-    pub fn plot(&mut self, trace: &Trace) {
-        self.series = Some(Arc::new(RunSeries::of(trace)));
+    /// (downsampled: `RunSeries::of`), this run the one at `place` among
+    /// those `lines` follows (the lines no chart can draw left out).
+    pub fn plot(&mut self, trace: &Trace, lines: &LineBudget, place: usize) {
+        self.series = Some(Arc::new(lines.series(place, trace)));
     }
 
     /// Keep `trace`'s sample columns (this run's trace), parked in a

@@ -25,14 +25,12 @@ use super::{change_text, noise_text, tolerance_text};
 use crate::escape::html as esc;
 use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
-pub use crate::summary::series::{Points, MAX_POINTS};
+pub use crate::summary::series::{Points, MAX_LINES, MAX_POINTS};
 pub use crate::summary::RunSeries;
 use std::fmt::Write as _;
 
 /// Charts per workload at most; further metrics stay in the table.
 pub const MAX_CHARTS: usize = 24;
-/// Lines per chart at most (runs x GPUs); the rest are named as left out.
-pub const MAX_LINES: usize = 8;
 /// The size a page is kept to: sections past it lose their charts.
 pub const HTML_BUDGET_BYTES: usize = 6 << 20;
 /// Findings shown with their curves.
@@ -78,7 +76,7 @@ type Lines<'a> = Vec<(String, &'a [(f64, f64)])>;
 /// One workload of the page: its report and its runs' series.
 pub struct Workload<'a> {
     pub report: &'a CheckReport,
-    pub runs: Vec<RunSeries>,
+    pub runs: Vec<&'a RunSeries>,
 }
 
 /// The metrics a workload's page draws, in order: decisive metrics (gated,
@@ -121,15 +119,17 @@ fn cited_ids(expr: &str) -> Vec<String> {
         .collect()
 }
 
-/// The series a workload's page needs: its runs', taken at derive.
-pub(crate) fn series_for(r: &CheckReport) -> Vec<RunSeries> {
+/// The series a workload's page needs: its runs', taken at derive,
+/// borrowed.
+pub(crate) fn series_for(r: &CheckReport) -> Vec<&RunSeries> {
+    use crate::summary::series::NO_SERIES;
     (r.runs.iter())
-        .map(|run| run.series.as_deref().cloned().unwrap_or_default())
+        .map(|run| run.series.as_deref().unwrap_or(&NO_SERIES))
         .collect()
 }
 
 /// The page for one check.
-pub fn render(report: &CheckReport, runs: Vec<RunSeries>) -> String {
+pub fn render(report: &CheckReport, runs: Vec<&RunSeries>) -> String {
     render_page(&[Workload { report, runs }], None, HTML_BUDGET_BYTES)
 }
 
@@ -431,10 +431,12 @@ fn anchor(r: &CheckReport, m: &MetricResult) -> String {
 }
 
 /// The lines of one metric: each run's, each GPU's, at most `MAX_LINES`.
-fn lines_of<'a>(m: &MetricResult, runs: &'a [RunSeries]) -> (Lines<'a>, usize) {
+fn lines_of<'a>(m: &MetricResult, runs: &[&'a RunSeries]) -> (Lines<'a>, usize) {
     let mut lines = Vec::new();
     let mut total = 0;
     for (ri, run) in runs.iter().enumerate() {
+        // Lines not kept at derive: runs before this one fill the chart.
+        total += run.left_out.get(&m.id).copied().unwrap_or(0);
         for ((id, gpu), pts) in &run.lines {
             if id != &m.id {
                 continue;
@@ -462,7 +464,7 @@ fn lines_of<'a>(m: &MetricResult, runs: &'a [RunSeries]) -> (Lines<'a>, usize) {
 }
 
 /// One metric's chart: the baseline band behind the new run's lines.
-fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) -> String {
+fn metric_chart(m: &MetricResult, runs: &[&RunSeries], width: f64, anchor: &str) -> String {
     let (lines, total) = lines_of(m, runs);
     let end_s = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
     let warmup_s = runs.iter().map(|r| r.warmup_s).fold(0.0, f64::max);
