@@ -58,10 +58,10 @@ pub fn trace(data: &[u8]) {
     if t.sample_count() == 0 {
         return;
     }
-    let run = DerivedRun::derive(&t, default_config()).summary;
-    use crate::report::run::{html, json, markdown, text, Run, RunReporter};
-    let report = crate::report::run::RunReport::build_with(&t, builtin_rules(), 1000.0, run);
-    let runs = [Run::new(report, &t)];
+    use crate::report::run::{html, json, markdown, text, RunReport, RunReporter};
+    let mut run = DerivedRun::derive(&t, default_config());
+    run.explain(&t, &crate::report::run::plan(1000.0, None, true));
+    let runs = [RunReport::of(run, builtin_rules())];
     let _ = text::Text { color: false }.render(&runs);
     let _ = markdown::Markdown.render(&runs);
     let _ = json::Json.render(&runs);

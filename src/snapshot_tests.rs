@@ -13,7 +13,7 @@ use crate::report::check::{
     github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics, pr_comment,
     terminal::Terminal, tests_support::sample_report, Reporter,
 };
-use crate::report::run::{self, Run, RunReport, RunReporter};
+use crate::report::run::{self, RunReport, RunReporter};
 use crate::synthetic::{self, Signature};
 
 /// Settings every snapshot here uses: the redactions.
@@ -103,10 +103,9 @@ fn check_html_page() {
     snap("check_html", &html::render(&r, vec![&run]));
 }
 
-fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {
+fn run_report(sig: &Signature, ngpu: usize) -> RunReport {
     let trace = synthetic::trace(sig, ngpu);
-    let r = RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0);
-    (r, trace)
+    RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0)
 }
 
 #[test]
@@ -116,8 +115,7 @@ fn run_reporters() {
     let sig = Signature::contention()
         .with_warmup_samples(10)
         .with_samples(50);
-    let (r, trace) = run_report(&sig, 1);
-    let runs = [Run::new(r, &trace)];
+    let runs = [run_report(&sig, 1)];
     snap("run_text", &run::text::Text { color: false }.render(&runs));
     snap("run_markdown", &run::markdown::Markdown.render(&runs));
     snap("run_json", &run::json::Json.render(&runs));

@@ -16,6 +16,7 @@ pub mod run;
 pub mod series;
 pub mod spans;
 pub(crate) mod steady_values;
+pub mod timeline;
 pub use run::{end_failure, Ending, Neighbour, Run, RunFailure};
 pub use series::RunSeries;
 pub use spans::BenchSpan;

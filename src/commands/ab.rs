@@ -447,6 +447,7 @@ impl AbPlan {
                 samples: park,
                 // B's runs are the page's.
                 series: !park && self.args.html.is_some(),
+                timeline: None,
             },
             |_| Ok(()),
         )?

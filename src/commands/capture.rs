@@ -280,6 +280,7 @@ impl CapturePlan {
             measure::Keep {
                 samples: pools,
                 series: false,
+                timeline: None,
             },
             fit_so_far,
         )

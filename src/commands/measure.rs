@@ -367,31 +367,10 @@ pub(crate) fn load_threads(paths: &[PathBuf]) -> usize {
     crate::budget::fitting(most).min(crate::parallel::threads())
 }
 
-/// `acquire`, calling `each` on every trace as soon as it is loaded; when
-/// it returns something, the trace's samples are dropped (memory holds a
-/// few traces' samples at a time, not all of them) and it is returned
-/// beside the trace. Replayed files are loaded on several cores
-/// (`parallel`), in order. (`gate report`; the commands that judge take
-/// `Run`s: `acquire_runs`.)
-pub(crate) fn acquire_each<R: Send>(
-    m: &Measurement,
-    runs: usize,
-    trace_dir: &Path,
-    each: impl Fn(&Trace) -> Option<R> + Sync,
-) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    let take = |_: usize, mut t: Trace| {
-        let derived = each(&t);
-        if derived.is_some() {
-            t.drop_samples();
-        }
-        Ok((t, derived))
-    };
-    acquire_with(m, runs, trace_dir, take, |_| Ok(()))
-}
-
 /// Acquire the runs, each derived (`Run::derive`) as soon as its trace is
 /// loaded, then its trace dropped; with `keep.series`, the series a check
-/// page plots taken (`Run::plot`); with `keep.samples`, its samples kept,
+/// page plots taken (`Run::plot`); with `keep.timeline`, what `gate
+/// report` shows (`Run::explain`); with `keep.samples`, its samples kept,
 /// parked in a scratch file (`Run::keep_samples`): a baseline pools them.
 /// `after` sees the runs so far as soon as each live run ends: an error
 /// there stops before the next run (`capture --runs 3` refuses an invalid
@@ -402,7 +381,7 @@ pub(crate) fn acquire_runs(
     runs: usize,
     trace_dir: &Path,
     config: &Config,
-    keep: Keep,
+    keep: Keep<'_>,
     after: impl FnMut(&[Run]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<Run>> {
     // The check page's lines, in the order of these runs.
@@ -411,6 +390,9 @@ pub(crate) fn acquire_runs(
         let mut run = Run::derive(&t, config);
         if keep.series {
             run.plot(&t, &lines, place);
+        }
+        if let Some(plan) = keep.timeline {
+            run.explain(&t, plan);
         }
         if keep.samples {
             run.keep_samples(t)?;
@@ -422,11 +404,13 @@ pub(crate) fn acquire_runs(
 
 /// What a run keeps of its trace past derive besides its `Run`.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Keep {
+pub(crate) struct Keep<'a> {
     /// Its samples, for a baseline's pooled statistics.
     pub samples: bool,
     /// The series its check page plots (`--html`).
     pub series: bool,
+    /// What `gate report` shows of it (`Run::explain`).
+    pub timeline: Option<&'a crate::summary::timeline::TimelinePlan>,
 }
 
 /// `acquire`, each trace handed to `take` with its place among the runs

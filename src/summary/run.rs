@@ -5,12 +5,14 @@
 //! the `RunFailure` when it cannot count), the summary with its features,
 //! the benchmark's own numbers and their spans, and what acted on it from
 //! outside its tree, and, for a check page, the series it plots
-//! (`RunSeries`). A run that a baseline pools with others keeps its
+//! (`RunSeries`), for `gate report`, its panorama, processes and plotted
+//! series (`Timeline`). A run that a baseline pools with others keeps its
 //! sample columns, parked in a scratch file (`Run::keep_samples`); no
 //! other run holds a column.
 
 use super::series::{LineBudget, RunSeries};
 use super::spans::BenchSpan;
+use super::timeline::{Timeline, TimelinePlan};
 use super::{
     spans, steady_values, steady_window, summarize_window, user_metric_readings, Column,
     RunSummary, UserMetricValue, UserProblem,
@@ -56,6 +58,9 @@ pub struct Run {
     pub(crate) xid_codes: Vec<i64>,
     /// The series a check page plots, when one is written (`plot`).
     pub series: Option<Arc<RunSeries>>,
+    /// What `gate report` shows of it beyond the summary (panorama,
+    /// processes, plotted series), when it is reported (`explain`).
+    pub timeline: Option<Box<Timeline>>,
     /// The trace's sample columns, when kept for a baseline's pooled
     /// statistics (`keep_samples`).
     kept: Option<Columns>,
@@ -123,6 +128,7 @@ impl Run {
                 .take(XID_CODES_KEPT)
                 .collect(),
             series: None,
+            timeline: None,
             kept: None,
         }
     }
@@ -132,6 +138,14 @@ impl Run {
     /// those `lines` follows (the lines no chart can draw left out).
     pub fn plot(&mut self, trace: &Trace, lines: &LineBudget, place: usize) {
         self.series = Some(Arc::new(lines.series(place, trace)));
+    }
+
+    /// Take what `gate report` shows of this run from its trace
+    /// (`Timeline::of`): a trace without samples is not explained.
+    pub fn explain(&mut self, trace: &Trace, plan: &TimelinePlan) {
+        if trace.sample_count() > 0 {
+            self.timeline = Some(Box::new(Timeline::of(trace, plan)));
+        }
     }
 
     /// Keep `trace`'s sample columns (this run's trace), parked in a

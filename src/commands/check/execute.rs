@@ -66,6 +66,7 @@ impl CheckPlan {
             measure::Keep {
                 samples: false,
                 series: self.plots,
+                timeline: None,
             },
             |_| Ok(()),
         )?;
