@@ -386,20 +386,44 @@ pub(crate) fn acquire_runs(
 ) -> anyhow::Result<Vec<Run>> {
     // The check page's lines, in the order of these runs.
     let lines = crate::summary::series::LineBudget::default();
-    let derive = |place: usize, t: Trace| {
-        let mut run = Run::derive(&t, config);
-        if keep.series {
-            run.plot(&t, &lines, place);
-        }
-        if let Some(plan) = keep.timeline {
-            run.explain(&t, plan);
-        }
-        if keep.samples {
-            run.keep_samples(t)?;
-        }
-        Ok(run)
-    };
+    let derive = |place: usize, t: Trace| derive(place, t, config, keep, &lines);
     acquire_with(m, runs, trace_dir, derive, after)
+}
+
+/// `acquire_runs`, each `Run` handed to `then` as soon as it is derived,
+/// and what `then` makes of it kept instead (`gate report` keeps each run's
+/// report, not its summary, while the other runs load).
+pub(crate) fn acquire_runs_into<T: Send>(
+    m: &Measurement,
+    trace_dir: &Path,
+    config: &Config,
+    keep: Keep<'_>,
+    then: impl Fn(Run) -> T + Sync,
+) -> anyhow::Result<Vec<T>> {
+    let lines = crate::summary::series::LineBudget::default();
+    let derive = |place: usize, t: Trace| derive(place, t, config, keep, &lines).map(&then);
+    acquire_with(m, 1, trace_dir, derive, |_| Ok(()))
+}
+
+/// The run at `place` derived from `t` with what `keep` asks (`acquire_runs`).
+fn derive(
+    place: usize,
+    t: Trace,
+    config: &Config,
+    keep: Keep<'_>,
+    lines: &crate::summary::series::LineBudget,
+) -> Result<Run, GateError> {
+    let mut run = Run::derive(&t, config);
+    if keep.series {
+        run.plot(&t, lines, place);
+    }
+    if let Some(plan) = keep.timeline {
+        run.explain(&t, plan);
+    }
+    if keep.samples {
+        run.keep_samples(t)?;
+    }
+    Ok(run)
 }
 
 /// What a run keeps of its trace past derive besides its `Run`.

@@ -153,15 +153,21 @@ impl ReportPlan {
             timeline: Some(&plan),
             ..Default::default()
         };
-        let runs = measure::acquire_runs(
+        // Each run's report is made as soon as it is derived: the report,
+        // not the run's summary, is what waits for the other runs.
+        let explain = |run: Run| Explained {
+            source: run.source.clone(),
+            truncated: run.ending.truncated,
+            report: (run.timeline.is_some()).then(|| RunReport::of(run, &self.rules)),
+        };
+        let runs = measure::acquire_runs_into(
             &self.measurement,
-            1,
             &self.trace_dir,
             &self.config,
             keep,
-            |_| Ok(()),
+            explain,
         )?;
-        let reports = explained(runs, &self.rules)?;
+        let reports = explained(runs)?;
         self.write_reports(&reports)?;
         Ok(crate::exit_code::PASS)
     }
@@ -216,27 +222,36 @@ fn measurement(args: &ReportArgs) -> Result<Measurement, GateError> {
     Measurement::build(&args.measure)
 }
 
-/// The reports of the runs, each with its rules' suspects; a trace cut
-/// short is warned about, one without samples (not explained) is an error.
-fn explained(runs: Vec<Run>, rules: &RuleSet) -> anyhow::Result<Vec<RunReport>> {
-    for run in &runs {
-        if run.ending.truncated {
+/// One derived run as the report keeps it: its report (None: its trace
+/// had no samples, so nothing was explained), and the trace's path and
+/// whether it was cut short, for the lines below.
+struct Explained {
+    source: String,
+    truncated: bool,
+    report: Option<RunReport>,
+}
+
+/// The reports of the runs; a trace cut short is warned about, one without
+/// samples (not explained) is an error.
+fn explained(runs: Vec<Explained>) -> anyhow::Result<Vec<RunReport>> {
+    let mut reports = Vec::with_capacity(runs.len());
+    for run in runs {
+        if run.truncated {
             crate::gate_eprintln!(
                 "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
                 crate::escape::terminal(&run.source)
             );
         }
-        if run.timeline.is_none() {
+        let Some(report) = run.report else {
             return Err(GateError::bad_file(
                 Path::new(&run.source),
                 "the trace has no samples; record a run that lasts at least one interval",
             )
             .into());
-        }
+        };
+        reports.push(report);
     }
-    Ok((runs.into_iter())
-        .map(|run| RunReport::of(run, rules))
-        .collect())
+    Ok(reports)
 }
 
 /// The report files the flags ask for, each rendered from the runs.
