@@ -16,7 +16,7 @@ use crate::baseline;
 use crate::config::Config;
 use crate::diagnose::dsl::{self, Type, Vocabulary};
 use crate::diagnose::RuleSet;
-use crate::summary::RunInput;
+use crate::summary::Run as DerivedRun;
 use crate::trace::Trace;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -39,9 +39,9 @@ fn default_config() -> &'static Config {
 }
 
 /// The reference run summarised once (summarising is the slow part).
-fn reference_run() -> &'static RunInput<'static> {
-    static RUN: OnceLock<RunInput<'static>> = OnceLock::new();
-    RUN.get_or_init(|| RunInput::new(reference_trace(), default_config()))
+fn reference_run() -> &'static DerivedRun {
+    static RUN: OnceLock<DerivedRun> = OnceLock::new();
+    RUN.get_or_init(|| DerivedRun::derive(reference_trace(), default_config()))
 }
 
 fn builtin_rules() -> &'static RuleSet {
@@ -58,10 +58,10 @@ pub fn trace(data: &[u8]) {
     if t.sample_count() == 0 {
         return;
     }
-    let run = RunInput::new(&t, default_config()).summary;
-    use crate::report::run::{html, json, markdown, text, Run, RunReporter};
-    let report = crate::report::run::RunReport::build_with(&t, builtin_rules(), 1000.0, run);
-    let runs = [Run::new(report, &t)];
+    use crate::report::run::{html, json, markdown, text, RunReport, RunReporter};
+    let mut run = DerivedRun::derive(&t, default_config());
+    run.explain(&t, &crate::report::run::plan(1000.0, None, true));
+    let runs = [RunReport::of(run, builtin_rules())];
     let _ = text::Text { color: false }.render(&runs);
     let _ = markdown::Markdown.render(&runs);
     let _ = json::Json.render(&runs);
@@ -114,7 +114,7 @@ pub fn config(data: &[u8]) {
         return;
     };
     if let Ok(rules) = c.rule_set() {
-        let run = RunInput::new(reference_trace(), &c);
+        let run = DerivedRun::derive(reference_trace(), &c);
         let _ = rules.diagnose(&run.summary);
     }
     for d in crate::metrics::GPU_METRICS

@@ -13,7 +13,7 @@ use crate::report::check::{
     github, json::Json, junit::Junit, markdown::Markdown, openmetrics::OpenMetrics, pr_comment,
     terminal::Terminal, tests_support::sample_report, Reporter,
 };
-use crate::report::run::{self, Run, RunReport, RunReporter};
+use crate::report::run::{self, RunReport, RunReporter};
 use crate::synthetic::{self, Signature};
 
 /// Settings every snapshot here uses: the redactions.
@@ -80,7 +80,6 @@ fn check_html_page() {
     use crate::report::check::html;
     let r = sample_report();
     let mut run = html::RunSeries {
-        source: r.runs[0].source.clone(),
         warmup_s: 2.0,
         end_s: 20.0,
         ..Default::default()
@@ -101,13 +100,12 @@ fn check_html_page() {
             run.lines.insert((m.id.clone(), Some(gpu)), pts);
         }
     }
-    snap("check_html", &html::render(&r, vec![run]));
+    snap("check_html", &html::render(&r, vec![&run]));
 }
 
-fn run_report(sig: &Signature, ngpu: usize) -> (RunReport, crate::trace::Trace) {
+fn run_report(sig: &Signature, ngpu: usize) -> RunReport {
     let trace = synthetic::trace(sig, ngpu);
-    let r = RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0);
-    (r, trace)
+    RunReport::build(&trace, &crate::diagnose::RuleSet::builtin(), 1000.0)
 }
 
 #[test]
@@ -117,8 +115,7 @@ fn run_reporters() {
     let sig = Signature::contention()
         .with_warmup_samples(10)
         .with_samples(50);
-    let (r, trace) = run_report(&sig, 1);
-    let runs = [Run::new(r, &trace)];
+    let runs = [run_report(&sig, 1)];
     snap("run_text", &run::text::Text { color: false }.render(&runs));
     snap("run_markdown", &run::markdown::Markdown.render(&runs));
     snap("run_json", &run::json::Json.render(&runs));

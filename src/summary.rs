@@ -2,8 +2,8 @@
 //! samples after warm-up), the statistics of every column over it, the
 //! time-window features the rules read (`analysis::features`), and the
 //! benchmark's own metrics (gate.toml `[user_metrics]`). `check`, `capture`,
-//! `diff` and `report` all summarise a run through `RunInput::new`, so they
-//! judge, store and explain the same numbers.
+//! `ab`, `diff` and `report` all derive a run through `Run::derive`
+//! (`run.rs`), so they judge, store and explain the same numbers.
 
 use crate::config::user_metrics::{Aggregate, UserSource};
 use crate::config::Config;
@@ -12,8 +12,13 @@ use crate::trace::{Samples, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod run;
+pub mod series;
 pub mod spans;
 pub(crate) mod steady_values;
+pub mod timeline;
+pub use run::{end_failure, Ending, Neighbour, Run, RunFailure};
+pub use series::RunSeries;
 pub use spans::BenchSpan;
 
 /// The steady window: the samples after warm-up (the recorder marks it:
@@ -130,7 +135,7 @@ impl RunSummary {
 }
 
 /// Statistics and features of a trace's steady window. User metrics need
-/// gate.toml: `RunInput::new` adds them.
+/// gate.toml: `Run::derive` adds them.
 pub fn summarize(trace: &Trace) -> RunSummary {
     summarize_window(trace, &steady_window(trace))
 }
@@ -265,18 +270,6 @@ impl Column<'_> {
             Column::Gpu { id, .. } | Column::GpuMean { id } | Column::Host { id } => id,
         }
     }
-}
-
-/// The finite values of one column over the `steady` samples, in time
-/// order: what statistics read.
-pub fn steady_finite(trace: &Trace, steady: &Samples, column: &Column) -> Vec<f64> {
-    let mut out = Vec::new();
-    steady_values::visit(trace, steady, column, &mut |v| {
-        if v.is_finite() {
-            out.push(v)
-        }
-    });
-    out
 }
 
 /// One user metric of one run.
@@ -515,91 +508,6 @@ fn aggregate(how: Aggregate, matched: &[(f64, bool)]) -> Option<UserMetricValue>
         lines: values.len(),
         ci95,
     })
-}
-
-/// One measured run (or node) with what the commands derived from it.
-pub struct RunInput<'a> {
-    pub trace: &'a Trace,
-    /// The steady window (`steady_window`), computed once.
-    pub steady: Samples,
-    /// `summarize` plus the user metrics.
-    pub summary: RunSummary,
-    pub user: BTreeMap<String, UserMetricValue>,
-    /// `UserReadings::problems`, `::invalid` and `::benchmarks` of this run.
-    pub(crate) user_problems: Vec<UserProblem>,
-    pub(crate) user_invalid: Vec<String>,
-    /// Each benchmark's own window, by metric id, when the run has several
-    /// (`spans`); empty otherwise.
-    pub spans: BTreeMap<String, BenchSpan>,
-    pub(crate) user_benchmarks: BTreeMap<String, String>,
-}
-
-impl<'a> RunInput<'a> {
-    /// The single place a run is summarised before it is judged, stored or
-    /// reported: statistics, diagnosis features and the user metrics of
-    /// `config`.
-    pub fn new(trace: &'a Trace, config: &Config) -> RunInput<'a> {
-        Self::from_parts(trace, Self::derive(trace, config))
-    }
-
-    /// What `new` computes from a trace's samples. A caller that must not
-    /// hold every trace's samples at once (`check --multi-node` over dozens
-    /// of nodes) derives each trace as it is loaded, drops its samples
-    /// (`Trace::drop_samples`), and assembles the inputs with `from_parts`.
-    pub fn derive(trace: &Trace, config: &Config) -> RunDerived {
-        let steady = steady_window(trace);
-        let mut summary = summarize_window(trace, &steady);
-        let readings = user_metric_readings(config, trace);
-        let spans = spans::derive(
-            config,
-            trace,
-            &steady,
-            &readings.benchmarks,
-            &readings.values,
-        );
-        let user = readings.values;
-        summary.user_metrics = user.iter().map(|(k, v)| (k.clone(), v.value)).collect();
-        if let Some(rate) = config.work_rate(&summary.user_metrics) {
-            let key = crate::analysis::features::WORK_RATE;
-            summary.features.insert(key.to_string(), rate);
-        }
-        RunDerived {
-            steady,
-            summary,
-            user,
-            user_problems: readings.problems,
-            user_invalid: readings.invalid,
-            spans,
-            user_benchmarks: readings.names,
-        }
-    }
-
-    pub(crate) fn from_parts(trace: &'a Trace, derived: RunDerived) -> RunInput<'a> {
-        RunInput {
-            trace,
-            steady: derived.steady,
-            summary: derived.summary,
-            user: derived.user,
-            user_problems: derived.user_problems,
-            user_invalid: derived.user_invalid,
-            spans: derived.spans,
-            user_benchmarks: derived.user_benchmarks,
-        }
-    }
-}
-
-/// A run's summary and user metrics, computed by `RunInput::derive`.
-#[derive(Debug, Clone)]
-pub struct RunDerived {
-    /// The steady window's samples (valid while the trace keeps its
-    /// samples: the baseline builder reads them, `check` does not).
-    pub steady: Samples,
-    pub summary: RunSummary,
-    pub user: BTreeMap<String, UserMetricValue>,
-    pub(crate) user_problems: Vec<UserProblem>,
-    pub(crate) user_invalid: Vec<String>,
-    pub spans: BTreeMap<String, BenchSpan>,
-    pub(crate) user_benchmarks: BTreeMap<String, String>,
 }
 
 #[cfg(test)]

@@ -474,18 +474,6 @@ impl Trace {
         self.columns.park().map_err(|e| spill_error(&path, e))
     }
 
-    /// Free the sample columns (times, warm-up flags, values), keeping the
-    /// header, events, processes, output and end record. For callers that
-    /// have derived what they need from the samples and hold many traces
-    /// (`check --multi-node`); `sample_count()` is 0 afterwards.
-    pub(crate) fn drop_samples(&mut self) {
-        self.times_ms = Times::default();
-        self.warmup = Vec::new();
-        self.columns = Columns::default();
-        self.teardown = 0;
-        self.closed_at_ms = None;
-    }
-
     /// Exit code of the launched command, if it ran to completion.
     pub fn exit_code(&self) -> Option<i32> {
         self.end.as_ref().and_then(|e| e.exit_code)

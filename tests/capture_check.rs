@@ -951,7 +951,7 @@ fn non_utf8_trace_path_still_gives_valid_reports() {
 #[test]
 fn a_capture_that_frees_its_runs_pools_what_memory_would() {
     use gpugate::baseline::{self, BuildMeta};
-    use gpugate::summary::RunInput;
+    use gpugate::summary::Run;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("gate.toml"), USER_METRIC_CONFIG).unwrap();
@@ -972,10 +972,14 @@ fn a_capture_that_frees_its_runs_pools_what_memory_would() {
         cmd.arg("--replay").args(&paths).assert().success();
         let written = std::fs::read_to_string(d.join(format!("baselines/{name}.toml"))).unwrap();
         // The same traces, loaded and pooled in memory.
-        let traces: Vec<_> = (paths.iter())
-            .map(|p| gpugate::trace::Trace::load(&d.join(p)).unwrap())
+        let inputs: Vec<Run> = (paths.iter())
+            .map(|p| {
+                let t = gpugate::trace::Trace::load(&d.join(p)).unwrap();
+                let mut run = Run::derive(&t, &config);
+                run.keep_samples_in_place(t);
+                run
+            })
             .collect();
-        let inputs: Vec<_> = traces.iter().map(|t| RunInput::new(t, &config)).collect();
         let created = written
             .lines()
             .find_map(|l| l.strip_prefix("created = \""))

@@ -8,7 +8,7 @@ use common::*;
 use gpugate::baseline;
 use gpugate::config::Config;
 use gpugate::gate::Verdict;
-use gpugate::summary::RunInput;
+use gpugate::summary::Run;
 use gpugate::trace::Trace;
 use std::path::{Path, PathBuf};
 
@@ -48,7 +48,7 @@ fn no_prefix_of_a_baseline_passes_a_regressed_run() {
     let config = Config::load(&repo("gate.toml"), true).unwrap();
     let rules = config.rule_set().unwrap();
     let trace = Trace::load(&repo("fixtures/traces/fp32-no-tf32.jsonl")).unwrap();
-    let runs = [RunInput::new(&trace, &config)];
+    let runs = [Run::derive(&trace, &config)];
     let mut parsed = 0;
     let mut at = 0;
     while let Some(nl) = text[at..].find('\n') {

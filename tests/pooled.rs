@@ -10,7 +10,7 @@
 use crate::common;
 
 use common::*;
-use gpugate::summary::{steady_finite, Column, RunInput};
+use gpugate::summary::{Column, Run};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
@@ -52,15 +52,21 @@ fn assert_exact(b: &gpugate::baseline::Baseline, traces: &[PathBuf]) {
         .iter()
         .map(|p| gpugate::trace::Trace::load(p).unwrap())
         .collect();
-    let inputs: Vec<RunInput> = loaded.iter().map(|t| RunInput::new(t, &config)).collect();
-    let h = &loaded[0].header;
+    let h = loaded[0].header.clone();
+    let inputs: Vec<Run> = (loaded.into_iter())
+        .map(|t| {
+            let mut run = Run::derive(&t, &config);
+            run.keep_samples_in_place(t);
+            run
+        })
+        .collect();
     let columns = (h.gpu_columns.iter().map(|id| Column::GpuMean { id }))
         .chain(h.host_columns.iter().map(|id| Column::Host { id }));
     let mut checked = 0;
     for column in columns {
         let mut all: Vec<f64> = inputs
             .iter()
-            .flat_map(|r| steady_finite(r.trace, &r.steady, &column))
+            .flat_map(|r| r.finite(&r.steady, &column))
             .collect();
         let Some(m) = b.metrics.get(column.id()) else {
             assert!(all.is_empty(), "{} has values but no entry", column.id());

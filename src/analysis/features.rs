@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The benchmark's own rate of work (units per second: its declared
 /// throughput, or one over its declared time per unit), set by
-/// `summary::RunInput` from gate.toml's user metrics; absent when the
+/// `summary::Run::derive` from gate.toml's user metrics; absent when the
 /// benchmark declares none. GPU-busy-seconds per unit of work is
 /// `gpu_busy_pct.mean / benchmark.work_rate`.
 pub(crate) const WORK_RATE: &str = "benchmark.work_rate";

@@ -98,7 +98,7 @@ pub(crate) struct ProblemInterval {
     pub(crate) end_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Panorama {
     pub slice_ms: f64,
     /// Metric ids of `Slice::values`.
@@ -107,6 +107,60 @@ pub struct Panorama {
     pub(crate) intervals: Vec<ProblemInterval>,
     /// Warm-up span [0, warmup_end_ms) as recorded.
     pub(crate) warmup_end_ms: f64,
+}
+
+impl Panorama {
+    /// This panorama with each GPU's slices joined `k` at a time, the
+    /// fewest `k` that leaves at most `rows` (None: they fit already). A
+    /// joined slice spans its members; its values are the means of their
+    /// measured values (equal time slices: the time-bucket mean the HTML
+    /// plots draw), missing when none was measured; it is warm-up when most
+    /// members are, and carries every problem any member has. `slice_ms` is
+    /// the joined width; the problem intervals stay those of the full
+    /// panorama.
+    pub fn joined(&self, rows: usize) -> Option<Panorama> {
+        let most = self.gpus.iter().map(|g| g.slices.len()).max().unwrap_or(0);
+        let k = most.div_ceil(rows.max(1));
+        if k <= 1 {
+            return None;
+        }
+        let mut out = Panorama {
+            slice_ms: self.slice_ms * k as f64,
+            columns: self.columns.clone(),
+            gpus: Vec::with_capacity(self.gpus.len()),
+            intervals: self.intervals.clone(),
+            warmup_end_ms: self.warmup_end_ms,
+        };
+        for g in &self.gpus {
+            out.gpus.push(GpuSlices {
+                gpu: g.gpu,
+                name: g.name.clone(),
+                slices: g.slices.chunks(k).map(join).collect(),
+            });
+        }
+        Some(out)
+    }
+}
+
+/// Consecutive slices as one (`Panorama::joined`).
+fn join(members: &[Slice]) -> Slice {
+    let mean = |v: &mut dyn Iterator<Item = Option<f64>>| -> Option<f64> {
+        let (sum, n) = v.flatten().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+        (n > 0).then(|| sum / n as f64)
+    };
+    let ncols = members.first().map_or(0, |s| s.values.len());
+    Slice {
+        start_ms: members.first().map_or(0.0, |s| s.start_ms),
+        end_ms: members.last().map_or(0.0, |s| s.end_ms),
+        warmup: 2 * members.iter().filter(|s| s.warmup).count() > members.len(),
+        values: (0..ncols)
+            .map(|c| mean(&mut members.iter().map(|s| s.values.get(c).copied().flatten())))
+            .collect(),
+        target_cpu_pct: mean(&mut members.iter().map(|s| s.target_cpu_pct)),
+        problems: (Problem::ALL.into_iter())
+            .filter(|p| members.iter().any(|s| s.problems.contains(p)))
+            .collect(),
+    }
 }
 
 /// Most rows a GPU's panorama table gets: a run longer than

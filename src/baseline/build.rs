@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::GateError;
 use crate::metrics::{Direction, Statistic};
 use crate::stats::MetricStats;
-use crate::summary::{Column, RunInput, UserMetricValue};
+use crate::summary::{Column, Run, UserMetricValue};
 use crate::trace::Header;
 use std::collections::BTreeMap;
 
@@ -24,13 +24,13 @@ pub struct BuildMeta {
 
 /// Build a baseline from runs. Without `multi_node` each input is one run;
 /// with it, all inputs are the nodes of one run (their samples are pooled
-/// into that run's summary). The inputs' traces hold their samples, in
-/// memory or parked in scratch files (`Trace::park_samples`): pooled
-/// statistics read each run's own column and select across them. A
-/// baseline of one run reads none: its statistics are its summary's.
+/// into that run's summary). Runs pooled with others kept their samples
+/// (`Run::keep_samples`, parked in scratch files): pooled statistics read
+/// each run's own column and select across them. A baseline of one run
+/// reads none: its statistics are its summary's.
 pub fn build(
     name: &str,
-    inputs: &[RunInput],
+    inputs: &[Run],
     config: &Config,
     multi_node: bool,
     meta: &BuildMeta,
@@ -38,7 +38,7 @@ pub fn build(
     let first = inputs
         .first()
         .ok_or_else(|| GateError::usage("no run to build a baseline from"))?;
-    let header = &first.trace.header;
+    let header = &first.header;
     let runs = Runs {
         groups: if multi_node {
             vec![(0..inputs.len()).collect()]
@@ -96,13 +96,13 @@ pub fn build(
 /// The inputs grouped into runs (indices: one input each, or all the nodes
 /// of one multi-node run), where their steady values come from, and the
 /// policy that describes each metric.
-struct Runs<'a, 't> {
+struct Runs<'a> {
     groups: Vec<Vec<usize>>,
-    inputs: &'a [RunInput<'t>],
+    inputs: &'a [Run],
     config: &'a Config,
 }
 
-impl Runs<'_, '_> {
+impl Runs<'_> {
     /// Unit, direction, statistic and gating of a metric, from gate.toml
     /// and the catalogue (unknown: neutral, not gated).
     fn describe(&self, id: &str) -> (String, Direction, Statistic, bool) {
@@ -140,7 +140,7 @@ impl Runs<'_, '_> {
         MetricStats::from_visits(|f| {
             for &i in group {
                 let r = &self.inputs[i];
-                crate::summary::steady_values::visit(r.trace, &r.steady, column, f);
+                r.visit(&r.steady, column, f);
             }
         })
     }
@@ -265,7 +265,7 @@ impl Runs<'_, '_> {
 }
 
 /// Each derived feature averaged over the inputs that have a finite value.
-fn mean_features(inputs: &[RunInput]) -> BTreeMap<String, f64> {
+fn mean_features(inputs: &[Run]) -> BTreeMap<String, f64> {
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for r in inputs {
         for (k, v) in &r.summary.features {
@@ -284,7 +284,7 @@ fn mean_features(inputs: &[RunInput]) -> BTreeMap<String, f64> {
 /// How the runs were measured, and one entry per trace.
 fn capture_settings(
     header: &Header,
-    inputs: &[RunInput],
+    inputs: &[Run],
     runs: usize,
     multi_node: bool,
 ) -> CaptureSettings {
@@ -302,7 +302,7 @@ fn capture_settings(
         sources: inputs
             .iter()
             .map(|r| SourceRun {
-                trace: r.trace.path.display().to_string(),
+                trace: r.source.clone(),
                 steady_start_ms: r.summary.steady_start_ms,
                 steady_end_ms: r.summary.steady_end_ms,
                 steady_samples: r.summary.steady_samples,

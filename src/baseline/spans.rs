@@ -6,7 +6,7 @@
 
 use super::{Baseline, BaselineMetric};
 use crate::stats::MetricStats;
-use crate::summary::{steady_finite, Column, RunInput};
+use crate::summary::{Column, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -32,11 +32,11 @@ pub(super) type Entry<'a> = dyn Fn(&str, &MetricStats, &[MetricStats]) -> Baseli
 
 /// The spans of every benchmark that each of `inputs` (runs, not the nodes
 /// of one) found, by metric id.
-pub(super) fn build(inputs: &[RunInput], entry: &Entry) -> BTreeMap<String, SpanBaseline> {
+pub(super) fn build(inputs: &[Run], entry: &Entry) -> BTreeMap<String, SpanBaseline> {
     let Some(first) = inputs.first() else {
         return BTreeMap::new();
     };
-    let header = &first.trace.header;
+    let header = &first.header;
     let columns: Vec<Column> = (header.gpu_columns.iter().map(|id| Column::GpuMean { id }))
         .chain(header.host_columns.iter().map(|id| Column::Host { id }))
         .collect();
@@ -64,7 +64,7 @@ pub(super) fn build(inputs: &[RunInput], entry: &Entry) -> BTreeMap<String, Span
                     inputs
                         .iter()
                         .zip(&all)
-                        .flat_map(|(r, s)| steady_finite(r.trace, &s.steady, column))
+                        .flat_map(|(r, s)| r.finite(&s.steady, column))
                         .collect(),
                 ),
             };
@@ -111,7 +111,7 @@ impl Baseline {
     /// The warning `capture` prints when benchmarks of a run of many got
     /// no span in this baseline (built from `inputs`): how many, the first
     /// few with why, and what that means for a regression of theirs.
-    pub fn spans_not_kept(&self, inputs: &[RunInput]) -> Option<String> {
+    pub fn spans_not_kept(&self, inputs: &[Run]) -> Option<String> {
         let first = inputs.first()?;
         let missing: Vec<String> = (first.spans.iter())
             .filter(|(id, _)| !self.spans.contains_key(*id))

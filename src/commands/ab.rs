@@ -21,8 +21,7 @@ use crate::error::GateError;
 use crate::files::Inputs;
 use crate::gate::{self, paired, AbDifferences, AbInfo, AbRound, CheckReport, RunVerdict};
 use crate::history::pipeline::{self, CheckHistory, HistoryPlan, HistorySettings};
-use crate::summary::{RunDerived, RunInput};
-use crate::trace::Trace;
+use crate::summary::Run;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -311,13 +310,11 @@ struct AbPlan {
 /// A round's runs so far, each side's in round order.
 #[derive(Default)]
 struct Rounds {
-    a: Vec<Trace>,
-    a_derived: Vec<RunDerived>,
-    b: Vec<Trace>,
-    b_derived: Vec<RunDerived>,
+    a: Vec<Run>,
+    b: Vec<Run>,
     order: Vec<&'static str>,
     /// The last run of each dropped (disturbed) round, for `--wait-clean`.
-    dropped: Vec<Trace>,
+    dropped: Vec<Run>,
 }
 
 impl Rounds {
@@ -325,22 +322,17 @@ impl Rounds {
     /// B's, each judged on its own (no baseline: A and B share the machine).
     fn last_disturbed(&self) -> Option<String> {
         let i = self.complete().checked_sub(1)?;
-        let found: Vec<String> = [
-            (&self.a[i], &self.a_derived[i]),
-            (&self.b[i], &self.b_derived[i]),
-        ]
-        .into_iter()
-        .filter_map(|(t, d)| gate::disturbance::detect(&RunInput::from_parts(t, d.clone()), None))
-        .map(|d| d.text())
-        .collect();
+        let found: Vec<String> = [&self.a[i], &self.b[i]]
+            .into_iter()
+            .filter_map(|r| gate::disturbance::detect(r, None))
+            .map(|d| d.text())
+            .collect();
         (!found.is_empty()).then(|| found.join("; "))
     }
 
     /// Forget the last complete round (both runs).
     fn drop_last(&mut self) {
         self.a.pop();
-        self.a_derived.pop();
-        self.b_derived.pop();
         self.dropped.extend(self.b.pop());
     }
 
@@ -349,21 +341,11 @@ impl Rounds {
         self.a.len().min(self.b.len())
     }
 
-    /// Each side's inputs over the complete rounds.
-    fn inputs(&self) -> (Vec<RunInput<'_>>, Vec<RunInput<'_>>) {
+    /// Each side's runs over the complete rounds.
+    fn inputs(&self) -> (&[Run], &[Run]) {
         let n = self.complete();
-        (
-            side_inputs(&self.a, &self.a_derived, n),
-            side_inputs(&self.b, &self.b_derived, n),
-        )
+        (&self.a[..n], &self.b[..n])
     }
-}
-
-/// The first `n` runs of one side as the verdict reads them.
-fn side_inputs<'t>(traces: &'t [Trace], derived: &[RunDerived], n: usize) -> Vec<RunInput<'t>> {
-    (traces.iter().zip(derived).take(n))
-        .map(|(t, d)| RunInput::from_parts(t, d.clone()))
-        .collect()
 }
 
 impl AbPlan {
@@ -384,13 +366,9 @@ impl AbPlan {
             );
             for first in [ab, !ab] {
                 if first {
-                    let (t, d) = self.measure(&self.a, true, "A", round)?;
-                    rounds.a.push(t);
-                    rounds.a_derived.push(d);
+                    rounds.a.push(self.measure(&self.a, true, "A", round)?);
                 } else {
-                    let (t, d) = self.measure(&self.b, false, "B", round)?;
-                    rounds.b.push(t);
-                    rounds.b_derived.push(d);
+                    rounds.b.push(self.measure(&self.b, false, "B", round)?);
                 }
             }
             // A disturbed round is no evidence about A against B (issue 38):
@@ -419,10 +397,7 @@ impl AbPlan {
                 continue;
             }
             rounds.order.push(if ab { "AB" } else { "BA" });
-            let b_failed = rounds
-                .b
-                .last()
-                .is_some_and(|t| gate::run_failure(t).is_some());
+            let b_failed = rounds.b.last().is_some_and(|r| r.ending.failure.is_some());
             if !(self.looks.contains(&(round + 1)) || b_failed) {
                 continue;
             }
@@ -459,25 +434,22 @@ impl AbPlan {
         Ok((report, pending))
     }
 
-    /// One run of one side, recorded like `record`; A's samples are parked
-    /// for the baseline's pooled statistics. A failed A run stops the
+    /// One run of one side, recorded like `record`; A's samples are kept
+    /// (parked) for the baseline's pooled statistics. A failed A run stops the
     /// comparison (nothing to compare against); a failed B run is judged.
-    fn measure(
-        &self,
-        side: &Side,
-        park: bool,
-        which: &str,
-        round: usize,
-    ) -> anyhow::Result<(Trace, RunDerived)> {
-        let config = &self.config;
-        let derive = |t: &Trace| Some(RunInput::derive(t, config));
-        let (trace, derived) = measure::acquire_each_checked(
+    fn measure(&self, side: &Side, park: bool, which: &str, round: usize) -> anyhow::Result<Run> {
+        let run = measure::acquire_runs(
             &side.measure,
             1,
             &self.trace_dir,
-            derive,
+            &self.config,
+            measure::Keep {
+                samples: park,
+                // B's runs are the page's.
+                series: !park && self.args.html.is_some(),
+                timeline: None,
+            },
             |_| Ok(()),
-            park,
         )?
         .pop()
         .ok_or_else(|| {
@@ -486,9 +458,8 @@ impl AbPlan {
                 round + 1
             ))
         })?;
-        let derived = derived.expect("every run is derived");
         if which == "A" {
-            if let Some(f) = gate::run_failure(&trace) {
+            if let Some(f) = &run.ending.failure {
                 return Err(f
                     .error(format!(
                         "A ('{}') failed in round {}: {f}; A is the reference, so nothing can be compared",
@@ -498,7 +469,7 @@ impl AbPlan {
                     .into());
             }
         }
-        Ok((trace, derived))
+        Ok(run)
     }
 
     /// The paired verdict of the rounds so far: A's runs built into a
@@ -510,11 +481,11 @@ impl AbPlan {
             commit: super::detect_commit(None),
             tags: self.a.measure.tags.iter().cloned().collect(),
         };
-        let mut base = baseline::build(&self.name, &a, &self.config, false, &meta)?;
+        let mut base = baseline::build(&self.name, a, &self.config, false, &meta)?;
         // A and B are different commands by design: the comparability
         // check of a stored baseline does not apply.
-        if let Some(t) = rounds.b.first() {
-            base.capture.command = t.header.command.clone();
+        if let Some(r) = rounds.b.first() {
+            base.capture.command = r.header.command.clone();
         }
         let report = gate::check_paired(
             &gate::CheckInput {
@@ -522,7 +493,7 @@ impl AbPlan {
                 baseline_source: format!("A: {}", self.a.line),
                 config: &self.config,
                 cli_threshold: self.args.threshold,
-                runs: &b,
+                runs: b,
                 multi_node: false,
                 allow_env_mismatch: self.args.allow_env_mismatch,
                 allow_command_change: true,
@@ -533,7 +504,7 @@ impl AbPlan {
                 looks: self.looks.len(),
                 history_spread: Default::default(),
             },
-            &a,
+            a,
         );
         Ok((report, base))
     }
@@ -543,7 +514,7 @@ impl AbPlan {
     fn ab_info(&self, rounds: &Rounds, report: &CheckReport) -> AbInfo {
         let n = rounds.complete();
         let (a, b) = rounds.inputs();
-        let path = |t: &Trace| t.path.display().to_string();
+
         let differences = report
             .metrics
             .iter()
@@ -551,7 +522,7 @@ impl AbPlan {
             .map(|m| AbDifferences {
                 metric: m.id.clone(),
                 unit: m.unit.clone(),
-                values: gate::round_differences(&self.config, &a, &b, &m.id, m.statistic),
+                values: gate::round_differences(&self.config, a, b, &m.id, m.statistic),
                 interval: m.change.zip(m.noise).map(|(c, w)| [c - w, c + w]),
             })
             .collect();
@@ -564,8 +535,8 @@ impl AbPlan {
             rounds: (0..n)
                 .map(|i| AbRound {
                     order: rounds.order[i].to_string(),
-                    a_trace: path(&rounds.a[i]),
-                    b_trace: path(&rounds.b[i]),
+                    a_trace: rounds.a[i].source.clone(),
+                    b_trace: rounds.b[i].source.clone(),
                 })
                 .collect(),
             differences,
@@ -618,13 +589,8 @@ mod tests {
         let config = Config::default();
         let mut r = Rounds::default();
         for (a, b) in pairs {
-            for (sig, traces, derived) in [
-                (a, &mut r.a, &mut r.a_derived),
-                (b, &mut r.b, &mut r.b_derived),
-            ] {
-                let t = trace(sig, 1);
-                derived.push(RunInput::derive(&t, &config));
-                traces.push(t);
+            for (sig, runs) in [(a, &mut r.a), (b, &mut r.b)] {
+                runs.push(Run::derive(&trace(sig, 1), &config));
             }
         }
         r
@@ -650,10 +616,7 @@ mod tests {
                 "{why}"
             );
             r.drop_last();
-            assert_eq!(
-                (r.a.len(), r.b.len(), r.a_derived.len(), r.b_derived.len()),
-                (1, 1, 1, 1)
-            );
+            assert_eq!((r.a.len(), r.b.len()), (1, 1));
             assert_eq!(r.dropped.len(), 1);
             assert_eq!(r.last_disturbed(), None);
         }

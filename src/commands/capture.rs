@@ -10,7 +10,7 @@ use crate::baseline::{self, BuildMeta, Environment, StoreOutcome};
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate;
-use crate::summary::RunInput;
+use crate::summary::Run;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -204,15 +204,13 @@ impl CapturePlan {
     /// record it in the history.
     pub fn execute(&self) -> anyhow::Result<i32> {
         let (name, config, multi_node) = (&self.name, &self.config, self.multi_node);
-        // Each run is summarised as it is loaded (its load holding room in
-        // the memory budget), then its samples are freed, or, when the
-        // baseline pools several runs (or the nodes of one), parked in a
-        // scratch file: the pooled statistics read every run's own column
-        // back, a column at a time, and select across them (no pooled copy).
-        let (traces, derived) = self.acquire(self.runs > 1 || multi_node)?;
-        let inputs: Vec<RunInput> = (traces.iter().zip(derived))
-            .map(|(t, d)| RunInput::from_parts(t, d))
-            .collect();
+        // Each run is derived as it is loaded (its load holding room in
+        // the memory budget), then its trace is dropped; when the baseline
+        // pools several runs (or the nodes of one), its samples are kept,
+        // parked in a scratch file: the pooled statistics read every run's
+        // own column back, a column at a time, and select across them (no
+        // pooled copy).
+        let inputs = self.acquire(self.runs > 1 || multi_node)?;
 
         ensure_known_good(&inputs, config, multi_node, self.allow_disturbed)?;
         for d in inputs
@@ -256,46 +254,36 @@ impl CapturePlan {
             crate::gate_eprintln!("gate: warning: {}", crate::escape::terminal(&w));
         }
         if let Some(rec) = &self.history_plan {
-            crate::history::pipeline::after_capture(rec, &self.history, &b, &traces)?;
+            crate::history::pipeline::after_capture(rec, &self.history, &b, &inputs)?;
         }
         Ok(crate::exit_code::PASS)
     }
 
     /// The runs, each judged fit for a baseline as soon as it ends (a
     /// failed or invalid first run is refused before the next one costs
-    /// GPU time), with their summaries; with `pools`, each run's samples
-    /// parked for the pooled statistics.
-    #[allow(clippy::type_complexity)]
-    fn acquire(
-        &self,
-        pools: bool,
-    ) -> anyhow::Result<(Vec<crate::trace::Trace>, Vec<crate::summary::RunDerived>)> {
-        let config = &self.config;
-        let derive = |t: &crate::trace::Trace| Some(RunInput::derive(t, config));
-        let fit_so_far =
-            |so_far: &[(crate::trace::Trace, Option<crate::summary::RunDerived>)]| {
-                let inputs: Vec<RunInput> = (so_far.iter())
-                    .filter_map(|(t, d)| Some(RunInput::from_parts(t, d.clone()?)))
-                    .collect();
-                Ok(ensure_known_good(
-                    &inputs,
-                    config,
-                    self.multi_node,
-                    self.allow_disturbed,
-                )?)
-            };
-        let acquired = measure::acquire_each_checked(
+    /// GPU time); with `pools`, each run's samples kept (parked) for the
+    /// pooled statistics.
+    fn acquire(&self, pools: bool) -> anyhow::Result<Vec<Run>> {
+        let fit_so_far = |so_far: &[Run]| {
+            Ok(ensure_known_good(
+                so_far,
+                &self.config,
+                self.multi_node,
+                self.allow_disturbed,
+            )?)
+        };
+        measure::acquire_runs(
             &self.measure,
             self.runs,
             &self.trace_dir,
-            derive,
+            &self.config,
+            measure::Keep {
+                samples: pools,
+                series: false,
+                timeline: None,
+            },
             fit_so_far,
-            pools,
-        )?;
-        Ok(acquired
-            .into_iter()
-            .map(|(t, d)| (t, d.expect("every trace is derived")))
-            .unzip())
+        )
     }
 
     /// Write the baseline (a diff and `--replace` to overwrite one).
@@ -343,7 +331,7 @@ impl CapturePlan {
 /// that failed, was cut short, is too short to mean anything, or was
 /// measured somewhere else than the others.
 fn ensure_known_good(
-    inputs: &[RunInput],
+    inputs: &[Run],
     config: &Config,
     multi_node: bool,
     allow_disturbed: bool,
@@ -351,9 +339,9 @@ fn ensure_known_good(
     let Some(first) = inputs.first() else {
         return Ok(());
     };
-    let first_env = Environment::from_fingerprint(&first.trace.header.fingerprint);
+    let first_env = Environment::from_fingerprint(&first.header.fingerprint);
     for (i, r) in inputs.iter().enumerate() {
-        if let Some(f) = gate::run_failure(r.trace) {
+        if let Some(f) = &r.ending.failure {
             return Err(f.error(format!(
                 "run {}: {f}; a baseline must come from successful runs",
                 i + 1
@@ -363,7 +351,7 @@ fn ensure_known_good(
             return Err(GateError::usage(format!(
                 "run {} ('{}'): {invalid}; a baseline must come from valid runs: fix the benchmark's settings (target QPS, duration) and capture again",
                 i + 1,
-                r.trace.path.display()
+                r.source
             )));
         }
         // Nodes of one run: the number of one node (rank 0 prints it) is
@@ -375,7 +363,7 @@ fn ensure_known_good(
             return Err(GateError::infra(format!(
                 "run {} ('{}'): only {valid} valid steady samples (at least {} needed); measure longer (--duration) or shorten --warmup",
                 i + 1,
-                r.trace.path.display(),
+                r.source,
                 gate::MIN_STEADY_SAMPLES
             )));
         }
@@ -386,13 +374,13 @@ fn ensure_known_good(
                 d.text()
             )));
         }
-        let env = Environment::from_fingerprint(&r.trace.header.fingerprint);
+        let env = Environment::from_fingerprint(&r.header.fingerprint);
         let mism = first_env.mismatches(&env);
         if !mism.is_empty() {
             return Err(GateError::infra(format!(
                 "run {} ('{}') was measured on another environment than run 1 ({}); one baseline, one environment",
                 i + 1,
-                r.trace.path.display(),
+                r.source,
                 mism.join("; ").replace("(baseline)", "(run 1)")
             )));
         }
@@ -406,7 +394,7 @@ fn ensure_known_good(
 /// number") 5; `optional = true` metrics may be absent.
 fn unread_user_metrics(
     i: usize,
-    r: &RunInput,
+    r: &Run,
     config: &Config,
     elsewhere: &dyn Fn(&str) -> bool,
 ) -> Result<(), GateError> {
@@ -432,7 +420,7 @@ fn unread_user_metrics(
     let msg = format!(
         "run {} ('{}'): {p}; no baseline written: a baseline without the declared number would gate something else ({fix})",
         i + 1,
-        r.trace.path.display()
+        r.source
     );
     Err(match p.fault {
         crate::metric_sources::Fault::Config | crate::metric_sources::Fault::MetricsFile => {

@@ -12,7 +12,7 @@ use crate::error::GateError;
 use crate::format::number as fmt_num;
 use crate::format::value_with_unit;
 use crate::metrics;
-use crate::summary::RunInput;
+use crate::summary::Run;
 use crate::trace::Trace;
 use clap::Args;
 use serde::Serialize;
@@ -79,8 +79,8 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
     let as_path = PathBuf::from(arg);
     if as_path.is_file() {
         if is_trace(&as_path) {
-            let trace = Trace::load(&as_path)?;
-            let input = RunInput::new(&trace, config);
+            // Derived, then the trace dropped: the rest reads the Run.
+            let input = Run::derive(&Trace::load(&as_path)?, config);
             let name = as_path
                 .file_name()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -93,7 +93,7 @@ fn resolve(arg: &str, dir: &Path, config: &Config) -> anyhow::Result<Side> {
                 .unwrap_or_else(|| "trace".into());
             // Deterministic: the trace's own start time, not "now".
             let meta = BuildMeta {
-                created: trace.header.start_time.clone(),
+                created: input.header.start_time.clone(),
                 ..Default::default()
             };
             let b = baseline::build(&name, &[input], config, false, &meta)?;

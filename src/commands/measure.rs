@@ -3,9 +3,11 @@
 //! Live measurement always goes through a trace file, so a live run and its
 //! replay are judged by exactly the same code.
 
+use crate::config::Config;
 use crate::console::Echo;
 use crate::error::GateError;
 use crate::record::{self, RecordPlan};
+use crate::summary::Run;
 use crate::trace::Trace;
 use clap::Args;
 use std::io::IsTerminal;
@@ -365,56 +367,103 @@ pub(crate) fn load_threads(paths: &[PathBuf]) -> usize {
     crate::budget::fitting(most).min(crate::parallel::threads())
 }
 
-/// `acquire`, calling `each` on every trace as soon as it is loaded; when
-/// it returns something, the trace's samples are dropped (memory holds a
-/// few traces' samples at a time, not all of them) and it is returned
-/// beside the trace. Replayed files are loaded on several cores
-/// (`parallel`), in order.
-pub(crate) fn acquire_each<R: Send>(
+/// Acquire the runs, each derived (`Run::derive`) as soon as its trace is
+/// loaded, then its trace dropped; with `keep.series`, the series a check
+/// page plots taken (`Run::plot`); with `keep.timeline`, what `gate
+/// report` shows (`Run::explain`); with `keep.samples`, its samples kept,
+/// parked in a scratch file (`Run::keep_samples`): a baseline pools them.
+/// `after` sees the runs so far as soon as each live run ends: an error
+/// there stops before the next run (`capture --runs 3` refuses an invalid
+/// first run without spending two more). Replayed files are all loaded
+/// first (on several cores, in order), then `after` sees them once.
+pub(crate) fn acquire_runs(
     m: &Measurement,
     runs: usize,
     trace_dir: &Path,
-    each: impl Fn(&Trace) -> Option<R> + Sync,
-) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    acquire_each_checked(m, runs, trace_dir, each, |_| Ok(()), false)
+    config: &Config,
+    keep: Keep<'_>,
+    after: impl FnMut(&[Run]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Run>> {
+    // The check page's lines, in the order of these runs.
+    let lines = crate::summary::series::LineBudget::default();
+    let derive = |place: usize, t: Trace| derive(place, t, config, keep, &lines);
+    acquire_with(m, runs, trace_dir, derive, after)
 }
 
-/// `acquire_each`, with `after` called on the runs so far as soon as each
-/// live run ends: an error there stops before the next run (`capture
-/// --runs 3` refuses an invalid first run without spending two more).
-/// Replayed files are all loaded first, then `after` sees them once.
-/// With `park`, a derived trace's samples are parked in a scratch file
-/// (`Trace::park_samples`), not freed: a capture pools them later.
-pub(crate) fn acquire_each_checked<R: Send>(
+/// `acquire_runs`, each `Run` handed to `then` as soon as it is derived,
+/// and what `then` makes of it kept instead (`gate report` keeps each run's
+/// report, not its summary, while the other runs load).
+pub(crate) fn acquire_runs_into<T: Send>(
+    m: &Measurement,
+    trace_dir: &Path,
+    config: &Config,
+    keep: Keep<'_>,
+    then: impl Fn(Run) -> T + Sync,
+) -> anyhow::Result<Vec<T>> {
+    let lines = crate::summary::series::LineBudget::default();
+    let derive = |place: usize, t: Trace| derive(place, t, config, keep, &lines).map(&then);
+    acquire_with(m, 1, trace_dir, derive, |_| Ok(()))
+}
+
+/// The run at `place` derived from `t` with what `keep` asks (`acquire_runs`).
+fn derive(
+    place: usize,
+    t: Trace,
+    config: &Config,
+    keep: Keep<'_>,
+    lines: &crate::summary::series::LineBudget,
+) -> Result<Run, GateError> {
+    let mut run = Run::derive(&t, config);
+    if keep.series {
+        run.plot(&t, lines, place);
+    }
+    if let Some(plan) = keep.timeline {
+        run.explain(&t, plan);
+    }
+    if keep.samples {
+        run.keep_samples(t)?;
+    }
+    Ok(run)
+}
+
+/// What a run keeps of its trace past derive besides its `Run`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Keep<'a> {
+    /// Its samples, for a baseline's pooled statistics.
+    pub samples: bool,
+    /// The series its check page plots (`--html`).
+    pub series: bool,
+    /// What `gate report` shows of it (`Run::explain`).
+    pub timeline: Option<&'a crate::summary::timeline::TimelinePlan>,
+}
+
+/// `acquire`, each trace handed to `take` with its place among the runs
+/// as soon as it is loaded (and `--until` applied), `after` called on what
+/// `take` made of the runs so far.
+fn acquire_with<T: Send>(
     m: &Measurement,
     runs: usize,
     trace_dir: &Path,
-    each: impl Fn(&Trace) -> Option<R> + Sync,
-    mut after: impl FnMut(&[(Trace, Option<R>)]) -> anyhow::Result<()>,
-    park: bool,
-) -> anyhow::Result<Vec<(Trace, Option<R>)>> {
-    let take = |mut t: Trace| -> Result<(Trace, Option<R>), GateError> {
+    take: impl Fn(usize, Trace) -> Result<T, GateError> + Sync,
+    mut after: impl FnMut(&[T]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<T>> {
+    let take = |place: usize, mut t: Trace| -> Result<T, GateError> {
         if let Some(re) = &m.until {
             close_window(&mut t, re);
         }
-        let derived = each(&t);
-        match (derived.is_some(), park) {
-            (true, true) => t.park_samples()?,
-            (true, false) => t.drop_samples(),
-            (false, _) => {}
-        }
-        Ok((t, derived))
+        take(place, t)
     };
     if m.is_replay() {
-        let load = |p: &PathBuf| {
+        let places: Vec<(usize, &PathBuf)> = m.replay.iter().enumerate().collect();
+        let load = |&(place, p): &(usize, &PathBuf)| {
             let room = crate::budget::reserve(load_bytes(p));
-            let out = Trace::load(p).and_then(take);
+            let out = Trace::load(p).and_then(|t| take(place, t));
             drop(room);
             crate::budget::trim();
             out
         };
         let threads = load_threads(&m.replay);
-        let loaded = crate::parallel::map_with(threads, &m.replay, load)
+        let loaded = crate::parallel::map_with(threads, &places, load)
             .into_iter()
             .map(|r| r.map_err(anyhow::Error::from))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -448,7 +497,7 @@ pub(crate) fn acquire_each_checked<R: Send>(
             }
         })?;
         let _room = crate::budget::reserve(load_bytes(&outcome.path));
-        traces.push(take(Trace::load(&outcome.path)?)?);
+        traces.push(take(run, Trace::load(&outcome.path)?)?);
         after(&traces)?;
     }
     Ok(traces)

@@ -3,23 +3,19 @@
 //! (stdout), JSON, Markdown and a self-contained HTML file.
 //!
 //! Runs come from trace files (positional or `--replay`) or are measured
-//! live (`-- CMD`, `--pid`), which records a trace first: either way the
-//! report is built from a trace, so a replay reproduces it byte for byte.
+//! live (`-- CMD`, `--pid`), which records a trace first: either way each
+//! trace is derived into its `Run` (with what the report shows of it, its
+//! `Timeline`) and dropped, and the report is built from the runs, so a
+//! replay reproduces it byte for byte.
 
 use super::measure::{self, parse_duration, MeasureArgs, Measurement};
 use crate::config::Config;
 use crate::diagnose::RuleSet;
 use crate::error::GateError;
 use crate::files::Inputs;
-use crate::report::run::{
-    html::{Html, Plots},
-    json::Json,
-    markdown::Markdown,
-    text::Text,
-    Run, RunReport, RunReporter,
-};
-use crate::summary::RunInput;
-use crate::trace::Trace;
+use crate::report::run::{html::Html, json::Json, markdown::Markdown, text::Text};
+use crate::report::run::{RunReport, RunReporter};
+use crate::summary::Run;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -139,7 +135,6 @@ impl ReportPlan {
 
     /// Load or record the runs, explain each, write the report.
     fn execute(&self) -> anyhow::Result<i32> {
-        let (config, rules) = (&self.config, &self.rules);
         let slice_ms = self.slice.as_secs_f64() * 1000.0;
         // When JSON is all it writes, each run keeps only the timeline the JSON
         // document keeps (`json::timeline_rows`), joined as the document would
@@ -149,33 +144,36 @@ impl ReportPlan {
             && self.markdown.is_none()
             && self.html.is_none();
         let keep_rows = json_only.then(|| crate::report::run::json::timeline_rows(runs_given));
-        // Each run is explained as it is loaded (and the series its HTML plots
-        // draw taken), then its samples are freed: a report of 64 nodes holds
-        // 64 explanations, not 64 traces. A trace without samples is kept as
-        // it is, for the error below.
-        let explain = |t: &Trace| {
-            if t.sample_count() == 0 {
-                return None;
-            }
-            let mut report =
-                RunReport::build_with(t, rules, slice_ms, RunInput::new(t, config).summary);
-            if let Some(rows) = keep_rows {
-                if let Some(p) = crate::report::run::json::downsample(&report.panorama, rows) {
-                    report.panorama = p;
-                }
-            }
-            let plots = self.html.is_some().then(|| Plots::of(&report, t));
-            Some((report, plots))
+        // Each run is derived as it is loaded, with what the report shows of
+        // its trace (`Run::explain`: panorama, processes, and the series its
+        // HTML plots draw), then its trace is dropped: a report of 64 nodes
+        // holds 64 explanations, not 64 traces.
+        let plan = crate::report::run::plan(slice_ms, keep_rows, self.html.is_some());
+        let keep = measure::Keep {
+            timeline: Some(&plan),
+            ..Default::default()
         };
-        let acquired = measure::acquire_each(&self.measurement, 1, &self.trace_dir, explain)?;
-        let (traces, explained): (Vec<Trace>, Vec<_>) = acquired.into_iter().unzip();
-        let runs = explained_runs(&traces, explained)?;
-        self.write_reports(&runs)?;
+        // Each run's report is made as soon as it is derived: the report,
+        // not the run's summary, is what waits for the other runs.
+        let explain = |run: Run| Explained {
+            source: run.source.clone(),
+            truncated: run.ending.truncated,
+            report: (run.timeline.is_some()).then(|| RunReport::of(run, &self.rules)),
+        };
+        let runs = measure::acquire_runs_into(
+            &self.measurement,
+            &self.trace_dir,
+            &self.config,
+            keep,
+            explain,
+        )?;
+        let reports = explained(runs)?;
+        self.write_reports(&reports)?;
         Ok(crate::exit_code::PASS)
     }
 
     /// The text (or JSON) on stdout and the report files the flags ask for.
-    fn write_reports(&self, runs: &[Run]) -> anyhow::Result<()> {
+    fn write_reports(&self, runs: &[RunReport]) -> anyhow::Result<()> {
         // The JSON document is streamed to stdout at the end (64 nodes' is
         // ~460 MB: never held whole); the text is rendered first, as before.
         let text = match self.format {
@@ -224,44 +222,42 @@ fn measurement(args: &ReportArgs) -> Result<Measurement, GateError> {
     Measurement::build(&args.measure)
 }
 
-/// The runs to report, each trace with its explanation; a trace cut short
-/// is warned about, one without samples (not explained) is an error.
-fn explained_runs(
-    traces: &[Trace],
-    explained: Vec<Option<(RunReport, Option<Plots>)>>,
-) -> anyhow::Result<Vec<Run<'_>>> {
-    for (t, e) in traces.iter().zip(&explained) {
-        if t.truncated {
+/// One derived run as the report keeps it: its report (None: its trace
+/// had no samples, so nothing was explained), and the trace's path and
+/// whether it was cut short, for the lines below.
+struct Explained {
+    source: String,
+    truncated: bool,
+    report: Option<RunReport>,
+}
+
+/// The reports of the runs; a trace cut short is warned about, one without
+/// samples (not explained) is an error.
+fn explained(runs: Vec<Explained>) -> anyhow::Result<Vec<RunReport>> {
+    let mut reports = Vec::with_capacity(runs.len());
+    for run in runs {
+        if run.truncated {
             crate::gate_eprintln!(
                 "gate: warning: '{}' was cut short (no end record); reporting its complete prefix",
-                crate::escape::terminal(&t.path.display().to_string())
+                crate::escape::terminal(&run.source)
             );
         }
-        // Not explained: it had no samples (the others' are freed by now).
-        if e.is_none() {
+        let Some(report) = run.report else {
             return Err(GateError::bad_file(
-                &t.path,
+                Path::new(&run.source),
                 "the trace has no samples; record a run that lasts at least one interval",
             )
             .into());
-        }
+        };
+        reports.push(report);
     }
-    Ok((traces.iter().zip(explained))
-        .map(|(trace, e)| {
-            let (report, plots) = e.expect("a trace with samples is explained");
-            Run {
-                report,
-                trace,
-                plots,
-            }
-        })
-        .collect())
+    Ok(reports)
 }
 
 /// The report files the flags ask for, each rendered from the runs.
 struct ReportPages<'a> {
     plan: &'a ReportPlan,
-    runs: &'a [Run<'a>],
+    runs: &'a [RunReport],
 }
 
 impl super::output::Pages for ReportPages<'_> {

@@ -28,9 +28,8 @@
 //! (the contract itself is applied by `passes::judge_disturbed`).
 
 use crate::baseline::Baseline;
-use crate::summary::RunInput;
+use crate::summary::Run;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// A foreign process counts when it was on the GPU for at least this share
 /// of the steady window more than in the baseline (a CUDA context opened
@@ -101,12 +100,7 @@ pub struct Cause {
     pub text: String,
 }
 
-/// A process outside the tree that held a context on the GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Neighbour {
-    pub pid: u32,
-    pub name: String,
-}
+pub use crate::summary::Neighbour;
 
 /// Everything that acted on one run from outside its tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,7 +146,7 @@ impl Disturbance {
 /// (module doc). `baseline`: what the environment looked like when it was
 /// captured; without one (`gate capture`) only what needs no comparison
 /// counts (a foreign process, throttling, Xid, a saturated machine).
-pub fn detect(run: &RunInput, baseline: Option<&Baseline>) -> Option<Disturbance> {
+pub fn detect(run: &Run, baseline: Option<&Baseline>) -> Option<Disturbance> {
     let mut causes = Vec::new();
     foreign_processes(run, baseline, &mut causes);
     throttling(run, baseline, &mut causes);
@@ -166,7 +160,7 @@ pub fn detect(run: &RunInput, baseline: Option<&Baseline>) -> Option<Disturbance
 }
 
 /// A run-level mean of a GPU metric in the run (aggregate over GPUs).
-fn run_mean(run: &RunInput, id: &str) -> Option<f64> {
+fn run_mean(run: &Run, id: &str) -> Option<f64> {
     run.summary.gpu_aggregate.get(id).map(|m| m.mean)
 }
 
@@ -176,7 +170,7 @@ fn baseline_mean(baseline: Option<&Baseline>, id: &str) -> Option<f64> {
 }
 
 /// Foreign processes, one cause per GPU that had them for long enough.
-fn foreign_processes(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
+fn foreign_processes(run: &Run, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
     let Some(share) = run.summary.features.get(TIME_SHARE).copied() else {
         return;
     };
@@ -194,18 +188,7 @@ fn foreign_processes(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<
     if share < MIN_FOREIGN_TIME_SHARE || share - before < MIN_FOREIGN_TIME_SHARE {
         return;
     }
-    let mut by_gpu: BTreeMap<u32, Vec<Neighbour>> = BTreeMap::new();
-    for rec in &run.trace.processes {
-        for p in rec.procs.iter().filter(|p| !p.in_target) {
-            let list = by_gpu.entry(rec.gpu).or_default();
-            if !list.iter().any(|n| n.pid == p.pid) {
-                list.push(Neighbour {
-                    pid: p.pid,
-                    name: p.name.chars().take(64).collect(),
-                });
-            }
-        }
-    }
+    let mut by_gpu = run.neighbours.clone();
     if by_gpu.is_empty() {
         // Counted by the sampler, but no process record names them.
         by_gpu.insert(run.summary.gpus.first().map_or(0, |g| g.index), Vec::new());
@@ -249,7 +232,7 @@ fn pct(v: Option<f64>) -> String {
 }
 
 /// Thermal throttling and other clock slowdowns above the baseline's.
-fn throttling(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
+fn throttling(run: &Run, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
     for (id, kind, what) in [
         (
             "throttle_thermal_pct",
@@ -285,7 +268,7 @@ fn throttling(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>)
 }
 
 /// The SM clock below the baseline's, not by the run's own power cap.
-fn clocks_below(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
+fn clocks_below(run: &Run, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
     let id = "sm_clock_mhz";
     let (Some(now), Some(before)) = (run_mean(run, id), baseline_mean(baseline, id)) else {
         return;
@@ -313,18 +296,10 @@ fn clocks_below(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause
 }
 
 /// Xid events (ECC errors are Xids too) over the recording.
-fn xid(run: &RunInput, out: &mut Vec<Cause>) {
+fn xid(run: &Run, out: &mut Vec<Cause>) {
     let n = run.summary.features.get(XID).copied().unwrap_or(0.0);
     if n > 0.0 {
-        let codes: Vec<String> = run
-            .trace
-            .events
-            .iter()
-            .filter(|e| e.kind == crate::trace::EventKind::Xid)
-            .filter_map(|e| e.code)
-            .map(|c| c.to_string())
-            .take(8)
-            .collect();
+        let codes: Vec<String> = run.xid_codes.iter().map(|c| c.to_string()).collect();
         out.push(Cause {
             kind: CauseKind::Xid,
             gpu: None,
@@ -345,7 +320,7 @@ fn xid(run: &RunInput, out: &mut Vec<Cause>) {
 }
 
 /// Processes outside the tree kept the machine's CPU saturated.
-fn cpu_stolen(run: &RunInput, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
+fn cpu_stolen(run: &Run, baseline: Option<&Baseline>, out: &mut Vec<Cause>) {
     let (Some(others), Some(busy)) = (
         run.summary.features.get(OTHERS_CPU).copied(),
         run.summary.host.get("host_cpu_busy_pct").map(|m| m.mean),
@@ -402,7 +377,7 @@ mod tests {
     fn detect_in(sig: Signature) -> Option<Disturbance> {
         let trace = crate::synthetic::trace(&sig, 1);
         let config = Config::default();
-        let run = RunInput::new(&trace, &config);
+        let run = Run::derive(&trace, &config);
         detect(&run, None)
     }
 
@@ -440,7 +415,7 @@ mod tests {
         };
         let base = crate::baseline::build(
             "b",
-            &[RunInput::new(&healthy, &config)],
+            &[Run::derive(&healthy, &config)],
             &config,
             false,
             &meta,
@@ -450,7 +425,7 @@ mod tests {
         starved.host.insert("target_cpu_pct", 60.0);
         starved.host.insert("host_cpu_busy_pct", 97.0);
         let trace = crate::synthetic::trace(&starved, 1);
-        let run = RunInput::new(&trace, &config);
+        let run = Run::derive(&trace, &config);
         let d = detect(&run, Some(&base)).expect("disturbed against the baseline");
         assert_eq!(d.causes[0].kind, CauseKind::CpuStolen, "{d:?}");
         assert_eq!(detect(&run, None), None);
@@ -458,6 +433,6 @@ mod tests {
         let mut fed = Signature::healthy();
         fed.host.insert("host_cpu_busy_pct", 97.0);
         let trace = crate::synthetic::trace(&fed, 1);
-        assert_eq!(detect(&RunInput::new(&trace, &config), Some(&base)), None);
+        assert_eq!(detect(&Run::derive(&trace, &config), Some(&base)), None);
     }
 }

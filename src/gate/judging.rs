@@ -10,7 +10,7 @@ use crate::config::verdict::Policy;
 use crate::config::Config;
 use crate::metrics::{self, Direction, Statistic};
 use crate::stats::MetricStats;
-use crate::summary::RunInput;
+use crate::summary::Run;
 use std::collections::BTreeMap;
 
 /// The baseline's observation of `statistic`: each run's value and interval
@@ -55,7 +55,7 @@ pub(super) fn kind_of(id: &str, config: &Config) -> Kind {
 
 /// A run's `(statistic, ci95)` of `id` on `gpu` (None = aggregate/host).
 pub(super) fn run_value(
-    r: &RunInput,
+    r: &Run,
     id: &str,
     kind: Kind,
     gpu: Option<usize>,
@@ -78,7 +78,7 @@ pub(super) fn run_value(
 
 /// The new side's observation over a set of runs (or nodes).
 pub(super) fn observe(
-    runs: &[&RunInput],
+    runs: &[&Run],
     id: &str,
     kind: Kind,
     gpu: Option<usize>,
@@ -272,8 +272,8 @@ pub(super) fn compare_paired(
 
 /// Each round's A and B values of one metric (`gate ab`).
 fn pairs_of(
-    a_runs: &[RunInput],
-    b_runs: &[RunInput],
+    a_runs: &[Run],
+    b_runs: &[Run],
     id: &str,
     kind: Kind,
     gpu: Option<usize>,
@@ -291,8 +291,8 @@ fn pairs_of(
 /// order: what `gate ab`'s report lists beside the interval.
 pub(crate) fn round_differences(
     config: &Config,
-    a_runs: &[RunInput],
-    b_runs: &[RunInput],
+    a_runs: &[Run],
+    b_runs: &[Run],
     id: &str,
     stat: Statistic,
 ) -> Vec<f64> {
@@ -360,8 +360,8 @@ fn judge_aggregate(
     input: &CheckInput,
     id: &str,
     p: &Policy,
-    all: &[&RunInput],
-    a_runs: Option<&[RunInput]>,
+    all: &[&Run],
+    a_runs: Option<&[Run]>,
 ) -> Option<MetricResult> {
     let kind = kind_of(id, input.config);
     let new = observe(all, id, kind, None, p.statistic, input.multi_node);
@@ -384,11 +384,11 @@ pub(super) fn judge_metrics(
     policies: &Policies,
     first_class: &[String],
     sampled: &[String],
-    a_runs: Option<&[RunInput]>,
+    a_runs: Option<&[Run]>,
 ) -> Vec<MetricResult> {
     let b = input.baseline;
     let runs_all = input.runs;
-    let all: Vec<&RunInput> = input.runs.iter().collect();
+    let all: Vec<&Run> = input.runs.iter().collect();
     let mut results: Vec<MetricResult> = Vec::new();
     let mut context: Vec<MetricResult> = Vec::new();
     for id in first_class.iter().chain(sampled.iter()) {
@@ -406,7 +406,7 @@ pub(super) fn judge_metrics(
         .map(|r| r.summary.gpus.len())
         .max()
         .unwrap_or(0);
-    let per_gpu = |runs: &[&RunInput], node: Option<usize>, out: &mut Vec<MetricResult>| {
+    let per_gpu = |runs: &[&Run], node: Option<usize>, out: &mut Vec<MetricResult>| {
         if ngpu < 2 {
             return;
         }

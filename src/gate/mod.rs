@@ -25,7 +25,7 @@
 use crate::baseline::Baseline;
 use crate::config::Config;
 use crate::diagnose::{Finding, RuleSet};
-use crate::summary::RunInput;
+use crate::summary::Run;
 use std::collections::BTreeMap;
 
 pub mod comparable;
@@ -40,6 +40,7 @@ mod runs;
 mod spans;
 #[cfg(test)]
 pub(crate) mod tests_support;
+pub use crate::summary::{end_failure, RunFailure};
 pub use decide::{judge, Judgement, Noise, NoiseSource, Observation, Prior, Verdict, Why};
 pub(crate) use judging::{decides_the_run, is_gated, round_differences, Policies};
 use judging::{judge_metrics, metric_ids};
@@ -52,18 +53,15 @@ pub use report::{
     MetricTrend, RunInfo, RunVerdict, Trend, TrendDrift, REPORT_SCHEMA_VERSION,
 };
 use runs::{check_runs, RunLevel};
-pub use runs::{
-    end_failure, exit_code_of, harness_number_decides, run_failure, valid_samples, RunFailure,
-    MIN_STEADY_SAMPLES,
-};
+pub use runs::{exit_code_of, harness_number_decides, valid_samples, MIN_STEADY_SAMPLES};
 
 /// Everything `check` needs; all pure data.
-pub struct CheckInput<'a, 'b> {
+pub struct CheckInput<'a> {
     pub baseline: &'a Baseline,
     pub baseline_source: String,
     pub config: &'a Config,
     pub cli_threshold: Option<f64>,
-    pub runs: &'a [RunInput<'b>],
+    pub runs: &'a [Run],
     pub multi_node: bool,
     pub allow_env_mismatch: bool,
     /// Judge a run of another benchmark (`comparable`) with a warning.
@@ -90,11 +88,11 @@ pub fn check(input: &CheckInput) -> CheckReport {
 /// `gate ab`'s verdict: `input.runs` are B's runs, `a_runs` A's in the
 /// same rounds (`input.baseline` built from them), each metric judged on
 /// the per-round differences (`paired`); the rest is `check`'s.
-pub fn check_paired(input: &CheckInput, a_runs: &[RunInput]) -> CheckReport {
+pub fn check_paired(input: &CheckInput, a_runs: &[Run]) -> CheckReport {
     check_with(input, Some(a_runs))
 }
 
-fn check_with(input: &CheckInput, a_runs: Option<&[RunInput]>) -> CheckReport {
+fn check_with(input: &CheckInput, a_runs: Option<&[Run]>) -> CheckReport {
     let b = input.baseline;
     let mut run = RunLevel::default();
     let runs_info = check_runs(input, &mut run);

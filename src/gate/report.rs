@@ -230,6 +230,10 @@ pub struct RunInfo {
     /// NVML index, UUID and model, for reports that label per-GPU values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuIdentity>,
+    /// The series the check page plots, taken at derive (`Run::plot`);
+    /// None when no page is written.
+    #[serde(skip)]
+    pub(crate) series: Option<std::sync::Arc<crate::summary::RunSeries>>,
 }
 
 /// One GPU of a run, by what dcgm-exporter labels it with (`gpu`, `UUID`, `modelName`; OpenMetrics writes them snake_case).

@@ -1,5 +1,5 @@
 //! The run-level checks made before any metric is judged: a failed
-//! benchmark (`RunFailure`), another environment or benchmark than the
+//! benchmark (the run's `Ending`, derived with it), another environment or benchmark than the
 //! baseline's (`comparable`), too few valid samples, the user metrics'
 //! problems; and `RunLevel`, the run verdict as it is assembled (the
 //! strongest reason wins) with its exit code.
@@ -10,164 +10,17 @@ use super::CheckInput;
 use crate::baseline::Environment;
 use crate::config::Config;
 use crate::exit_code;
-use crate::summary::RunInput;
+use crate::summary::Run;
 
 /// Fewer valid steady samples than this give no verdict: 20 samples at
 /// 100 ms is 2 s, less than two batch-means batches, too little to tell a
 /// regression from a pause.
 pub const MIN_STEADY_SAMPLES: usize = 20;
 
-/// Why a run cannot count as a successful benchmark run, and whose failure
-/// it is: the benchmark's own (exit 5, never retried) or the measurement's
-/// (exit 3, retryable).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunFailure {
-    pub message: String,
-    /// The benchmark itself failed: it exited nonzero, or a signal that gate
-    /// did not send killed it (SIGSEGV, SIGABRT, the OOM killer's SIGKILL).
-    pub(crate) by_benchmark: bool,
-}
-
-impl RunFailure {
-    /// The error for this failure, saying `msg`: the benchmark's (exit 5)
-    /// or the measurement's (exit 3).
-    pub fn error(&self, msg: impl Into<String>) -> crate::error::GateError {
-        if self.by_benchmark {
-            crate::error::GateError::BenchmarkFailed(msg.into())
-        } else {
-            crate::error::GateError::Infra(msg.into())
-        }
-    }
-
-    /// The exit code this failure gives.
-    pub fn exit_code(&self) -> i32 {
-        if self.by_benchmark {
-            exit_code::BENCHMARK_FAILED
-        } else {
-            exit_code::INFRA
-        }
-    }
-}
-
-impl std::fmt::Display for RunFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// Why a trace cannot count as a successful benchmark run, if it cannot.
-pub fn run_failure(trace: &crate::trace::Trace) -> Option<RunFailure> {
-    let src = trace.path.display().to_string();
-    if trace.truncated {
-        return Some(RunFailure {
-            message: format!(
-                "trace '{src}' is truncated (no end record): the benchmark or the recording was cut short"
-            ),
-            by_benchmark: false,
-        });
-    }
-    if let Some(f) = end_failure(trace.end.as_ref()?, &src) {
-        return Some(f);
-    }
-    // A window with no steady sample measured nothing: never a pass on the
-    // harness's number alone (issue 41.2).
-    if trace
-        .note_time(crate::trace::WARMUP_NEVER_RELEASED_NOTE)
-        .is_some()
-    {
-        return Some(RunFailure {
-            message: format!(
-                "--warmup-until never matched a line of the benchmark's stdout (stderr is not read), so every sample is warm-up and nothing was measured ('{src}'); give a pattern the benchmark prints on stdout, or --warmup DURATION"
-            ),
-            by_benchmark: false,
-        });
-    }
-    if trace.closed_at_ms.is_some() && !(0..trace.sample_count()).any(|i| trace.is_steady(i)) {
-        return Some(RunFailure {
-            message: format!(
-                "the window was closed by --until before any steady sample, so nothing was measured ('{src}'); give the benchmark's end-of-timed-section marker, printed after its work"
-            ),
-            by_benchmark: false,
-        });
-    }
-    None
-}
-
-/// `run_failure` for an end record (`gate record` has no loaded trace).
-/// Signals gate sends itself (the stop at the end of `--duration` or of
-/// `--warmup-timeout`, a forwarded Ctrl-C or SIGTERM) are not the
-/// benchmark's failure; any other signal, or a nonzero exit status, is.
-pub fn end_failure(end: &crate::trace::EndRecord, src: &str) -> Option<RunFailure> {
-    let measurement = |message: String| {
-        Some(RunFailure {
-            message,
-            by_benchmark: false,
-        })
-    };
-    let benchmark = |message: String| {
-        Some(RunFailure {
-            message,
-            by_benchmark: true,
-        })
-    };
-    use crate::trace::StopReason;
-    match end.reason {
-        StopReason::WarmupTimeout => return measurement(format!(
-            "--warmup-until never matched within --warmup-timeout, so the benchmark was stopped before its window ('{src}')"
-        )),
-        StopReason::Interrupted => return measurement(format!(
-            "the recording was interrupted: gate received a signal and forwarded it to the benchmark ('{src}')"
-        )),
-        _ => {}
-    }
-    if let Some(sig) = end.signal {
-        if end.reason == StopReason::TargetExited {
-            return benchmark(format!(
-                "the benchmark was killed by signal {sig}{} ('{src}')",
-                signal_name(sig)
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ));
-        }
-        // gate itself stops the target with SIGTERM when --duration is reached.
-        if end.reason != StopReason::DurationReached {
-            return measurement(format!(
-                "gate stopped the benchmark ({}) and it ended by signal {sig} ('{src}')",
-                end.reason
-            ));
-        }
-    }
-    if let Some(code) = end.exit_code {
-        if code != 0 {
-            return benchmark(format!("the benchmark exited with code {code} ('{src}')"));
-        }
-    }
-    None
-}
-
-/// The name of a common fatal signal, for messages.
-pub(super) fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
-}
-
 /// Valid steady samples: the largest count any gated sampled metric has
 /// (a GPM glitch sample counts as missing, not as a sample); the steady
 /// sample count when no gated metric is sampled (host-only runs).
-pub fn valid_samples(r: &RunInput, config: &Config) -> usize {
+pub fn valid_samples(r: &Run, config: &Config) -> usize {
     let s = &r.summary;
     let gated = |id: &&String| config.policy(id, None).map(|p| p.gated).unwrap_or(false);
     s.gpu_aggregate
@@ -226,18 +79,18 @@ impl RunLevel {
 /// not comparable with `[compare] arguments = "refuse"`.
 pub(super) fn comparable(
     input: &CheckInput,
-    t: &crate::trace::Trace,
+    header: &crate::trace::Header,
     who: &str,
     run: &mut RunLevel,
 ) {
     let cfg = &input.config.file.compare;
-    let mut tags = t.header.tags.clone();
+    let mut tags = header.tags.clone();
     tags.extend(input.cli_tags.clone());
     tags.retain(|k, _| !cfg.vary.contains(k));
     let d = comparable::differences(
         &comparable::without_varying(&input.baseline.capture.command, &cfg.vary),
         &input.baseline.tags,
-        &comparable::without_varying(&t.header.command, &cfg.vary),
+        &comparable::without_varying(&header.command, &cfg.vary),
         &tags,
         &cfg.tags,
     );
@@ -280,8 +133,7 @@ pub(super) fn comparable(
 pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo> {
     let mut runs_info = Vec::new();
     for (i, r) in input.runs.iter().enumerate() {
-        let t = r.trace;
-        let env = Environment::from_fingerprint(&t.header.fingerprint);
+        let env = Environment::from_fingerprint(&r.header.fingerprint);
         let valid = valid_samples(r, input.config);
         let who = if input.multi_node {
             format!("node {i}")
@@ -290,7 +142,7 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
         } else {
             "this run".to_string()
         };
-        let failure = run_failure(t);
+        let failure = r.ending.failure.as_ref();
         // Cut short by gate or the runner (a signal, no steady sample):
         // the number the benchmark never got to print is not its failure
         // (exit 3, not 5: issue 41.9).
@@ -317,7 +169,7 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
                 ));
             }
         }
-        comparable(input, t, &who, run);
+        comparable(input, &r.header, &who, run);
         // The benchmark's own verdict on itself (MLPerf LoadGen's `Result
         // is : INVALID`: latency or early-stopping constraints not met) is
         // a gate of its own: the run fails as a regression would.
@@ -348,8 +200,8 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
             }
         }
         runs_info.push(RunInfo {
-            source: t.path.display().to_string(),
-            command: t.header.command.join(" "),
+            source: r.source.clone(),
+            command: r.header.command.join(" "),
             node: input.multi_node.then_some(i),
             gpu_model: env.gpu_model,
             gpu_count: env.gpu_count,
@@ -360,9 +212,9 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
             startup_s: r.summary.startup_s,
             teardown_s: r.summary.teardown_s,
             closed_by_until: r.summary.closed_by_until,
-            exit_code: t.exit_code(),
-            signal: t.end.as_ref().and_then(|e| e.signal),
-            truncated: t.truncated,
+            exit_code: r.ending.exit_code,
+            signal: r.ending.signal,
+            truncated: r.ending.truncated,
             gpus: r
                 .summary
                 .gpus
@@ -373,6 +225,7 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
                     model: g.name.clone(),
                 })
                 .collect(),
+            series: r.series.clone(),
         });
     }
     runs_info
@@ -382,7 +235,7 @@ pub(super) fn check_runs(input: &CheckInput, run: &mut RunLevel) -> Vec<RunInfo>
 /// (exit 2) or the benchmark's (exit 5, "did not produce its number").
 /// An `optional = true` metric is only warned about.
 pub(super) fn user_problems(
-    r: &RunInput,
+    r: &Run,
     config: &Config,
     who: &str,
     elsewhere: &dyn Fn(&str) -> bool,
@@ -429,21 +282,21 @@ pub(super) fn user_problems(
 /// stale...) while no `[user_metrics]` table reads it: said, never
 /// ignored in silence (`measure::warn_unread_metrics_file` says the rest
 /// before a live run).
-fn unread_metrics_file(r: &RunInput, config: &Config) -> Option<String> {
+fn unread_metrics_file(r: &Run, config: &Config) -> Option<String> {
     use crate::config::user_metrics::UserSource;
-    let problem = r.trace.end.as_ref()?.metrics_file_problem.as_ref()?;
+    let problem = r.ending.metrics_file_problem.as_ref()?;
     let read = (config.file.user_metrics.values()).any(|d| d.source == UserSource::MetricsFile);
     (!read).then(|| {
         format!(
             "{}; no [user_metrics] table of gate.toml reads --metrics-file (source = \"metrics_file\"), so nothing of it was to be judged",
-            problem.message
+            problem
         )
     })
 }
 
 /// The benchmark's own number decides this run: a gated user metric was
 /// read. Its value does not depend on how many samples the counters got.
-pub fn harness_number_decides(r: &RunInput, config: &Config) -> bool {
+pub fn harness_number_decides(r: &Run, config: &Config) -> bool {
     r.user
         .keys()
         .any(|id| config.policy(id, None).is_some_and(|p| p.gated))

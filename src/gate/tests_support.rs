@@ -105,6 +105,7 @@ pub(crate) fn sample_report() -> CheckReport {
                     model: "NVIDIA H200".into(),
                 })
                 .collect(),
+            series: None,
         }],
         metrics: vec![
             metric("wall_time_s", None, 60.0, 62.0, Verdict::Pass, true),

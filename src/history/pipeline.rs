@@ -32,7 +32,7 @@ use crate::config::history::HistoryConfig;
 use crate::config::Config;
 use crate::error::GateError;
 use crate::gate::{CheckReport, RunVerdict};
-use crate::trace::Trace;
+use crate::summary::Run;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -177,13 +177,13 @@ fn target_branch() -> Option<String> {
 
 fn provenance(
     settings: &HistorySettings,
-    traces: &[Trace],
+    runs: &[Run],
     cli_tags: &BTreeMap<String, String>,
     commit: Option<String>,
 ) -> Provenance {
-    // The traces' tags (first trace wins), then --tag on this command line.
+    // The runs' tags (first run wins), then --tag on this command line.
     let mut tags = BTreeMap::new();
-    for t in traces.iter().rev() {
+    for t in runs.iter().rev() {
         tags.extend(t.header.tags.clone());
     }
     tags.extend(cli_tags.clone());
@@ -192,13 +192,13 @@ fn provenance(
         commit,
         branch: detect_branch(settings.branch.as_deref()),
         tags,
-        environment: traces
+        environment: runs
             .first()
             .map(|t| Environment::from_fingerprint(&t.header.fingerprint))
             .unwrap_or_default(),
-        source: traces
+        source: runs
             .iter()
-            .map(|t| t.path.display().to_string())
+            .map(|r| r.source.clone())
             .collect::<Vec<_>>()
             .join(", "),
     }
@@ -400,13 +400,13 @@ pub(crate) fn before_check_report(
     settings: &HistorySettings,
     config: &Config,
     baseline: &Baseline,
-    traces: &[Trace],
+    runs: &[Run],
     cli_tags: &BTreeMap<String, String>,
     report: &mut CheckReport,
 ) -> PendingCheck {
     let cfg = config.file.history.as_ref();
     let drift_cfg = cfg.map(|c| c.drift.clone()).unwrap_or_default();
-    let prov = provenance(settings, traces, cli_tags, settings.commit.clone());
+    let prov = provenance(settings, runs, cli_tags, settings.commit.clone());
     let mut run = record::from_check(report, baseline, prov);
     // Reads, in one bounded step: the recent runs on this branch for drift,
     // and the trend (the last checks of this baseline on the target branch,
@@ -482,9 +482,9 @@ pub(crate) fn after_capture(
     plan: &HistoryPlan,
     settings: &HistorySettings,
     baseline: &Baseline,
-    traces: &[Trace],
+    runs: &[Run],
 ) -> Result<(), GateError> {
-    let prov = provenance(settings, traces, &baseline.tags, baseline.commit.clone());
+    let prov = provenance(settings, runs, &baseline.tags, baseline.commit.clone());
     let run = record::from_capture(baseline, prov);
     let appended = plan
         .open()

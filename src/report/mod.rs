@@ -10,9 +10,9 @@
 //! same bytes (no clock, no host lookups, no environment variables), and
 //! where the bytes go (files, stdout) is the commands' job; `run::json`
 //! can also write them as it makes them, to a writer the command hands it.
-//! What the renders need beyond the report is read before them, by a
-//! helper the command calls: the check page's series, read from the runs'
-//! trace files (`check::html::series_for`).
+//! What the renders need beyond the report came with it: the check page's
+//! series are the runs' own, taken at derive (`summary::RunSeries`); no
+//! reporter of a check opens a trace.
 
 pub mod check;
 pub mod finding;

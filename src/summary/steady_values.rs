@@ -1,27 +1,42 @@
 //! A column's values at the steady samples, handed over in time order
-//! straight from the trace (`Trace::visit_gpu` and its siblings): what
-//! `MetricStats::from_visits` reads instead of a copy (issue 44.2).
+//! straight from the trace's columns (`Columns::visit_gpu` and its
+//! siblings): what `MetricStats::from_visits` reads instead of a copy
+//! (issue 44.2).
 
 use super::Column;
-use crate::trace::{Samples, Trace};
+use crate::trace::{Columns, Header, Samples, Trace};
 
 /// Hand `f` the value of `column` at each of the `steady` samples, in
-/// order (NaN where missing): `steady_finite`'s values before its filter.
+/// order (NaN where missing).
 pub(crate) fn visit(trace: &Trace, steady: &Samples, column: &Column, f: &mut dyn FnMut(f64)) {
+    visit_columns(&trace.header, &trace.columns, steady, column, f);
+}
+
+/// `visit` on the columns of a trace with `header`, kept without it (a
+/// run's samples kept past derive, `Run::keep_samples`).
+pub(crate) fn visit_columns(
+    header: &Header,
+    columns: &Columns,
+    steady: &Samples,
+    column: &Column,
+    f: &mut dyn FnMut(f64),
+) {
+    let ngpu = header.fingerprint.gpus.len();
+    let gpu_column = |id: &str| header.gpu_columns.iter().position(|c| c == id);
     match *column {
         Column::Gpu { slot, id } => {
-            if let Some(col) = trace.gpu_column(id).filter(|_| slot < trace.gpu_count()) {
-                trace.visit_gpu(steady, slot, col, f);
+            if let Some(col) = gpu_column(id).filter(|_| slot < ngpu) {
+                columns.visit_gpu(steady, slot, col, f);
             }
         }
         Column::GpuMean { id } => {
-            if let Some(col) = trace.gpu_column(id) {
-                trace.visit_gpu_mean(steady, col, f);
+            if let Some(col) = gpu_column(id) {
+                columns.visit_gpu_mean(ngpu, steady, col, f);
             }
         }
         Column::Host { id } => {
-            if let Some(col) = trace.host_column(id) {
-                trace.visit_host(steady, col, f);
+            if let Some(col) = header.host_columns.iter().position(|c| c == id) {
+                columns.visit_host(steady, col, f);
             }
         }
     }

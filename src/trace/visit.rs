@@ -6,7 +6,7 @@
 //! a 24-hour trace's scratch pages were dropped ten times as often as the
 //! bytes read called for, and faulted in again on every pass.
 
-use super::{mean_of_finite, Samples, Trace};
+use super::{mean_of_finite, Columns, Samples, Trace};
 use std::ops::Range;
 
 /// Samples read between two fetches of a series (a long trace's columns
@@ -23,31 +23,7 @@ impl Trace {
         col: usize,
         f: &mut dyn FnMut(f64),
     ) {
-        for block in samples.blocks(BLOCK) {
-            let series = self.columns.gpu_reading(gpu, col, block.len());
-            series[block].iter().for_each(|&v| f(v as f64));
-        }
-    }
-
-    /// `gpu_mean_at(i, col)` at each of `samples`, a block of every GPU's
-    /// series at a time: the same additions in the same order per sample.
-    pub(crate) fn visit_gpu_mean(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
-        for block in samples.blocks(BLOCK) {
-            let series: Vec<&[f32]> = (0..self.gpu_count())
-                .map(|g| self.columns.gpu_reading(g, col, block.len()))
-                .collect();
-            for i in block {
-                f(mean_of_finite(series.iter().map(|s| s[i])));
-            }
-        }
-    }
-
-    /// Host column `col` at each of `samples`.
-    pub(crate) fn visit_host(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
-        for block in samples.blocks(BLOCK) {
-            let series = self.columns.host_reading(col, block.len());
-            series[block].iter().for_each(|&v| f(v as f64));
-        }
+        self.columns.visit_gpu(samples, gpu, col, f);
     }
 
     /// The per-sample GPU mean of `col` over the consecutive samples
@@ -65,5 +41,51 @@ impl Trace {
         out.clear();
         let series = self.columns.host_reading(col, block.len());
         out.extend(series[block].iter().map(|&v| v as f64));
+    }
+}
+
+/// The same visits on columns kept without their trace (a run's parked
+/// samples, `summary::Run`), `ngpu` GPU slots.
+impl Columns {
+    /// GPU slot `gpu`'s column `col` at each of `samples` (NaN = missing).
+    pub(crate) fn visit_gpu(
+        &self,
+        samples: &Samples,
+        gpu: usize,
+        col: usize,
+        f: &mut dyn FnMut(f64),
+    ) {
+        for block in samples.blocks(BLOCK) {
+            let series = self.gpu_reading(gpu, col, block.len());
+            series[block].iter().for_each(|&v| f(v as f64));
+        }
+    }
+
+    /// The mean over `ngpu` GPUs of column `col` at each of `samples`
+    /// (`Trace::gpu_mean_at`), a block of every GPU's series at a time:
+    /// the same additions in the same order per sample.
+    pub(crate) fn visit_gpu_mean(
+        &self,
+        ngpu: usize,
+        samples: &Samples,
+        col: usize,
+        f: &mut dyn FnMut(f64),
+    ) {
+        for block in samples.blocks(BLOCK) {
+            let series: Vec<&[f32]> = (0..ngpu)
+                .map(|g| self.gpu_reading(g, col, block.len()))
+                .collect();
+            for i in block {
+                f(mean_of_finite(series.iter().map(|s| s[i])));
+            }
+        }
+    }
+
+    /// Host column `col` at each of `samples`.
+    pub(crate) fn visit_host(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
+        for block in samples.blocks(BLOCK) {
+            let series = self.host_reading(col, block.len());
+            series[block].iter().for_each(|&v| f(v as f64));
+        }
     }
 }

@@ -12,14 +12,12 @@ use super::plan::CheckPlan;
 use crate::commands::measure;
 use crate::gate::{self, CheckReport};
 use crate::history::pipeline::{self, CheckHistory, PendingCheck};
-use crate::summary::{RunDerived, RunInput};
-use crate::trace::Trace;
+use crate::summary::Run;
 
-/// The runs measured so far, each with what `RunInput::derive` made of it
-/// (its samples already freed).
+/// The runs measured so far, each derived (`Run::derive`) and its trace
+/// dropped.
 pub(crate) struct Acquired {
-    traces: Vec<Trace>,
-    derived: Vec<RunDerived>,
+    runs: Vec<Run>,
 }
 
 /// A judged check whose run is not yet in the history: the reports are
@@ -56,25 +54,29 @@ impl CheckPlan {
     }
 
     /// One measurement: a live run, or every replayed trace (loaded on
-    /// several cores). Each trace is summarised as it is loaded and its
-    /// samples freed: the verdict needs only summaries, so 64 nodes cost
-    /// one node's samples.
+    /// several cores). Each trace is derived into its `Run` as it is loaded
+    /// and dropped: the verdict reads only runs, so 64 nodes cost one
+    /// node's samples.
     pub(crate) fn acquire(&self) -> anyhow::Result<Acquired> {
-        let derive = |t: &Trace| Some(RunInput::derive(t, &self.config));
-        let (traces, derived) = measure::acquire_each(&self.measure, 1, &self.trace_dir, derive)?
-            .into_iter()
-            .filter_map(|(t, d)| d.map(|d| (t, d)))
-            .unzip();
-        Ok(Acquired { traces, derived })
+        let runs = measure::acquire_runs(
+            &self.measure,
+            1,
+            &self.trace_dir,
+            &self.config,
+            measure::Keep {
+                samples: false,
+                series: self.plots,
+                timeline: None,
+            },
+            |_| Ok(()),
+        )?;
+        Ok(Acquired { runs })
     }
 
     /// Judge the first measurement, rerun while the verdict is open (live
     /// runs only), then read the history (drift may raise the verdict).
     pub(crate) fn conclude(&self, first: Acquired) -> anyhow::Result<Judged> {
-        let Acquired {
-            mut traces,
-            mut derived,
-        } = first;
+        let Acquired { mut runs } = first;
         // The history store, opened once: its healthy checks are the noise
         // model's prior; drift and the trend are read from it after the verdict.
         let mut history = self.history_plan.clone().map(CheckHistory::open);
@@ -82,10 +84,8 @@ impl CheckPlan {
             .as_mut()
             .map(|h| h.healthy_spread(&self.baseline))
             .unwrap_or_default();
-        let verdict = |traces: &[Trace], derived: &[RunDerived]| {
-            self.verdict_of(traces, derived, &history_spread)
-        };
-        let mut report = verdict(&traces, &derived);
+        let verdict = |runs: &[Run]| self.verdict_of(runs, &history_spread);
+        let mut report = verdict(&runs);
         let first = report.verdict();
         let max_reruns = self.max_reruns;
         let mut reruns = 0;
@@ -96,7 +96,7 @@ impl CheckPlan {
                 report.verdict().as_str(),
             );
             if let (gate::RunVerdict::Disturbed, Some(limit), Some(last)) =
-                (report.verdict(), self.wait_clean, traces.last())
+                (report.verdict(), self.wait_clean, runs.last())
             {
                 let left = super::wait_clean::wait_for_quiet_gpus(last, limit);
                 if !left.is_empty() {
@@ -106,16 +106,14 @@ impl CheckPlan {
                     );
                 }
             }
-            let more = self.acquire()?;
-            traces.extend(more.traces);
-            derived.extend(more.derived);
-            report = verdict(&traces, &derived);
+            runs.extend(self.acquire()?.runs);
+            report = verdict(&runs);
         }
         if reruns > 0 {
             report.warn(format!(
                 "the first run's verdict was {}; {} runs were judged together (their spread is the new side's noise; {} looks at a Bonferroni-split 5 %)",
                 first.as_str(),
-                traces.len(),
+                runs.len(),
                 1 + max_reruns
             ));
         }
@@ -129,7 +127,7 @@ impl CheckPlan {
                 &self.history,
                 &self.config,
                 &self.baseline,
-                &traces,
+                &runs,
                 &self.cli_tags,
                 &mut report,
             )
@@ -143,41 +141,35 @@ impl CheckPlan {
     /// `gate::check` of the runs so far.
     fn verdict_of(
         &self,
-        traces: &[Trace],
-        derived: &[RunDerived],
+        runs: &[Run],
         history_spread: &std::collections::BTreeMap<String, (f64, f64)>,
     ) -> CheckReport {
-        let inputs: Vec<RunInput> = traces
-            .iter()
-            .zip(derived)
-            .map(|(t, d)| RunInput::from_parts(t, d.clone()))
-            .collect();
         let j = &self.judging;
         // Judge the clean runs when there are any (issue 38): a disturbed
         // run is no evidence about the change. The nodes of one run stay
         // together.
-        let found: Vec<Option<gate::disturbance::Disturbance>> = inputs
+        let found: Vec<Option<gate::disturbance::Disturbance>> = runs
             .iter()
             .map(|r| gate::disturbance::detect(r, Some(&self.baseline)))
             .collect();
         let disturbed: Vec<bool> = found.iter().map(Option::is_some).collect();
         let left_out = disturbed.iter().filter(|d| **d).count();
-        let inputs: Vec<RunInput> = if !j.multi_node && left_out > 0 && left_out < inputs.len() {
-            inputs
-                .into_iter()
-                .zip(&disturbed)
+        let clean: Vec<Run>;
+        let inputs: &[Run] = if !j.multi_node && left_out > 0 && left_out < runs.len() {
+            clean = (runs.iter().zip(&disturbed))
                 .filter(|(_, d)| !**d)
-                .map(|(r, _)| r)
-                .collect()
+                .map(|(r, _)| r.clone())
+                .collect();
+            &clean
         } else {
-            inputs
+            runs
         };
         let mut report = gate::check(&gate::CheckInput {
             baseline: &self.baseline,
             baseline_source: self.baseline_source.clone(),
             config: &self.config,
             cli_threshold: j.threshold,
-            runs: &inputs,
+            runs: inputs,
             multi_node: j.multi_node,
             allow_env_mismatch: j.allow_env_mismatch,
             allow_command_change: j.allow_command_change,
@@ -188,11 +180,11 @@ impl CheckPlan {
             looks: 1 + self.max_reruns,
             history_spread: history_spread.clone(),
         });
-        if inputs.len() < traces.len() && !j.multi_node {
+        if inputs.len() < runs.len() && !j.multi_node {
             let what: Vec<String> = found.iter().flatten().map(|d| d.text()).collect();
             report.warn_first(format!(
                 "{left_out} of {} runs were DISTURBED (something outside the benchmark's process tree acted on them) and left out; the {} clean run(s) were judged: {}",
-                traces.len(),
+                runs.len(),
                 inputs.len(),
                 what.join(" | ")
             ));

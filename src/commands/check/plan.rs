@@ -75,6 +75,9 @@ pub(crate) struct CheckPlan {
     /// before a disturbed run is rerun.
     pub(crate) wait_clean: Option<std::time::Duration>,
     pub history: HistorySettings,
+    /// A check page is written (`--html`): each run's series are taken at
+    /// derive (`Run::plot`).
+    pub(crate) plots: bool,
 }
 
 impl CheckPlan {
@@ -148,6 +151,7 @@ impl CheckPlan {
             max_reruns,
             wait_clean: args.wait_clean,
             history,
+            plots: args.html.is_some(),
         })
     }
 }

@@ -2,7 +2,7 @@
 //! wait (at most DURATION) for the processes outside the benchmark's tree
 //! to leave its GPUs, so that the rerun has a chance to be clean.
 
-use crate::trace::Trace;
+use crate::summary::Run;
 use std::time::{Duration, Instant};
 
 /// How often the GPUs' process lists are read while waiting.
@@ -11,7 +11,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// Wait until no process holds a context on the GPUs `last` ran on (the
 /// benchmark has exited, so any that remains is a neighbour), or until
 /// `limit`. Returns what is still there when the wait ends (empty: clean).
-pub(crate) fn wait_for_quiet_gpus(last: &Trace, limit: Duration) -> Vec<(u32, u32)> {
+pub(crate) fn wait_for_quiet_gpus(last: &Run, limit: Duration) -> Vec<(u32, u32)> {
     let gpus: Vec<u32> = last
         .header
         .fingerprint

@@ -17,25 +17,20 @@
 //! and past `HTML_BUDGET_BYTES` a workload's section keeps its verdict and
 //! table but not its charts.
 //!
-//! Series come from the traces the report names (`RunInfo::source`), read
-//! again here, one at a time: the verdict itself needs only summaries.
+//! Series come from the runs (`RunInfo::series`), taken from each trace
+//! at derive (`summary::RunSeries`): no trace is opened again here.
 
 use super::html_svg::Band;
 use super::{change_text, noise_text, tolerance_text};
 use crate::escape::html as esc;
 use crate::format::value_with_unit;
 use crate::gate::{CheckReport, MetricResult, RunVerdict, Verdict};
-use crate::trace::Trace;
-use std::collections::BTreeMap;
+pub use crate::summary::series::{Points, MAX_LINES, MAX_POINTS};
+pub use crate::summary::RunSeries;
 use std::fmt::Write as _;
-use std::path::Path;
 
-/// Points per line at most: about one per two pixels of plot width.
-pub const MAX_POINTS: usize = 600;
 /// Charts per workload at most; further metrics stay in the table.
 pub const MAX_CHARTS: usize = 24;
-/// Lines per chart at most (runs x GPUs); the rest are named as left out.
-pub const MAX_LINES: usize = 8;
 /// The size a page is kept to: sections past it lose their charts.
 pub const HTML_BUDGET_BYTES: usize = 6 << 20;
 /// Findings shown with their curves.
@@ -75,31 +70,13 @@ const COLORS: [&str; MAX_LINES] = [
 ];
 const BAND: &str = "#4c78a8";
 
-/// Points of a line: (t seconds, value); NaN breaks it.
-pub type Points = Vec<(f64, f64)>;
-/// A line's key: metric id and GPU slot (None: a host metric).
-pub(crate) type LineKey = (String, Option<usize>);
 /// Lines of a chart: label and points.
 type Lines<'a> = Vec<(String, &'a [(f64, f64)])>;
-
-/// One run's series of the charted metrics, read from its trace.
-#[derive(Debug, Clone, Default)]
-pub struct RunSeries {
-    /// The trace it came from (as the report names it).
-    pub source: String,
-    /// End of the warm-up and of the recording, seconds from the start.
-    pub(crate) warmup_s: f64,
-    pub(crate) end_s: f64,
-    /// (metric id, GPU slot or None for a host metric) -> (t s, value).
-    pub lines: BTreeMap<LineKey, Points>,
-    /// Why the series are missing (the trace could not be read again).
-    pub error: Option<String>,
-}
 
 /// One workload of the page: its report and its runs' series.
 pub struct Workload<'a> {
     pub report: &'a CheckReport,
-    pub runs: Vec<RunSeries>,
+    pub runs: Vec<&'a RunSeries>,
 }
 
 /// The metrics a workload's page draws, in order: decisive metrics (gated,
@@ -142,79 +119,17 @@ fn cited_ids(expr: &str) -> Vec<String> {
         .collect()
 }
 
-/// Read the series of `ids` from the trace at `source`, each line at most
-/// `MAX_POINTS` points (bucket means), steady or not; the trace is dropped
-/// before the next is read.
-pub(crate) fn read_series(source: &str, ids: &[&str]) -> RunSeries {
-    let mut out = RunSeries {
-        source: source.to_string(),
-        ..Default::default()
-    };
-    let trace = match Trace::load(Path::new(source)) {
-        Ok(t) => t,
-        Err(e) => {
-            out.error = Some(e.to_string());
-            return out;
-        }
-    };
-    out.warmup_s = trace.header.warmup_ms as f64 / 1000.0;
-    out.end_s = trace.times_ms.last().unwrap_or(0.0) / 1000.0;
-    for id in ids {
-        if let Some(col) = trace.gpu_column(id) {
-            for gpu in 0..trace.gpu_count() {
-                let pts = downsample(&trace, out.end_s, |i| trace.gpu_value(i, gpu, col));
-                out.lines.insert((id.to_string(), Some(gpu)), pts);
-            }
-        } else if let Some(col) = trace.host_column(id) {
-            let pts = downsample(&trace, out.end_s, |i| trace.host_value(i, col));
-            out.lines.insert((id.to_string(), None), pts);
-        }
-    }
-    out
-}
-
-/// At most `MAX_POINTS` (t, value) points: the mean of the finite values
-/// in each of `MAX_POINTS` equal time buckets (NaN where a bucket has none).
-fn downsample(trace: &Trace, end_s: f64, value: impl Fn(usize) -> f32) -> Vec<(f64, f64)> {
-    let n = trace.sample_count();
-    let buckets = MAX_POINTS.min(n.max(1));
-    let width = if end_s > 0.0 {
-        end_s / buckets as f64
-    } else {
-        1.0
-    };
-    let mut acc = vec![(0.0f64, 0usize, 0.0f64, 0usize); buckets];
-    for (i, t) in trace.times_ms.iter().enumerate() {
-        let t = t / 1000.0;
-        let b = ((t / width) as usize).min(buckets - 1);
-        acc[b].2 += t;
-        acc[b].3 += 1;
-        let v = value(i);
-        if v.is_finite() {
-            acc[b].0 += v as f64;
-            acc[b].1 += 1;
-        }
-    }
-    acc.iter()
-        .filter(|a| a.3 > 0)
-        .map(|a| {
-            let v = if a.1 > 0 { a.0 / a.1 as f64 } else { f64::NAN };
-            (a.2 / a.3 as f64, v)
-        })
-        .collect()
-}
-
-/// The series a workload's page needs, read from its runs' traces.
-pub(crate) fn series_for(r: &CheckReport) -> Vec<RunSeries> {
-    let ids: Vec<&str> = charted(r).iter().map(|m| m.id.as_str()).collect();
-    r.runs
-        .iter()
-        .map(|run| read_series(&run.source, &ids))
+/// The series a workload's page needs: its runs', taken at derive,
+/// borrowed.
+pub(crate) fn series_for(r: &CheckReport) -> Vec<&RunSeries> {
+    use crate::summary::series::NO_SERIES;
+    (r.runs.iter())
+        .map(|run| run.series.as_deref().unwrap_or(&NO_SERIES))
         .collect()
 }
 
 /// The page for one check.
-pub fn render(report: &CheckReport, runs: Vec<RunSeries>) -> String {
+pub fn render(report: &CheckReport, runs: Vec<&RunSeries>) -> String {
     render_page(&[Workload { report, runs }], None, HTML_BUDGET_BYTES)
 }
 
@@ -379,7 +294,7 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
         }
         s.push_str("</ul></details>");
     }
-    s.push_str(&provenance(r, &w.runs));
+    s.push_str(&provenance(r));
     let shown = charted(r);
     s.push_str(&metric_table(r, &shown));
     if let Some(d) = crate::gate::detectable::statement(&r.metrics) {
@@ -435,7 +350,7 @@ fn section(w: &Workload, idx: usize, charts: bool) -> String {
     s
 }
 
-fn provenance(r: &CheckReport, runs: &[RunSeries]) -> String {
+fn provenance(r: &CheckReport) -> String {
     let b = &r.baseline;
     let mut s = format!(
         "<div class=\"meta\">Baseline <code>{}</code>: {} run(s) on {}, captured {}{}<br>",
@@ -464,14 +379,6 @@ fn provenance(r: &CheckReport, runs: &[RunSeries]) -> String {
             run.exit_code
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "n/a".into())
-        );
-    }
-    for run in runs.iter().filter(|r| r.error.is_some()) {
-        let _ = write!(
-            s,
-            "<span class=\"warn\">No curves of <code>{}</code>: {}</span><br>",
-            esc(&run.source),
-            esc(run.error.as_deref().unwrap_or(""))
         );
     }
     s.push_str("</div>");
@@ -524,10 +431,12 @@ fn anchor(r: &CheckReport, m: &MetricResult) -> String {
 }
 
 /// The lines of one metric: each run's, each GPU's, at most `MAX_LINES`.
-fn lines_of<'a>(m: &MetricResult, runs: &'a [RunSeries]) -> (Lines<'a>, usize) {
+fn lines_of<'a>(m: &MetricResult, runs: &[&'a RunSeries]) -> (Lines<'a>, usize) {
     let mut lines = Vec::new();
     let mut total = 0;
     for (ri, run) in runs.iter().enumerate() {
+        // Lines not kept at derive: runs before this one fill the chart.
+        total += run.left_out.get(&m.id).copied().unwrap_or(0);
         for ((id, gpu), pts) in &run.lines {
             if id != &m.id {
                 continue;
@@ -555,7 +464,7 @@ fn lines_of<'a>(m: &MetricResult, runs: &'a [RunSeries]) -> (Lines<'a>, usize) {
 }
 
 /// One metric's chart: the baseline band behind the new run's lines.
-fn metric_chart(m: &MetricResult, runs: &[RunSeries], width: f64, anchor: &str) -> String {
+fn metric_chart(m: &MetricResult, runs: &[&RunSeries], width: f64, anchor: &str) -> String {
     let (lines, total) = lines_of(m, runs);
     let end_s = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
     let warmup_s = runs.iter().map(|r| r.warmup_s).fold(0.0, f64::max);

@@ -2,8 +2,8 @@
 //! `gate::CheckReport` through the `Reporter` trait. A render is a function
 //! of the report: the same report gives the same bytes (no clock, no host
 //! lookups), so a replayed trace can be snapshot-tested. The HTML page's
-//! series are the one thing read from files (the runs' traces), by
-//! `html::series_for` before its render, never by a render.
+//! series are the runs' (`RunInfo::series`, taken at derive): no
+//! reporter reads a file.
 
 pub mod bmf;
 pub mod github;

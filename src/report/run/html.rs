@@ -12,17 +12,14 @@
 //! iterated in order. The charts are drawn by `svg.rs`.
 
 use super::svg::{chart, Line, Shade, HALF, WARM_COLOR, WIDTH};
-use super::{Run, RunReport, RunReporter};
+use super::{RunReport, RunReporter};
 use crate::analysis::panorama::{self, Problem};
 use crate::diagnose::Severity;
 use crate::escape::html as escape;
 use crate::format::{number as format_number, number_or_na as num};
-use crate::trace::Trace;
+use crate::summary::timeline::Plots;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// At most this many points per line: one per ~pixel of plot width (the
-/// report JSON's timeline keeps to the same number: `json.rs`).
-const MAX_POINTS: usize = super::TIMELINE_POINTS;
 
 const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;background:#fff;max-width:1320px}
@@ -63,65 +60,6 @@ fn shade_color(p: Problem) -> (&'static str, f64) {
         Problem::Idle => ("#f0b400", 0.22),
         Problem::Contended => ("#8c564b", 0.18),
     }
-}
-
-/// Downsample a series to at most `MAX_POINTS` by averaging time buckets,
-/// then join sparse readings (see `bridge_sparse`).
-fn series(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
-    bridge_sparse(series_raw(trace, value, t_end_s))
-}
-
-/// GPM metrics arrive every `--gpm-interval` (one sample in two to five
-/// carries a value), so a null between two readings is "not sampled on this
-/// tick", not a hole: drawing it as a break would leave only dots. Keep the
-/// finite points and break the line only where readings stop for longer
-/// than three times their usual spacing (and at least 2 s).
-fn bridge_sparse(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    let finite: Vec<(f64, f64)> = points.into_iter().filter(|p| p.1.is_finite()).collect();
-    let mut gaps: Vec<f64> = finite.windows(2).map(|w| w[1].0 - w[0].0).collect();
-    if gaps.is_empty() {
-        return finite;
-    }
-    gaps.sort_by(|a, b| a.total_cmp(b));
-    let max_gap_s = (gaps[gaps.len() / 2] * 3.0).max(2.0);
-    let mut out = Vec::with_capacity(finite.len() + 4);
-    for (i, p) in finite.iter().enumerate() {
-        if i > 0 && p.0 - finite[i - 1].0 > max_gap_s {
-            out.push((f64::NAN, f64::NAN));
-        }
-        out.push(*p);
-    }
-    out
-}
-
-fn series_raw(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<(f64, f64)> {
-    let n = trace.sample_count();
-    if n <= MAX_POINTS || t_end_s <= 0.0 {
-        return (trace.times_ms.iter().enumerate())
-            .map(|(i, t)| (t / 1000.0, value(i) as f64))
-            .collect();
-    }
-    let bucket_s = t_end_s / MAX_POINTS as f64;
-    let mut sums = vec![(0.0f64, 0usize, 0.0f64, 0usize); MAX_POINTS];
-    for (i, t) in trace.times_ms.iter().enumerate() {
-        let t = t / 1000.0;
-        let b = ((t / bucket_s) as usize).min(MAX_POINTS - 1);
-        sums[b].2 += t;
-        sums[b].3 += 1;
-        let v = value(i);
-        if v.is_finite() {
-            sums[b].0 += v as f64;
-            sums[b].1 += 1;
-        }
-    }
-    sums.iter()
-        .filter(|s| s.3 > 0)
-        .map(|s| {
-            let t = s.2 / s.3 as f64;
-            let v = if s.1 > 0 { s.0 / s.1 as f64 } else { f64::NAN };
-            (t, v)
-        })
-        .collect()
 }
 
 fn shades_for(r: &RunReport, gpu: Option<u32>) -> Vec<Shade> {
@@ -166,37 +104,6 @@ fn shade_legend() -> String {
     }
     s.push_str("</div>");
     s
-}
-
-fn gpu_line(
-    trace: &Trace,
-    slot: usize,
-    id: &str,
-    label: &str,
-    color: &'static str,
-    t_end_s: f64,
-) -> Option<Line> {
-    let col = trace.gpu_column(id)?;
-    Some(Line {
-        label: label.to_string(),
-        color,
-        points: series(trace, |i| trace.gpu_value(i, slot, col), t_end_s),
-    })
-}
-
-fn host_line(
-    trace: &Trace,
-    id: &str,
-    label: &str,
-    color: &'static str,
-    t_end_s: f64,
-) -> Option<Line> {
-    let col = trace.host_column(id)?;
-    Some(Line {
-        label: label.to_string(),
-        color,
-        points: series(trace, |i| trace.host_value(i, col), t_end_s),
-    })
 }
 
 fn sev_badge(s: Severity) -> String {
@@ -317,42 +224,29 @@ const HOST: &Series = &[
     ("host_iowait_pct", "machine iowait", C_POWER),
 ];
 
-/// The series a run's time-series charts draw, downsampled (`series`):
-/// all the HTML needs of a trace's samples. `gate report` takes them while
-/// each trace is loaded and frees the samples (`Run::plots`), so reports
-/// of many nodes hold their plots, not their traces.
-pub(crate) struct Plots {
-    t_end_s: f64,
-    /// Per GPU slot: utilization, PCIe, power and clock lines.
-    gpus: Vec<[Vec<Line>; 4]>,
-    host: Vec<Line>,
+/// The GPU and the host metrics the plots draw, in order: what `gate
+/// report --html` takes of each trace at derive (`summary::timeline`).
+pub(crate) fn plotted() -> (Vec<&'static str>, Vec<&'static str>) {
+    let ids = |which: &[&Series]| -> Vec<&'static str> {
+        which
+            .iter()
+            .flat_map(|s| s.iter().map(|(id, _, _)| *id))
+            .collect()
+    };
+    (ids(&[UTIL, PCIE, POWER, CLOCK]), ids(&[HOST]))
 }
 
-impl Plots {
-    pub fn of(r: &RunReport, trace: &Trace) -> Plots {
-        let t_end_s = r
-            .panorama
-            .gpus
-            .first()
-            .and_then(|g| g.slices.last())
-            .map(|s| s.end_ms / 1000.0)
-            .unwrap_or_else(|| trace.times_ms.last().unwrap_or(0.0) / 1000.0)
-            .max(trace.times_ms.last().unwrap_or(0.0) / 1000.0);
-        let gpu_lines = |slot: usize, which: &Series| -> Vec<Line> {
-            (which.iter())
-                .filter_map(|(id, label, c)| gpu_line(trace, slot, id, label, c, t_end_s))
-                .collect()
-        };
-        Plots {
-            t_end_s,
-            gpus: (0..r.gpus.len())
-                .map(|slot| [UTIL, PCIE, POWER, CLOCK].map(|which| gpu_lines(slot, which)))
-                .collect(),
-            host: (HOST.iter())
-                .filter_map(|(id, label, c)| host_line(trace, id, label, c, t_end_s))
-                .collect(),
-        }
-    }
+/// The lines of one chart: each of `which` the run has a series of.
+fn lines<'a>(which: &Series, points: &'a BTreeMap<&'static str, Vec<(f64, f64)>>) -> Vec<Line<'a>> {
+    (which.iter())
+        .filter_map(|(id, label, color)| {
+            Some(Line {
+                label,
+                color,
+                points: points.get(id)?,
+            })
+        })
+        .collect()
 }
 
 /// Plots of the main counters per GPU and of the host CPU, problem
@@ -361,14 +255,15 @@ fn time_series(out: &mut String, r: &RunReport, plots: &Plots) {
     out.push_str("<h2>Time series</h2>");
     out.push_str(&shade_legend());
     let t_end_s = plots.t_end_s;
-    for (g, [util, pcie, power, clock]) in r.gpus.iter().zip(&plots.gpus) {
+    for (g, points) in r.gpus.iter().zip(&plots.gpus) {
+        let [util, pcie, power, clock] = [UTIL, PCIE, POWER, CLOCK].map(|w| lines(w, points));
         let _ = write!(out, "<h3>GPU {} ({})</h3>", g.index, escape(&g.name));
         let shades = shades_for(r, Some(g.index));
         out.push_str(&chart(
             "Utilization",
             "%",
             Some(100.0),
-            util,
+            &util,
             t_end_s,
             &shades,
             WIDTH,
@@ -377,17 +272,17 @@ fn time_series(out: &mut String, r: &RunReport, plots: &Plots) {
             "PCIe traffic",
             "MiB/s",
             None,
-            pcie,
+            &pcie,
             t_end_s,
             &shades,
             WIDTH,
         ));
         // Power and clock side by side: secondary, read together.
         out.push_str(r#"<div class="pair"><div>"#);
-        out.push_str(&chart("Power", "W", None, power, t_end_s, &shades, HALF));
+        out.push_str(&chart("Power", "W", None, &power, t_end_s, &shades, HALF));
         out.push_str("</div><div>");
         out.push_str(&chart(
-            "SM clock", "MHz", None, clock, t_end_s, &shades, HALF,
+            "SM clock", "MHz", None, &clock, t_end_s, &shades, HALF,
         ));
         out.push_str("</div></div>");
     }
@@ -396,7 +291,7 @@ fn time_series(out: &mut String, r: &RunReport, plots: &Plots) {
         "Host CPU",
         "%",
         None,
-        &plots.host,
+        &lines(HOST, &plots.host),
         t_end_s,
         &shades_for(r, None),
         WIDTH,
@@ -543,11 +438,11 @@ fn statistics(out: &mut String, r: &RunReport) {
 }
 
 /// One self-contained HTML document for all runs (the plots read each
-/// run's `Plots`, or its trace).
+/// run's `Plots`, taken at derive).
 pub(crate) struct Html;
 
 impl RunReporter for Html {
-    fn render(&self, runs: &[Run]) -> String {
+    fn render(&self, runs: &[RunReport]) -> String {
         render(runs, HTML_BUDGET_BYTES)
     }
 }
@@ -561,12 +456,9 @@ impl RunReporter for Html {
 const HTML_BUDGET_BYTES: usize = 9 << 20;
 
 /// The whole document; `budget` is `HTML_BUDGET_BYTES` but in tests.
-fn render(runs: &[Run], budget: usize) -> String {
+fn render(runs: &[RunReport], budget: usize) -> String {
     let mut out = String::with_capacity(256 * 1024);
-    let title = runs
-        .first()
-        .map(|r| r.report.source.as_str())
-        .unwrap_or("no runs");
+    let title = runs.first().map(|r| r.source.as_str()).unwrap_or("no runs");
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>gate report: {}</title><style>{}</style></head><body>\n",
@@ -576,7 +468,7 @@ fn render(runs: &[Run], budget: usize) -> String {
     // The most severe runs first (then in order); sections past the
     // budget are never rendered.
     let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(top_severity(&runs[i].report)), i));
+    order.sort_by_key(|&i| (std::cmp::Reverse(top_severity(&runs[i])), i));
     let mut full: Vec<Option<String>> = (0..runs.len()).map(|_| None).collect();
     let mut used = 0usize;
     let mut all_fit = true;
@@ -593,11 +485,7 @@ fn render(runs: &[Run], budget: usize) -> String {
         if runs.len() > 1 {
             out.push_str("<p>Runs: ");
             for (i, r) in runs.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    "<a href=\"#run-{i}\">{}</a> ",
-                    escape(&r.report.source)
-                );
+                let _ = write!(out, "<a href=\"#run-{i}\">{}</a> ", escape(&r.source));
             }
             out.push_str("</p>");
         }
@@ -610,7 +498,7 @@ fn render(runs: &[Run], budget: usize) -> String {
         // room left takes (the table's size, all compact, bounds its final
         // size: "in full" is shorter than "suspects").
         let compact: Vec<String> = (runs.iter().enumerate())
-            .map(|(i, r)| compact_section(&r.report, i))
+            .map(|(i, r)| compact_section(r, i))
             .collect();
         let none: Vec<Option<String>> = (0..runs.len()).map(|_| None).collect();
         let fixed =
@@ -646,23 +534,17 @@ fn top_severity(r: &RunReport) -> Option<Severity> {
 }
 
 /// One run in full: its section (`run_section`), plots from its `Plots`
-/// or, when it has none, from its trace.
-fn full_section(run: &Run, idx: usize) -> String {
-    let drawn;
-    let plots = match &run.plots {
-        Some(p) => p,
-        None => {
-            drawn = Plots::of(&run.report, run.trace);
-            &drawn
-        }
-    };
+/// (none when it has none).
+fn full_section(run: &RunReport, idx: usize) -> String {
+    let none = Plots::default();
+    let plots = run.plots.as_deref().unwrap_or(&none);
     let mut out = String::new();
-    run_section(&mut out, &run.report, plots, idx);
+    run_section(&mut out, run, plots, idx);
     out
 }
 
 /// The summary of many runs: one row each, linking to its section.
-fn runs_table(runs: &[Run], full: &[Option<String>]) -> String {
+fn runs_table(runs: &[RunReport], full: &[Option<String>]) -> String {
     let mut out = String::new();
     let shown = full.iter().filter(|s| s.is_some()).count();
     let _ = write!(
@@ -672,7 +554,6 @@ fn runs_table(runs: &[Run], full: &[Option<String>]) -> String {
     );
     out.push_str("<table><tr><th>#</th><th>trace</th><th>GPUs</th><th>steady samples</th><th>wall time s</th><th>exit</th><th>suspects</th><th>first suspect</th><th>shown</th></tr>");
     for (i, (r, section)) in runs.iter().zip(full).enumerate() {
-        let r = &r.report;
         let first = r
             .suspects
             .first()
@@ -709,28 +590,12 @@ mod tests {
     use super::*;
     use crate::diagnose::RuleSet;
     use crate::synthetic::{self, Signature};
+    use crate::trace::Trace;
 
     fn html(sig: &Signature, ngpu: usize) -> String {
         let t = synthetic::trace(sig, ngpu);
         let r = RunReport::build(&t, &RuleSet::builtin(), 1000.0);
-        render(&[Run::new(r, &t)], HTML_BUDGET_BYTES)
-    }
-
-    #[test]
-    fn sparse_gpm_readings_are_joined_and_long_outages_break_the_line() {
-        let nan = f64::NAN;
-        // GPM every other 100 ms tick: one line, no breaks.
-        let pts: Vec<(f64, f64)> = (0..20)
-            .map(|i| (i as f64 * 0.1, if i % 2 == 0 { 50.0 } else { nan }))
-            .collect();
-        let joined = bridge_sparse(pts);
-        assert_eq!(joined.len(), 10);
-        assert!(joined.iter().all(|p| p.1.is_finite()));
-        // A 5 s outage in 0.2 s readings breaks it once.
-        let mut pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64 * 0.2, 1.0)).collect();
-        pts.extend((0..10).map(|i| (7.0 + i as f64 * 0.2, 2.0)));
-        let broken = bridge_sparse(pts);
-        assert_eq!(broken.iter().filter(|p| p.1.is_nan()).count(), 1);
+        render(&[r], HTML_BUDGET_BYTES)
     }
 
     #[test]
@@ -754,7 +619,7 @@ mod tests {
     }
 
     #[test]
-    fn many_runs_keep_to_the_budget_with_one_table_and_plots_can_be_taken_first() {
+    fn many_runs_keep_to_the_budget_with_one_table() {
         let sigs = [
             Signature::healthy().with_seed(1),
             Signature::healthy().with_seed(2),
@@ -762,22 +627,10 @@ mod tests {
         ];
         let traces: Vec<Trace> = sigs.iter().map(|s| synthetic::trace(s, 2)).collect();
         let rules = RuleSet::builtin();
-        let report = |t: &Trace| RunReport::build(t, &rules, 1000.0);
-        let runs: Vec<Run> = traces.iter().map(|t| Run::new(report(t), t)).collect();
-        // Plots taken before the samples are freed draw the same document.
-        let taken: Vec<Run> = traces
-            .iter()
-            .map(|t| {
-                let r = report(t);
-                Run {
-                    plots: Some(Plots::of(&r, t)),
-                    report: r,
-                    trace: t,
-                }
-            })
+        let runs: Vec<RunReport> = (traces.iter())
+            .map(|t| RunReport::build(t, &rules, 1000.0))
             .collect();
         let all = render(&runs, HTML_BUDGET_BYTES);
-        assert_eq!(all, render(&taken, HTML_BUDGET_BYTES));
         assert!(all.contains("<p>Runs: ") && !all.contains("shown in full"));
         assert_eq!(all.matches("<svg").count(), 3 * (2 * 4 + 1));
         // Room for one: the contention run (high severity) is the one in
@@ -809,19 +662,5 @@ mod tests {
         let h = html(&sig, 1);
         assert!(h.contains("SM active (not measured)"));
         assert!(h.contains("no GPM"));
-    }
-
-    #[test]
-    fn long_traces_are_downsampled() {
-        let mut sig = Signature::healthy();
-        sig.duration_s = 600.0;
-        let t = synthetic::trace(&sig, 1);
-        let col = t.gpu_column("gpu_busy_pct").unwrap();
-        let s = series(&t, |i| t.gpu_value(i, 0, col), 603.0);
-        assert!(
-            s.len() <= MAX_POINTS && s.len() > MAX_POINTS / 2,
-            "{}",
-            s.len()
-        );
     }
 }

@@ -5,12 +5,11 @@
 //! are exact, and the timeline (each GPU's panorama slices) keeps to
 //! `TIMELINE_POINTS` slices per GPU in the whole document, whatever the
 //! runs' length: each run keeps `timeline_rows(runs)`, consecutive slices
-//! joined when it has more (`downsample`). A 1-hour report was 7.0 MB and
+//! joined when it has more (`Panorama::joined`). A 1-hour report was 7.0 MB and
 //! a 24-hour one 5.7 MB (2,000 and 1,440 slices per GPU), a 64-node one
 //! 450 MB.
 
-use super::{Run, RunReport, RunReporter, REPORT_SCHEMA_VERSION, TIMELINE_POINTS};
-use crate::analysis::panorama::{Panorama, Problem, Slice};
+use super::{RunReport, RunReporter, REPORT_SCHEMA_VERSION, TIMELINE_POINTS};
 use serde::Serialize;
 use std::io::Write as _;
 
@@ -19,8 +18,8 @@ use std::io::Write as _;
 pub(crate) struct Json;
 
 impl RunReporter for Json {
-    fn render(&self, runs: &[Run]) -> String {
-        let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    fn render(&self, runs: &[RunReport]) -> String {
+        let reports: Vec<&RunReport> = runs.iter().collect();
         render(&reports)
     }
 }
@@ -28,8 +27,8 @@ impl RunReporter for Json {
 impl Json {
     /// `render`, written to `out` as it is made (the same bytes): a report
     /// of many nodes is never held whole.
-    pub fn write(&self, runs: &[Run], out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let reports: Vec<&RunReport> = runs.iter().map(|r| &r.report).collect();
+    pub fn write(&self, runs: &[RunReport], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let reports: Vec<&RunReport> = runs.iter().collect();
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
         serde_json::to_writer_pretty(&mut out, &doc(&reports))?;
         out.write_all(b"\n")?;
@@ -52,7 +51,7 @@ struct Bounded<'a> {
 
 impl Serialize for Bounded<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match downsample(&self.report.panorama, self.rows) {
+        match self.report.panorama.joined(self.rows) {
             None => self.report.serialize(s),
             // One run's copy at a time, dropped once written.
             Some(panorama) => RunReport {
@@ -68,57 +67,6 @@ impl Serialize for Bounded<'_> {
 /// `TIMELINE_POINTS` shared among them, at least one.
 pub(crate) fn timeline_rows(runs: usize) -> usize {
     (TIMELINE_POINTS / runs.max(1)).max(1)
-}
-
-/// `p` with each GPU's slices joined `k` at a time, the fewest `k` that
-/// leaves at most `rows` (None: they fit already). A joined slice spans
-/// its members; its values are the means of their measured values (equal
-/// time slices: the time-bucket mean the HTML plots draw), missing when
-/// none was measured; it is warm-up when most members are, and carries
-/// every problem any member has. `slice_ms` is the joined width; the
-/// problem intervals stay those of the full panorama.
-pub(crate) fn downsample(p: &Panorama, rows: usize) -> Option<Panorama> {
-    let most = p.gpus.iter().map(|g| g.slices.len()).max().unwrap_or(0);
-    let k = most.div_ceil(rows.max(1));
-    if k <= 1 {
-        return None;
-    }
-    let mut out = Panorama {
-        slice_ms: p.slice_ms * k as f64,
-        columns: p.columns.clone(),
-        gpus: Vec::with_capacity(p.gpus.len()),
-        intervals: p.intervals.clone(),
-        warmup_end_ms: p.warmup_end_ms,
-    };
-    for g in &p.gpus {
-        out.gpus.push(crate::analysis::panorama::GpuSlices {
-            gpu: g.gpu,
-            name: g.name.clone(),
-            slices: g.slices.chunks(k).map(join).collect(),
-        });
-    }
-    Some(out)
-}
-
-/// Consecutive slices as one (`downsample`).
-fn join(members: &[Slice]) -> Slice {
-    let mean = |v: &mut dyn Iterator<Item = Option<f64>>| -> Option<f64> {
-        let (sum, n) = v.flatten().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-        (n > 0).then(|| sum / n as f64)
-    };
-    let ncols = members.first().map_or(0, |s| s.values.len());
-    Slice {
-        start_ms: members.first().map_or(0.0, |s| s.start_ms),
-        end_ms: members.last().map_or(0.0, |s| s.end_ms),
-        warmup: 2 * members.iter().filter(|s| s.warmup).count() > members.len(),
-        values: (0..ncols)
-            .map(|c| mean(&mut members.iter().map(|s| s.values.get(c).copied().flatten())))
-            .collect(),
-        target_cpu_pct: mean(&mut members.iter().map(|s| s.target_cpu_pct)),
-        problems: (Problem::ALL.into_iter())
-            .filter(|p| members.iter().any(|s| s.problems.contains(p)))
-            .collect(),
-    }
 }
 
 fn doc<'a>(reports: &'a [&'a RunReport]) -> Doc<'a> {
@@ -142,6 +90,7 @@ fn render(reports: &[&RunReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::panorama::Problem;
     use crate::report::run::tests_support::report;
     use crate::synthetic::Signature;
 
@@ -149,7 +98,7 @@ mod tests {
     fn the_streamed_document_is_the_rendered_one() {
         let t = crate::synthetic::trace(&Signature::contention(), 2);
         let r = RunReport::build(&t, &crate::diagnose::RuleSet::builtin(), 1000.0);
-        let runs = [Run::new(r.clone(), &t), Run::new(r, &t)];
+        let runs = [r.clone(), r];
         let mut streamed = Vec::new();
         Json.write(&runs, &mut streamed).unwrap();
         assert_eq!(String::from_utf8(streamed).unwrap(), Json.render(&runs));
@@ -207,7 +156,7 @@ mod tests {
     fn a_joined_slice_is_the_mean_of_its_members() {
         let (_, r) = long_report(3000.0, 7);
         let full = &r.panorama.gpus[0].slices;
-        let joined = downsample(&r.panorama, TIMELINE_POINTS).expect("3000 slices are joined");
+        let joined = (r.panorama.joined(TIMELINE_POINTS)).expect("3000 slices are joined");
         let k = full.len().div_ceil(TIMELINE_POINTS);
         assert!(k >= 2, "{} slices", full.len());
         assert_eq!(joined.slice_ms, r.panorama.slice_ms * k as f64);
@@ -225,7 +174,7 @@ mod tests {
                 assert_eq!(s.problems.contains(&p), any);
             }
         }
-        assert!(downsample(&r.panorama, full.len()).is_none());
+        assert!(r.panorama.joined(full.len()).is_none());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A run's report as Markdown (for artifacts and merge-request comments).
 
 use super::text::provenance;
-use super::{scope_title, Run, RunReport, RunReporter};
+use super::{scope_title, RunReport, RunReporter};
 use crate::analysis::panorama;
 use crate::escape;
 use crate::format::number_or_na as num;
@@ -10,11 +10,8 @@ use crate::format::number_or_na as num;
 pub struct Markdown;
 
 impl RunReporter for Markdown {
-    fn render(&self, runs: &[Run]) -> String {
-        runs.iter()
-            .map(|r| render(&r.report))
-            .collect::<Vec<_>>()
-            .join("\n")
+    fn render(&self, runs: &[RunReport]) -> String {
+        runs.iter().map(render).collect::<Vec<_>>().join("\n")
     }
 }
 

@@ -1,7 +1,8 @@
 //! The explanation of one run, as `gate report` shows it: panorama, ranked
 //! suspects, processes on each GPU, and p50/p99/max of every metric. Built
-//! once from a trace (pure, this file), then rendered by one file per
-//! format: `text`, `markdown`, `json`, `html` (inline SVG plots).
+//! once from the derived `summary::Run` (pure, this file: what it needs of
+//! the trace was taken at derive, its `Timeline`), then rendered by one
+//! file per format: `text`, `markdown`, `json`, `html` (inline SVG plots).
 
 pub mod html;
 pub mod json;
@@ -13,10 +14,13 @@ use crate::analysis::panorama::{self, Panorama};
 use crate::diagnose::{Finding, RuleSet};
 use crate::metrics;
 use crate::stats::MetricStats;
-use crate::summary::RunSummary;
-use crate::trace::Trace;
+pub use crate::summary::timeline::ProcessRow;
+use crate::summary::timeline::{Plots, PLOT_POINTS};
+use crate::summary::{Run, RunSummary};
+use crate::trace::{Header, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
@@ -24,7 +28,7 @@ pub const REPORT_SCHEMA_VERSION: u32 = 1;
 /// plots draw each line with this many time-bucket means (one per ~pixel),
 /// and the JSON keeps each GPU's panorama to this many slices per
 /// document (`json.rs`), whatever the runs' length.
-pub const TIMELINE_POINTS: usize = 1200;
+pub const TIMELINE_POINTS: usize = PLOT_POINTS;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuLabel {
@@ -32,23 +36,6 @@ pub struct GpuLabel {
     pub name: String,
     pub uuid: String,
     pub gpm_supported: bool,
-}
-
-/// One process seen on a GPU, merged over all `processes` records.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProcessRow {
-    pub gpu: u32,
-    pub pid: u32,
-    pub name: String,
-    pub cmdline: String,
-    pub in_target: bool,
-    pub(crate) first_seen_s: f64,
-    pub(crate) last_seen_s: f64,
-    /// Mean SM share over the records that had one.
-    pub(crate) sm_share_pct: Option<f64>,
-    pub(crate) gpu_mem_mib_max: Option<f64>,
-    pub(crate) cpu_pct_mean: Option<f64>,
-    pub(crate) rss_mib_max: Option<f64>,
 }
 
 /// p50/p99/max (and mean, n) of one metric in one scope.
@@ -66,32 +53,10 @@ pub struct StatRow {
     pub max: Option<f64>,
 }
 
-/// One run to report: its explanation and the trace it was built from.
-pub struct Run<'a> {
-    pub report: RunReport,
-    /// Its header, events and processes; the samples too, unless `plots`
-    /// was taken from them before they were freed.
-    pub trace: &'a Trace,
-    /// What the HTML plots draw (`html::Plots::of`); None: drawn from
-    /// `trace`'s samples when rendered.
-    pub(crate) plots: Option<html::Plots>,
-}
-
-impl<'a> Run<'a> {
-    /// A run whose trace still holds its samples.
-    pub fn new(report: RunReport, trace: &'a Trace) -> Run<'a> {
-        Run {
-            report,
-            trace,
-            plots: None,
-        }
-    }
-}
-
 /// One output format of `gate report` (`text`, `markdown`, `json`, `html`):
 /// the whole document for the runs, in order. Pure: the command writes it.
 pub(crate) trait RunReporter {
-    fn render(&self, runs: &[Run]) -> String;
+    fn render(&self, runs: &[RunReport]) -> String;
 }
 
 /// The report of one trace (`gate report`): what ran, its steady window
@@ -123,26 +88,38 @@ pub struct RunReport {
     pub processes: Vec<ProcessRow>,
     pub stats: Vec<StatRow>,
     pub features: BTreeMap<String, f64>,
+    /// What the HTML plots draw, when it is written (taken at derive).
+    #[serde(skip)]
+    pub(crate) plots: Option<Arc<Plots>>,
 }
 
 impl RunReport {
-    /// Report of `trace` summarised without user metrics.
+    /// Report of `trace` summarised without user metrics (`Config`'s
+    /// defaults), its plots taken: a test's or a tool's, which holds its
+    /// trace.
     pub fn build(trace: &Trace, rules: &RuleSet, slice_ms: f64) -> RunReport {
-        Self::build_with(trace, rules, slice_ms, crate::summary::summarize(trace))
+        let mut run = Run::derive(trace, &crate::config::Config::default());
+        run.explain(trace, &plan(slice_ms, None, true));
+        Self::of(run, rules)
     }
 
-    /// Report of `trace` from its summary `run` (`RunInput::new` fills in
-    /// the user metrics of gate.toml, so user rules can use them).
-    pub(crate) fn build_with(
-        trace: &Trace,
-        rules: &RuleSet,
-        slice_ms: f64,
-        run: RunSummary,
-    ) -> RunReport {
-        let suspects = rules.diagnose(&run);
-        let h = &trace.header;
+    /// Report of the derived `run` (`summary::Run::derive` fills in the
+    /// user metrics of gate.toml, so user rules can use them; its
+    /// `Timeline`, taken by `Run::explain`, the panorama, processes and
+    /// plots: empty when it has none).
+    pub fn of(run: Run, rules: &RuleSet) -> RunReport {
+        let Run {
+            source,
+            header,
+            summary,
+            timeline,
+            ..
+        } = run;
+        let timeline = timeline.map(|t| *t).unwrap_or_default();
+        let suspects = rules.diagnose(&summary);
+        let h = &header;
         RunReport {
-            source: trace.path.display().to_string(),
+            source,
             note: h.note.clone(),
             command: h.command.clone(),
             attach_pid: h.attach_pid,
@@ -159,21 +136,37 @@ impl RunReport {
                 .collect(),
             interval_ms: h.interval_ms,
             warmup_ms: h.warmup_ms,
-            total_samples: run.total_samples,
-            steady_samples: run.steady_samples,
-            steady_start_ms: run.steady_start_ms,
-            steady_end_ms: run.steady_end_ms,
-            truncated: run.truncated,
-            exit_code: run.exit_code,
-            wall_time_s: run.wall_time_s,
-            startup_s: run.startup_s,
-            teardown_s: run.teardown_s,
-            panorama: panorama::build(trace, slice_ms),
+            total_samples: summary.total_samples,
+            steady_samples: summary.steady_samples,
+            steady_start_ms: summary.steady_start_ms,
+            steady_end_ms: summary.steady_end_ms,
+            truncated: summary.truncated,
+            exit_code: summary.exit_code,
+            wall_time_s: summary.wall_time_s,
+            startup_s: summary.startup_s,
+            teardown_s: summary.teardown_s,
+            panorama: timeline.panorama,
             suspects,
-            processes: processes(trace),
-            stats: stat_rows(trace, &run),
-            features: run.features.clone(),
+            processes: timeline.processes,
+            stats: stat_rows(h, &summary),
+            features: summary.features,
+            plots: timeline.plots.map(Arc::new),
         }
+    }
+}
+
+/// What `gate report` takes of each trace at derive (`Run::explain`):
+/// the panorama at `slice_ms`, joined to `rows` slices a GPU when given,
+/// and the series the HTML plots draw when `plots`.
+pub(crate) fn plan(
+    slice_ms: f64,
+    rows: Option<usize>,
+    plots: bool,
+) -> crate::summary::timeline::TimelinePlan {
+    crate::summary::timeline::TimelinePlan {
+        slice_ms,
+        rows,
+        plots: plots.then(html::plotted),
     }
 }
 
@@ -198,59 +191,6 @@ pub(super) fn panorama_rows(g: &panorama::GpuSlices) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn processes(trace: &Trace) -> Vec<ProcessRow> {
-    // (gpu, pid) -> row plus the SM-share and CPU samples to average.
-    type Acc = (ProcessRow, Vec<f64>, Vec<f64>);
-    let mut rows: BTreeMap<(u32, u32), Acc> = BTreeMap::new();
-    let max_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, None) => x,
-        (None, y) => y,
-    };
-    for rec in &trace.processes {
-        for p in &rec.procs {
-            let t_s = rec.t / 1000.0;
-            let entry = rows.entry((rec.gpu, p.pid)).or_insert_with(|| {
-                (
-                    ProcessRow {
-                        gpu: rec.gpu,
-                        pid: p.pid,
-                        name: p.name.clone(),
-                        cmdline: p.cmdline.clone(),
-                        in_target: p.in_target,
-                        first_seen_s: t_s,
-                        last_seen_s: t_s,
-                        sm_share_pct: None,
-                        gpu_mem_mib_max: None,
-                        cpu_pct_mean: None,
-                        rss_mib_max: None,
-                    },
-                    Vec::new(),
-                    Vec::new(),
-                )
-            });
-            let (row, sm, cpu) = entry;
-            row.first_seen_s = row.first_seen_s.min(t_s);
-            row.last_seen_s = row.last_seen_s.max(t_s);
-            if row.cmdline.is_empty() {
-                row.cmdline = p.cmdline.clone();
-            }
-            row.gpu_mem_mib_max = max_opt(row.gpu_mem_mib_max, p.gpu_mem_mib);
-            row.rss_mib_max = max_opt(row.rss_mib_max, p.rss_mib);
-            sm.extend(p.sm_share_pct.filter(|v| v.is_finite()));
-            cpu.extend(p.cpu_pct.filter(|v| v.is_finite()));
-        }
-    }
-    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    rows.into_values()
-        .map(|(mut row, sm, cpu)| {
-            row.sm_share_pct = mean(&sm);
-            row.cpu_pct_mean = mean(&cpu);
-            row
-        })
-        .collect()
-}
-
 fn stat_row(scope: &str, metric: &str, s: Option<&MetricStats>) -> StatRow {
     StatRow {
         scope: scope.to_string(),
@@ -266,20 +206,20 @@ fn stat_row(scope: &str, metric: &str, s: Option<&MetricStats>) -> StatRow {
     }
 }
 
-fn stat_rows(trace: &Trace, run: &RunSummary) -> Vec<StatRow> {
+fn stat_rows(header: &Header, run: &RunSummary) -> Vec<StatRow> {
     let mut out = Vec::new();
     for g in &run.gpus {
         let scope = format!("gpu{}", g.index);
-        for id in &trace.header.gpu_columns {
+        for id in &header.gpu_columns {
             out.push(stat_row(&scope, id, g.metrics.get(id)));
         }
     }
     if run.gpus.len() > 1 {
-        for id in &trace.header.gpu_columns {
+        for id in &header.gpu_columns {
             out.push(stat_row("gpus", id, run.gpu_aggregate.get(id)));
         }
     }
-    for id in &trace.header.host_columns {
+    for id in &header.host_columns {
         out.push(stat_row("host", id, run.host.get(id)));
     }
     out
@@ -300,23 +240,6 @@ pub(crate) fn scope_title(r: &RunReport, scope: &str) -> String {
                 .unwrap_or("");
             format!("GPU {idx} ({name})")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::report::run::tests_support::report;
-    use crate::synthetic::Signature;
-
-    #[test]
-    fn processes_are_merged_per_gpu_and_pid() {
-        let r = report(&Signature::contention(), 2);
-        assert_eq!(r.processes.len(), 4);
-        let other = r.processes.iter().find(|p| !p.in_target).unwrap();
-        assert_eq!(other.pid, 5151);
-        assert_eq!(other.first_seen_s, 0.0);
-        assert_eq!(other.last_seen_s, 33.0);
-        assert_eq!(other.sm_share_pct, Some(42.0));
     }
 }
 

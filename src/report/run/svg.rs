@@ -15,11 +15,11 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 26.0;
 const BOTTOM: f64 = 28.0;
 
-pub(super) struct Line {
-    pub label: String,
+pub(super) struct Line<'a> {
+    pub label: &'static str,
     pub color: &'static str,
     /// (t seconds, value); NaN = missing (breaks the line).
-    pub points: Vec<(f64, f64)>,
+    pub points: &'a [(f64, f64)],
 }
 
 /// A "nice" upper bound (1, 2, 2.5, 5 x 10^k) at or above `v`.
@@ -179,7 +179,7 @@ pub(super) fn chart(
                 seg.clear();
             }
         };
-        for (t, v) in &l.points {
+        for (t, v) in l.points {
             if v.is_finite() {
                 let _ = write!(seg, "{:.1},{:.1} ", x(*t), y(*v));
             } else {
@@ -197,7 +197,7 @@ pub(super) fn chart(
             s,
             r#"<span><i class="sw" style="background:{}"></i>{}{}</span>"#,
             l.color,
-            escape(&l.label),
+            escape(l.label),
             if measured { "" } else { " (not measured)" }
         );
     }
@@ -216,9 +216,9 @@ mod tests {
         for &a in &crate::scale::EXTREMES {
             for &b in &crate::scale::EXTREMES {
                 let line = Line {
-                    label: "x".into(),
+                    label: "x",
                     color: "#000",
-                    points: vec![(0.0, a), (1.0, b), (2.0, f64::NAN)],
+                    points: &[(0.0, a), (1.0, b), (2.0, f64::NAN)],
                 };
                 let svg = chart("t", "u", None, &[line], 2.0, &[], WIDTH);
                 assert!(svg.len() < 16 * 1024, "{a} {b}: {} bytes", svg.len());

@@ -1,7 +1,7 @@
 //! A run's report as terminal text: provenance, the utilization panorama,
 //! ranked suspects, processes, and the statistics of the steady window.
 
-use super::{scope_title, Run, RunReport, RunReporter};
+use super::{scope_title, RunReport, RunReporter};
 use crate::analysis::panorama::{self, Panorama};
 use crate::diagnose::Severity;
 use crate::escape;
@@ -15,23 +15,21 @@ pub(crate) struct Text {
 
 impl RunReporter for Text {
     /// Each run's timeline keeps to the JSON's share of `TIMELINE_POINTS`
-    /// (`json::timeline_rows`, `json::downsample`): many runs' text stays
+    /// (`json::timeline_rows`, `Panorama::joined`): many runs' text stays
     /// bounded (64 one-hour nodes wrote 54 MB before, docs/limits.md).
-    fn render(&self, runs: &[Run]) -> String {
+    fn render(&self, runs: &[RunReport]) -> String {
         let rows = super::json::timeline_rows(runs.len());
         runs.iter()
-            .map(
-                |r| match super::json::downsample(&r.report.panorama, rows) {
-                    None => render(&r.report, self.color),
-                    Some(panorama) => render(
-                        &RunReport {
-                            panorama,
-                            ..r.report.clone()
-                        },
-                        self.color,
-                    ),
-                },
-            )
+            .map(|r| match r.panorama.joined(rows) {
+                None => render(r, self.color),
+                Some(panorama) => render(
+                    &RunReport {
+                        panorama,
+                        ..r.clone()
+                    },
+                    self.color,
+                ),
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -296,7 +294,7 @@ mod tests {
         let t = synthetic::trace(&sig, 1);
         let r = RunReport::build(&t, &crate::diagnose::RuleSet::builtin(), 1000.0);
         let full = r.panorama.gpus[0].slices.len();
-        let runs: Vec<Run> = (0..5).map(|_| Run::new(r.clone(), &t)).collect();
+        let runs: Vec<RunReport> = (0..5).map(|_| r.clone()).collect();
         let rows = json::timeline_rows(runs.len());
         assert_eq!(rows, TIMELINE_POINTS / 5);
         let k = full.div_ceil(rows);
