@@ -234,12 +234,7 @@ mod tests {
         );
         assert_eq!(lines.get(1).map(|l| l.t), Some(100.25));
         assert!(lines.get(20_000).is_none());
-        let memory: OutputLines = given
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .collect();
+        let memory: OutputLines = given.iter().cloned().collect();
         assert_eq!(lines, lines.clone());
         assert!(!lines.clone().is_spilled());
         assert_eq!(
