@@ -241,6 +241,19 @@ mod tests {
             lines.iter().collect::<Vec<_>>(),
             memory.iter().collect::<Vec<_>>()
         );
+        // By default lines past 1 MiB spill (docs/limits.md), unless
+        // GATE_SPILL_MB says less.
+        if crate::trace::spill_bytes() >= IN_MEMORY_BYTES && IN_MEMORY_BYTES == 1 << 20 {
+            let kb = || OutputRecord {
+                t: 0.0,
+                line: "x".repeat(1000),
+            };
+            let mut m = OutputLines::default();
+            (0..1000).for_each(|_| m.push(kb()));
+            assert!(!m.is_spilled());
+            (0..100).for_each(|_| m.push(kb()));
+            assert!(m.is_spilled() && m.len() == 1100);
+        }
         // A line pushed after a read is read too.
         lines.push(OutputRecord {
             t: 1e9,

@@ -397,5 +397,9 @@ mod tests {
         assert!(!short.is_spilled());
         assert_eq!(t, t.clone());
         assert_eq!(t, given.into_iter().collect());
+        // By default, from 2^17 times on (docs/limits.md).
+        let cadence = |n: usize| (0..n).map(|i| i as f64 * 100.0).collect::<Times>();
+        assert!(!cadence(super::SPILL_AT - 1).is_spilled());
+        assert!(cadence(super::SPILL_AT).is_spilled() && super::SPILL_AT == 1 << 17);
     }
 }
