@@ -240,10 +240,10 @@ fn statistics(trace: &Trace, steady: &Samples) -> RunSummary {
 /// `--warmup-until` line). None when no sample was marked warm-up, or when
 /// every sample was.
 fn startup_s(trace: &Trace) -> Option<f64> {
-    if !trace.warmup.iter().any(|&w| w) {
+    if !trace.warmup.any() {
         return None;
     }
-    let first = trace.warmup.iter().position(|&w| !w)?;
+    let first = trace.warmup.first_clear()?;
     Some(trace.times_ms.at(first) / 1000.0)
 }
 

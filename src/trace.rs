@@ -13,6 +13,8 @@
 //! - `validity`: which samples count; `nogpm`: GPM-stripped twins (test
 //!   support, feature `testkit`: never in the release library).
 
+/// A scratch file of appended records (long traces' times and output lines).
+mod appended;
 /// One long plain trace parsed on every core.
 mod chunks;
 /// The sample values in columns: in memory, or a scratch file for long traces.
@@ -44,7 +46,7 @@ pub use columns::{spill_bytes, spill_mb_from_env, Columns, RowBlock, SPILL_ENV};
 pub use format::*;
 pub use lines::{Line, OutputLines};
 pub use read::{check_time, header_error, open_reader, read_line_capped, Item, TraceReader};
-pub use samples::Samples;
+pub use samples::{Flags, Samples};
 pub use times::Times;
 pub(crate) use visit::BLOCK;
 pub(crate) use write::{round_value, TraceWriter};
@@ -59,7 +61,8 @@ pub struct Trace {
     pub path: PathBuf,
     pub header: Header,
     pub times_ms: Times,
-    pub warmup: Vec<bool>,
+    /// Which samples are warm-up (`--warmup`, `--warmup-until`).
+    pub warmup: Flags,
     /// The sample values, one series per GPU and metric and per host metric.
     pub columns: Columns,
     pub events: Vec<EventRecord>,
@@ -158,10 +161,9 @@ impl Trace {
         // Warm-up ends once, so the steady samples are one range from
         // `first` (a list of them only if a trace ever says otherwise).
         let n = self.sample_count();
-        let first = self.warmup.iter().position(|&w| !w).unwrap_or(n);
-        let listed: Option<Vec<usize>> = self.warmup[first..]
-            .iter()
-            .any(|&w| w)
+        let first = self.warmup.first_clear().unwrap_or(n);
+        let listed: Option<Vec<usize>> = (self.warmup.set().last())
+            .is_some_and(|l| l >= first)
             .then(|| (first..n).filter(|&i| !self.warmup[i]).collect());
         let len = listed.as_ref().map_or(n - first, Vec::len);
         let sample = |k: usize| listed.as_ref().map_or(first + k, |l| l[k]);
@@ -216,14 +218,14 @@ impl Trace {
     /// `--warmup` and the `--warmup-until` line; 0 when nothing was marked
     /// warm-up. Output lines from then on belong to the measured window.
     pub(crate) fn warmup_end_ms(&self) -> f64 {
-        if !self.warmup.iter().any(|&w| w) {
+        if !self.warmup.any() {
             return 0.0;
         }
         let start = self.header.warmup_ms as f64;
         match self.note_time(WARMUP_RELEASED_NOTE) {
             Some(t) => start.max(t),
             // Older traces lack the note: the first steady sample bounds it.
-            None => match self.warmup.iter().position(|&w| !w) {
+            None => match self.warmup.first_clear() {
                 Some(i) => start.max(self.times_ms.at(i) - self.header.interval_ms as f64),
                 None => start,
             },
@@ -401,7 +403,6 @@ impl Trace {
     fn reserve(&mut self, more: u64, spill_at: usize) -> Result<(), GateError> {
         let more = more as usize;
         self.times_ms.reserve(more);
-        self.warmup.reserve(more);
         let path = &self.path;
         self.columns
             .reserve(more, spill_at)

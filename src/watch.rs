@@ -918,7 +918,7 @@ mod tests {
         let (alerts, _) = replay_with(&trace, RuleSet::builtin(), p, Mode::Incremental);
         assert!(alerts.iter().all(|a| a.rule != "host_bound"), "{alerts:#?}");
         // The same samples unmarked do fire: the exclusion is what held it.
-        trace.warmup.iter_mut().for_each(|w| *w = false);
+        trace.warmup.fill(false);
         let (alerts, _) = replay_with(&trace, RuleSet::builtin(), p, Mode::Incremental);
         assert!(alerts.iter().any(|a| a.rule == "host_bound"), "{alerts:#?}");
     }

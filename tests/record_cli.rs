@@ -428,7 +428,7 @@ fn warmup_until_starts_the_steady_window_at_the_benchmarks_own_line() {
         "steady from {} ms",
         t.times_ms.at(first_steady)
     );
-    assert!(t.warmup[..first_steady].iter().all(|w| *w));
+    assert!((0..first_steady).all(|i| t.warmup[i]));
     assert!(t
         .events
         .iter()

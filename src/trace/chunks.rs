@@ -146,6 +146,9 @@ pub(super) fn load(
             Ok(())
         },
     )?;
+    // The chunks' buffers go before the validity rules read the columns:
+    // the two together were a long trace's peak (issue 44.2).
+    drop(pool);
     trace.truncated = merge.cut;
     trace.finish_load()
 }

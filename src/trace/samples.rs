@@ -1,7 +1,7 @@
 //! A set of sample indices as sorted, disjoint ranges. The steady window
 //! is warm-up first and teardown last, so usually one range: a handful of
 //! ranges instead of 8 bytes a sample, which grew with the trace's length
-//! (issue 44.2).
+//! (issue 44.2). `Flags`: a flag a sample (warm-up), kept the same way.
 
 use std::ops::Range;
 
@@ -96,9 +96,118 @@ impl FromIterator<usize> for Samples {
     }
 }
 
+/// A flag per sample (the warm-up flags), kept as the `Samples` that are
+/// set: warm-up is the first samples of a run, so one range whatever the
+/// trace's length, instead of a byte a sample (issue 44.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flags {
+    set: Samples,
+    len: usize,
+}
+
+impl Flags {
+    /// Add the next sample's flag.
+    pub fn push(&mut self, flag: bool) {
+        if flag {
+            self.set.push(self.len);
+        }
+        self.len += 1;
+    }
+
+    pub fn extend_from_slice(&mut self, flags: &[bool]) {
+        flags.iter().for_each(|&f| self.push(f));
+    }
+
+    /// Samples flagged.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The samples whose flag is set.
+    pub fn set(&self) -> &Samples {
+        &self.set
+    }
+
+    /// Whether any flag is set.
+    pub fn any(&self) -> bool {
+        !self.set.is_empty()
+    }
+
+    /// The first sample whose flag is clear.
+    pub fn first_clear(&self) -> Option<usize> {
+        let first = match self.set.ranges().first() {
+            Some(r) if r.start == 0 => r.end,
+            _ => 0,
+        };
+        (first < self.len).then_some(first)
+    }
+
+    /// Set every flag to `flag`.
+    pub fn fill(&mut self, flag: bool) {
+        let len = self.len;
+        *self = Flags::default();
+        (0..len).for_each(|_| self.push(flag));
+    }
+
+    /// Every flag, in order (as references, like a `Vec<bool>`'s).
+    pub fn iter(&self) -> impl Iterator<Item = &'static bool> + '_ {
+        let mut ranges = self.set.ranges().iter().peekable();
+        (0..self.len).map(move |i| {
+            while ranges.peek().is_some_and(|r| r.end <= i) {
+                ranges.next();
+            }
+            if ranges.peek().is_some_and(|r| r.start <= i) {
+                &true
+            } else {
+                &false
+            }
+        })
+    }
+}
+
+impl std::ops::Index<usize> for Flags {
+    type Output = bool;
+
+    fn index(&self, i: usize) -> &bool {
+        assert!(i < self.len, "flag {i} of {}", self.len);
+        if self.set.contains(i) {
+            &true
+        } else {
+            &false
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Flags {
+    type Item = &'static bool;
+    type IntoIter = Box<dyn Iterator<Item = &'static bool> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl FromIterator<bool> for Flags {
+    fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Flags {
+        let mut out = Flags::default();
+        iter.into_iter().for_each(|f| out.push(f));
+        out
+    }
+}
+
+impl PartialEq<Vec<bool>> for Flags {
+    fn eq(&self, other: &Vec<bool>) -> bool {
+        self.len == other.len() && self.iter().zip(other).all(|(a, b)| a == b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Samples;
+    use super::{Flags, Samples};
 
     #[test]
     fn runs_of_consecutive_samples_are_one_range() {
@@ -122,5 +231,24 @@ mod tests {
             (tail.ranges().len(), tail.first(), tail.len()),
             (1, Some(1), 4)
         );
+    }
+
+    #[test]
+    fn flags_read_back_as_pushed() {
+        let given = vec![true, true, false, false, true, false];
+        let f: Flags = given.iter().copied().collect();
+        assert_eq!(f, given);
+        assert_eq!(f.iter().copied().collect::<Vec<_>>(), given);
+        assert!((0..6).all(|i| f[i] == given[i]));
+        assert_eq!(f.set().ranges(), &[0..2, 4..5]);
+        assert_eq!((f.len(), f.any(), f.first_clear()), (6, true, Some(2)));
+        let none: Flags = [false, false].into_iter().collect();
+        assert_eq!((none.any(), none.first_clear()), (false, Some(0)));
+        let all: Flags = [true, true].into_iter().collect();
+        assert_eq!(all.first_clear(), None);
+        let mut g = f.clone();
+        g.fill(false);
+        assert_eq!(g, vec![false; 6]);
+        assert!(Flags::default().is_empty() && Flags::default().first_clear().is_none());
     }
 }

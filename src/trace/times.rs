@@ -16,6 +16,8 @@ const BLOCK: usize = 64;
 /// exact to 2^53).
 const MAX_EXACT_US: f64 = 9.0e15;
 
+use super::appended::Appended;
+
 /// Where one full block's times are.
 #[derive(Debug, Clone)]
 struct Block {
@@ -31,19 +33,65 @@ struct Block {
     at: usize,
 }
 
-/// The times of a trace's samples, in order.
-#[derive(Debug, Clone, Default)]
+/// Times past which they go to a scratch file (`appended`), 8 bytes
+/// each there and none in memory: coded they still took ~1.6 bytes a
+/// sample, which grew with the trace's length (issue 44.2). 2^17 samples
+/// are 3.6 h at 100 ms.
+const SPILL_AT: usize = 1 << 17;
+
+/// The times of a trace's samples, in order: coded in memory, or past
+/// `SPILL_AT` in a scratch file (where none can be made, coded in memory).
+#[derive(Default)]
 pub struct Times {
     blocks: Vec<Block>,
     steps: Vec<u8>,
     whole: Vec<f64>,
     /// The last block while it fills, as given.
     tail: Vec<f64>,
+    /// Every time, when they went to a scratch file.
+    spill: Option<Appended>,
+    /// Times past which they spill (None: `SPILL_AT`; `usize::MAX` once
+    /// no scratch file could be made).
+    spill_at: Option<usize>,
 }
 
 impl Times {
     pub fn len(&self) -> usize {
-        self.blocks.len() * BLOCK + self.tail.len()
+        match &self.spill {
+            Some(f) => f.len() / 8,
+            None => self.blocks.len() * BLOCK + self.tail.len(),
+        }
+    }
+
+    /// Whether the times are in a scratch file.
+    pub fn is_spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    /// Times past `n` spill (the tests' small limit).
+    #[cfg(test)]
+    fn spilling_past(n: usize) -> Times {
+        Times {
+            spill_at: Some(n),
+            ..Default::default()
+        }
+    }
+
+    /// Move every time to a scratch file.
+    fn start_spill(&mut self) {
+        let Some(mut f) = Appended::new() else {
+            self.spill_at = Some(usize::MAX);
+            return;
+        };
+        for t in self.iter() {
+            f.push(&t.to_bits().to_le_bytes());
+            f.end_record();
+        }
+        *self = Times {
+            spill: Some(f),
+            spill_at: self.spill_at,
+            ..Default::default()
+        };
     }
 
     pub fn is_empty(&self) -> bool {
@@ -52,13 +100,23 @@ impl Times {
 
     /// Room for `more` times (the tail block only: steps vary in size).
     pub fn reserve(&mut self, more: usize) {
-        self.tail.reserve(more.min(BLOCK));
+        if self.spill.is_none() {
+            self.tail.reserve(more.min(BLOCK));
+        }
     }
 
     pub fn push(&mut self, t: f64) {
+        if let Some(f) = &mut self.spill {
+            f.push(&t.to_bits().to_le_bytes());
+            f.end_record();
+            return;
+        }
         self.tail.push(t);
         if self.tail.len() == BLOCK {
             self.seal();
+            if self.len() >= self.spill_at.unwrap_or(SPILL_AT) {
+                self.start_spill();
+            }
         }
     }
 
@@ -68,6 +126,9 @@ impl Times {
 
     /// Time `i` (ms since the recording started).
     pub fn at(&self, i: usize) -> f64 {
+        if let Some(f) = &self.spill {
+            return f64::from_bits(u64::from_le_bytes(f.read::<8>(i * 8)));
+        }
         let (b, k) = (i / BLOCK, i % BLOCK);
         let Some(block) = self.blocks.get(b) else {
             return self.tail[k];
@@ -97,16 +158,26 @@ impl Times {
     }
 
     /// The times of samples `r`, in order, decoded from `r`'s first block.
-    pub fn range(&self, r: std::ops::Range<usize>) -> impl Iterator<Item = f64> + '_ {
+    pub fn range(&self, r: std::ops::Range<usize>) -> Box<dyn Iterator<Item = f64> + '_> {
+        if let Some(f) = &self.spill {
+            let [a, b] = f.parts();
+            let times = (a.chunks_exact(8).chain(b.chunks_exact(8))).map(|t| {
+                f.note(8);
+                f64::from_bits(u64::from_le_bytes(t.try_into().expect("8 bytes")))
+            });
+            return Box::new(times.skip(r.start).take(r.len()));
+        }
         let first = (r.start / BLOCK).min(self.blocks.len());
         let sealed = self.blocks[first..]
             .iter()
             .flat_map(move |b| self.block_times(b));
         let skip = r.start - first * BLOCK;
-        sealed
-            .chain(self.tail.iter().copied())
-            .skip(skip)
-            .take(r.len())
+        Box::new(
+            sealed
+                .chain(self.tail.iter().copied())
+                .skip(skip)
+                .take(r.len()),
+        )
     }
 
     /// The first index whose time `below` rejects (times ascend).
@@ -233,6 +304,27 @@ impl From<Vec<f64>> for Times {
     }
 }
 
+/// A clone holds the same times (in a scratch file of its own when long).
+impl Clone for Times {
+    fn clone(&self) -> Times {
+        let mut out = Times {
+            spill_at: self.spill_at,
+            ..Default::default()
+        };
+        self.iter().for_each(|t| out.push(t));
+        out
+    }
+}
+
+impl std::fmt::Debug for Times {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Times")
+            .field("len", &self.len())
+            .field("spilled", &self.is_spilled())
+            .finish()
+    }
+}
+
 /// The same times, bit for bit.
 impl PartialEq for Times {
     fn eq(&self, other: &Times) -> bool {
@@ -278,5 +370,36 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         assert_eq!(r, (0..6400).map(|i| 1000.0 + 100.0 * i as f64).collect());
+    }
+
+    #[test]
+    fn spilled_times_read_back_bit_for_bit() {
+        // Past 128 times they go to a scratch file: the same bits through
+        // every reader, in several writes and one still pending.
+        let given: Vec<f64> = (0..50_000)
+            .map(|i| {
+                1100.0 + 100.0 * i as f64 + (i % 7) as f64 + if i % 11 == 0 { 1e-7 } else { 0.0 }
+            })
+            .collect();
+        let mut t = Times::spilling_past(128);
+        given.iter().for_each(|&x| t.push(x));
+        assert!(t.is_spilled() && t.len() == given.len());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&t.to_vec()), bits(&given));
+        for i in (0..given.len()).step_by(97).chain([0, 49_999]) {
+            assert_eq!(t.at(i).to_bits(), given[i].to_bits(), "time {i}");
+        }
+        let some: Vec<f64> = t.range(130..40_000).collect();
+        assert_eq!(bits(&some), bits(&given[130..40_000]));
+        assert_eq!(t.partition_point(|x| x < given[777]), 777);
+        assert_eq!(t.last(), given.last().copied());
+        let short: Times = given[..100].iter().copied().collect();
+        assert!(!short.is_spilled());
+        assert_eq!(t, t.clone());
+        assert_eq!(t, given.into_iter().collect());
+        // By default, from 2^17 times on (docs/limits.md).
+        let cadence = |n: usize| (0..n).map(|i| i as f64 * 100.0).collect::<Times>();
+        assert!(!cadence(super::SPILL_AT - 1).is_spilled());
+        assert!(cadence(super::SPILL_AT).is_spilled() && super::SPILL_AT == 1 << 17);
     }
 }
