@@ -136,8 +136,19 @@ impl LineBudget {
 /// At most `MAX_POINTS` (t, value) points: the mean of the finite values
 /// in each of `MAX_POINTS` equal time buckets (NaN where a bucket has none).
 fn downsample(trace: &Trace, end_s: f64, value: impl Fn(usize) -> f32) -> Vec<(f64, f64)> {
-    let n = trace.sample_count();
-    let buckets = MAX_POINTS.min(n.max(1));
+    bucket_means(trace, end_s, MAX_POINTS.min(trace.sample_count().max(1)), value)
+}
+
+/// One (mean time, mean of the finite values) point for each of `buckets`
+/// equal time buckets up to `end_s` that holds a sample (NaN where none of
+/// its values is finite): the one downsampling of the check page's series
+/// and the run report's timelines.
+pub(crate) fn bucket_means(
+    trace: &Trace,
+    end_s: f64,
+    buckets: usize,
+    value: impl Fn(usize) -> f32,
+) -> Vec<(f64, f64)> {
     let width = if end_s > 0.0 {
         end_s / buckets as f64
     } else {

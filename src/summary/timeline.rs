@@ -153,27 +153,7 @@ fn series_raw(trace: &Trace, value: impl Fn(usize) -> f32, t_end_s: f64) -> Vec<
             .map(|(i, t)| (t / 1000.0, value(i) as f64))
             .collect();
     }
-    let bucket_s = t_end_s / PLOT_POINTS as f64;
-    let mut sums = vec![(0.0f64, 0usize, 0.0f64, 0usize); PLOT_POINTS];
-    for (i, t) in trace.times_ms.iter().enumerate() {
-        let t = t / 1000.0;
-        let b = ((t / bucket_s) as usize).min(PLOT_POINTS - 1);
-        sums[b].2 += t;
-        sums[b].3 += 1;
-        let v = value(i);
-        if v.is_finite() {
-            sums[b].0 += v as f64;
-            sums[b].1 += 1;
-        }
-    }
-    sums.iter()
-        .filter(|s| s.3 > 0)
-        .map(|s| {
-            let t = s.2 / s.3 as f64;
-            let v = if s.1 > 0 { s.0 / s.1 as f64 } else { f64::NAN };
-            (t, v)
-        })
-        .collect()
+    super::series::bucket_means(trace, t_end_s, PLOT_POINTS, value)
 }
 
 fn processes(trace: &Trace) -> Vec<ProcessRow> {
