@@ -136,7 +136,12 @@ impl LineBudget {
 /// At most `MAX_POINTS` (t, value) points: the mean of the finite values
 /// in each of `MAX_POINTS` equal time buckets (NaN where a bucket has none).
 fn downsample(trace: &Trace, end_s: f64, value: impl Fn(usize) -> f32) -> Vec<(f64, f64)> {
-    bucket_means(trace, end_s, MAX_POINTS.min(trace.sample_count().max(1)), value)
+    bucket_means(
+        trace,
+        end_s,
+        MAX_POINTS.min(trace.sample_count().max(1)),
+        value,
+    )
 }
 
 /// One (mean time, mean of the finite values) point for each of `buckets`
