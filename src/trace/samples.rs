@@ -12,6 +12,15 @@ pub struct Samples {
     len: usize,
 }
 
+/// The consecutive samples of one range.
+impl From<Range<usize>> for Samples {
+    fn from(r: Range<usize>) -> Samples {
+        let len = r.len();
+        let ranges = if len > 0 { vec![r] } else { Vec::new() };
+        Samples { ranges, len }
+    }
+}
+
 impl Samples {
     /// The samples of `0..n` that `keep` accepts.
     pub fn matching(n: usize, mut keep: impl FnMut(usize) -> bool) -> Samples {

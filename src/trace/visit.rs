@@ -30,10 +30,10 @@ impl Trace {
     /// `block`, into `out` (replacing what it held).
     pub(crate) fn gpu_mean_block(&self, block: Range<usize>, col: usize, out: &mut Vec<f64>) {
         out.clear();
-        let series: Vec<&[f32]> = (0..self.gpu_count())
-            .map(|g| self.columns.gpu_reading(g, col, block.len()))
-            .collect();
-        out.extend(block.map(|i| mean_of_finite(series.iter().map(|s| s[i]))));
+        self.columns
+            .visit_gpu_mean(self.gpu_count(), &Samples::from(block), col, &mut |v| {
+                out.push(v)
+            });
     }
 
     /// Host column `col` over the consecutive samples `block`, into `out`.
