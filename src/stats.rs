@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 mod visits;
-pub(crate) use visits::VISIT_BYTES;
+pub(crate) use visits::{Block, VISIT_BYTES};
 
 /// A statistic rules and verdicts read by name (`MetricSource::stat`): a
 /// judged statistic of the steady window, its spread, or its sample count.

@@ -1,9 +1,12 @@
-//! `MetricStats` of a long series read in place, a few passes over it,
-//! instead of from a copy of its values: the memory is a few tables of
-//! counters whatever the series' length (issue 44.2). The numbers are
+//! `MetricStats` of a series read in place, a block at a time, instead of
+//! from a copy made beforehand: the memory is bounded whatever the series'
+//! length (issue 44.2). The first pass copies the values while they fit
+//! `COPY_BYTES`, and a series that fits (a day at 100 ms) has its
+//! statistics computed in memory from that one read. A longer one is read
+//! a few more times: the moments, then a radix selection of the order
+//! statistics with a few tables of counters. The numbers are
 //! `from_finite`'s, bit for bit: the sums add the same values in the same
-//! order, and each order statistic is the same k-th smallest value, found
-//! by radix selection instead of `select_nth_unstable`.
+//! order, and each order statistic is the same k-th smallest value.
 
 use super::{
     batch_ci95_of_means, from_ordered_key, interpolate, ordered_key, percentile_ranks, MetricStats,
@@ -25,44 +28,133 @@ const PERCENTILES: [f64; 4] = [5.0, 50.0, 95.0, 99.0];
 /// percentile.
 const MAX_RANKS: usize = 2 + 2 * PERCENTILES.len();
 
-/// Working memory of one `from_visits` (its counter tables, or the copy of
-/// a short series), for `parallel::map_within`.
-pub(crate) const VISIT_BYTES: usize = MAX_RANKS * (1 << BITS) * std::mem::size_of::<usize>();
+/// Largest copy of a series `from_visits` makes: 8 MiB, two million values
+/// as f32 (a GPU or host column of 55 hours at 100 ms) or a million as f64
+/// (a mean over GPUs of 27 hours).
+const COPY_BYTES: usize = 8 << 20;
+
+/// Working memory of one `from_visits` (its copy, or its counter tables),
+/// for `parallel::map_within`.
+pub(crate) const VISIT_BYTES: usize = {
+    let tables = MAX_RANKS * (1 << BITS) * std::mem::size_of::<usize>();
+    if tables > COPY_BYTES {
+        tables
+    } else {
+        COPY_BYTES
+    }
+};
+
+/// Consecutive values of a series handed over at once: a column's own f32
+/// values, or values computed on the way (a mean over GPUs). A visit hands
+/// blocks, not single values, so the passes over a day of samples run as
+/// loops, not one call per value.
+#[derive(Clone, Copy)]
+pub(crate) enum Block<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl Block<'_> {
+    /// `f` of each value, in order, as f64.
+    #[inline]
+    pub(crate) fn for_each(self, mut f: impl FnMut(f64)) {
+        match self {
+            Block::F32(values) => values.iter().for_each(|&v| f(v as f64)),
+            Block::F64(values) => values.iter().for_each(|&v| f(v)),
+        }
+    }
+}
+
+/// A series handed over a block at a time, in time order, the same blocks
+/// at every call.
+pub(crate) trait Visit: Fn(&mut dyn FnMut(Block<'_>)) {}
+impl<F: Fn(&mut dyn FnMut(Block<'_>))> Visit for F {}
+
+/// What the first pass kept of the finite values.
+enum Copied {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    /// More than `COPY_BYTES`.
+    TooLong,
+}
+
+impl Copied {
+    fn push_f32(&mut self, v: f32) {
+        match self {
+            Copied::F32(c) if c.len() < COPY_BYTES / 4 => c.push(v),
+            Copied::F64(c) if c.len() < COPY_BYTES / 8 => c.push(v as f64),
+            Copied::TooLong => {}
+            _ => *self = Copied::TooLong,
+        }
+    }
+
+    fn push_f64(&mut self, v: f64) {
+        match self {
+            Copied::F32(c) if c.is_empty() => *self = Copied::F64(vec![v]),
+            Copied::F32(c) if c.len() < COPY_BYTES / 8 => {
+                let mut wide: Vec<f64> = c.iter().map(|&x| x as f64).collect();
+                wide.push(v);
+                *self = Copied::F64(wide);
+            }
+            Copied::F64(c) if c.len() < COPY_BYTES / 8 => c.push(v),
+            Copied::TooLong => {}
+            _ => *self = Copied::TooLong,
+        }
+    }
+}
 
 impl MetricStats {
-    /// `from_finite` of the finite values `visit` hands to its callback,
-    /// in time order (the same values in the same order at every call).
-    pub(crate) fn from_visits(visit: impl Fn(&mut dyn FnMut(f64))) -> Option<MetricStats> {
+    /// `from_finite` of the finite values `visit` hands over, in order.
+    pub(crate) fn from_visits(visit: impl Visit) -> Option<MetricStats> {
         // `Iterator::sum`'s own starting value, so every sum is its bits.
         let zero: f64 = std::iter::empty::<f64>().sum();
         let (mut n, mut sum, mut single) = (0usize, zero, true);
-        visit(&mut |v| {
-            if v.is_finite() {
-                n += 1;
-                sum += v;
-                single &= v as f32 as f64 == v;
+        let mut copied = Copied::F32(Vec::new());
+        visit(&mut |block| match block {
+            Block::F32(values) => {
+                for &v in values {
+                    if v.is_finite() {
+                        n += 1;
+                        sum += v as f64;
+                        copied.push_f32(v);
+                    }
+                }
+            }
+            Block::F64(values) => {
+                for &v in values {
+                    if v.is_finite() {
+                        n += 1;
+                        sum += v;
+                        single &= v as f32 as f64 == v;
+                        copied.push_f64(v);
+                    }
+                }
             }
         });
-        if n >= COPY_BELOW && single && n * std::mem::size_of::<f32>() <= VISIT_BYTES {
-            // Every value is an f32 (a GPU or host column; not a mean over
-            // GPUs), and their copy as f32 fits the job's bytes: one pass
-            // to copy, the rest in memory, instead of five passes.
+        match copied {
+            Copied::F32(copy) if n >= COPY_BELOW => return Some(from_single_copy(copy, sum)),
+            Copied::F32(copy) => {
+                return Self::from_finite(copy.into_iter().map(|v| v as f64).collect())
+            }
+            Copied::F64(copy) if n >= COPY_BELOW && single => {
+                let copy = copy.into_iter().map(|v| v as f32).collect();
+                return Some(from_single_copy(copy, sum));
+            }
+            Copied::F64(copy) => return Self::from_finite(copy),
+            Copied::TooLong => {}
+        }
+        if single && n * std::mem::size_of::<f32>() <= COPY_BYTES {
+            // Every value is an f32 and their copy as f32 fits: one more
+            // pass to copy, the rest in memory.
             let mut copy: Vec<f32> = Vec::with_capacity(n);
-            visit(&mut |v| {
-                if v.is_finite() {
-                    copy.push(v as f32)
-                }
+            visit(&mut |block| {
+                block.for_each(|v| {
+                    if v.is_finite() {
+                        copy.push(v as f32)
+                    }
+                })
             });
             return Some(from_single_copy(copy, sum));
-        }
-        if n < COPY_BELOW {
-            let mut copy = Vec::with_capacity(n);
-            visit(&mut |v| {
-                if v.is_finite() {
-                    copy.push(v)
-                }
-            });
-            return Self::from_finite(copy);
         }
         let mean = sum / n as f64;
         // `batch_means_ci95`'s batches: at least 4 of them at this length.
@@ -71,15 +163,17 @@ impl MetricStats {
         let mut batch_sums = vec![zero; batches];
         let (mut ss, mut j) = (zero, 0usize);
         let mut first_level = vec![0usize; 1 << BITS];
-        visit(&mut |v| {
-            if v.is_finite() {
-                ss += (v - mean).powi(2);
-                if let Some(b) = batch_sums.get_mut(j / len) {
-                    *b += v;
+        visit(&mut |block| {
+            block.for_each(|v| {
+                if v.is_finite() {
+                    ss += (v - mean).powi(2);
+                    if let Some(b) = batch_sums.get_mut(j / len) {
+                        *b += v;
+                    }
+                    j += 1;
+                    first_level[(ordered_key(v) >> (64 - BITS)) as usize] += 1;
                 }
-                j += 1;
-                first_level[(ordered_key(v) >> (64 - BITS)) as usize] += 1;
-            }
+            })
         });
         let stdev = (ss / (n - 1) as f64).sqrt();
         let means: Vec<f64> = batch_sums.iter().map(|s| s / len as f64).collect();
@@ -102,11 +196,19 @@ fn from_single_copy(mut copy: Vec<f32>, sum: f64) -> MetricStats {
     let len = n / batches;
     let mut batch_sums = vec![zero; batches];
     let mut ss = zero;
-    for (j, &v) in copy.iter().enumerate() {
-        let v = v as f64;
-        ss += (v - mean).powi(2);
-        if let Some(b) = batch_sums.get_mut(j / len) {
-            *b += v;
+    // A batch's values at a time (no division per value); the values past
+    // the last whole batch count in `ss` alone.
+    for (j, chunk) in copy.chunks(len).enumerate() {
+        let mut b = batch_sums.get(j).copied();
+        for &v in chunk {
+            let v = v as f64;
+            ss += (v - mean).powi(2);
+            if let Some(b) = b.as_mut() {
+                *b += v;
+            }
+        }
+        if let (Some(s), Some(b)) = (batch_sums.get_mut(j), b) {
+            *s = b;
         }
     }
     let stdev = (ss / (n - 1) as f64).sqrt();
@@ -169,11 +271,7 @@ fn assemble(
 /// what `visit` hands over: `kth_finite`'s radix selection for several
 /// ranks at once, one pass a level, one counter table per distinct prefix.
 /// `first_level` holds the counts of the keys' top `BITS` bits.
-fn kth_finite_many(
-    visit: &impl Fn(&mut dyn FnMut(f64)),
-    ranks: &[usize],
-    first_level: Vec<usize>,
-) -> Vec<f64> {
+fn kth_finite_many(visit: &impl Visit, ranks: &[usize], first_level: Vec<usize>) -> Vec<f64> {
     // Each rank's (rank left within its prefix, prefix of the key).
     let mut wants: Vec<(usize, u64)> = ranks.iter().map(|&k| (k, 0)).collect();
     let mut tables = vec![first_level];
@@ -185,14 +283,16 @@ fn kth_finite_many(
             groups = wants.iter().map(|w| w.1).collect();
             groups.dedup(); // ranks ascend, so equal prefixes are adjacent
             tables = vec![vec![0usize; 1 << BITS]; groups.len()];
-            visit(&mut |v| {
-                if !v.is_finite() {
-                    return;
-                }
-                let key = ordered_key(v);
-                if let Some(g) = groups.iter().position(|p| key >> known == p >> known) {
-                    tables[g][((key >> shift) & 0xFFFF) as usize] += 1;
-                }
+            visit(&mut |block| {
+                block.for_each(|v| {
+                    if !v.is_finite() {
+                        return;
+                    }
+                    let key = ordered_key(v);
+                    if let Some(g) = groups.iter().position(|p| key >> known == p >> known) {
+                        tables[g][((key >> shift) & 0xFFFF) as usize] += 1;
+                    }
+                })
             });
         }
         // Each distinct prefix now known and how many values have it.
@@ -233,20 +333,22 @@ const FINISH_BELOW: usize = 1 << 16;
 /// The same values as the selection's remaining levels (the k-th smallest
 /// key of a prefix is one value, whichever way it is found).
 fn finish_by_copy(
-    visit: &impl Fn(&mut dyn FnMut(f64)),
+    visit: &impl Visit,
     wants: &[(usize, u64)],
     found: &[(u64, usize)],
     shift: u32,
 ) -> Vec<f64> {
     let mut keys: Vec<Vec<u64>> = found.iter().map(|f| Vec::with_capacity(f.1)).collect();
-    visit(&mut |v| {
-        if !v.is_finite() {
-            return;
-        }
-        let key = ordered_key(v);
-        if let Some(g) = found.iter().position(|f| key >> shift == f.0 >> shift) {
-            keys[g].push(key);
-        }
+    visit(&mut |block| {
+        block.for_each(|v| {
+            if !v.is_finite() {
+                return;
+            }
+            let key = ordered_key(v);
+            if let Some(g) = found.iter().position(|f| key >> shift == f.0 >> shift) {
+                keys[g].push(key);
+            }
+        })
     });
     keys.iter_mut().for_each(|k| k.sort_unstable());
     wants
@@ -309,16 +411,84 @@ mod tests {
         ];
         for series in cases {
             let copy = MetricStats::from_series(series.iter().copied()).unwrap();
-            let visited = MetricStats::from_visits(|f| series.iter().for_each(|&v| f(v))).unwrap();
+            let visited = MetricStats::from_visits(|f| f(Block::F64(&series))).unwrap();
             assert_eq!(bits(&copy), bits(&visited), "{:?}", &series[..4]);
         }
+    }
+
+    /// The same series handed over as f32 blocks of uneven sizes, and as
+    /// f32 and f64 blocks mixed, give the bits of one f64 block.
+    #[test]
+    fn blocks_of_any_kind_and_size_give_the_same_bits() {
+        let series: Vec<f32> = (0..180_000)
+            .map(|i| match i % 7 {
+                0 => f32::NAN,
+                1 => -0.0,
+                _ => ((i as f32) * 0.731).sin() * 300.0,
+            })
+            .collect();
+        let wide: Vec<f64> = series.iter().map(|&v| v as f64).collect();
+        let one = MetricStats::from_visits(|f| f(Block::F64(&wide))).unwrap();
+        let uneven = MetricStats::from_visits(|f| {
+            let mut rest = &series[..];
+            for size in [1, 1000, 65_536, 7].iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (block, tail) = rest.split_at((*size).min(rest.len()));
+                f(Block::F32(block));
+                rest = tail;
+            }
+        })
+        .unwrap();
+        let mixed = MetricStats::from_visits(|f| {
+            f(Block::F32(&series[..50_000]));
+            f(Block::F64(&wide[50_000..120_000]));
+            f(Block::F32(&series[120_000..]));
+        })
+        .unwrap();
+        assert_eq!(bits(&one), bits(&uneven));
+        assert_eq!(bits(&one), bits(&mixed));
+    }
+
+    /// Series longer than the first pass's copy: f64 values that are all
+    /// f32 (the second copy as f32), f64 values that are not and f32 values
+    /// past two million (the radix selection): `from_finite`'s bits.
+    #[test]
+    fn series_past_the_copy_give_the_copys_bits() {
+        let single: Vec<f64> = (0..1_500_000u64)
+            .map(|i| ((i * 7919) % 100_003) as f32 as f64 * 0.5)
+            .collect();
+        let wide: Vec<f64> = (0..1_200_000u64)
+            .map(|i| (i as f64 * 0.001).sin() * 1e3 + 1e-9 * (i % 13) as f64)
+            .collect();
+        let long: Vec<f32> = (0..2_100_000u64)
+            .map(|i| {
+                if i % 11 == 0 {
+                    f32::NAN
+                } else {
+                    ((i * 104_729) % 65_521) as f32 - 3e4
+                }
+            })
+            .collect();
+        for series in [&single, &wide] {
+            let copy = MetricStats::from_finite(series.clone()).unwrap();
+            let visited =
+                MetricStats::from_visits(|f| series.chunks(100_000).for_each(|c| f(Block::F64(c))))
+                    .unwrap();
+            assert_eq!(bits(&copy), bits(&visited));
+        }
+        let copy = MetricStats::from_series(long.iter().map(|&v| v as f64)).unwrap();
+        let visited =
+            MetricStats::from_visits(|f| long.chunks(4096).for_each(|c| f(Block::F32(c)))).unwrap();
+        assert_eq!(bits(&copy), bits(&visited));
     }
 
     #[test]
     fn short_and_empty_series_take_the_copy() {
         let short: Vec<f64> = (0..100).map(|i| i as f64).collect();
-        let visited = MetricStats::from_visits(|f| short.iter().for_each(|&v| f(v))).unwrap();
+        let visited = MetricStats::from_visits(|f| f(Block::F64(&short))).unwrap();
         assert_eq!(visited, MetricStats::from_finite(short.clone()).unwrap());
-        assert!(MetricStats::from_visits(|f| f(f64::NAN)).is_none());
+        assert!(MetricStats::from_visits(|f| f(Block::F64(&[f64::NAN]))).is_none());
     }
 }

@@ -164,10 +164,15 @@ impl Run {
         self.kept = Some(std::mem::take(&mut trace.columns));
     }
 
-    /// Hand `f` the value of `column` at each of `samples` (the steady
-    /// window or a span's), in order, NaN where missing; nothing when the
-    /// run kept no samples.
-    pub(crate) fn visit(&self, samples: &Samples, column: &Column, f: &mut dyn FnMut(f64)) {
+    /// Hand `f` the values of `column` at `samples` (the steady window or a
+    /// span's), in order, a block at a time, NaN where missing; nothing
+    /// when the run kept no samples.
+    pub(crate) fn visit(
+        &self,
+        samples: &Samples,
+        column: &Column,
+        f: &mut dyn FnMut(crate::stats::Block<'_>),
+    ) {
         debug_assert!(self.kept.is_some(), "{}: samples not kept", self.source);
         if let Some(columns) = &self.kept {
             steady_values::visit_columns(&self.header, columns, samples, column, f);
@@ -177,10 +182,12 @@ impl Run {
     /// The finite values of `column` at `samples`, in time order.
     pub fn finite(&self, samples: &Samples, column: &Column) -> Vec<f64> {
         let mut out = Vec::new();
-        self.visit(samples, column, &mut |v| {
-            if v.is_finite() {
-                out.push(v)
-            }
+        self.visit(samples, column, &mut |b| {
+            b.for_each(|v| {
+                if v.is_finite() {
+                    out.push(v)
+                }
+            })
         });
         out
     }

@@ -1,14 +1,20 @@
 //! A column's values at the steady samples, handed over in time order
-//! straight from the trace's columns (`Columns::visit_gpu` and its
-//! siblings): what `MetricStats::from_visits` reads instead of a copy
-//! (issue 44.2).
+//! straight from the trace's columns a block at a time
+//! (`Columns::gpu_blocks` and its siblings): what
+//! `MetricStats::from_visits` reads instead of a copy (issue 44.2).
 
 use super::Column;
+use crate::stats::Block;
 use crate::trace::{Columns, Header, Samples, Trace};
 
-/// Hand `f` the value of `column` at each of the `steady` samples, in
-/// order (NaN where missing).
-pub(crate) fn visit(trace: &Trace, steady: &Samples, column: &Column, f: &mut dyn FnMut(f64)) {
+/// Hand `f` the values of `column` at the `steady` samples, in order, a
+/// block at a time (NaN where missing).
+pub(crate) fn visit(
+    trace: &Trace,
+    steady: &Samples,
+    column: &Column,
+    f: &mut dyn FnMut(Block<'_>),
+) {
     visit_columns(&trace.header, &trace.columns, steady, column, f);
 }
 
@@ -19,24 +25,24 @@ pub(crate) fn visit_columns(
     columns: &Columns,
     steady: &Samples,
     column: &Column,
-    f: &mut dyn FnMut(f64),
+    f: &mut dyn FnMut(Block<'_>),
 ) {
     let ngpu = header.fingerprint.gpus.len();
     let gpu_column = |id: &str| header.gpu_columns.iter().position(|c| c == id);
     match *column {
         Column::Gpu { slot, id } => {
             if let Some(col) = gpu_column(id).filter(|_| slot < ngpu) {
-                columns.visit_gpu(steady, slot, col, f);
+                columns.gpu_blocks(steady, slot, col, f);
             }
         }
         Column::GpuMean { id } => {
             if let Some(col) = gpu_column(id) {
-                columns.visit_gpu_mean(ngpu, steady, col, f);
+                columns.gpu_mean_blocks(ngpu, steady, col, f);
             }
         }
         Column::Host { id } => {
             if let Some(col) = header.host_columns.iter().position(|c| c == id) {
-                columns.visit_host(steady, col, f);
+                columns.host_blocks(steady, col, f);
             }
         }
     }

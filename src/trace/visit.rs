@@ -7,6 +7,7 @@
 //! bytes read called for, and faulted in again on every pass.
 
 use super::{mean_of_finite, Columns, Samples, Trace};
+use crate::stats::Block;
 use std::ops::Range;
 
 /// Samples read between two fetches of a series (a long trace's columns
@@ -31,8 +32,8 @@ impl Trace {
     pub(crate) fn gpu_mean_block(&self, block: Range<usize>, col: usize, out: &mut Vec<f64>) {
         out.clear();
         self.columns
-            .visit_gpu_mean(self.gpu_count(), &Samples::from(block), col, &mut |v| {
-                out.push(v)
+            .gpu_mean_blocks(self.gpu_count(), &Samples::from(block), col, &mut |b| {
+                b.for_each(|v| out.push(v))
             });
     }
 
@@ -55,37 +56,49 @@ impl Columns {
         col: usize,
         f: &mut dyn FnMut(f64),
     ) {
+        self.gpu_blocks(samples, gpu, col, &mut |b| b.for_each(&mut *f));
+    }
+
+    /// `visit_gpu`, a block of consecutive samples at a time.
+    pub(crate) fn gpu_blocks(
+        &self,
+        samples: &Samples,
+        gpu: usize,
+        col: usize,
+        f: &mut dyn FnMut(Block<'_>),
+    ) {
         for block in samples.blocks(BLOCK) {
             let series = self.gpu_reading(gpu, col, block.len());
-            series[block].iter().for_each(|&v| f(v as f64));
+            f(Block::F32(&series[block]));
         }
     }
 
     /// The mean over `ngpu` GPUs of column `col` at each of `samples`
     /// (`Trace::gpu_mean_at`), a block of every GPU's series at a time:
     /// the same additions in the same order per sample.
-    pub(crate) fn visit_gpu_mean(
+    pub(crate) fn gpu_mean_blocks(
         &self,
         ngpu: usize,
         samples: &Samples,
         col: usize,
-        f: &mut dyn FnMut(f64),
+        f: &mut dyn FnMut(Block<'_>),
     ) {
+        let mut means = Vec::new();
         for block in samples.blocks(BLOCK) {
             let series: Vec<&[f32]> = (0..ngpu)
                 .map(|g| self.gpu_reading(g, col, block.len()))
                 .collect();
-            for i in block {
-                f(mean_of_finite(series.iter().map(|s| s[i])));
-            }
+            means.clear();
+            means.extend(block.map(|i| mean_of_finite(series.iter().map(|s| s[i]))));
+            f(Block::F64(&means));
         }
     }
 
-    /// Host column `col` at each of `samples`.
-    pub(crate) fn visit_host(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(f64)) {
+    /// Host column `col` at each of `samples`, a block at a time.
+    pub(crate) fn host_blocks(&self, samples: &Samples, col: usize, f: &mut dyn FnMut(Block<'_>)) {
         for block in samples.blocks(BLOCK) {
             let series = self.host_reading(col, block.len());
-            series[block].iter().for_each(|&v| f(v as f64));
+            f(Block::F32(&series[block]));
         }
     }
 }
