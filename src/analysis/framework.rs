@@ -42,29 +42,20 @@ const LIBRARIES: &[(&str, &str)] = &[
     ("onnxruntime_pybind11_state", "onnxruntime"),
 ];
 
-/// Frameworks whose libraries appear in `maps` (the text of /proc/PID/maps).
-pub(crate) fn from_maps(maps: &str) -> BTreeSet<&'static str> {
-    let mut out = BTreeSet::new();
-    let mut previous = "";
-    for line in maps.lines() {
-        // The path is the last field; lines without one are anonymous.
-        let Some(path) = line.split_whitespace().nth(5) else {
-            continue;
-        };
-        // A library's segments (code, data, ...) are consecutive lines of
-        // the same path: looked at once (a torch process maps ~250 files
-        // in ~1,000 lines, and the recorder reads every process's maps).
-        if path == previous {
-            continue;
-        }
-        previous = path;
-        for (fragment, fw) in LIBRARIES {
-            if path.contains(fragment) {
-                out.insert(*fw);
-            }
-        }
-    }
-    out
+/// Frameworks whose libraries appear in `maps` (the bytes of
+/// /proc/PID/maps). One pass of an Aho-Corasick automaton over the whole
+/// text, not a split of its lines: a torch process maps ~1,000 lines and
+/// the recorder reads them during the first minute (the fragments are
+/// paths, so they can only match the path field).
+pub(crate) fn from_maps(maps: &[u8]) -> BTreeSet<&'static str> {
+    static FRAGMENTS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::new(LIBRARIES.iter().map(|(fragment, _)| fragment))
+                .expect("the library fragments are a few short literals")
+        });
+    (FRAGMENTS.find_overlapping_iter(maps))
+        .map(|m| LIBRARIES[m.pattern().as_usize()].1)
+        .collect()
 }
 
 /// Frameworks a command line names (a launcher or a module), for traces
@@ -97,10 +88,10 @@ mod tests {
 7f20-7f30 rw-p 00000000 00:00 0
 7f30-7f40 r-xp 00000000 08:01 3 /opt/venv/lib/python3.11/site-packages/jaxlib/xla_extension.so
 ";
-        assert_eq!(from_maps(maps), BTreeSet::from(["jax", "torch"]));
+        assert_eq!(from_maps(maps.as_bytes()), BTreeSet::from(["jax", "torch"]));
         let tf = "7f-80 r-xp 0 08:01 4 /x/tensorflow/libtensorflow_framework.so.2\n";
-        assert_eq!(from_maps(tf), BTreeSet::from(["tensorflow"]));
-        assert!(from_maps("7f-80 r-xp 0 08:01 4 /usr/lib/libc.so.6\n").is_empty());
+        assert_eq!(from_maps(tf.as_bytes()), BTreeSet::from(["tensorflow"]));
+        assert!(from_maps(b"7f-80 r-xp 0 08:01 4 /usr/lib/libc.so.6\n").is_empty());
     }
 
     #[test]

@@ -50,10 +50,10 @@ impl FrameworkScan {
             // A process that exited or is another user's: nothing to read.
             let read = std::fs::File::open(format!("/proc/{pid}/maps"))
                 .and_then(|mut f| f.read_to_end(&mut self.buf));
-            let Ok(maps) = read.map(|_| String::from_utf8_lossy(&self.buf)) else {
+            if read.is_err() {
                 continue;
-            };
-            for fw in crate::analysis::framework::from_maps(&maps) {
+            }
+            for fw in crate::analysis::framework::from_maps(&self.buf) {
                 if self.found.insert(fw) {
                     new.push(fw);
                 }

@@ -83,7 +83,11 @@ pub(super) fn run(
         .live_status
         .then(|| console::start_live(plan.duration.map(|d| plan.warmup + d)));
     let reason = loop {
+        // The sleep's own cost (the wake-up, charged to this thread) and
+        // the end checks are sections too: the profile sums the whole loop.
+        let c = ticker.profile.start();
         let now = ticker.wait(writer, progress)?;
+        ticker.profile.stop("wait", c);
         let keep_going = ticker.tick(
             now,
             gpu_sampler.as_deref_mut(),
@@ -93,7 +97,10 @@ pub(super) fn run(
             progress,
             observe,
         )?;
-        if let Some(reason) = stop_reason(plan, writer, target, &output, now, keep_going, clock)? {
+        let c = ticker.profile.start();
+        let stop = stop_reason(plan, writer, target, &output, now, keep_going, clock)?;
+        ticker.profile.stop("stop_check", c);
+        if let Some(reason) = stop {
             break reason;
         }
     };

@@ -111,19 +111,6 @@ pub(crate) fn main_processes(
     main
 }
 
-/// CPU time gate itself has used (all its threads), in seconds: OUTSIDE
-/// leaves it out, since it is the measurement, not contention.
-fn own_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// Fields of /proc/PID/stat we need: (ppid, utime, stime, num_threads, rss).
 /// The command name (field 2) may contain spaces and ')' so parse from the
 /// last ')'.
@@ -888,7 +875,7 @@ impl HostSampler {
         let machine = (self.machine_stat.as_ref())
             .and_then(|f| f.read(&mut self.buf))
             .and_then(parse_proc_stat_cpu);
-        let own = own_cpu_s();
+        let own = super::process_cpu_s();
         let (mut host_busy_pct, mut host_iowait_pct, mut outside_cpu_pct) = (None, None, None);
         if let (Some((b1, w1, t1)), Some((b0, w0, t0))) = (machine, self.last_machine) {
             if t1 > t0 {

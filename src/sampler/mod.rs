@@ -63,6 +63,17 @@ pub(crate) fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// User + system CPU seconds of this process so far (all its threads).
+pub(crate) fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 /// Where the sampler's own CPU time goes, by section; filled only when the
 /// environment variable `GATE_PROFILE` is set (the overhead benchmark uses it).
 #[derive(Debug, Default, Clone)]
@@ -102,6 +113,28 @@ impl CpuProfile {
     pub fn print_peak_rss(&self) {
         if !self.enabled {
             return;
+        }
+        // The whole process's CPU, and each live thread's (its
+        // `schedstat`, in nanoseconds): what the sections leave out.
+        crate::gate_eprintln!(
+            "gate: GATE_PROFILE process CPU: {:.1} ms",
+            process_cpu_s() * 1e3
+        );
+        for task in std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let read = |f: &str| std::fs::read_to_string(task.path().join(f)).unwrap_or_default();
+            let ns: u64 = (read("schedstat").split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let name = crate::escape::terminal(read("comm").trim());
+            crate::gate_eprintln!(
+                "gate: GATE_PROFILE thread {} ({name}): {:.1} ms",
+                task.file_name().to_string_lossy(),
+                ns as f64 / 1e6
+            );
         }
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         if let Some(hwm) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")) {

@@ -287,7 +287,7 @@ pub fn floor(
 ) -> Result<FloorRun, GateError> {
     let start = Instant::now();
     let mut sampler = ctx.sampler(indices, start, cadence)?;
-    let cpu0 = process_cpu_s();
+    let cpu0 = crate::sampler::process_cpu_s();
     let tree = std::collections::HashSet::new();
     let mut ticks = 0u64;
     let end = start + Duration::from_secs_f64(seconds);
@@ -304,7 +304,7 @@ pub fn floor(
         next += interval;
     }
     let wall = start.elapsed().as_secs_f64();
-    let cpu_s = process_cpu_s() - cpu0;
+    let cpu_s = crate::sampler::process_cpu_s() - cpu0;
     Ok(FloorRun {
         interval_ms: interval.as_secs_f64() * 1000.0,
         seconds: wall,
@@ -312,15 +312,4 @@ pub fn floor(
         cpu_s,
         cpu_pct_of_one_core: 100.0 * cpu_s / wall,
     })
-}
-
-/// User + system CPU seconds of this process so far.
-pub(crate) fn process_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
