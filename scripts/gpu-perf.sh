@@ -267,10 +267,18 @@ for name, fl in (("gpm", "floorgpm"), ("gpmb", "floorgpm"), ("clock", "floorgpm"
           f"{med(x['peak_rss_mib'] for x in dm) if dm else float('nan'):.1f} MiB |")
 if dm:
     print(f"nvidia-smi dmon -d 1 beside the same job: {med(x['cpu_pct_of_one_core'] for x in dm):.3f} % of a core")
+# The floor's loop alone (its own report) against its whole process (wait4):
+# the rest is its start (NVML's) and exit, which gate's profile shows apart.
+for fl in ("floorgpm", "floornogpm"):
+    runs = [(w, json.load(open(f))) for r in range(1, rounds + 1)
+            if (w := load(fl, r)) and os.path.exists(f := f"{d}/att-{fl}-r{r}-self.json")]
+    if runs:
+        print(f"{fl}: whole process {med(w['cpu_s'] for w, _ in runs) * 1e3:.1f} ms, its sampling loop "
+              f"{med(s['cpu_s'] for _, s in runs) * 1e3:.1f} ms (medians of {len(runs)})")
 print("target (issue 44.1): gate / floor <= 1.2 with and without GPM; peak RSS <= dmon + 3 MiB")
 EOF
 for f in "$D"/att-profgpm-r1.stderr "$D"/att-profclock-r1.stderr; do
-    [ -f "$f" ] && grep -A24 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
+    [ -f "$f" ] && grep -A40 'GATE_PROFILE' "$f" | sed "s|^|$(basename "$f" .stderr)  |"
 done
 fi
 

@@ -47,14 +47,32 @@ kill "$sleeper"
 # The dump after the start-up pages were dropped is the last one ($tmp/cg).
 nm "$bin" | awk '{print $NF}' > "$tmp/symbols"
 python3 - "$tmp/symbols" "$(rustc --version)" "$tmp/cg" "$@" > link/sampling.ld <<'EOF'
-import gzip, re, sys, datetime
-symbols = {re.sub(r"\.llvm\.\d+$", "", s) for s in open(sys.argv[1]).read().split()}
+import gzip, re, subprocess, sys, datetime
+symbols = sorted({re.sub(r"\.llvm\.\d+$", "", s) for s in open(sys.argv[1]).read().split()})
+def plain(mangled):
+    """Names without their hashes (c++filt, then the crates' and the
+    functions' hashes cut): a dump made by another build of the same code
+    (another Cargo.lock, another dependency list) names its functions with
+    other hashes; a name that is several functions here is left out."""
+    out = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True, check=True).stdout
+    return [re.sub(r"::h[0-9a-f]{16}$", "", re.sub(r"\[[0-9a-f]+\]", "", d)) for d in out.split("\n")[: len(mangled)]]
+by_plain = {}
+for m, p in zip(symbols, plain(symbols)):
+    by_plain.setdefault(p, set()).add(m)
+symbols = set(symbols)
 names = set()
 for dump in sys.argv[3:]:
     text = (gzip.open if dump.endswith(".gz") else open)(dump, "rt").read()
-    found = {re.sub(r"\.llvm\.\d+$", "", m) for m in re.findall(r"^c?fn=\(\d+\) (_\S+)", text, re.M)}
-    print(f"{dump}: {len(found & symbols)} of gate's functions, {len(found - symbols)} names not in this build", file=sys.stderr)
-    names |= found & symbols
+    found = sorted({re.sub(r"\.llvm\.\d+$", "", m) for m in re.findall(r"^c?fn=\(\d+\) (_\S+)", text, re.M)})
+    same = {m for m in found if m in symbols}
+    # Only a name that is one function here (legacy names of generic
+    # functions say no type: every `drop_in_place` is one such name).
+    renamed = {s for m, p in zip(found, plain(found)) if m not in symbols
+               for s in by_plain.get(p, ()) if len(by_plain[p]) == 1}
+    lost = sum(1 for m, p in zip(found, plain(found)) if m not in symbols and p not in by_plain)
+    print(f"{dump}: {len(same)} of gate's functions, {len(renamed)} more by name without hashes, "
+          f"{lost} not in this build", file=sys.stderr)
+    names |= same | renamed
 names = sorted(names)
 modules = ["_ZN7gpugate7sampler", "_ZN7gpugate6record", "_ZN12nvml_wrapper"]
 exact = []

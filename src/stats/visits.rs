@@ -79,6 +79,22 @@ enum Copied {
 }
 
 impl Copied {
+    /// The finite values of `values` (`finite` of them): one copy of the
+    /// block where it fits, value by value where it crosses a bound.
+    fn extend_f32(&mut self, values: &[f32], finite: usize) {
+        match self {
+            Copied::F32(c) if c.len() + finite <= COPY_BYTES / 4 => {
+                if finite == values.len() {
+                    c.extend_from_slice(values);
+                } else {
+                    c.extend(values.iter().copied().filter(|v| v.is_finite()));
+                }
+            }
+            Copied::TooLong => {}
+            _ => (values.iter().filter(|v| v.is_finite())).for_each(|&v| self.push_f32(v)),
+        }
+    }
+
     fn push_f32(&mut self, v: f32) {
         match self {
             Copied::F32(c) if c.len() < COPY_BYTES / 4 => c.push(v),
@@ -112,13 +128,14 @@ impl MetricStats {
         let mut copied = Copied::F32(Vec::new());
         visit(&mut |block| match block {
             Block::F32(values) => {
+                let before = n;
                 for &v in values {
                     if v.is_finite() {
                         n += 1;
                         sum += v as f64;
-                        copied.push_f32(v);
                     }
                 }
+                copied.extend_f32(values, n - before);
             }
             Block::F64(values) => {
                 for &v in values {
