@@ -175,10 +175,11 @@ fn statistics(trace: &Trace, steady: &Samples) -> RunSummary {
                 .map(|id| Column::Host { id }),
         )
         .collect();
-    // Each job reads its column in place, a few passes (`from_visits`):
-    // its memory is counter tables, not a copy of the steady values.
+    // Each job reads its column in place (`from_visits`): its memory is
+    // at most `VISIT_BYTES`, a copy of the steady values while they fit
+    // it, else counter tables.
     let mut stats = crate::parallel::map_within(crate::stats::VISIT_BYTES, &jobs, |c| {
-        MetricStats::from_visits(|f| steady_values::visit(trace, steady, c, f))
+        MetricStats::from_visits(steady.len(), |f| steady_values::visit(trace, steady, c, f))
     })
     .into_iter();
     let mut gpus = Vec::with_capacity(ngpu);

@@ -123,9 +123,9 @@ impl Runs<'_> {
 
     /// `sampled` of every column, on the cores (`parallel`).
     fn sampled_all(&self, columns: &[Column]) -> Result<Vec<Option<BaselineMetric>>, GateError> {
-        // Each job reads every run's column in place, a few passes
-        // (`from_visits`): its memory is counter tables, whatever the runs'
-        // lengths (a copy of the pooled values grew with them: issue 44.2).
+        // Each job reads every run's column in place (`from_visits`): its
+        // memory is at most `VISIT_BYTES` whatever the runs' lengths (a
+        // copy of all the pooled values grew with them: issue 44.2).
         crate::parallel::map_within(crate::stats::VISIT_BYTES, columns, |c| {
             self.sampled(c, c.id())
         })
@@ -137,7 +137,8 @@ impl Runs<'_> {
     /// `group`, read from each run's own column one after another, in
     /// place: `MetricStats::from_finite` of their copy, the same bits.
     fn pooled(&self, group: &[usize], column: &Column) -> Option<MetricStats> {
-        MetricStats::from_visits(|f| {
+        let most = group.iter().map(|&i| self.inputs[i].steady.len()).sum();
+        MetricStats::from_visits(most, |f| {
             for &i in group {
                 let r = &self.inputs[i];
                 r.visit(&r.steady, column, f);

@@ -70,18 +70,35 @@ impl Block<'_> {
 pub(crate) trait Visit: Fn(&mut dyn FnMut(Block<'_>)) {}
 impl<F: Fn(&mut dyn FnMut(Block<'_>))> Visit for F {}
 
-/// What the first pass kept of the finite values.
+/// What the first pass kept of the finite values: a copy made with the
+/// capacity the caller said it needs at most, so it never grows by
+/// doubling (a growing copy of a day's values held up to three times its
+/// size at once, per statistics job: +21 MB at 24 h on two threads).
 enum Copied {
+    /// Nothing handed over yet.
+    Empty,
     F32(Vec<f32>),
     F64(Vec<f64>),
-    /// More than `COPY_BYTES`.
+    /// More than `COPY_BYTES` (or `most` says it would be).
     TooLong,
 }
 
 impl Copied {
+    /// An empty copy of f32 values (`wide`: f64) for at most `most` values.
+    fn with_room(most: usize, wide: bool) -> Copied {
+        match wide {
+            false if most <= COPY_BYTES / 4 => Copied::F32(Vec::with_capacity(most)),
+            true if most <= COPY_BYTES / 8 => Copied::F64(Vec::with_capacity(most)),
+            _ => Copied::TooLong,
+        }
+    }
+
     /// The finite values of `values` (`finite` of them): one copy of the
     /// block where it fits, value by value where it crosses a bound.
-    fn extend_f32(&mut self, values: &[f32], finite: usize) {
+    fn extend_f32(&mut self, values: &[f32], finite: usize, most: usize) {
+        if let Copied::Empty = self {
+            *self = Copied::with_room(most, false);
+        }
         match self {
             Copied::F32(c) if c.len() + finite <= COPY_BYTES / 4 => {
                 if finite == values.len() {
@@ -104,13 +121,19 @@ impl Copied {
         }
     }
 
-    fn push_f64(&mut self, v: f64) {
+    fn push_f64(&mut self, v: f64, most: usize) {
         match self {
-            Copied::F32(c) if c.is_empty() => *self = Copied::F64(vec![v]),
+            Copied::Empty => {
+                *self = Copied::with_room(most, true);
+                self.push_f64(v, most);
+            }
             Copied::F32(c) if c.len() < COPY_BYTES / 8 => {
-                let mut wide: Vec<f64> = c.iter().map(|&x| x as f64).collect();
-                wide.push(v);
-                *self = Copied::F64(wide);
+                let mut wide = Copied::with_room(most.max(c.len() + 1), true);
+                if let Copied::F64(w) = &mut wide {
+                    w.extend(c.iter().map(|&x| x as f64));
+                    w.push(v);
+                }
+                *self = wide;
             }
             Copied::F64(c) if c.len() < COPY_BYTES / 8 => c.push(v),
             Copied::TooLong => {}
@@ -120,12 +143,14 @@ impl Copied {
 }
 
 impl MetricStats {
-    /// `from_finite` of the finite values `visit` hands over, in order.
-    pub(crate) fn from_visits(visit: impl Visit) -> Option<MetricStats> {
+    /// `from_finite` of the finite values `visit` hands over, in order;
+    /// `most`: how many values it hands over at most (the samples it
+    /// reads), the room of the first pass's copy.
+    pub(crate) fn from_visits(most: usize, visit: impl Visit) -> Option<MetricStats> {
         // `Iterator::sum`'s own starting value, so every sum is its bits.
         let zero: f64 = std::iter::empty::<f64>().sum();
         let (mut n, mut sum, mut single) = (0usize, zero, true);
-        let mut copied = Copied::F32(Vec::new());
+        let mut copied = Copied::Empty;
         visit(&mut |block| match block {
             Block::F32(values) => {
                 let before = n;
@@ -135,7 +160,7 @@ impl MetricStats {
                         sum += v as f64;
                     }
                 }
-                copied.extend_f32(values, n - before);
+                copied.extend_f32(values, n - before, most);
             }
             Block::F64(values) => {
                 for &v in values {
@@ -143,7 +168,7 @@ impl MetricStats {
                         n += 1;
                         sum += v;
                         single &= v as f32 as f64 == v;
-                        copied.push_f64(v);
+                        copied.push_f64(v, most);
                     }
                 }
             }
@@ -158,6 +183,7 @@ impl MetricStats {
                 return Some(from_single_copy(copy, sum));
             }
             Copied::F64(copy) => return Self::from_finite(copy),
+            Copied::Empty => return None,
             Copied::TooLong => {}
         }
         if single && n * std::mem::size_of::<f32>() <= COPY_BYTES {
@@ -428,7 +454,7 @@ mod tests {
         ];
         for series in cases {
             let copy = MetricStats::from_series(series.iter().copied()).unwrap();
-            let visited = MetricStats::from_visits(|f| f(Block::F64(&series))).unwrap();
+            let visited = MetricStats::from_visits(series.len(), |f| f(Block::F64(&series))).unwrap();
             assert_eq!(bits(&copy), bits(&visited), "{:?}", &series[..4]);
         }
     }
@@ -445,8 +471,8 @@ mod tests {
             })
             .collect();
         let wide: Vec<f64> = series.iter().map(|&v| v as f64).collect();
-        let one = MetricStats::from_visits(|f| f(Block::F64(&wide))).unwrap();
-        let uneven = MetricStats::from_visits(|f| {
+        let one = MetricStats::from_visits(wide.len(), |f| f(Block::F64(&wide))).unwrap();
+        let uneven = MetricStats::from_visits(series.len(), |f| {
             let mut rest = &series[..];
             for size in [1, 1000, 65_536, 7].iter().cycle() {
                 if rest.is_empty() {
@@ -458,7 +484,7 @@ mod tests {
             }
         })
         .unwrap();
-        let mixed = MetricStats::from_visits(|f| {
+        let mixed = MetricStats::from_visits(series.len(), |f| {
             f(Block::F32(&series[..50_000]));
             f(Block::F64(&wide[50_000..120_000]));
             f(Block::F32(&series[120_000..]));
@@ -491,21 +517,21 @@ mod tests {
         for series in [&single, &wide] {
             let copy = MetricStats::from_finite(series.clone()).unwrap();
             let visited =
-                MetricStats::from_visits(|f| series.chunks(100_000).for_each(|c| f(Block::F64(c))))
+                MetricStats::from_visits(series.len(), |f| series.chunks(100_000).for_each(|c| f(Block::F64(c))))
                     .unwrap();
             assert_eq!(bits(&copy), bits(&visited));
         }
         let copy = MetricStats::from_series(long.iter().map(|&v| v as f64)).unwrap();
         let visited =
-            MetricStats::from_visits(|f| long.chunks(4096).for_each(|c| f(Block::F32(c)))).unwrap();
+            MetricStats::from_visits(long.len(), |f| long.chunks(4096).for_each(|c| f(Block::F32(c)))).unwrap();
         assert_eq!(bits(&copy), bits(&visited));
     }
 
     #[test]
     fn short_and_empty_series_take_the_copy() {
         let short: Vec<f64> = (0..100).map(|i| i as f64).collect();
-        let visited = MetricStats::from_visits(|f| f(Block::F64(&short))).unwrap();
+        let visited = MetricStats::from_visits(short.len(), |f| f(Block::F64(&short))).unwrap();
         assert_eq!(visited, MetricStats::from_finite(short.clone()).unwrap());
-        assert!(MetricStats::from_visits(|f| f(Block::F64(&[f64::NAN]))).is_none());
+        assert!(MetricStats::from_visits(1, |f| f(Block::F64(&[f64::NAN]))).is_none());
     }
 }
