@@ -190,7 +190,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/stat utime+stime",
+        "cgroup cpu.stat usage_usec, else each process's CPU clock",
         "CPU used by the target tree (100 = one core)",
     ),
     m(
@@ -201,7 +201,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/stat utime",
+        "cgroup cpu.stat user_usec, else the CPU clocks by /proc/PID/stat's user share",
         "User CPU of the target tree (100 = one core)",
     ),
     m(
@@ -212,7 +212,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/stat stime",
+        "cgroup cpu.stat system_usec, else the CPU clocks by /proc/PID/stat's system share",
         "System CPU of the target tree (100 = one core)",
     ),
     m(
@@ -223,7 +223,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         P95,
         256.0,
-        "/proc/PID/statm",
+        "/proc/PID/stat rss, once a second",
         "Resident memory of the target tree",
     ),
     m(
@@ -324,7 +324,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/stat utime+stime of the main processes",
+        "each main process's CPU clock, or /proc/PID/stat",
         "CPU of the main processes (those holding a GPU context, else the tree's root), all threads (100 = one core)",
     ),
     m(
@@ -357,7 +357,7 @@ pub const HOST_METRICS: &[MetricDef] = &[
         false,
         Mean,
         10.0,
-        "/proc/PID/stat utime+stime of the workers",
+        "each worker's CPU clock, or /proc/PID/stat",
         "CPU of all worker processes together (100 = one core)",
     ),
     m(

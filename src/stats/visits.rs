@@ -454,7 +454,8 @@ mod tests {
         ];
         for series in cases {
             let copy = MetricStats::from_series(series.iter().copied()).unwrap();
-            let visited = MetricStats::from_visits(series.len(), |f| f(Block::F64(&series))).unwrap();
+            let visited =
+                MetricStats::from_visits(series.len(), |f| f(Block::F64(&series))).unwrap();
             assert_eq!(bits(&copy), bits(&visited), "{:?}", &series[..4]);
         }
     }
@@ -516,14 +517,17 @@ mod tests {
             .collect();
         for series in [&single, &wide] {
             let copy = MetricStats::from_finite(series.clone()).unwrap();
-            let visited =
-                MetricStats::from_visits(series.len(), |f| series.chunks(100_000).for_each(|c| f(Block::F64(c))))
-                    .unwrap();
+            let visited = MetricStats::from_visits(series.len(), |f| {
+                series.chunks(100_000).for_each(|c| f(Block::F64(c)))
+            })
+            .unwrap();
             assert_eq!(bits(&copy), bits(&visited));
         }
         let copy = MetricStats::from_series(long.iter().map(|&v| v as f64)).unwrap();
-        let visited =
-            MetricStats::from_visits(long.len(), |f| long.chunks(4096).for_each(|c| f(Block::F32(c)))).unwrap();
+        let visited = MetricStats::from_visits(long.len(), |f| {
+            long.chunks(4096).for_each(|c| f(Block::F32(c)))
+        })
+        .unwrap();
         assert_eq!(bits(&copy), bits(&visited));
     }
 
