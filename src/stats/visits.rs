@@ -184,11 +184,13 @@ impl MetricStats {
             }
             Copied::F64(copy) => return Self::from_finite(copy),
             Copied::Empty => return None,
+            Copied::TooLong if n == 0 => return None,
             Copied::TooLong => {}
         }
+        // Too many values for the first copy (or `most` said so before any
+        // was read, though most may be missing): a copy of the `n` finite
+        // ones where it fits, one more pass, the rest in memory.
         if single && n * std::mem::size_of::<f32>() <= COPY_BYTES {
-            // Every value is an f32 and their copy as f32 fits: one more
-            // pass to copy, the rest in memory.
             let mut copy: Vec<f32> = Vec::with_capacity(n);
             visit(&mut |block| {
                 block.for_each(|v| {
@@ -197,7 +199,21 @@ impl MetricStats {
                     }
                 })
             });
+            if n < COPY_BELOW {
+                return Self::from_finite(copy.into_iter().map(|v| v as f64).collect());
+            }
             return Some(from_single_copy(copy, sum));
+        }
+        if n * std::mem::size_of::<f64>() <= COPY_BYTES {
+            let mut copy: Vec<f64> = Vec::with_capacity(n);
+            visit(&mut |block| {
+                block.for_each(|v| {
+                    if v.is_finite() {
+                        copy.push(v)
+                    }
+                })
+            });
+            return Self::from_finite(copy);
         }
         let mean = sum / n as f64;
         // `batch_means_ci95`'s batches: at least 4 of them at this length.
@@ -529,6 +545,34 @@ mod tests {
         })
         .unwrap();
         assert_eq!(bits(&copy), bits(&visited));
+    }
+
+    /// A long visit whose values are mostly missing (a counter read only
+    /// at times over days): `most` rules the first copy out, the few
+    /// finite values are copied on a second pass; none at all is None.
+    #[test]
+    fn mostly_missing_long_series_give_the_copys_bits() {
+        let long = 3_000_000;
+        // Values that are f32 (scale 1) take the f32 copy, the others f64.
+        for (every, scale) in [(100_000, 1.0), (100_000, 0.1), (30, 1.0), (7, 0.1)] {
+            let series: Vec<f64> = (0..long)
+                .map(|i| {
+                    if i % every == 0 {
+                        (i % 1013) as f64 * scale
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect();
+            let copy = MetricStats::from_series(series.iter().copied()).unwrap();
+            let visited = MetricStats::from_visits(long, |f| {
+                series.chunks(65_536).for_each(|c| f(Block::F64(c)))
+            })
+            .unwrap();
+            assert_eq!(bits(&copy), bits(&visited), "one value in {every}");
+        }
+        let none = vec![f32::NAN; long];
+        assert!(MetricStats::from_visits(long, |f| f(Block::F32(&none))).is_none());
     }
 
     #[test]
