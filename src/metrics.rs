@@ -527,7 +527,9 @@ impl MetricDef {
             "GPM (Hopper+)"
         } else if self.source.starts_with("NVML") || self.source.contains("NVML") {
             "NVML"
-        } else if self.source.starts_with("/proc") {
+        } else if HOST_METRICS.iter().any(|d| d.id == self.id) {
+            // The tree's and the machine's counters: /proc, its CPU
+            // clocks or the tree's cgroup, all Linux.
             "/proc"
         } else {
             "the benchmark's exit"
