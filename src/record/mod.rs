@@ -155,14 +155,7 @@ pub(crate) fn record_observed(
     let mut once = CpuProfile::from_env();
     // What only start-up ran leaves the resident set before the GPU
     // source adds its own (sampler/resident.rs).
-    let dropped_kib = crate::sampler::resident::drop_startup_pages();
-    if once.enabled {
-        crate::gate_eprintln!("gate: GATE_PROFILE start-up pages dropped: {dropped_kib} kB");
-        crate::gate_eprintln!(
-            "gate: GATE_PROFILE process CPU before the GPU source opens: {:.1} ms",
-            crate::sampler::process_cpu_s() * 1e3
-        );
-    }
+    once.print_startup(crate::sampler::resident::drop_startup_pages());
     let c = once.start();
     let (fingerprint, mut gpu_sampler) = open_gpus(plan, start)?;
     once.stop("open_gpus", c);

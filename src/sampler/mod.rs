@@ -107,6 +107,18 @@ impl CpuProfile {
         }
     }
 
+    /// What start-up cost, once the GPU source is about to open: the
+    /// start-up pages dropped (`resident`) and the process's CPU so far.
+    pub fn print_startup(&self, dropped_kib: u64) {
+        if self.enabled {
+            crate::gate_eprintln!("gate: GATE_PROFILE start-up pages dropped: {dropped_kib} kB");
+            crate::gate_eprintln!(
+                "gate: GATE_PROFILE process CPU before the GPU source opens: {:.1} ms",
+                process_cpu_s() * 1e3
+            );
+        }
+    }
+
     /// gate's own peak resident set (`VmHWM`: this program's pages since
     /// its exec, not those of the process that started it, which a
     /// parent's `wait4` counts in), printed last under `GATE_PROFILE`.
