@@ -15,8 +15,10 @@
 # (the last file, cg, is the loop's; gzip it). Their functions are added to
 # those seen here; names this build no longer has are counted and left out.
 #
-# How: a release build that keeps its symbols (RUSTFLAGS="-C strip=none"
-# leaves the symbol names' hashes as in a plain `cargo build --release`)
+# How: a release build that keeps its symbols (RUSTFLAGS="-C strip=none";
+# its names' hashes are not the shipped build's, as those of any other
+# profile, flags or source of the crate are not, so the list names a
+# function with its hashes as wildcards wherever that leaves one function)
 # records a sleeping process's counters under callgrind (--no-gpu: no GPU
 # here); every function that runs after gate dropped its start-up pages
 # (sampler/resident.rs) is listed by its exact name. The GPU source's own
@@ -31,10 +33,14 @@ tmp=$(mktemp -d)
 trap 'kill "${sleeper:-}" 2> /dev/null || true; rm -rf "$tmp"' EXIT
 
 resident() { # the KiB of gate's own binary resident while it samples (no GPU)
+    local exe="${1:-$bin}"
     sleep 60 & local p=$!
-    GATE_PROFILE=1 "$bin" record --pid "$p" --no-gpu --duration 8s -o "$tmp/r.jsonl" 2>&1 \
-        | sed -n "s|^gate: GATE_PROFILE resident in $bin: ||p"
+    GATE_PROFILE=1 "$exe" record --pid "$p" --no-gpu --duration 8s -o "$tmp/r.jsonl" 2>&1 \
+        | sed -n "s|^gate: GATE_PROFILE resident in $exe: ||p"
     kill "$p"
+}
+section() { # the size of a binary's .text.sampling
+    echo $((16#$(readelf -SW "$1" | awk '$2 == ".text.sampling" {print $6}')))
 }
 
 RUSTFLAGS="-C strip=none" cargo build --release --locked --bin gate
@@ -57,8 +63,17 @@ def plain(mangled):
     out = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True, check=True).stdout
     return [re.sub(r"::h[0-9a-f]{16}$", "", re.sub(r"\[[0-9a-f]+\]", "", d)) for d in out.split("\n")[: len(mangled)]]
 by_plain = {}
-for m, p in zip(symbols, plain(symbols)):
+plain_of = dict(zip(symbols, plain(symbols)))
+for m, p in plain_of.items():
     by_plain.setdefault(p, set()).add(m)
+def glob(n):
+    """The name with its hashes as wildcards where, without them, it is one
+    function here: the shipped build (another profile or RUSTFLAGS, or
+    `cargo install` from the registry) names that function with other
+    hashes (the crates' disambiguators `Cs..._` and the legacy `17h..E`)."""
+    if len(by_plain.get(plain_of.get(n), ())) != 1:
+        return n
+    return re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", re.sub(r"17h[0-9a-f]{16}E$", "17h*E", n))
 symbols = set(symbols)
 names = set()
 for dump in sys.argv[3:]:
@@ -84,15 +99,19 @@ print("/* The functions gate's sampling loop runs, gathered at the start of its"
 print("   code so that a recording keeps few pages of gate resident (build.rs).")
 print(f"   Made by scripts/sampling-layout.sh on {datetime.date.today()} with")
 print(f"   {sys.argv[2]} from {len(sys.argv) - 3} callgrind dumps:")
-print(f"   {len(modules)} modules and {len(exact)} functions by name. */")
+print(f"   {len(modules)} modules and {len(exact)} functions by name, hashes")
+print(f"   as wildcards where the name is one function ({sum(glob(n) != n for n in exact)}). */")
 print("SECTIONS\n{\n  .text.sampling : {")
 for m in modules:
     print(f"    *(.text.{m}* .text.unlikely.{m}*)")
-for n in exact:
+for n in map(glob, exact):
     print(f"    *(.text.{n} .text.{n}.llvm.* .text.unlikely.{n} .text.unlikely.{n}.llvm.*)")
 print("  }\n}\nINSERT BEFORE .text;")
 EOF
 RUSTFLAGS="-C strip=none" cargo build --release --locked --bin gate
-size=$(readelf -SW "$bin" | awk '$2 == ".text.sampling" {print $6}')
-echo "link/sampling.ld: $(grep -c '^    \*(' link/sampling.ld) patterns, .text.sampling $((16#${size:-0})) bytes"
+echo "link/sampling.ld: $(grep -c '^    \*(' link/sampling.ld) patterns, .text.sampling $(section "$bin") bytes"
 echo "after: gate resident while sampling: $(resident)"
+# The shipped build (its own hashes): the wildcards must gather the same.
+shipped="$(cd "$(dirname "$0")/.." && pwd)/target/release/gate"
+CARGO_TARGET_DIR="$PWD/target" cargo build --release --locked --bin gate
+echo "shipped build: .text.sampling $(section "$shipped") bytes, resident while sampling: $(resident "$shipped")"
