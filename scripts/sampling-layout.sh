@@ -112,6 +112,6 @@ RUSTFLAGS="-C strip=none" cargo build --release --locked --bin gate
 echo "link/sampling.ld: $(grep -c '^    \*(' link/sampling.ld) patterns, .text.sampling $(section "$bin") bytes"
 echo "after: gate resident while sampling: $(resident)"
 # The shipped build (its own hashes): the wildcards must gather the same.
-shipped="$(cd "$(dirname "$0")/.." && pwd)/target/release/gate"
+shipped="$PWD/target/release/gate"
 CARGO_TARGET_DIR="$PWD/target" cargo build --release --locked --bin gate
 echo "shipped build: .text.sampling $(section "$shipped") bytes, resident while sampling: $(resident "$shipped")"
