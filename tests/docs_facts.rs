@@ -4,7 +4,8 @@
 //! (from its clap definition) or a flag of the script or workload it
 //! belongs to; the dependency table and the package count match
 //! `Cargo.toml` and `Cargo.lock` (the rule count: tests/scoreboard.rs); and the
-//! help texts state the real defaults (threshold floors from `config`).
+//! help texts state the real defaults (threshold floors from `config`); the
+//! README's cost figures are ones BENCHMARKS.md reports.
 
 use crate::common;
 
@@ -815,4 +816,80 @@ fn the_action_states_the_real_default_floors() {
         assert!(text.contains(&pct), "threshold says {text:?}, not {pct:?}");
     }
     assert!(!text.contains("0.10"), "{text}");
+}
+
+/// The README's "Cost of measuring" says its numbers come from
+/// BENCHMARKS.md: each figure with decimals it gives is tied here to the
+/// BENCHMARKS.md subsection that measured it, and that subsection reports
+/// it at the README's precision (a figure without a source fails too).
+#[test]
+fn the_readmes_costs_are_benchmarks_figures() {
+    const SOURCES: &[(&str, &str)] = &[
+        ("0.60", "### Start-up pages dropped before sampling"),
+        ("0.74", "### Attached and launched on one loan"),
+        ("1.15", "### Attached and launched on one loan"),
+        ("1.35", "### Attached and launched on one loan"),
+        ("1.20", "### Attached and launched on one loan"),
+        ("1.09", "### Attached and launched on one loan"),
+        ("1.10", "### Attached and launched on one loan"),
+        ("24.9", "### Attached and launched on one loan"),
+        ("22.0", "### Attached and launched on one loan"),
+        ("1.16", "### Launched, after the start-up pages are dropped"),
+        ("1.08", "### Launched, after the start-up pages are dropped"),
+        ("0.9997", "### Results (gate at commit \"Cut sampler CPU\""),
+        ("0.23", "### The NVML floor, the levers and `gate watch`"),
+        ("6.4", "### Statistics over blocks, the first copy kept"),
+        ("1.20", "### Statistics over blocks, the first copy kept"),
+    ];
+    let read = |f: &str| std::fs::read_to_string(Path::new(ROOT).join(f)).unwrap();
+    let readme = read("README.md");
+    let benchmarks = read("BENCHMARKS.md");
+    let section = &readme[readme.find("## Cost of measuring").unwrap()..];
+    let section = &section[..section[3..].find("\n## ").unwrap()];
+    // Numbers as written: digits with at most one point inside.
+    let numbers = |text: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        for c in text.chars().chain([' ']) {
+            if c.is_ascii_digit() || (c == '.' && !cur.is_empty() && !cur.contains('.')) {
+                cur.push(c);
+            } else if !cur.is_empty() {
+                out.push(cur.trim_end_matches('.').to_string());
+                cur.clear();
+            }
+        }
+        out
+    };
+    let subsection = |heading: &str| {
+        let at =
+            (benchmarks.find(heading)).unwrap_or_else(|| panic!("no {heading} in BENCHMARKS.md"));
+        let rest = &benchmarks[at + heading.len()..];
+        let end = rest
+            .find("\n### ")
+            .or_else(|| rest.find("\n## "))
+            .unwrap_or(rest.len());
+        &benchmarks[at..at + heading.len() + end]
+    };
+    let reports = |heading: &str, figure: &str| {
+        let scale = 10f64.powi(figure.split('.').nth(1).unwrap().len() as i32);
+        let x: f64 = figure.parse().unwrap();
+        (numbers(subsection(heading)).iter())
+            .filter_map(|n| n.parse::<f64>().ok())
+            .any(|t| ((t * scale).round() - x * scale).abs() < 0.5)
+    };
+    let figures: Vec<String> = (numbers(section).into_iter())
+        .filter(|n| n.contains('.'))
+        .collect();
+    assert!(figures.len() >= 10, "{figures:?}");
+    let unsourced: Vec<&String> = (figures.iter())
+        .filter(|f| {
+            !(SOURCES.iter())
+                .filter(|(figure, _)| figure == f)
+                .any(|(figure, heading)| reports(heading, figure))
+        })
+        .collect();
+    assert!(
+        unsourced.is_empty(),
+        "README's cost figures without a BENCHMARKS.md subsection that reports them: {unsourced:?}"
+    );
 }
